@@ -1,0 +1,52 @@
+/* The agent's public API: the only symbols libcuhook.so exports (everything else is hidden).
+ *
+ * Two ways in:
+ *  - constructor mode: the library is loaded into a process (linked, dlopened, ctypes.CDLL) and
+ *    its constructor starts tracing with the CUHOOK_* environment variables (docs/agent.md);
+ *  - injected mode: `cuhook run` / `cuhook attach` load it with a remote dlopen while every
+ *    thread is stopped under ptrace, then call cuhook_agent_start() remotely. The constructor
+ *    does not autostart when the process's tracer is cuhook.
+ * All functions are safe to call from any thread, and return quickly. */
+#ifndef CUHOOK_AGENT_H
+#define CUHOOK_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CUHOOK_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Start tracing. `options` is a ';'-separated list of key=value with the same keys as the
+ * CUHOOK_* variables, lower case without the prefix ("output=/tmp/t.bin;funcs=cuLaunch*"), or
+ * NULL for the environment. `flags`: CUHOOK_START_THREADS_STOPPED when the caller guarantees that
+ * every other thread of the process is stopped (ptrace) for the duration of the call, so jumps
+ * may be written without atomic stores. Returns 0, or a negative errno; a message is kept for
+ * cuhook_agent_last_error(). Calling it while tracing returns -EALREADY. */
+CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
+#define CUHOOK_START_THREADS_STOPPED 0x1u
+
+/* Stop tracing: restore every patched function's original bytes, flush all buffers, write the
+ * END block and close the file. Stubs stay mapped (threads may still be inside them); threads
+ * still inside traced calls return through them correctly. The agent can be started again. */
+CUHOOK_API int cuhook_agent_stop(unsigned flags);
+
+/* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
+ * (at an instruction boundary), the address of the same instruction in the relocated copy, so
+ * the thread can be moved there before it resumes; otherwise `ip` unchanged. After
+ * cuhook_agent_stop(), the reverse: an ip inside a relocated copy maps back to the original. */
+CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip);
+
+/* A NUL-terminated message describing the last failure (or the last start's summary). */
+CUHOOK_API const char *cuhook_agent_last_error(void);
+
+/* 1 while tracing. */
+CUHOOK_API int cuhook_agent_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,9 @@
+/* Placeholder until this command is written (see the open issues). */
+#include "commands.h"
+#include <stdio.h>
+int cmd_report(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	fprintf(stderr, "cuhook report: not built yet\n");
+	return 2;
+}

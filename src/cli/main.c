@@ -1,0 +1,87 @@
+/* cuhook: trace the CUDA driver API calls of a process. This file only dispatches to the
+ * subcommands (cmd_*.c). */
+#include "commands.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef CUHOOK_VERSION
+#define CUHOOK_VERSION "dev"
+#endif
+#ifndef CUHOOK_LIBDIR
+#define CUHOOK_LIBDIR "/usr/local/lib"
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{"run", cmd_run, "run [-o FILE] [options] -- PROG ARGS...   start a program traced"},
+	{"attach", cmd_attach, "attach [-o FILE] [--duration SEC] PID   trace a running process, then leave it"},
+	{"report", cmd_report, "report [options] trace.bin...           where the time went"},
+	{"funcs", cmd_funcs, "funcs [--all] [--funcs GLOBS] LIB        which functions of LIB would be patched, and why not"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cuhook COMMAND [ARGS]\n\ncommands:\n");
+	for (unsigned i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  cuhook %s\n", commands[i].help);
+	fprintf(f, "\n'cuhook COMMAND --help' describes a command's options.\n");
+}
+
+int cuhook_agent_path(char *buf, unsigned long len)
+{
+	/* Next to our own executable first (the build tree keeps both in one place), then the
+	 * install tree. Never a path relative to the working directory. */
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			const char *cands[] = {"%s/libcuhook.so", "%s/../src/agent/libcuhook.so",
+			                       "%s/../lib/libcuhook.so", "%s/../lib/x86_64-linux-gnu/libcuhook.so"};
+			for (unsigned i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+				char p[PATH_MAX + 64];
+				snprintf(p, sizeof(p), cands[i], self);
+				char real[PATH_MAX];
+				if (realpath(p, real) && access(real, R_OK) == 0 && strlen(real) < len) {
+					strcpy(buf, real);
+					return 0;
+				}
+			}
+		}
+	}
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/libcuhook.so", CUHOOK_LIBDIR);
+	if (access(p, R_OK) == 0 && strlen(p) < len) {
+		strcpy(buf, p);
+		return 0;
+	}
+	fprintf(stderr, "cuhook: cannot find the agent library libcuhook.so next to the cuhook "
+	                "executable or in %s\n", CUHOOK_LIBDIR);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("cuhook %s\n", CUHOOK_VERSION);
+		return 0;
+	}
+	for (unsigned i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cuhook: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

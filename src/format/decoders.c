@@ -1,0 +1,70 @@
+#include "decoders.h"
+
+#include <string.h>
+
+#define NONE CUHOOK_NO_ARG
+/* An out-parameter read at exit: arg a, 8 or 4 bytes. */
+#define OUT1(a, sz, label) .out_arg = {a, NONE}, .out_size = {sz, 0}, .out_label = {label, 0}
+#define OUT2(a, sa, la, b, sb, lb) .out_arg = {a, b}, .out_size = {sa, sb}, .out_label = {la, lb}
+#define NOOUT .out_arg = {NONE, NONE}
+#define STR_IN(a, label) .str_kind = CUHOOK_STR_ARG_AT_ENTRY, .str_arg = a, .str_label = label
+#define STR_OUT(a, label) .str_kind = CUHOOK_STR_DEREF_AT_EXIT, .str_arg = a, .str_label = label
+
+const struct cuhook_decoder cuhook_decoders[] = {
+	{.func = "", NOOUT},
+	/* memory: the pointer an allocation returned */
+	{.func = "cuMemAlloc_v2", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAlloc", OUT1(0, 4, "dptr")},
+	{.func = "cuMemAllocPitch_v2", OUT2(0, 8, "dptr", 1, 8, "pitch")},
+	{.func = "cuMemAllocHost_v2", OUT1(0, 8, "hostptr")},
+	{.func = "cuMemHostAlloc", OUT1(0, 8, "hostptr")},
+	{.func = "cuMemAllocManaged", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAllocAsync", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAllocAsync_ptsz", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAllocFromPoolAsync", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAllocFromPoolAsync_ptsz", OUT1(0, 8, "dptr")},
+	{.func = "cuMemAddressReserve", OUT1(0, 8, "ptr")},
+	{.func = "cuMemCreate", OUT1(0, 8, "handle")},
+	/* modules, libraries, kernels: handles and names */
+	{.func = "cuModuleLoad", OUT1(0, 8, "module"), STR_IN(1, "path")},
+	{.func = "cuModuleLoadData", OUT1(0, 8, "module")},
+	{.func = "cuModuleLoadDataEx", OUT1(0, 8, "module")},
+	{.func = "cuModuleLoadFatBinary", OUT1(0, 8, "module")},
+	{.func = "cuModuleGetFunction", OUT1(0, 8, "function"), STR_IN(2, "name")},
+	{.func = "cuModuleGetGlobal_v2", OUT2(0, 8, "dptr", 1, 8, "bytes"), STR_IN(3, "name")},
+	{.func = "cuLibraryLoadData", OUT1(0, 8, "library")},
+	{.func = "cuLibraryLoadFromFile", OUT1(0, 8, "library"), STR_IN(1, "path")},
+	{.func = "cuLibraryGetKernel", OUT1(0, 8, "kernel"), STR_IN(2, "name")},
+	{.func = "cuLibraryGetModule", OUT1(0, 8, "module")},
+	{.func = "cuKernelGetFunction", OUT1(0, 8, "function")},
+	{.func = "cuFuncGetName", STR_OUT(0, "name"), NOOUT},
+	{.func = "cuKernelGetName", STR_OUT(0, "name"), NOOUT},
+	/* contexts, devices, streams, events */
+	{.func = "cuCtxCreate_v2", OUT1(0, 8, "context")},
+	{.func = "cuCtxCreate_v3", OUT1(0, 8, "context")},
+	{.func = "cuCtxCreate_v4", OUT1(0, 8, "context")},
+	{.func = "cuDevicePrimaryCtxRetain", OUT1(0, 8, "context")},
+	{.func = "cuCtxGetCurrent", OUT1(0, 8, "context")},
+	{.func = "cuCtxGetDevice", OUT1(0, 4, "device")},
+	{.func = "cuDeviceGet", OUT1(0, 4, "device")},
+	{.func = "cuDeviceGetCount", OUT1(0, 4, "count")},
+	{.func = "cuDriverGetVersion", OUT1(0, 4, "version")},
+	{.func = "cuStreamCreate", OUT1(0, 8, "stream")},
+	{.func = "cuStreamCreateWithPriority", OUT1(0, 8, "stream")},
+	{.func = "cuEventCreate", OUT1(0, 8, "event")},
+	{.func = "cuGraphInstantiateWithFlags", OUT1(0, 8, "graphExec")},
+	/* how the runtime finds driver entry points */
+	{.func = "cuGetProcAddress_v2", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
+	{.func = "cuGetProcAddress", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
+	{.func = "cuGetExportTable", OUT1(0, 8, "table")},
+};
+
+const unsigned cuhook_decoder_count = sizeof(cuhook_decoders) / sizeof(cuhook_decoders[0]);
+
+unsigned cuhook_decoder_find(const char *name)
+{
+	for (unsigned i = 1; i < cuhook_decoder_count; i++)
+		if (strcmp(cuhook_decoders[i].func, name) == 0)
+			return i;
+	return 0;
+}

@@ -1,0 +1,230 @@
+/* trace.bin: the one description of the file, shared by the writer (the agent inside the traced
+ * process) and every reader (cuhook report, tests, fuzzers). docs/trace-format.md explains it in
+ * prose; this header is the authority.
+ *
+ * Layout:  file header | block | block | ... | (END block, when the process exited cleanly)
+ *
+ * Every block is self-contained and starts with a struct cuhook_block. The writer only ever
+ * appends whole blocks with one write(2) each, so a SIGKILLed target leaves a readable prefix: a
+ * reader stops at the first block whose header is damaged or whose payload runs past the end of
+ * the file and reports the trace as truncated.
+ *
+ * All integers are little-endian (x86-64 only). All blocks and records are 8-byte aligned. */
+#ifndef CUHOOK_TRACE_FORMAT_H
+#define CUHOOK_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
+#define CUHOOK_TRACE_VERSION 1u
+
+/* ---- file header ------------------------------------------------------------------------ */
+
+enum cuhook_clock_source {
+	CUHOOK_CLOCK_TSC = 0,       /* timestamps are rdtsc ticks; convert with the CLOCK blocks */
+	CUHOOK_CLOCK_MONOTONIC = 1, /* timestamps are CLOCK_MONOTONIC nanoseconds already */
+};
+
+struct cuhook_file_header {
+	char magic[8];            /* CUHOOK_TRACE_MAGIC */
+	uint32_t version;         /* CUHOOK_TRACE_VERSION */
+	uint32_t header_size;     /* sizeof(struct) + cmdline_len + exe_len, rounded up to 8 */
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t clock_source;    /* enum cuhook_clock_source */
+	uint32_t cmdline_len;     /* bytes of the command line that follow the struct: argv[i]
+	                             separated by NUL (as in /proc/PID/cmdline) */
+	uint32_t exe_len;         /* bytes of the executable's path that follow the command line */
+	uint32_t flags;           /* CUHOOK_FILE_* */
+	uint64_t start_realtime_ns;
+	uint64_t start_monotonic_ns;
+	uint64_t start_tsc;
+	uint32_t buffer_bytes;    /* per-thread ring size the agent used */
+	uint32_t reserved;
+};
+
+#define CUHOOK_FILE_LOSSY 0x1u /* CUHOOK_DROP=1: full buffers dropped events (counted in DROP
+                                  records) instead of waiting for the writer */
+
+/* ---- blocks --------------------------------------------------------------------------------- */
+
+#define CUHOOK_BLOCK_MAGIC 0x4b424843u /* "CHBK" */
+#define CUHOOK_BLOCK_MAX_PAYLOAD (64u << 20)
+
+enum cuhook_block_type {
+	CUHOOK_BLOCK_CLOCK = 1,  /* struct cuhook_clock_block */
+	CUHOOK_BLOCK_LIB = 2,    /* struct cuhook_lib_block + path + version */
+	CUHOOK_BLOCK_FUNCS = 3,  /* struct cuhook_funcs_block + entries */
+	CUHOOK_BLOCK_THREAD = 4, /* struct cuhook_thread_block */
+	CUHOOK_BLOCK_EVENTS = 5, /* struct cuhook_events_block + records */
+	CUHOOK_BLOCK_NOTE = 6,   /* struct cuhook_note_block + text */
+	CUHOOK_BLOCK_END = 7,    /* struct cuhook_end_block: the trace was closed cleanly */
+};
+
+struct cuhook_block {
+	uint32_t magic;   /* CUHOOK_BLOCK_MAGIC */
+	uint16_t type;    /* enum cuhook_block_type */
+	uint16_t flags;   /* 0 */
+	uint32_t size;    /* payload bytes after this header, a multiple of 8 */
+	uint32_t seq;     /* block sequence number, 0, 1, 2... (detects gaps) */
+};
+
+/* A pair of clock readings taken together. Readers map a tsc t to monotonic nanoseconds through
+ * the line that the first and the last CLOCK block of the file define. */
+struct cuhook_clock_block {
+	uint64_t tsc;
+	uint64_t monotonic_ns;
+	uint64_t realtime_ns;
+};
+
+/* A library the agent patched (libcuda, libc for the dlopen watch, ...). */
+struct cuhook_lib_block {
+	uint32_t lib_id;       /* small integer, referenced by FUNCS blocks */
+	uint32_t flags;        /* CUHOOK_LIB_* */
+	uint64_t base;         /* load address */
+	uint32_t path_len;     /* bytes of path that follow (no NUL) */
+	uint32_t version_len;  /* bytes of version that follow the path (e.g. "580.159.04"), may be 0 */
+};
+
+#define CUHOOK_LIB_INTERNAL 0x1u /* hooked for cuhook's own use (dlopen watch), not traced */
+
+/* Functions found in a library: patched ones get events; refused ones are listed with a reason
+ * so the report can say what was not traced. Ids are dense, global to the file, and a FUNCS block
+ * always precedes the first event naming one of its ids. */
+struct cuhook_funcs_block {
+	uint32_t lib_id;
+	uint32_t first_id;
+	uint32_t count;
+	uint32_t reserved;
+	/* then `count` struct cuhook_func_entry, each followed by its name, padded to 8 */
+};
+
+struct cuhook_func_entry {
+	uint64_t offset;      /* address - lib base */
+	uint32_t size;        /* symbol size in bytes */
+	uint16_t status;      /* enum cuhook_patch_status */
+	uint16_t name_len;    /* bytes of name that follow (no NUL); entry size is
+	                         8-aligned(sizeof(struct cuhook_func_entry) + name_len) */
+	uint16_t patch_len;   /* bytes overwritten by the jump (0 if refused) */
+	uint16_t decoder;     /* enum cuhook_decoder_id or 0 */
+	uint32_t reserved;
+};
+
+enum cuhook_patch_status {
+	CUHOOK_PATCHED = 0,
+	CUHOOK_REFUSED_TOO_SMALL = 1,        /* the jump does not fit inside the symbol */
+	CUHOOK_REFUSED_UNDECODABLE = 2,      /* Capstone could not decode an instruction */
+	CUHOOK_REFUSED_BRANCH_INTO_PATCH = 3,/* some branch of the function targets the overwritten bytes */
+	CUHOOK_REFUSED_UNRELOCATABLE = 4,    /* an overwritten instruction cannot be moved (loop, jrcxz, xbegin...) */
+	CUHOOK_REFUSED_RET_IN_PATCH = 5,     /* a ret/jmp ends control flow inside the overwritten bytes
+	                                        before the function's end */
+	CUHOOK_REFUSED_OUT_OF_RANGE = 6,     /* no stub memory within +-2 GB, or a displacement overflows */
+	CUHOOK_REFUSED_NOT_ATOMIC = 7,       /* other threads run and the jump cannot be stored atomically */
+	CUHOOK_REFUSED_PROTECT = 8,          /* mprotect refused to make the code writable */
+	CUHOOK_REFUSED_ALIAS = 9,            /* another name for an already hooked address */
+	CUHOOK_SKIPPED_FILTER = 10,          /* excluded by CUHOOK_FUNCS */
+	CUHOOK_REFUSED_NO_MEMORY = 11,       /* the hook table or stub memory is exhausted */
+	CUHOOK_STATUS_COUNT
+};
+
+static const char *const cuhook_patch_status_names[CUHOOK_STATUS_COUNT] = {
+	"patched",
+	"too small for a 5-byte jump",
+	"undecodable instruction",
+	"a branch targets the overwritten bytes",
+	"an overwritten instruction cannot be relocated",
+	"control flow ends inside the overwritten bytes",
+	"no stub memory or displacement within +-2 GB",
+	"jump cannot be written atomically while threads run",
+	"code page could not be made writable",
+	"alias of an already hooked address",
+	"excluded by filter",
+	"hook table or stub memory exhausted",
+};
+
+struct cuhook_thread_block {
+	uint32_t tid;
+	uint32_t reserved;
+	char name[16];    /* comm of the thread when it was first seen, NUL padded */
+};
+
+/* Events of one thread, in the order they happened. */
+struct cuhook_events_block {
+	uint32_t tid;
+	uint32_t nrecords;
+	/* then records, each starting with struct cuhook_rec */
+};
+
+struct cuhook_note_block {
+	uint32_t level;   /* 0 info, 1 warning, 2 error */
+	uint32_t len;     /* bytes of text that follow */
+};
+
+struct cuhook_end_block {
+	uint64_t events;   /* ENTRY + EXIT records written */
+	uint64_t dropped;  /* records dropped (lossy mode or after a write error) */
+	uint32_t threads;
+	uint32_t reserved;
+};
+
+/* ---- records inside an EVENTS block ------------------------------------------------------ */
+
+enum cuhook_rec_type {
+	CUHOOK_REC_PAD = 0,    /* skip `size` bytes (never written to files, tolerated by readers) */
+	CUHOOK_REC_ENTRY = 1,  /* struct cuhook_rec_entry + nstack u64 */
+	CUHOOK_REC_EXIT = 2,   /* struct cuhook_rec_exit */
+	CUHOOK_REC_DATA = 3,   /* struct cuhook_rec_data: decoded arguments, follows an ENTRY or EXIT */
+	CUHOOK_REC_DROP = 4,   /* struct cuhook_rec_drop */
+};
+
+struct cuhook_rec {
+	uint8_t type;     /* enum cuhook_rec_type */
+	uint8_t flags;    /* CUHOOK_RF_* */
+	uint16_t size;    /* bytes of the whole record including this header, multiple of 8 */
+	uint32_t func;    /* function id (FUNCS block) */
+};
+
+#define CUHOOK_RF_NO_EXIT 0x1u /* ENTRY: no EXIT will follow (shadow stack full, or recursion
+                                  too deep): the call is recorded entry-only */
+
+#define CUHOOK_MAX_STACK_ARGS 6
+
+struct cuhook_rec_entry {
+	struct cuhook_rec h;
+	uint64_t tsc;
+	uint16_t depth;     /* nesting depth of traced calls on this thread, 0 = outermost */
+	uint8_t nstack;     /* stack argument slots that follow regs (0..CUHOOK_MAX_STACK_ARGS) */
+	uint8_t reserved[5];
+	uint64_t regs[6];   /* rdi, rsi, rdx, rcx, r8, r9: the integer argument registers */
+	/* uint64_t stack[nstack]: the caller's stack slots above the return address (args 7..) */
+};
+
+struct cuhook_rec_exit {
+	struct cuhook_rec h;
+	uint64_t tsc;
+	uint16_t depth;
+	uint8_t reserved[6];
+	uint64_t ret;       /* rax */
+};
+
+/* Values the decoder table (src/format/decoders.h) reads for known functions: out-parameters at
+ * exit (cuMemAlloc's pointer, cuModuleGetFunction's handle) and strings (kernel names). */
+struct cuhook_rec_data {
+	struct cuhook_rec h;
+	uint16_t decoder;   /* enum cuhook_decoder_id */
+	uint8_t nvalues;    /* u64 values that follow */
+	uint8_t at_exit;    /* 1: read at exit, 0: read at entry */
+	uint16_t str_len;   /* bytes of string after the values (no NUL), padded to 8 */
+	uint16_t reserved;
+	/* uint64_t values[nvalues]; char str[str_len]; */
+};
+
+struct cuhook_rec_drop {
+	struct cuhook_rec h;  /* func = 0 */
+	uint64_t tsc;
+	uint64_t count;       /* records lost on this thread just before this point */
+};
+
+#define CUHOOK_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
+
+#endif
