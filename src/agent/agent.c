@@ -1,0 +1,342 @@
+/* The agent's life cycle: start (configure, open the trace, patch what is loaded, watch for
+ * libraries loaded later), stop (unpatch, flush), the constructor and destructor of
+ * constructor mode, fork, and the exported API (cuhook_agent.h). */
+#include "cuhook_agent.h"
+
+#include "agent_state.h"
+#include "config.h"
+#include "decoders.h"
+#include "hooks.h"
+#include "loader_watch.h"
+#include "record.h"
+#include "thread_state.h"
+#include "trace_format.h"
+#include "writer.h"
+
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
+struct agent_lib agent_libs[AGENT_MAX_LIBS];
+unsigned agent_nlibs;
+
+/* Read by the assembly shim (stubs.S). */
+__attribute__((visibility("hidden"))) uint32_t cuhook_xsave_size;
+__attribute__((visibility("hidden"))) uint64_t cuhook_xsave_mask;
+
+static struct cuhook_config cfg;
+static int active;
+static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
+static char last_error[PATH_MAX + 512];
+
+void agent_log(int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (level >= 1 && active)
+		writer_note(level >= 2 ? 2 : 1, msg);
+	if (cfg.verbose >= 1 || level >= 2) {
+		char line[560];
+		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
+		if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
+		}
+	}
+}
+
+static void set_error(const char *msg)
+{
+	snprintf(last_error, sizeof(last_error), "%s", msg);
+}
+
+/* The XSAVE area the shim needs: every state component the OS enabled except AMX tiles
+ * (nothing cuhook or libc runs touches them, and they are 8 KiB). */
+static void detect_xsave(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 26)) || !(c & (1u << 27)))
+		return; /* FXSAVE fallback */
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	uint64_t xcr0 = ((uint64_t)hi << 32) | lo;
+	__cpuid_count(0xd, 0, a, b, c, d);
+	cuhook_xsave_mask = xcr0 & ~((1ull << 17) | (1ull << 18));
+	cuhook_xsave_size = b + 64;
+}
+
+static uint8_t classify(const char *name, uint16_t *decoder, void *ctx)
+{
+	(void)ctx;
+	*decoder = (uint16_t)cuhook_decoder_find(name);
+	return HOOK_RECORD;
+}
+
+/* "libcuda.so.580.159.04" -> "580.159.04" */
+static void version_from_path(const char *path, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *so = strstr(base, ".so.");
+	snprintf(out, len, "%s", so ? so + 4 : "");
+}
+
+struct found_lib {
+	uintptr_t base;
+	const void *phdr;
+	unsigned phnum;
+	char name[PATH_MAX];
+};
+
+struct scan {
+	struct found_lib libs[16];
+	unsigned n;
+};
+
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct scan *s = ctx;
+	const char *name = info->dlpi_name;
+	if (!name || !*name || s->n == 16)
+		return 0;
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	if (fnmatch(cfg.lib, base, 0) != 0)
+		return 0;
+	struct found_lib *f = &s->libs[s->n++];
+	f->base = info->dlpi_addr;
+	f->phdr = info->dlpi_phdr;
+	f->phnum = info->dlpi_phnum;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	return 0;
+}
+
+static void patch_one(const struct found_lib *f)
+{
+	char real[PATH_MAX];
+	if (!realpath(f->name, real))
+		snprintf(real, sizeof(real), "%s", f->name);
+	struct patch_request req = {
+	    .base = f->base, .phdr = f->phdr, .phnum = f->phnum, .filter = cfg.funcs,
+	    .threads_stopped = threads_stopped_now, .classify = classify,
+	};
+	struct patch_result res;
+	for (unsigned i = 0; i < agent_nlibs; i++) {
+		struct agent_lib *l = &agent_libs[i];
+		if (l->base != f->base || strcmp(l->path, real) != 0)
+			continue;
+		/* Known from an earlier start (a second attach): patched now? */
+		bool armed = false;
+		for (uint32_t id = l->first_id; id < l->first_id + l->count && !armed; id++)
+			armed = hooks_cold[id].patched;
+		if (armed)
+			return;
+		req.lib_id = l->lib_id;
+		hooks_rearm(&req, l->first_id, l->count, &res);
+		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
+		          res.patched, res.refused, res.filtered);
+		return;
+	}
+	if (agent_nlibs == AGENT_MAX_LIBS)
+		return;
+	struct agent_lib *l = &agent_libs[agent_nlibs];
+	memset(l, 0, sizeof(*l));
+	l->lib_id = agent_nlibs + 1;
+	l->base = f->base;
+	snprintf(l->path, sizeof(l->path), "%s", real);
+	version_from_path(real, l->version, sizeof(l->version));
+	req.lib_id = l->lib_id;
+	if (hooks_patch_library(&req, &res) != 0) {
+		agent_log(2, "%s: no dynamic symbol table; nothing patched", real);
+		return;
+	}
+	l->first_id = res.first_id;
+	l->count = res.count;
+	agent_nlibs++;
+	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out", real, res.patched,
+	          res.refused, res.filtered);
+	if (cfg.verbose >= 2)
+		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
+			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)
+				agent_log(0, "  refused %s: %s (%s)", hooks_cold[id].name,
+				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
+}
+
+void agent_scan_libraries(void)
+{
+	if (!active)
+		return;
+	struct scan s;
+	s.n = 0;
+	dl_iterate_phdr(scan_cb, &s);
+	pthread_mutex_lock(&agent_lock);
+	for (unsigned i = 0; i < s.n; i++)
+		patch_one(&s.libs[i]);
+	pthread_mutex_unlock(&agent_lock);
+}
+
+static void on_fork_child(void)
+{
+	/* The child stops tracing (docs/agent.md): only the forking thread exists, the writer does
+	 * not, and the trace file is the parent's. Hooks stay in place and pass calls through. */
+	cuhook_recording = 0;
+	cuhook_writer_alive = 0;
+	active = 0;
+	pthread_mutex_init(&agent_lock, NULL);
+	thread_state_after_fork_child();
+	writer_forget_after_fork();
+}
+
+static int start(const struct cuhook_config *c, unsigned flags)
+{
+	static bool once;
+	if (active) {
+		set_error("already tracing");
+		return -EALREADY;
+	}
+	cfg = *c;
+	if (!once) {
+		detect_xsave();
+		pthread_atfork(NULL, NULL, on_fork_child);
+		once = true;
+	}
+	thread_ring_bytes = cfg.buffer_kb * 1024u;
+	cuhook_lossy = cfg.drop;
+	cuhook_clock_monotonic = cfg.monotonic;
+	char path[PATH_MAX], err[400];
+	config_output_path(&cfg, path, sizeof(path));
+	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	if (rc != 0) {
+		set_error(err);
+		return rc;
+	}
+	active = 1;
+	threads_stopped_now = flags & CUHOOK_START_THREADS_STOPPED;
+	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
+	agent_scan_libraries();
+	if (loader_watch_install(threads_stopped_now) != 0)
+		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
+	threads_stopped_now = false;
+	bool any = false;
+	for (unsigned i = 0; i < agent_nlibs; i++)
+		any |= !agent_libs[i].internal;
+	if (!any)
+		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
+	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
+	return 0;
+}
+
+static void stop(bool unpatch, bool threads_stopped)
+{
+	if (!active)
+		return;
+	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+	if (unpatch) {
+		pthread_mutex_lock(&agent_lock);
+		hooks_unpatch_all(threads_stopped);
+		loader_watch_forget();
+		pthread_mutex_unlock(&agent_lock);
+	}
+	writer_close();
+	active = 0;
+}
+
+/* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. */
+static bool traced_by_cuhook(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *t = strstr(buf, "TracerPid:");
+	int pid = t ? atoi(t + 10) : 0;
+	if (pid <= 0)
+		return false;
+	char path[64], comm[32] = {0};
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
+}
+
+__attribute__((constructor)) static void agent_constructor(void)
+{
+	if (traced_by_cuhook())
+		return;
+	struct cuhook_config c;
+	char err[400];
+	config_defaults(&c);
+	if (config_from_env(&c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", err);
+		return;
+	}
+	if (c.disable)
+		return;
+	cfg.verbose = c.verbose;
+	if (start(&c, 0) != 0)
+		fprintf(stderr, "cuhook: %s; not tracing\n", last_error);
+}
+
+__attribute__((destructor)) static void agent_destructor(void)
+{
+	/* Process exit: flush, leave the jumps (other threads may still be running; they now pass
+	 * straight through). */
+	stop(false, false);
+}
+
+int cuhook_agent_start(const char *options, unsigned flags)
+{
+	struct cuhook_config c;
+	char err[400];
+	config_defaults(&c);
+	int rc = options ? config_from_string(&c, options, err, sizeof(err))
+	                 : config_from_env(&c, err, sizeof(err));
+	if (rc != 0) {
+		set_error(err);
+		return -EINVAL;
+	}
+	return start(&c, flags);
+}
+
+int cuhook_agent_stop(unsigned flags)
+{
+	if (!active) {
+		set_error("not tracing");
+		return -ENOENT;
+	}
+	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
+	return 0;
+}
+
+uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
+{
+	return hooks_fixup_ip(ip);
+}
+
+const char *cuhook_agent_last_error(void)
+{
+	return last_error;
+}
+
+int cuhook_agent_active(void)
+{
+	return active;
+}

@@ -1,0 +1,33 @@
+/* State the agent's parts share: the libraries it patched and the lock that serialises
+ * patching against the writer's reading of the hook table (slow paths only, never per call). */
+#ifndef CUHOOK_AGENT_STATE_H
+#define CUHOOK_AGENT_STATE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define AGENT_MAX_LIBS 64
+
+struct agent_lib {
+	uint32_t lib_id;
+	uintptr_t base;
+	uint32_t first_id, count;  /* hook ids of its functions */
+	bool internal;             /* hooked for cuhook's own use (dlopen watch) */
+	char path[PATH_MAX];
+	char version[64];
+};
+
+extern pthread_mutex_t agent_lock;
+extern struct agent_lib agent_libs[AGENT_MAX_LIBS];
+extern unsigned agent_nlibs;
+
+/* Patch every loaded library that matches the configuration and is not patched yet.
+ * Called at start and after every dlopen. Takes agent_lock. */
+void agent_scan_libraries(void);
+
+/* Verbose message to stderr (CUHOOK_VERBOSE) and, at level >= 1, a NOTE in the trace. */
+void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,66 @@
+/* Noticing libraries loaded after the agent started. The CUDA runtime dlopens libcuda late,
+ * long after a constructor or an attach ran. Rather than interposing symbols (LD_PRELOAD) or
+ * borrowing the debugger's r_brk breakpoint (a one-byte function, too small to patch), the
+ * engine patches libc's own dlopen and dlmopen: after each returns, the loaded objects are
+ * scanned again and new matches patched before the caller can dlsym anything from them. */
+#include "loader_watch.h"
+
+#include "agent_state.h"
+#include "hooks.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+static int installed_ids[2] = {-1, -1};
+
+static void after_dlopen(void)
+{
+	agent_scan_libraries();
+}
+
+static int hook(unsigned slot, const char *name, bool threads_stopped)
+{
+	void *addr = dlsym(RTLD_DEFAULT, name);
+	if (!addr)
+		return -1;
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+		return -1;
+	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, threads_stopped);
+	installed_ids[slot] = id;
+	if (id >= 0 && agent_nlibs < AGENT_MAX_LIBS) {
+		/* List it in the trace as an internal library, so the function table stays complete. */
+		struct agent_lib *l = &agent_libs[agent_nlibs];
+		memset(l, 0, sizeof(*l));
+		l->lib_id = agent_nlibs + 1;
+		l->base = (uintptr_t)info.dli_fbase;
+		l->first_id = (uint32_t)id;
+		l->count = 1;
+		l->internal = true;
+		strncpy(l->path, info.dli_fname ? info.dli_fname : "?", sizeof(l->path) - 1);
+		hooks_hot[id].lib_id = l->lib_id;
+		agent_nlibs++;
+	}
+	return id >= 0 ? 0 : -1;
+}
+
+int loader_watch_install(bool threads_stopped)
+{
+	pthread_mutex_lock(&agent_lock);
+	int rc = 0;
+	if (installed_ids[0] < 0)
+		rc = hook(0, "dlopen", threads_stopped);
+	if (installed_ids[1] < 0)
+		hook(1, "dlmopen", threads_stopped); /* rare; not fatal */
+	pthread_mutex_unlock(&agent_lock);
+	return rc;
+}
+
+void loader_watch_forget(void)
+{
+	/* hooks_unpatch_all() removed the jumps; a later start hooks dlopen afresh. */
+	installed_ids[0] = installed_ids[1] = -1;
+}

@@ -1,0 +1,12 @@
+/* Patch libraries that are loaded after tracing started (see loader_watch.c). */
+#ifndef CUHOOK_LOADER_WATCH_H
+#define CUHOOK_LOADER_WATCH_H
+
+#include <stdbool.h>
+
+/* Hook dlopen/dlmopen so that every load is followed by agent_scan_libraries(). */
+int loader_watch_install(bool threads_stopped);
+/* After hooks_unpatch_all(): the watch is gone. */
+void loader_watch_forget(void);
+
+#endif

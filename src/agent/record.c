@@ -1,0 +1,297 @@
+/* The per-call path: the C handlers the assembly stubs call on every traced function's entry
+ * and exit. Built with -mgeneral-regs-only (the traced function's float arguments and results
+ * live in xmm registers that this code must not touch) and without builtin memcpy/memset calls;
+ * the rare paths that need libc go through cuhook_call_saving_vectors. No locks, no allocation,
+ * no system calls here. */
+#include "record.h"
+
+#include "decoders.h"
+#include "hooks.h"
+#include "stub_frame.h"
+#include "thread_state.h"
+#include "trace_format.h"
+
+#include <stddef.h>
+
+#define PAGE 4096u
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+volatile int cuhook_recording;
+int cuhook_lossy;
+int cuhook_clock_monotonic;
+volatile int cuhook_writer_alive;
+
+static inline uint64_t now(void)
+{
+	if (likely(!cuhook_clock_monotonic))
+		return __builtin_ia32_rdtsc();
+	/* vDSO code may use vector registers: go through the saving shim (a fallback mode). */
+	return cuhook_call_saving_vectors(record_monotonic_ns, NULL);
+}
+
+/* Reserve `need` bytes (a multiple of 8) in the ring, padding to its end if a record would
+ * straddle it. Returns NULL when full. The record becomes visible to the writer at commit. */
+static inline uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
+{
+	uint64_t head = r->head;
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t pos = (uint32_t)head & (r->size - 1);
+	uint32_t to_end = r->size - pos;
+	uint32_t total = need <= to_end ? need : need + to_end;
+	if (unlikely(head + total - tail > r->size))
+		return NULL;
+	if (unlikely(need > to_end)) {
+		struct cuhook_rec *pad = (struct cuhook_rec *)(r->data + pos);
+		pad->type = CUHOOK_REC_PAD;
+		pad->flags = 0;
+		pad->size = sizeof(*pad);
+		pad->func = to_end; /* a pad's length is in func: it may exceed 16 bits */
+		head += to_end;
+		pos = 0;
+	}
+	*head_out = head;
+	return r->data + pos;
+}
+
+static inline void ring_commit(struct ring *r, uint64_t head, uint32_t len)
+{
+	__atomic_store_n(&r->head, head + len, __ATOMIC_RELEASE);
+}
+
+/* Rare path: the ring is full. Waits for the writer in lossless mode (through the vector-saving
+ * shim: it sleeps in libc); returns the record space or NULL if the record must be dropped. */
+static uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint64_t *head)
+{
+	struct ring *r = ts->ring;
+	if (!cuhook_lossy && cuhook_writer_alive) {
+		struct ring_wait_arg a = {r, need};
+		cuhook_call_saving_vectors(record_wait_for_space, &a);
+		uint8_t *p = ring_reserve(r, need, head);
+		if (p)
+			return p;
+	}
+	r->dropped++;
+	return NULL;
+}
+
+/* Report drops as soon as there is room again, so a reader sees where records are missing. */
+static inline void emit_drops(struct ring *r)
+{
+	uint64_t head;
+	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), &head);
+	if (!p)
+		return;
+	struct cuhook_rec_drop *d = (struct cuhook_rec_drop *)p;
+	d->h.type = CUHOOK_REC_DROP;
+	d->h.flags = 0;
+	d->h.size = sizeof(*d);
+	d->h.func = 0;
+	d->tsc = now();
+	d->count = r->dropped;
+	r->dropped = 0;
+	ring_commit(r, head, sizeof(*d));
+}
+
+static inline uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t *head)
+{
+	struct ring *r = ts->ring;
+	if (unlikely(r->dropped))
+		emit_drops(r);
+	uint8_t *p = ring_reserve(r, need, head);
+	if (unlikely(!p))
+		p = ring_reserve_slow(ts, need, head);
+	return p;
+}
+
+/* How many of the caller's stack slots above the return address can be read without risk:
+ * up to the top of this thread's stack, or to the end of the current page on a stack we do not
+ * know (sigaltstack, coroutines). */
+static inline unsigned readable_stack_slots(const struct thread_state *ts, uintptr_t sp)
+{
+	uintptr_t limit;
+	if (sp >= ts->stack_lo && sp < ts->stack_hi)
+		limit = ts->stack_hi;
+	else
+		limit = (sp | (PAGE - 1)) + 1;
+	uintptr_t n = (limit - sp) / 8;
+	return n < CUHOOK_MAX_STACK_ARGS ? (unsigned)n : CUHOOK_MAX_STACK_ARGS;
+}
+
+uintptr_t cuhook_on_entry(struct entry_frame *f)
+{
+	const uint32_t id = (uint32_t)f->id;
+	const struct hook_hot *hh = &hooks_hot[id];
+	struct thread_state *ts = cuhook_tls;
+	if (unlikely(!ts)) {
+		if (!cuhook_recording && !(hh->flags & HOOK_CALLBACK))
+			return hh->relocated;
+		ts = (struct thread_state *)cuhook_call_saving_vectors(thread_state_create, NULL);
+		if (!ts)
+			return hh->relocated;
+	}
+	if (unlikely(ts->busy))
+		return hh->relocated;
+	ts->busy = 1;
+	uint32_t d = ts->depth;
+	uint8_t rec_flags = 0;
+
+	if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording) && !ts->no_record) {
+		uint64_t t = now();
+		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
+		uint32_t len = sizeof(struct cuhook_rec_entry) + nstack * 8;
+		if (unlikely(d >= SHADOW_MAX))
+			rec_flags = CUHOOK_RF_NO_EXIT;
+		uint64_t head;
+		struct cuhook_rec_entry *e = (struct cuhook_rec_entry *)reserve(ts, len, &head);
+		if (unlikely(!e)) {
+			ts->busy = 0;
+			return hh->relocated; /* dropped: no exit record either */
+		}
+		e->h.type = CUHOOK_REC_ENTRY;
+		e->h.flags = rec_flags;
+		e->h.size = (uint16_t)len;
+		e->h.func = id;
+		e->tsc = t;
+		e->depth = (uint16_t)d;
+		e->nstack = (uint8_t)nstack;
+		e->regs[0] = f->rdi;
+		e->regs[1] = f->rsi;
+		e->regs[2] = f->rdx;
+		e->regs[3] = f->rcx;
+		e->regs[4] = f->r8;
+		e->regs[5] = f->r9;
+		uint64_t *st = (uint64_t *)(e + 1);
+		for (unsigned i = 0; i < nstack; i++)
+			st[i] = f->stack[i];
+		ring_commit(ts->ring, head, len);
+	} else if (!(hh->flags & HOOK_CALLBACK) || ts->no_record) {
+		ts->busy = 0;
+		return hh->relocated;
+	}
+
+	if (likely(!rec_flags) && d < SHADOW_MAX) {
+		struct shadow_entry *s = &ts->shadow[d];
+		s->ret = f->ret;
+		s->slot = (uintptr_t)&f->ret;
+		s->id = id;
+		s->has_args = hh->decoder != 0;
+		if (hh->decoder) {
+			s->args[0] = f->rdi;
+			s->args[1] = f->rsi;
+			s->args[2] = f->rdx;
+			s->args[3] = f->rcx;
+			s->args[4] = f->r8;
+			s->args[5] = f->r9;
+		}
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		ts->depth = d + 1;
+		f->ret = (uint64_t)cuhook_exit_stub;
+	}
+	ts->busy = 0;
+	return hh->relocated;
+}
+
+/* Copy a NUL-terminated string of at most max bytes; returns its length. */
+static inline unsigned copy_str(char *dst, const char *src, unsigned max)
+{
+	unsigned n = 0;
+	while (n < max && src[n]) {
+		dst[n] = src[n];
+		n++;
+	}
+	return n;
+}
+
+/* Out-parameters and strings of a known function, read after it succeeded (a pointer the
+ * driver just wrote through, or a string it just read, is valid; before the call it may not
+ * be, and the driver would have rejected it rather than crash). */
+static void record_data(struct thread_state *ts, const struct shadow_entry *s, uint16_t decoder)
+{
+	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
+	const char *str = NULL;
+	if (dec->str_kind == CUHOOK_STR_ARG_AT_ENTRY)
+		str = (const char *)s->args[dec->str_arg];
+	else if (dec->str_kind == CUHOOK_STR_DEREF_AT_EXIT && s->args[dec->str_arg])
+		str = *(const char *const *)s->args[dec->str_arg];
+	unsigned slen = 0;
+	if (str)
+		while (slen < CUHOOK_DECODER_MAX_STR && str[slen])
+			slen++;
+	unsigned nval = 0;
+	for (unsigned i = 0; i < CUHOOK_DECODER_MAX_OUT; i++)
+		if (dec->out_arg[i] != CUHOOK_NO_ARG)
+			nval = i + 1;
+	uint32_t len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + nval * 8 + slen);
+	uint64_t head;
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
+	if (!r)
+		return;
+	r->h.type = CUHOOK_REC_DATA;
+	r->h.flags = 0;
+	r->h.size = (uint16_t)len;
+	r->h.func = s->id;
+	r->decoder = decoder;
+	r->nvalues = (uint8_t)nval;
+	r->at_exit = 1;
+	r->str_len = (uint16_t)slen;
+	r->reserved = 0;
+	uint64_t *v = (uint64_t *)(r + 1);
+	for (unsigned i = 0; i < nval; i++) {
+		uint64_t x = 0;
+		const void *p = (const void *)s->args[dec->out_arg[i]];
+		if (p && dec->out_arg[i] != CUHOOK_NO_ARG)
+			x = dec->out_size[i] == 4 ? *(const uint32_t *)p : *(const uint64_t *)p;
+		v[i] = x;
+	}
+	char *sd = (char *)(v + nval);
+	copy_str(sd, str ? str : "", slen);
+	for (unsigned i = slen; i < len - sizeof(*r) - nval * 8; i++)
+		sd[i] = 0;
+	ring_commit(ts->ring, head, len);
+}
+
+uintptr_t cuhook_on_exit(struct exit_frame *f)
+{
+	struct thread_state *ts = cuhook_tls;
+	uintptr_t slot = (uintptr_t)(f + 1) - 8;
+	uint32_t d = ts->depth;
+	/* The entry whose return-address slot we are returning through. Entries above it belong to
+	 * frames that were left without returning (longjmp, exceptions): drop them. */
+	uint32_t k = d;
+	while (k > 0 && ts->shadow[k - 1].slot != slot)
+		k--;
+	if (unlikely(k == 0))
+		k = d; /* no match cannot happen; use the top rather than lose the return address */
+	const struct shadow_entry s = ts->shadow[k - 1];
+	ts->depth = k - 1;
+
+	const struct hook_hot *hh = &hooks_hot[s.id];
+	if (!ts->busy) {
+		ts->busy = 1;
+		if ((hh->flags & HOOK_RECORD) && cuhook_recording) {
+			uint64_t t = now();
+			uint64_t head;
+			struct cuhook_rec_exit *x =
+			    (struct cuhook_rec_exit *)reserve(ts, sizeof(struct cuhook_rec_exit), &head);
+			if (x) {
+				x->h.type = CUHOOK_REC_EXIT;
+				x->h.flags = 0;
+				x->h.size = sizeof(*x);
+				x->h.func = s.id;
+				x->tsc = t;
+				x->depth = (uint16_t)(k - 1);
+				for (int i = 0; i < 6; i++)
+					x->reserved[i] = 0;
+				x->ret = f->rax;
+				ring_commit(ts->ring, head, sizeof(*x));
+				if (s.has_args && (uint32_t)f->rax == 0)
+					record_data(ts, &s, hh->decoder);
+			}
+		}
+		if (unlikely(hh->flags & HOOK_CALLBACK))
+			cuhook_call_saving_vectors(record_run_callback, (void *)(uintptr_t)s.id);
+		ts->busy = 0;
+	}
+	return s.ret;
+}

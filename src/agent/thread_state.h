@@ -1,0 +1,71 @@
+/* Per-thread state of the agent: the thread's event ring (single producer: the thread; single
+ * consumer: the writer), its shadow stack of hijacked return addresses, and the reentrancy
+ * guard. Created on a thread's first traced call (the only slow path of a call), reached
+ * through one initial-exec TLS pointer. Never freed while the thread may still be inside a
+ * traced call; recycled through a free list once the writer has drained it. */
+#ifndef CUHOOK_THREAD_STATE_H
+#define CUHOOK_THREAD_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SHADOW_MAX 128
+
+struct shadow_entry {
+	uintptr_t ret;         /* the caller's real return address */
+	uintptr_t slot;        /* where it was on the stack (to match returns after longjmp) */
+	uint32_t id;           /* hook id */
+	uint32_t has_args;
+	uint64_t args[6];      /* argument registers, kept only for hooks with a decoder */
+};
+
+struct ring {
+	/* producer side */
+	_Alignas(64) uint64_t head;       /* bytes ever written; published with release */
+	uint64_t dropped;                 /* records dropped and not yet reported in a DROP record */
+	/* consumer side */
+	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer */
+	uint64_t dropped_total;           /* for the END block */
+	/* fixed */
+	_Alignas(64) uint32_t size;       /* power of two */
+	uint32_t tid;
+	char name[16];
+	uint32_t announced;               /* writer wrote its THREAD block */
+	uint32_t dead;                    /* thread exited: drain, then recycle */
+	struct ring *next;                /* registry of all rings (writer walks it) */
+	uint8_t *data;
+};
+
+struct thread_state {
+	uint32_t busy;          /* inside a handler: nested traced calls pass through */
+	uint32_t depth;         /* shadow stack entries in use */
+	uint32_t tid;
+	uint32_t no_record;     /* cuhook's own threads */
+	uintptr_t stack_lo, stack_hi; /* this thread's stack, to bound stack-argument reads */
+	struct ring *ring;
+	struct thread_state *next_free;
+	struct shadow_entry shadow[SHADOW_MAX];
+};
+
+extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
+
+/* Slow path of a thread's first call: create (or recycle) its state and ring. Called through
+ * cuhook_call_saving_vectors; returns the state or NULL (then the call is not traced). */
+uintptr_t thread_state_create(void *unused);
+
+/* Mark the calling thread as cuhook's own: its calls are never recorded. */
+void thread_state_mark_internal(void);
+
+/* The registry of rings, newest first, for the writer. */
+struct ring *thread_rings(void);
+
+/* Writer: a dead ring it has drained can be reused by a new thread. */
+void thread_ring_recycle(struct ring *r);
+
+/* Per-thread ring size in bytes (power of two), set from the configuration before tracing. */
+extern uint32_t thread_ring_bytes;
+
+/* fork(): the child keeps only the forking thread; see agent.c. */
+void thread_state_after_fork_child(void);
+
+#endif

@@ -1,0 +1,424 @@
+#include "writer.h"
+
+#include "agent_state.h"
+#include "hooks.h"
+#include "record.h"
+#include "thread_state.h"
+#include "trace_format.h"
+
+#include "code_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct {
+	int fd;
+	pthread_t thread;
+	volatile int stop;
+	uint32_t wake;             /* futex word */
+	uint32_t seq;              /* next block sequence number */
+	unsigned flush_ms;
+	int failed;                /* a write failed: tracing stopped, rings are discarded */
+	uint64_t events, dropped;
+	unsigned libs_written;
+	uint32_t funcs_written;
+	uint64_t last_clock_ns;
+	pthread_mutex_t notes_lock;
+	char *notes;               /* queued NOTE payloads: level byte + text + NUL, back to back */
+	size_t notes_len;
+} W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec t;
+	clock_gettime(c, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void fail(int err)
+{
+	if (W.failed)
+		return;
+	W.failed = err;
+	cuhook_recording = 0;
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+	                 "cuhook: writing the trace failed (%s); tracing stopped, the program goes on\n",
+	                 strerror(err));
+	if (write(2, msg, (size_t)n) < 0) {
+		/* nothing more we can do */
+	}
+}
+
+/* Write header + payload as one block with one system call. */
+static void put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+	if (W.failed)
+		return;
+	static const uint8_t zeros[8];
+	size_t pad = CUHOOK_ALIGN8(alen + blen) - (alen + blen);
+	struct cuhook_block h = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)(alen + blen + pad), W.seq++};
+	struct iovec iov[4] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}, {(void *)zeros, pad}};
+	size_t total = sizeof(h) + alen + blen + pad;
+	int iovcnt = 4;
+	struct iovec *v = iov;
+	while (total > 0) {
+		ssize_t n = writev(W.fd, v, iovcnt);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(errno);
+			return;
+		}
+		if (n == 0) {
+			fail(EIO);
+			return;
+		}
+		total -= (size_t)n;
+		while (n > 0 && iovcnt > 0) {
+			if ((size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				v++;
+				iovcnt--;
+			} else {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+}
+
+static void put_clock(void)
+{
+	struct cuhook_clock_block c;
+	c.tsc = __builtin_ia32_rdtsc();
+	c.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	c.realtime_ns = clock_ns(CLOCK_REALTIME);
+	W.last_clock_ns = c.monotonic_ns;
+	put_block(CUHOOK_BLOCK_CLOCK, &c, sizeof(c), NULL, 0);
+}
+
+/* Library and function tables for everything patched since the last round. Called with
+ * agent_lock held, so the hook table is consistent and no jump of an unlisted id is live. */
+static void put_tables(void)
+{
+	for (; W.libs_written < agent_nlibs; W.libs_written++) {
+		const struct agent_lib *l = &agent_libs[W.libs_written];
+		struct cuhook_lib_block b = {l->lib_id, l->internal ? CUHOOK_LIB_INTERNAL : 0, l->base,
+		                             (uint32_t)strlen(l->path), (uint32_t)strlen(l->version)};
+		char buf[sizeof(l->path) + sizeof(l->version)];
+		memcpy(buf, l->path, b.path_len);
+		memcpy(buf + b.path_len, l->version, b.version_len);
+		put_block(CUHOOK_BLOCK_LIB, &b, sizeof(b), buf, b.path_len + b.version_len);
+	}
+	while (W.funcs_written < hooks_count) {
+		uint32_t first = W.funcs_written, lib = hooks_hot[first].lib_id, n = 0;
+		size_t bytes = 0;
+		while (first + n < hooks_count && hooks_hot[first + n].lib_id == lib && n < 4096) {
+			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(hooks_cold[first + n].name));
+			n++;
+		}
+		uint8_t *buf = calloc(1, bytes);
+		if (!buf)
+			return;
+		size_t off = 0;
+		uintptr_t base = 0;
+		for (unsigned i = 0; i < agent_nlibs; i++)
+			if (agent_libs[i].lib_id == lib)
+				base = agent_libs[i].base;
+		for (uint32_t id = first; id < first + n; id++) {
+			const struct hook_cold *hc = &hooks_cold[id];
+			struct cuhook_func_entry *e = (struct cuhook_func_entry *)(buf + off);
+			size_t nl = strlen(hc->name);
+			if (nl > 0xffff)
+				nl = 0xffff;
+			e->offset = hc->addr - base;
+			e->size = hc->size;
+			e->status = hc->status;
+			e->name_len = (uint16_t)nl;
+			e->patch_len = hc->status == CUHOOK_PATCHED ? hc->patch_len : 0;
+			e->decoder = hooks_hot[id].decoder;
+			memcpy(e + 1, hc->name, nl);
+			off += CUHOOK_ALIGN8(sizeof(*e) + nl);
+		}
+		struct cuhook_funcs_block fb = {lib, first, n, 0};
+		put_block(CUHOOK_BLOCK_FUNCS, &fb, sizeof(fb), buf, off);
+		free(buf);
+		W.funcs_written = first + n;
+	}
+}
+
+static void put_notes(void)
+{
+	pthread_mutex_lock(&W.notes_lock);
+	char *notes = W.notes;
+	size_t len = W.notes_len;
+	W.notes = NULL;
+	W.notes_len = 0;
+	pthread_mutex_unlock(&W.notes_lock);
+	for (size_t off = 0; off < len;) {
+		const char *text = notes + off + 1;
+		struct cuhook_note_block nb = {(uint8_t)notes[off], (uint32_t)strlen(text)};
+		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		off += 1 + nb.len + 1;
+	}
+	free(notes);
+}
+
+/* Write [from, to) of a ring's data (no wrap inside) as EVENTS blocks, skipping PAD records,
+ * counting events and drops. */
+static void put_events(struct ring *r, uint32_t from, uint32_t to)
+{
+	uint32_t run = from, nrec = 0;
+	uint32_t p = from;
+	while (p < to) {
+		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
+		uint32_t len = h->type == CUHOOK_REC_PAD ? h->func : h->size;
+		if (len < 8 || p + len > to)
+			len = to - p; /* cannot happen: records are written whole; never loop */
+		if (h->type == CUHOOK_REC_PAD) {
+			if (nrec) {
+				struct cuhook_events_block eb = {r->tid, nrec};
+				put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, p - run);
+			}
+			nrec = 0;
+			run = p + len;
+		} else {
+			nrec++;
+			if (h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT)
+				W.events++;
+			else if (h->type == CUHOOK_REC_DROP)
+				W.dropped += ((const struct cuhook_rec_drop *)h)->count;
+		}
+		p += len;
+	}
+	if (nrec) {
+		struct cuhook_events_block eb = {r->tid, nrec};
+		put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, to - run);
+	}
+}
+
+static void drain(struct ring *r, uint64_t head)
+{
+	uint64_t tail = r->tail;
+	if (!r->announced && head != tail) {
+		struct cuhook_thread_block tb = {r->tid, 0, {0}};
+		memcpy(tb.name, r->name, sizeof(tb.name));
+		put_block(CUHOOK_BLOCK_THREAD, &tb, sizeof(tb), NULL, 0);
+		r->announced = 1;
+	}
+	while (tail < head) {
+		uint32_t pos = (uint32_t)tail & (r->size - 1);
+		uint64_t chunk = head - tail;
+		if (chunk > r->size - pos)
+			chunk = r->size - pos;
+		if (!W.failed)
+			put_events(r, pos, pos + (uint32_t)chunk);
+		tail += chunk;
+		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+static void round_once(void)
+{
+	/* Tables first and ring heads read under the same lock: every event drained below names a
+	 * function whose FUNCS entry is already in the file. */
+	pthread_mutex_lock(&agent_lock);
+	put_tables();
+	struct ring *list = thread_rings();
+	unsigned n = 0;
+	for (struct ring *r = list; r; r = r->next)
+		n++;
+	struct snap {
+		struct ring *r;
+		uint64_t head;
+		uint32_t dead;
+	} *s = calloc(n ? n : 1, sizeof(*s));
+	unsigned k = 0;
+	for (struct ring *r = list; r && k < n; r = r->next, k++) {
+		s[k].r = r;
+		s[k].dead = __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
+		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	}
+	pthread_mutex_unlock(&agent_lock);
+	put_notes();
+	for (unsigned i = 0; i < k; i++) {
+		drain(s[i].r, s[i].head);
+		if (s[i].dead && s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
+			W.dropped += s[i].r->dropped;
+			thread_ring_recycle(s[i].r);
+		}
+	}
+	free(s);
+	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
+		put_clock();
+}
+
+static void *writer_main(void *unused)
+{
+	(void)unused;
+	thread_state_mark_internal();
+	code_writer_tid = (int)gettid();
+	while (!W.stop) {
+		round_once();
+		struct timespec t = {W.flush_ms / 1000, (long)(W.flush_ms % 1000) * 1000000L};
+		__atomic_store_n(&W.wake, 0, __ATOMIC_RELEASE);
+		if (!W.stop)
+			syscall(SYS_futex, &W.wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
+	}
+	return NULL;
+}
+
+void writer_wake(void)
+{
+	if (__atomic_exchange_n(&W.wake, 1, __ATOMIC_ACQ_REL) == 0)
+		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t len = 0;
+	ssize_t n;
+	while (len < cap && (n = read(fd, buf + len, cap - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	return len;
+}
+
+int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot create trace file '%s': %s", path, strerror(e));
+		return -e;
+	}
+	W.fd = fd;
+	W.stop = 0;
+	W.seq = 0;
+	W.failed = 0;
+	W.events = W.dropped = 0;
+	W.libs_written = 0;
+	W.funcs_written = 0;
+	for (struct ring *r = thread_rings(); r; r = r->next)
+		r->announced = 0; /* a new file (a second attach) names every thread again */
+	W.flush_ms = flush_ms ? flush_ms : 50;
+
+	static char cmdline[4096], exe[PATH_MAX];
+	size_t cl = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe));
+	if (el < 0)
+		el = 0;
+	struct cuhook_file_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CUHOOK_TRACE_MAGIC, 8);
+	h.version = CUHOOK_TRACE_VERSION;
+	h.header_size = (uint32_t)CUHOOK_ALIGN8(sizeof(h) + cl + (size_t)el);
+	h.pid = (uint32_t)getpid();
+	h.ppid = (uint32_t)getppid();
+	h.clock_source = cuhook_clock_monotonic ? CUHOOK_CLOCK_MONOTONIC : CUHOOK_CLOCK_TSC;
+	h.cmdline_len = (uint32_t)cl;
+	h.exe_len = (uint32_t)el;
+	h.flags = flags;
+	h.start_tsc = __builtin_ia32_rdtsc();
+	h.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	h.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+	h.buffer_bytes = thread_ring_bytes;
+	static const uint8_t zeros[8];
+	struct iovec iov[4] = {{&h, sizeof(h)}, {cmdline, cl}, {exe, (size_t)el},
+	                       {(void *)zeros, h.header_size - sizeof(h) - cl - (size_t)el}};
+	if (writev(fd, iov, 4) != (ssize_t)h.header_size) {
+		int e = errno ? errno : EIO;
+		snprintf(err, errlen, "cannot write trace file '%s': %s", path, strerror(e));
+		close(fd);
+		W.fd = -1;
+		return -e;
+	}
+	put_clock();
+
+	/* The writer must not receive the program's signals: block them all in it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the writer thread: %s", strerror(rc));
+		close(fd);
+		W.fd = -1;
+		return -rc;
+	}
+	pthread_setname_np(W.thread, "cuhook-writer");
+	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void writer_close(void)
+{
+	if (W.fd < 0)
+		return;
+	W.stop = 1;
+	writer_wake();
+	pthread_join(W.thread, NULL);
+	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	round_once();
+	uint32_t threads = 0;
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		threads++;
+		W.dropped += r->dropped;
+	}
+	put_clock();
+	struct cuhook_end_block e = {W.events, W.dropped, threads, 0};
+	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
+	close(W.fd);
+	W.fd = -1;
+}
+
+void writer_note(int level, const char *text)
+{
+	size_t n = strlen(text);
+	pthread_mutex_lock(&W.notes_lock);
+	char *p = realloc(W.notes, W.notes_len + n + 2);
+	if (p) {
+		p[W.notes_len] = (char)level;
+		memcpy(p + W.notes_len + 1, text, n + 1);
+		W.notes = p;
+		W.notes_len += n + 2;
+	}
+	pthread_mutex_unlock(&W.notes_lock);
+}
+
+uint64_t writer_events(void)
+{
+	return W.events;
+}
+
+uint64_t writer_dropped(void)
+{
+	return W.dropped;
+}
+
+void writer_forget_after_fork(void)
+{
+	if (W.fd >= 0)
+		close(W.fd);
+	W.fd = -1;
+	W.stop = 1;
+	pthread_mutex_init(&W.notes_lock, NULL);
+	free(W.notes);
+	W.notes = NULL;
+	W.notes_len = 0;
+}

@@ -1,0 +1,42 @@
+/* Writing into code that other threads may be executing: page protections, stores that a
+ * concurrently running thread sees either entirely or not at all, and making every core see
+ * the new instructions. */
+#ifndef CUHOOK_CODE_WRITE_H
+#define CUHOOK_CODE_WRITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CODE_UNLOCK_MAX_RANGES 64
+
+/* The pages of [lo, hi) made writable (and kept executable), with their original protections
+ * remembered so code_lock() restores exactly what was there. */
+struct code_unlock {
+	unsigned n;
+	struct {
+		uintptr_t start, end;
+		int prot;
+	} r[CODE_UNLOCK_MAX_RANGES];
+};
+
+int code_unlock(struct code_unlock *u, uintptr_t lo, uintptr_t hi);
+void code_lock(const struct code_unlock *u);
+
+/* Store len (<= 8) bytes at dst so that no thread can execute a mix of old and new bytes: one
+ * aligned 8-byte store when they fit in an aligned quadword, else a 16-byte cmpxchg16b when they
+ * fit in an aligned 16 bytes. With `plain` (no other thread can run this code) a memcpy.
+ * Returns -1 when neither atomic form covers the bytes. */
+int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain);
+
+/* True when this process has one thread apart from cuhook's own writer thread. */
+bool code_single_threaded(void);
+
+/* Serialise instruction fetch on every core running a thread of this process after code was
+ * modified (membarrier SYNC_CORE where the kernel has it; x86 keeps caches coherent anyway). */
+void code_sync_cores(void);
+
+/* Thread id of cuhook's writer thread, excluded by code_single_threaded(); 0 if none. */
+extern int code_writer_tid;
+
+#endif

@@ -1,0 +1,338 @@
+#include "hooks.h"
+
+#include "code_write.h"
+#include "glob_filter.h"
+#include "near_alloc.h"
+#include "stub_frame.h"
+#include "symbols.h"
+#include "trace_format.h"
+#include "x86_insn.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct hook_hot hooks_hot[HOOKS_MAX];
+struct hook_cold hooks_cold[HOOKS_MAX];
+uint32_t hooks_count;
+
+struct candidate {
+	const char *name;
+	uintptr_t addr;
+	size_t size;
+};
+
+struct candidates {
+	struct candidate *v;
+	size_t n, cap;
+};
+
+static void collect(const struct found_func *f, void *ctx)
+{
+	struct candidates *c = ctx;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct candidate *v = realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (struct candidate){f->name, f->addr, f->size};
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The thunk: push $id; jmp *[rip+0]; .quad cuhook_entry_stub. Padded with int3. */
+static void write_thunk(uint8_t *slot, uint32_t id)
+{
+	memset(slot, 0xcc, HOOK_THUNK_SIZE);
+	slot[0] = 0x68;
+	memcpy(slot + 1, &id, 4);
+	slot[5] = 0xff;
+	slot[6] = 0x25;
+	memset(slot + 7, 0, 4);
+	uintptr_t stub = (uintptr_t)cuhook_entry_stub;
+	memcpy(slot + 11, &stub, 8);
+}
+
+static int new_id(void)
+{
+	if (hooks_count >= HOOKS_MAX)
+		return -1;
+	return (int)hooks_count++;
+}
+
+/* Plan one function into its slot; on success the thunk and relocated code are in the slot. */
+static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t id)
+{
+	struct reloc_plan plan;
+	reloc_plan(cs, (const uint8_t *)hc->addr, hc->addr, hc->size,
+	           (uintptr_t)slot + HOOK_THUNK_SIZE, &plan);
+	hc->status = (uint16_t)plan.status;
+	if (plan.status != CUHOOK_PATCHED) {
+		memcpy(hc->detail, plan.detail, sizeof(hc->detail));
+		return -1;
+	}
+	hc->patch_len = (uint8_t)plan.patch_len;
+	hc->n_insns = (uint8_t)plan.n_insns;
+	memcpy(hc->orig, (const void *)hc->addr, plan.patch_len);
+	memcpy(hc->orig_off, plan.orig_off, sizeof(plan.orig_off));
+	memcpy(hc->new_off, plan.new_off, sizeof(plan.new_off));
+	hc->slot = slot;
+	write_thunk(slot, id);
+	memset(slot + HOOK_THUNK_SIZE, 0xcc, HOOK_SLOT_SIZE - HOOK_THUNK_SIZE);
+	memcpy(slot + HOOK_THUNK_SIZE, plan.code, plan.code_len);
+	return 0;
+}
+
+/* Write the jumps of ids [first, first+n) that planned well; refuse those that cannot be
+ * written atomically. */
+static void write_jumps(uint32_t first, uint32_t n, bool threads_stopped)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct hook_cold *hc = &hooks_cold[first + i];
+		if (hc->status != CUHOOK_PATCHED)
+			continue;
+		if (hc->addr < lo)
+			lo = hc->addr;
+		if (hc->addr + hc->patch_len > hi)
+			hi = hc->addr + hc->patch_len;
+	}
+	if (lo >= hi)
+		return;
+	struct code_unlock ul;
+	if (code_unlock(&ul, lo, hi) != 0) {
+		for (uint32_t i = 0; i < n; i++)
+			if (hooks_cold[first + i].status == CUHOOK_PATCHED)
+				hooks_cold[first + i].status = CUHOOK_REFUSED_PROTECT;
+		return;
+	}
+	bool plain = threads_stopped || code_single_threaded();
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = first + i;
+		struct hook_cold *hc = &hooks_cold[id];
+		if (hc->status != CUHOOK_PATCHED || hc->patched)
+			continue;
+		uint8_t jmp[16];
+		memcpy(jmp, hc->orig, hc->patch_len);
+		reloc_encode_jmp32(jmp, hc->addr, (uintptr_t)hc->slot);
+		/* Bytes after the jump up to patch_len stay as they were: nothing reaches them (the
+		 * body scan proved it) and leaving them avoids a wider store. */
+		if (code_write_atomic((uint8_t *)hc->addr, jmp, RELOC_JMP_LEN, plain) != 0) {
+			hc->status = CUHOOK_REFUSED_NOT_ATOMIC;
+			continue;
+		}
+		hc->patched = true;
+	}
+	code_lock(&ul);
+	code_sync_cores();
+}
+
+/* Plan every id in [first, first+count) that passes the filter and has no stub yet into a
+ * fresh pool near its library; mark the others filtered. Ids with a permanent refusal (their
+ * code cannot be relocated) are left alone; those that failed only at write time get retried. */
+static void plan_ids(uint32_t first, uint32_t count, const struct patch_request *req)
+{
+	size_t want = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (uint32_t id = first; id < first + count; id++) {
+		struct hook_cold *hc = &hooks_cold[id];
+		if (hc->status == CUHOOK_REFUSED_ALIAS)
+			continue;
+		if (!glob_filter_match(req->filter, hc->name)) {
+			hc->status = CUHOOK_SKIPPED_FILTER;
+			continue;
+		}
+		if (hc->slot) {
+			hc->status = CUHOOK_PATCHED; /* planned before: the stub is still valid */
+			continue;
+		}
+		if (hc->status != CUHOOK_SKIPPED_FILTER && hc->status != CUHOOK_PATCHED &&
+		    hc->status != CUHOOK_REFUSED_OUT_OF_RANGE)
+			continue;
+		hc->status = CUHOOK_PATCHED; /* to be planned */
+		want++;
+		if (hc->addr < lo)
+			lo = hc->addr;
+		if (hc->addr + hc->size > hi)
+			hi = hc->addr + hc->size;
+	}
+	if (!want)
+		return;
+	uint8_t *pool = near_alloc(lo, hi, want * HOOK_SLOT_SIZE);
+	csh cs;
+	bool have_cs = pool && x86_open(&cs) == 0;
+	size_t slot = 0;
+	for (uint32_t id = first; id < first + count; id++) {
+		struct hook_cold *hc = &hooks_cold[id];
+		struct hook_hot *hh = &hooks_hot[id];
+		if (hc->status != CUHOOK_PATCHED || hc->slot)
+			continue;
+		if (!have_cs) {
+			hc->status = CUHOOK_REFUSED_OUT_OF_RANGE;
+			snprintf(hc->detail, sizeof(hc->detail), "no free memory within 2 GB");
+			continue;
+		}
+		if (plan_into_slot(cs, hc, pool + slot * HOOK_SLOT_SIZE, id) == 0) {
+			uint16_t decoder = 0;
+			hh->flags = req->classify ? req->classify(hc->name, &decoder, req->ctx) : HOOK_RECORD;
+			hh->decoder = decoder;
+			hh->relocated = (uintptr_t)hc->slot + HOOK_THUNK_SIZE;
+		}
+		slot++;
+	}
+	if (have_cs)
+		cs_close(&cs);
+	if (pool) /* the stubs become executable, never writable again */
+		mprotect(pool, (want * HOOK_SLOT_SIZE + 4095) & ~4095ul, PROT_READ | PROT_EXEC);
+}
+
+static void count_result(struct patch_result *res)
+{
+	res->patched = res->refused = res->filtered = 0;
+	for (uint32_t id = res->first_id; id < res->first_id + res->count; id++) {
+		uint16_t st = hooks_cold[id].status;
+		if (st == CUHOOK_PATCHED)
+			res->patched++;
+		else if (st == CUHOOK_SKIPPED_FILTER)
+			res->filtered++;
+		else
+			res->refused++;
+	}
+}
+
+int hooks_patch_library(const struct patch_request *req, struct patch_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct candidates c = {0};
+	if (symbols_for_each(req->base, req->phdr, req->phnum, collect, &c) < 0)
+		return -1;
+	qsort(c.v, c.n, sizeof(*c.v), by_addr);
+	res->first_id = hooks_count;
+	for (size_t i = 0; i < c.n; i++) {
+		int id = new_id();
+		if (id < 0)
+			break;
+		struct hook_cold *hc = &hooks_cold[id];
+		struct hook_hot *hh = &hooks_hot[id];
+		memset(hc, 0, sizeof(*hc));
+		memset(hh, 0, sizeof(*hh));
+		hc->name = strdup(c.v[i].name);
+		hc->addr = c.v[i].addr;
+		hc->size = (uint32_t)c.v[i].size;
+		hc->status = CUHOOK_SKIPPED_FILTER;
+		hh->lib_id = req->lib_id;
+		res->count++;
+		if (i > 0 && c.v[i].addr == c.v[i - 1].addr) {
+			hc->status = CUHOOK_REFUSED_ALIAS;
+			snprintf(hc->detail, sizeof(hc->detail), "same address as %s", c.v[i - 1].name);
+		}
+	}
+	free(c.v);
+	plan_ids(res->first_id, res->count, req);
+	write_jumps(res->first_id, res->count, req->threads_stopped);
+	count_result(res);
+	return 0;
+}
+
+int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
+                struct patch_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->first_id = first;
+	res->count = count;
+	plan_ids(first, count, req);
+	write_jumps(first, count, req->threads_stopped);
+	count_result(res);
+	return 0;
+}
+
+int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
+                         bool threads_stopped)
+{
+	int id = new_id();
+	if (id < 0)
+		return -1;
+	struct hook_cold *hc = &hooks_cold[id];
+	struct hook_hot *hh = &hooks_hot[id];
+	memset(hc, 0, sizeof(*hc));
+	memset(hh, 0, sizeof(*hh));
+	hc->name = strdup(name);
+	hc->addr = addr;
+	hc->size = (uint32_t)size;
+	hc->on_exit = on_exit;
+	uint8_t *pool = near_alloc(addr, addr + size, HOOK_SLOT_SIZE);
+	csh cs;
+	if (!pool || x86_open(&cs) != 0) {
+		hc->status = CUHOOK_REFUSED_OUT_OF_RANGE;
+		return -1;
+	}
+	int rc = plan_into_slot(cs, hc, pool, (uint32_t)id);
+	cs_close(&cs);
+	mprotect(pool, HOOK_SLOT_SIZE, PROT_READ | PROT_EXEC);
+	if (rc != 0)
+		return -1;
+	hh->flags = HOOK_CALLBACK;
+	hh->relocated = (uintptr_t)pool + HOOK_THUNK_SIZE;
+	write_jumps((uint32_t)id, 1, threads_stopped);
+	return hc->patched ? id : -1;
+}
+
+unsigned hooks_unpatch_all(bool threads_stopped)
+{
+	unsigned restored = 0;
+	bool plain = threads_stopped || code_single_threaded();
+	/* One unlock per library: ids of a library are consecutive and sorted by address. */
+	for (uint32_t first = 0; first < hooks_count;) {
+		uint32_t last = first;
+		uintptr_t lo = UINTPTR_MAX, hi = 0;
+		for (; last < hooks_count && hooks_hot[last].lib_id == hooks_hot[first].lib_id; last++) {
+			const struct hook_cold *hc = &hooks_cold[last];
+			if (!hc->patched)
+				continue;
+			if (hc->addr < lo)
+				lo = hc->addr;
+			if (hc->addr + hc->patch_len > hi)
+				hi = hc->addr + hc->patch_len;
+		}
+		struct code_unlock ul;
+		if (lo < hi && code_unlock(&ul, lo, hi) == 0) {
+			for (uint32_t id = first; id < last; id++) {
+				struct hook_cold *hc = &hooks_cold[id];
+				if (hc->patched &&
+				    code_write_atomic((uint8_t *)hc->addr, hc->orig, RELOC_JMP_LEN, plain) == 0) {
+					hc->patched = false;
+					restored++;
+				}
+			}
+			code_lock(&ul);
+		}
+		first = last;
+	}
+	code_sync_cores();
+	return restored;
+}
+
+uintptr_t hooks_fixup_ip(uintptr_t ip)
+{
+	for (uint32_t id = 0; id < hooks_count; id++) {
+		const struct hook_cold *hc = &hooks_cold[id];
+		if (!hc->slot || hc->status != CUHOOK_PATCHED)
+			continue;
+		if (ip > hc->addr && ip < hc->addr + hc->patch_len) {
+			for (unsigned i = 0; i < hc->n_insns; i++)
+				if (hc->addr + hc->orig_off[i] == ip)
+					return (uintptr_t)hc->slot + HOOK_THUNK_SIZE + hc->new_off[i];
+			return ip; /* not an instruction boundary: cannot happen for a stopped thread */
+		}
+	}
+	return ip;
+}

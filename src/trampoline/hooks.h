@@ -1,0 +1,92 @@
+/* The hook table and the patcher: which functions are hooked, where their relocated prologues
+ * live, and the code that writes and removes the jumps.
+ *
+ * Every hooked function gets a dense id. The per-call path (src/agent/record.c) reads only
+ * hooks_hot[id]; everything else about a hook is in hooks_cold[id], used while patching, for the
+ * trace's function table, and to move threads (fixup_ip). */
+#ifndef CUHOOK_HOOKS_H
+#define CUHOOK_HOOKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relocate.h"
+
+#define HOOKS_MAX 16384
+#define HOOK_SLOT_SIZE 144     /* thunk (24) + relocated code (RELOC_MAX_CODE), 16-aligned */
+#define HOOK_THUNK_SIZE 24
+
+/* hooks_hot[].flags */
+#define HOOK_RECORD 0x1u       /* record entry/exit events */
+#define HOOK_CALLBACK 0x2u     /* call hooks_cold[].on_exit after the function returns */
+
+struct hook_hot {
+	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */
+	uint16_t decoder;      /* cuhook_decoders index, 0 = none */
+	uint8_t flags;         /* HOOK_* */
+	uint8_t reserved;
+	uint32_t lib_id;
+};
+
+struct hook_cold {
+	const char *name;      /* owned copy */
+	uintptr_t addr;
+	uint32_t size;
+	uint16_t status;       /* enum cuhook_patch_status */
+	uint8_t patch_len;
+	uint8_t n_insns;
+	uint8_t orig[16];      /* the bytes the jump replaced */
+	uint8_t orig_off[RELOC_MAX_INSNS + 1];
+	uint8_t new_off[RELOC_MAX_INSNS + 1];
+	bool patched;          /* the jump is in place now */
+	uint8_t *slot;         /* thunk, then the relocated code */
+	void (*on_exit)(void); /* HOOK_CALLBACK */
+	char detail[96];       /* refusal detail */
+};
+
+extern struct hook_hot hooks_hot[HOOKS_MAX];
+extern struct hook_cold hooks_cold[HOOKS_MAX];
+extern uint32_t hooks_count; /* ids [0, hooks_count) are in use */
+
+/* How a library's functions are chosen and described. */
+struct patch_request {
+	uintptr_t base;            /* load bias (dl_phdr_info.dlpi_addr) */
+	const void *phdr;
+	unsigned phnum;
+	const char *filter;        /* glob_filter_match() patterns */
+	uint32_t lib_id;
+	bool threads_stopped;      /* every other thread is stopped: plain writes are safe */
+	/* Called for each function that will be hooked, before any jump is written: returns the
+	 * HOOK_* flags and sets *decoder. */
+	uint8_t (*classify)(const char *name, uint16_t *decoder, void *ctx);
+	void *ctx;
+};
+
+struct patch_result {
+	uint32_t first_id, count;  /* ids of every function found (patched, refused, filtered) */
+	uint32_t patched, refused, filtered;
+};
+
+/* Patch every exported function of one loaded library that passes the filter. Functions that
+ * cannot be patched safely are refused with a reason, never patched wrong. Serialise calls. */
+int hooks_patch_library(const struct patch_request *req, struct patch_result *res);
+
+/* Patch again, after hooks_unpatch_all(), the library whose ids are [first, first+count)
+ * (a second attach): stubs made before are reused, the filter may differ. */
+int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
+                struct patch_result *res);
+
+/* Hook one function by address for cuhook's own use (the dlopen watch): HOOK_CALLBACK with
+ * `on_exit` run after every call returns. Returns the id, or -1. */
+int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
+                         bool threads_stopped);
+
+/* Remove every jump (restore the original bytes). Stubs stay mapped. Returns how many were
+ * restored. */
+unsigned hooks_unpatch_all(bool threads_stopped);
+
+/* The ip fixup for a thread stopped at `ip` while jumps are written (see cuhook_agent.h). */
+uintptr_t hooks_fixup_ip(uintptr_t ip);
+
+#endif

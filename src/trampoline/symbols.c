@@ -1,0 +1,81 @@
+#include "symbols.h"
+
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* On x86-64 glibc relocates the d_ptr entries of a loaded object's dynamic section in place;
+ * other loaders (and the vDSO) leave them as offsets. Accept both. */
+static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
+{
+	return v < base ? base + v : v;
+}
+
+/* Number of dynamic symbols from a GNU hash table: the highest symbol index any chain reaches. */
+static size_t gnu_hash_nsyms(const uint32_t *h)
+{
+	uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+	const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		if (buckets[i] > last)
+			last = buckets[i];
+	if (last < symoffset)
+		return symoffset;
+	while (!(chain[last - symoffset] & 1))
+		last++;
+	return last + 1;
+}
+
+int symbols_for_each(uintptr_t base, const void *phdr_v, unsigned phnum,
+                     void (*fn)(const struct found_func *f, void *ctx), void *ctx)
+{
+	const ElfW(Phdr) *phdr = phdr_v;
+	const ElfW(Dyn) *dyn = NULL;
+	for (unsigned i = 0; i < phnum; i++)
+		if (phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + phdr[i].p_vaddr);
+	if (!dyn)
+		return -1;
+
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	size_t strsz = 0, nsyms = 0;
+	const uint32_t *gnu_hash = NULL, *sysv_hash = NULL;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_HASH: sysv_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_GNU_HASH: gnu_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
+		}
+	}
+	if (!symtab || !strtab)
+		return -1;
+	if (sysv_hash)
+		nsyms = sysv_hash[1]; /* nchain == number of symbols */
+	else if (gnu_hash)
+		nsyms = gnu_hash_nsyms(gnu_hash);
+	else
+		return -1;
+
+	int visited = 0;
+	for (size_t i = 1; i < nsyms; i++) {
+		const ElfW(Sym) *s = &symtab[i];
+		unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+		if (type != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_value == 0)
+			continue;
+		if (bind != STB_GLOBAL && bind != STB_WEAK)
+			continue;
+		if (ELF64_ST_VISIBILITY(s->st_other) == STV_HIDDEN || s->st_name >= strsz)
+			continue;
+		struct found_func f = {strtab + s->st_name, base + s->st_value, s->st_size};
+		fn(&f, ctx);
+		visited++;
+	}
+	return visited;
+}
