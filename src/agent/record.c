@@ -32,7 +32,7 @@ static inline uint64_t now(void)
 
 /* Reserve `need` bytes (a multiple of 8) in the ring, padding to its end if a record would
  * straddle it. Returns NULL when full. The record becomes visible to the writer at commit. */
-static inline uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
+static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
 {
 	uint64_t head = r->head;
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
@@ -54,14 +54,14 @@ static inline uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *hea
 	return r->data + pos;
 }
 
-static inline void ring_commit(struct ring *r, uint64_t head, uint32_t len)
+static inline __attribute__((always_inline)) void ring_commit(struct ring *r, uint64_t head, uint32_t len)
 {
 	__atomic_store_n(&r->head, head + len, __ATOMIC_RELEASE);
 }
 
 /* Rare path: the ring is full. Waits for the writer in lossless mode (through the vector-saving
  * shim: it sleeps in libc); returns the record space or NULL if the record must be dropped. */
-static uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint64_t *head)
+static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint64_t *head)
 {
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
@@ -76,7 +76,7 @@ static uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint64
 }
 
 /* Report drops as soon as there is room again, so a reader sees where records are missing. */
-static inline void emit_drops(struct ring *r)
+static __attribute__((noinline, cold)) void emit_drops(struct ring *r)
 {
 	uint64_t head;
 	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), &head);
@@ -93,7 +93,7 @@ static inline void emit_drops(struct ring *r)
 	ring_commit(r, head, sizeof(*d));
 }
 
-static inline uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t *head)
+static inline __attribute__((always_inline)) uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t *head)
 {
 	struct ring *r = ts->ring;
 	if (unlikely(r->dropped))
@@ -162,8 +162,17 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		e->regs[4] = f->r8;
 		e->regs[5] = f->r9;
 		uint64_t *st = (uint64_t *)(e + 1);
-		for (unsigned i = 0; i < nstack; i++)
-			st[i] = f->stack[i];
+		if (likely(nstack == CUHOOK_MAX_STACK_ARGS)) {
+			st[0] = f->stack[0];
+			st[1] = f->stack[1];
+			st[2] = f->stack[2];
+			st[3] = f->stack[3];
+			st[4] = f->stack[4];
+			st[5] = f->stack[5];
+		} else {
+			for (unsigned i = 0; i < nstack; i++)
+				st[i] = f->stack[i];
+		}
 		ring_commit(ts->ring, head, len);
 	} else if (!(hh->flags & HOOK_CALLBACK) || ts->no_record) {
 		ts->busy = 0;
@@ -206,7 +215,7 @@ static inline unsigned copy_str(char *dst, const char *src, unsigned max)
 /* Out-parameters and strings of a known function, read after it succeeded (a pointer the
  * driver just wrote through, or a string it just read, is valid; before the call it may not
  * be, and the driver would have rejected it rather than crash). */
-static void record_data(struct thread_state *ts, const struct shadow_entry *s, uint16_t decoder)
+static __attribute__((noinline)) void record_data(struct thread_state *ts, const struct shadow_entry *s, uint16_t decoder)
 {
 	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
 	const char *str = NULL;
@@ -263,35 +272,38 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 		k--;
 	if (unlikely(k == 0))
 		k = d; /* no match cannot happen; use the top rather than lose the return address */
-	const struct shadow_entry s = ts->shadow[k - 1];
-	ts->depth = k - 1;
-
-	const struct hook_hot *hh = &hooks_hot[s.id];
-	if (!ts->busy) {
+	const struct shadow_entry *s = &ts->shadow[k - 1];
+	const uintptr_t ret = s->ret;
+	const uint32_t id = s->id;
+	const struct hook_hot *hh = &hooks_hot[id];
+	if (likely(!ts->busy)) {
+		/* busy before depth drops: a signal handler's traced calls pass through and cannot
+		 * overwrite the entry still being read. */
 		ts->busy = 1;
-		if ((hh->flags & HOOK_RECORD) && cuhook_recording) {
+		ts->depth = k - 1;
+		if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording)) {
 			uint64_t t = now();
 			uint64_t head;
 			struct cuhook_rec_exit *x =
 			    (struct cuhook_rec_exit *)reserve(ts, sizeof(struct cuhook_rec_exit), &head);
-			if (x) {
+			if (likely(x != NULL)) {
 				x->h.type = CUHOOK_REC_EXIT;
 				x->h.flags = 0;
 				x->h.size = sizeof(*x);
-				x->h.func = s.id;
+				x->h.func = id;
 				x->tsc = t;
 				x->depth = (uint16_t)(k - 1);
-				for (int i = 0; i < 6; i++)
-					x->reserved[i] = 0;
 				x->ret = f->rax;
 				ring_commit(ts->ring, head, sizeof(*x));
-				if (s.has_args && (uint32_t)f->rax == 0)
-					record_data(ts, &s, hh->decoder);
+				if (unlikely(s->has_args) && (uint32_t)f->rax == 0)
+					record_data(ts, s, hh->decoder);
 			}
 		}
 		if (unlikely(hh->flags & HOOK_CALLBACK))
-			cuhook_call_saving_vectors(record_run_callback, (void *)(uintptr_t)s.id);
+			cuhook_call_saving_vectors(record_run_callback, (void *)(uintptr_t)id);
 		ts->busy = 0;
+	} else {
+		ts->depth = k - 1;
 	}
-	return s.ret;
+	return ret;
 }

@@ -57,7 +57,11 @@ static struct ring *ring_get(uint32_t tid)
 		*pp = r->next;
 	pthread_mutex_unlock(&lock);
 	if (!r) {
-		r = map(sizeof(struct ring) + thread_ring_bytes);
+		/* Populated now, in the thread's first call, rather than one page fault at a time in
+		 * later calls. */
+		void *m = mmap(NULL, sizeof(struct ring) + thread_ring_bytes, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		r = m == MAP_FAILED ? NULL : m;
 		if (!r)
 			return NULL;
 		r->size = thread_ring_bytes;

@@ -1,0 +1,16 @@
+#!/bin/bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build and test cuhook (as root, or with
+# sudo). Does nothing when everything is there already.
+set -e
+pkgs="meson ninja-build pkg-config gcc libc6-dev libcapstone-dev libelf-dev libunwind-dev libunicorn-dev python3"
+missing=""
+for p in $pkgs; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq $missing >/dev/null
