@@ -44,8 +44,10 @@ void agent_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* level 0: stderr with CUHOOK_VERBOSE only; 1: also an info NOTE in the trace;
+	 * 2: a warning NOTE, and stderr always. */
 	if (level >= 1 && active)
-		writer_note(level >= 2 ? 2 : 1, msg);
+		writer_note(level - 1, msg);
 	if (cfg.verbose >= 1 || level >= 2) {
 		char line[560];
 		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);

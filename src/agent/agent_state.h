@@ -27,7 +27,8 @@ extern unsigned agent_nlibs;
  * Called at start and after every dlopen. Takes agent_lock. */
 void agent_scan_libraries(void);
 
-/* Verbose message to stderr (CUHOOK_VERBOSE) and, at level >= 1, a NOTE in the trace. */
+/* A message: level 0 goes to stderr with CUHOOK_VERBOSE; 1 also becomes an info NOTE in the
+ * trace; 2 a warning NOTE, and always goes to stderr. */
 void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

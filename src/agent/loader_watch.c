@@ -31,8 +31,16 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 		return -1;
 	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, threads_stopped);
 	installed_ids[slot] = id;
-	if (id >= 0 && agent_nlibs < AGENT_MAX_LIBS) {
-		/* List it in the trace as an internal library, so the function table stays complete. */
+	if (id < 0)
+		return -1;
+	/* List the library in the trace as internal (once for both hooks), so that the function
+	 * table stays complete. */
+	for (unsigned i = 0; i < agent_nlibs; i++)
+		if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase) {
+			hooks_hot[id].lib_id = agent_libs[i].lib_id;
+			return 0;
+		}
+	if (agent_nlibs < AGENT_MAX_LIBS) {
 		struct agent_lib *l = &agent_libs[agent_nlibs];
 		memset(l, 0, sizeof(*l));
 		l->lib_id = agent_nlibs + 1;
@@ -44,7 +52,7 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 		hooks_hot[id].lib_id = l->lib_id;
 		agent_nlibs++;
 	}
-	return id >= 0 ? 0 : -1;
+	return 0;
 }
 
 int loader_watch_install(bool threads_stopped)

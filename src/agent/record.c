@@ -219,9 +219,9 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 {
 	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
 	const char *str = NULL;
-	if (dec->str_kind == CUHOOK_STR_ARG_AT_ENTRY)
+	if (dec->str_kind == CUHOOK_STR_ARG)
 		str = (const char *)s->args[dec->str_arg];
-	else if (dec->str_kind == CUHOOK_STR_DEREF_AT_EXIT && s->args[dec->str_arg])
+	else if (dec->str_kind == CUHOOK_STR_DEREF && s->args[dec->str_arg])
 		str = *(const char *const *)s->args[dec->str_arg];
 	unsigned slen = 0;
 	if (str)

@@ -45,7 +45,7 @@ int cuhook_agent_path(char *buf, unsigned long len)
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = 0;
-			const char *cands[] = {"%s/libcuhook.so", "%s/../src/agent/libcuhook.so",
+			const char *cands[] = {"%s/libcuhook.so", "%s/../agent/libcuhook.so",
 			                       "%s/../lib/libcuhook.so", "%s/../lib/x86_64-linux-gnu/libcuhook.so"};
 			for (unsigned i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
 				char p[PATH_MAX + 64];

@@ -7,8 +7,8 @@
 #define OUT1(a, sz, label) .out_arg = {a, NONE}, .out_size = {sz, 0}, .out_label = {label, 0}
 #define OUT2(a, sa, la, b, sb, lb) .out_arg = {a, b}, .out_size = {sa, sb}, .out_label = {la, lb}
 #define NOOUT .out_arg = {NONE, NONE}
-#define STR_IN(a, label) .str_kind = CUHOOK_STR_ARG_AT_ENTRY, .str_arg = a, .str_label = label
-#define STR_OUT(a, label) .str_kind = CUHOOK_STR_DEREF_AT_EXIT, .str_arg = a, .str_label = label
+#define STR_IN(a, label) .str_kind = CUHOOK_STR_ARG, .str_arg = a, .str_label = label
+#define STR_OUT(a, label) .str_kind = CUHOOK_STR_DEREF, .str_arg = a, .str_label = label
 
 const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "", NOOUT},

@@ -1,7 +1,9 @@
 /* Decoders: the few driver calls whose pointed-to arguments are worth reading. Everything else
  * in cuhook is signature-agnostic (raw registers); these entries say, for a known function name,
- * which argument holds a string to copy at entry, which out-parameters to read back at exit
- * (only when the call returned 0, CUDA_SUCCESS), and what to call the values in reports.
+ * which argument holds a string to copy, which out-parameters to read back, and what to call
+ * the values in reports. Everything is read at exit, and only when the call returned 0
+ * (CUDA_SUCCESS): a pointer the driver has just written through or a string it has just read is
+ * valid, while before the call (or after a failed one) it may be garbage the driver rejected.
  * Shared by the agent (what to read) and the report (how to label it). */
 #ifndef CUHOOK_DECODERS_H
 #define CUHOOK_DECODERS_H
@@ -14,8 +16,8 @@
 
 enum cuhook_str_kind {
 	CUHOOK_STR_NONE = 0,
-	CUHOOK_STR_ARG_AT_ENTRY = 1,   /* args[str_arg] is a const char * */
-	CUHOOK_STR_DEREF_AT_EXIT = 2,  /* *(const char **)args[str_arg] after the call */
+	CUHOOK_STR_ARG = 1,    /* args[str_arg] is a const char * (an input, e.g. a kernel name) */
+	CUHOOK_STR_DEREF = 2,  /* *(const char **)args[str_arg]: a string the call returned */
 };
 
 struct cuhook_decoder {

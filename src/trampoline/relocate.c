@@ -84,9 +84,9 @@ static unsigned emit_call(uint8_t *o, uint64_t at, uint64_t target)
 	return 16;
 }
 
-/* Direct branches anywhere in the function that land strictly inside the bytes we overwrite
- * would execute the middle of our jump. A branch to the very first byte is fine: it runs the
- * hook again, like a recursive call. The scan is linear over the symbol's bytes: compilers do
+/* Direct branches anywhere in the function that land inside the bytes we overwrite would
+ * execute the middle of our jump, or (a jump to byte 0) enter the hook with a stack that is
+ * not an entry stack. The scan is linear over the symbol's bytes: compilers do
  * not put data inside x86-64 functions, and an undecodable byte refuses the function rather
  * than guessing. Indirect branches (jump tables) into the first bytes cannot be ruled out this
  * way; compilers do not emit them for a function's entry block. */
@@ -109,7 +109,11 @@ static int scan_body(csh cs, cs_insn *ci, const uint8_t *code, uint64_t func_add
 		}
 		if (in.flow == FLOW_JMP || in.flow == FLOW_JCC || in.flow == FLOW_CALL ||
 		    in.flow == FLOW_LOOP || in.flow == FLOW_XBEGIN) {
-			if (in.target > func_addr && in.target < func_addr + patch_len)
+			/* A call to byte 0 is a real (recursive) call and goes through the hook like any
+			 * other. A jump to byte 0 is a loop: the stack is not the function's entry stack
+			 * there, so the hook would take a saved register for the return address. */
+			uint64_t lo = in.flow == FLOW_CALL ? func_addr + 1 : func_addr;
+			if (in.target >= lo && in.target < func_addr + patch_len)
 				return refuse(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH,
 				              "'%s' at +%zu jumps to +%u", in.text, off,
 				              (unsigned)(in.target - func_addr));

@@ -14,7 +14,7 @@ log() { echo "== $*"; }
 source .devdeps/use-deps.sh
 log "build"
 (meson setup /tmp/build -Dbuildtype=release >/tmp/meson-setup.log 2>&1 && ninja -C /tmp/build >/tmp/ninja.log 2>&1) \
-  || { tail -30 /tmp/meson-setup.log /tmp/ninja.log; exit 1; }
+  || { tail -n 30 /tmp/meson-setup.log /tmp/ninja.log; exit 1; }
 agent=/tmp/build/src/agent/libcuhook.so
 cuhook=/tmp/build/src/cli/cuhook
 libcuda=$(python3 -c "import ctypes,ctypes.util; print(ctypes.util.find_library('cuda') or '')")
