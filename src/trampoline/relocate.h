@@ -7,7 +7,7 @@
 #ifndef CUHOOK_RELOCATE_H
 #define CUHOOK_RELOCATE_H
 
-#include <capstone/capstone.h>
+#include <capstone.h>
 #include <stddef.h>
 #include <stdint.h>
 

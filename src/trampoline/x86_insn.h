@@ -5,7 +5,7 @@
 #ifndef CUHOOK_X86_INSN_H
 #define CUHOOK_X86_INSN_H
 
-#include <capstone/capstone.h>
+#include <capstone.h>
 #include <stdbool.h>
 #include <stdint.h>
 
