@@ -6,6 +6,7 @@
 #include "agent_state.h"
 #include "config.h"
 #include "decoders.h"
+#include "freeze.h"
 #include "hooks.h"
 #include "loader_watch.h"
 #include "record.h"
@@ -131,6 +132,7 @@ static void patch_one(const struct found_lib *f)
 	struct patch_request req = {
 	    .base = f->base, .phdr = f->phdr, .phnum = f->phnum, .filter = cfg.funcs,
 	    .threads_stopped = threads_stopped_now, .classify = classify,
+	    .freeze = freeze_others, .thaw = thaw_others,
 	};
 	struct patch_result res;
 	for (unsigned i = 0; i < agent_nlibs; i++) {
@@ -165,8 +167,9 @@ static void patch_one(const struct found_lib *f)
 	l->first_id = res.first_id;
 	l->count = res.count;
 	agent_nlibs++;
-	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out", real, res.patched,
-	          res.refused, res.filtered);
+	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
+	          real, res.patched, res.refused, res.filtered, freeze_stopped_threads(),
+	          freeze_moved_threads());
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
 			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)

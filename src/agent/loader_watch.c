@@ -6,6 +6,7 @@
 #include "loader_watch.h"
 
 #include "agent_state.h"
+#include "freeze.h"
 #include "hooks.h"
 
 #include <dlfcn.h>
@@ -29,7 +30,8 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 	const ElfW(Sym) *sym = NULL;
 	if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 		return -1;
-	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, threads_stopped);
+	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, &how);
 	installed_ids[slot] = id;
 	if (id < 0)
 		return -1;

@@ -94,7 +94,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
 
 /* Write the jumps of ids [first, first+n) that planned well; refuse those that cannot be
  * written atomically. */
-static void write_jumps(uint32_t first, uint32_t n, bool threads_stopped)
+static void write_jumps(uint32_t first, uint32_t n, bool plain)
 {
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -115,7 +115,6 @@ static void write_jumps(uint32_t first, uint32_t n, bool threads_stopped)
 				hooks_cold[first + i].status = CUHOOK_REFUSED_PROTECT;
 		return;
 	}
-	bool plain = threads_stopped || code_single_threaded();
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = first + i;
 		struct hook_cold *hc = &hooks_cold[id];
@@ -134,6 +133,20 @@ static void write_jumps(uint32_t first, uint32_t n, bool threads_stopped)
 	}
 	code_lock(&ul);
 	code_sync_cores();
+}
+
+/* Write the jumps of [first, first+n), stopping the other threads around it when they may be
+ * running. Everything that allocates happened before. */
+static void arm(uint32_t first, uint32_t n, const struct patch_request *req)
+{
+	if (req->threads_stopped || code_single_threaded()) {
+		write_jumps(first, n, true);
+		return;
+	}
+	int frozen = req->freeze ? req->freeze() : -1;
+	write_jumps(first, n, frozen == 1);
+	if (req->freeze && req->thaw)
+		req->thaw();
 }
 
 /* Plan every id in [first, first+count) that passes the filter and has no stub yet into a
@@ -238,7 +251,7 @@ int hooks_patch_library(const struct patch_request *req, struct patch_result *re
 	}
 	free(c.v);
 	plan_ids(res->first_id, res->count, req);
-	write_jumps(res->first_id, res->count, req->threads_stopped);
+	arm(res->first_id, res->count, req);
 	count_result(res);
 	return 0;
 }
@@ -250,13 +263,13 @@ int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
 	res->first_id = first;
 	res->count = count;
 	plan_ids(first, count, req);
-	write_jumps(first, count, req->threads_stopped);
+	arm(first, count, req);
 	count_result(res);
 	return 0;
 }
 
 int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
-                         bool threads_stopped)
+                         const struct patch_request *how)
 {
 	int id = new_id();
 	if (id < 0)
@@ -282,7 +295,7 @@ int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*o
 		return -1;
 	hh->flags = HOOK_CALLBACK;
 	hh->relocated = (uintptr_t)pool + HOOK_THUNK_SIZE;
-	write_jumps((uint32_t)id, 1, threads_stopped);
+	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;
 }
 

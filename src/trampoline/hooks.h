@@ -57,6 +57,11 @@ struct patch_request {
 	const char *filter;        /* glob_filter_match() patterns */
 	uint32_t lib_id;
 	bool threads_stopped;      /* every other thread is stopped: plain writes are safe */
+	/* Optional, for a process whose other threads may be running: stop them around the jump
+	 * writes (returns 1 if all stopped, 0 if some, -1 if none) and resume them after (moving
+	 * any thread found inside overwritten bytes). No allocation happens in between. */
+	int (*freeze)(void);
+	void (*thaw)(void);
 	/* Called for each function that will be hooked, before any jump is written: returns the
 	 * HOOK_* flags and sets *decoder. */
 	uint8_t (*classify)(const char *name, uint16_t *decoder, void *ctx);
@@ -80,7 +85,7 @@ int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
 /* Hook one function by address for cuhook's own use (the dlopen watch): HOOK_CALLBACK with
  * `on_exit` run after every call returns. Returns the id, or -1. */
 int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
-                         bool threads_stopped);
+                         const struct patch_request *how);
 
 /* Remove every jump (restore the original bytes). Stubs stay mapped. Returns how many were
  * restored. */
