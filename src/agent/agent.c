@@ -249,7 +249,6 @@ static void stop(bool unpatch, bool threads_stopped)
 	if (unpatch) {
 		pthread_mutex_lock(&agent_lock);
 		hooks_unpatch_all(threads_stopped);
-		loader_watch_forget();
 		pthread_mutex_unlock(&agent_lock);
 	}
 	writer_close();

@@ -23,6 +23,9 @@ static void after_dlopen(void)
 
 static int hook(unsigned slot, const char *name, bool threads_stopped)
 {
+	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	if (installed_ids[slot] >= 0) /* a later start: the stub made the first time is reused */
+		return hooks_rearm_internal((uint32_t)installed_ids[slot], &how);
 	void *addr = dlsym(RTLD_DEFAULT, name);
 	if (!addr)
 		return -1;
@@ -30,7 +33,6 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 	const ElfW(Sym) *sym = NULL;
 	if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 		return -1;
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
 	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, &how);
 	installed_ids[slot] = id;
 	if (id < 0)
@@ -60,17 +62,8 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 int loader_watch_install(bool threads_stopped)
 {
 	pthread_mutex_lock(&agent_lock);
-	int rc = 0;
-	if (installed_ids[0] < 0)
-		rc = hook(0, "dlopen", threads_stopped);
-	if (installed_ids[1] < 0)
-		hook(1, "dlmopen", threads_stopped); /* rare; not fatal */
+	int rc = hook(0, "dlopen", threads_stopped);
+	hook(1, "dlmopen", threads_stopped); /* rare; not fatal */
 	pthread_mutex_unlock(&agent_lock);
 	return rc;
-}
-
-void loader_watch_forget(void)
-{
-	/* hooks_unpatch_all() removed the jumps; a later start hooks dlopen afresh. */
-	installed_ids[0] = installed_ids[1] = -1;
 }

@@ -4,9 +4,8 @@
 
 #include <stdbool.h>
 
-/* Hook dlopen/dlmopen so that every load is followed by agent_scan_libraries(). */
+/* Hook dlopen/dlmopen so that every load is followed by agent_scan_libraries(). After
+ * hooks_unpatch_all() (a stop), calling it again writes the same hooks' jumps again. */
 int loader_watch_install(bool threads_stopped);
-/* After hooks_unpatch_all(): the watch is gone. */
-void loader_watch_forget(void);
 
 #endif

@@ -99,14 +99,20 @@ static void stack_bounds(struct thread_state *ts)
 uintptr_t thread_state_create(void *unused)
 {
 	(void)unused;
+	/* While this thread's state is being made, calls it makes into hooked functions (libc, when
+	 * a user hooks libc) see a busy state and pass straight through instead of recursing. */
+	static struct thread_state creating = {.busy = 1, .no_record = 1};
+	cuhook_tls = &creating;
 	pthread_once(&key_once, make_key);
 	pthread_mutex_lock(&lock);
 	struct thread_state *ts = free_states;
 	if (ts)
 		free_states = ts->next_free;
 	pthread_mutex_unlock(&lock);
-	if (!ts && !(ts = map(sizeof(*ts))))
+	if (!ts && !(ts = map(sizeof(*ts)))) {
+		cuhook_tls = NULL;
 		return 0;
+	}
 	memset(ts, 0, offsetof(struct thread_state, shadow));
 	ts->tid = (uint32_t)gettid();
 	stack_bounds(ts);

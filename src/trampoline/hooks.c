@@ -299,6 +299,17 @@ int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*o
 	return hc->patched ? id : -1;
 }
 
+int hooks_rearm_internal(uint32_t id, const struct patch_request *how)
+{
+	if (id >= hooks_count || !hooks_cold[id].slot)
+		return -1;
+	if (!hooks_cold[id].patched) {
+		hooks_cold[id].status = CUHOOK_PATCHED;
+		arm(id, 1, how);
+	}
+	return hooks_cold[id].patched ? 0 : -1;
+}
+
 unsigned hooks_unpatch_all(bool threads_stopped)
 {
 	unsigned restored = 0;

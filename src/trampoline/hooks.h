@@ -87,6 +87,9 @@ int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
 int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
                          const struct patch_request *how);
 
+/* Write the jump of an internal hook again after hooks_unpatch_all() (its stub is reused). */
+int hooks_rearm_internal(uint32_t id, const struct patch_request *how);
+
 /* Remove every jump (restore the original bytes). Stubs stay mapped. Returns how many were
  * restored. */
 unsigned hooks_unpatch_all(bool threads_stopped);

@@ -1,0 +1,11 @@
+#!/bin/bash
+# The main job: build cuhook, trace the bundled sample app (a tiny inference on the stand-in
+# driver), and print the report.
+set -eu
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+out=${CUHOOK_DEMO_OUTPUT:-build/demo-trace.bin}
+echo "== cuhook run -o $out -- build/samples/sample_app" >&2
+build/src/cli/cuhook run -o "$out" -- build/samples/sample_app
+echo "== cuhook report $out" >&2
+build/src/cli/cuhook report "$out"
