@@ -1,0 +1,151 @@
+"""Helpers shared by the engine tests: run a target with or without the agent, read what it
+printed, and read a trace back through `cuhook report --format json|csv`.
+
+A check collects its problems in a Problems object and ends with problems.exit(): 0 when there
+were none, 1 otherwise. SKIP (77, meson's "skipped") is only for something truly absent from the
+machine, never for a failure."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+MASK64 = (1 << 64) - 1
+MASK32 = (1 << 32) - 1
+
+
+class Fatal(Exception):
+    """A problem after which the rest of the checks make no sense."""
+
+
+class Problems:
+    def __init__(self, limit=40):
+        self.items = []
+        self.limit = limit
+
+    def add(self, msg):
+        self.items.append(msg)
+
+    def check(self, cond, msg):
+        if not cond:
+            self.add(msg)
+        return cond
+
+    def exit(self):
+        if not self.items:
+            print("PASS")
+            sys.exit(0)
+        for msg in self.items[: self.limit]:
+            print("FAIL: " + msg)
+        if len(self.items) > self.limit:
+            print(f"FAIL: ... and {len(self.items) - self.limit} more")
+        sys.exit(1)
+
+
+def run_main(fn):
+    """Runs fn() (which calls Problems.exit or sys.exit), turning Fatal into a failure."""
+    try:
+        fn()
+    except Fatal as e:
+        print("FAIL: " + str(e))
+        sys.exit(1)
+
+
+def need_file(path, what):
+    if not path or not os.path.exists(path):
+        raise Fatal(f"{what} not found at {path!r} (not built yet?)")
+
+
+def tail(text, n=2000):
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def clean_env(extra=None):
+    """The environment without any CUHOOK_* setting inherited from the caller, plus extra."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUHOOK_")}
+    env.update(extra or {})
+    return env
+
+
+def run(cmd, env=None, timeout=600, what=None):
+    """Runs cmd; raises Fatal with its output if it does not exit 0."""
+    what = what or os.path.basename(cmd[0])
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fatal(f"{what} did not finish in {timeout} s: {' '.join(cmd)}")
+    if p.returncode != 0:
+        raise Fatal(f"{what} exited with {p.returncode}: {' '.join(cmd)}\n"
+                    f"--- stdout\n{tail(p.stdout)}\n--- stderr\n{tail(p.stderr)}")
+    return p
+
+
+def parse_target_output(text):
+    """What driver_user / stub_user print: 'key value' lines, 'expect NAME N' lines."""
+    out = {"expect": {}, "bad": []}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "expect" and len(parts) == 3:
+            out["expect"][parts[1]] = int(parts[2])
+        elif parts[0] == "bad":
+            out["bad"].append(" ".join(parts[1:]))
+        elif len(parts) == 2:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def num(s):
+    """A register value from the CSV (0x hex, or decimal) as an unsigned 64-bit int; None if empty."""
+    s = (s or "").strip()
+    if not s:
+        return None
+    return int(s, 0) & MASK64
+
+
+def report(cuhook, trace, fmt, out_path):
+    """Runs `cuhook report --format fmt --strict -o out_path trace`; returns the output text."""
+    run([cuhook, "report", "--format", fmt, "--strict", "-o", out_path, trace],
+        what=f"cuhook report --format {fmt}")
+    with open(out_path) as f:
+        return f.read()
+
+
+def report_json(cuhook, trace, workdir):
+    text = report(cuhook, trace, "json", os.path.join(workdir, "report.json"))
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise Fatal(f"cuhook report --format json printed invalid JSON: {e}\n{tail(text)}")
+
+
+def report_csv(cuhook, trace, workdir):
+    text = report(cuhook, trace, "csv", os.path.join(workdir, "report.csv"))
+    rows = list(csv.DictReader(text.splitlines()))
+    need = ["tid", "func", "start_ns", "end_ns", "depth", "ret"] + [f"arg{i}" for i in range(6)] + \
+           [f"stack{i}" for i in range(6)] + ["decoded"]
+    if rows and any(k not in rows[0] for k in need):
+        raise Fatal(f"cuhook report --format csv: header lacks some of {need}: {list(rows[0])}")
+    return rows
+
+
+def check_trace_health(rep, problems):
+    """The counters every clean, blocking-mode trace must show at zero."""
+    problems.check(rep.get("dropped", 0) == 0, f"{rep.get('dropped')} events dropped")
+    problems.check(not rep.get("truncated", False),
+                   f"trace truncated: {rep.get('truncated_reason')}")
+    problems.check(rep.get("complete", True), "trace has no END block (not closed cleanly)")
+    for key in ("unknown_function_ids", "orphan_exits", "corrupt_records", "block_gaps",
+                "calls_without_exit"):
+        problems.check(rep.get(key, 0) == 0, f"report: {key} = {rep.get(key)}")
+
+
+def calls_by_name(rep):
+    return {f["name"]: f["calls"] for f in rep.get("functions", [])}
+
+
+def refused_by_name(rep):
+    return {r["name"]: r.get("reason", "") for r in rep.get("refused", [])}

@@ -1,0 +1,561 @@
+/* Semantics of the stand-in libcuda.so.1: deterministic, thread-safe, small. The exported entry
+ * points are in fake_entry.S (their first bytes matter); they jump to the impl_* functions here,
+ * which are hidden. fakecuda.h documents what every function returns. */
+#include "fakecuda.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define EXPORT __attribute__((visibility("default")))
+
+/* Read by the assembly (cuDeviceGetCount, cuFakeRipCmp): set by cuInit. */
+HIDDEN int fake_initialized;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- init, device, context ------------------------------------------------------------------ */
+
+struct fake_ctx { unsigned magic; };
+#define CTX_MAGIC 0xc0c0c0c0u
+static struct fake_ctx primary_ctx = {CTX_MAGIC};
+static unsigned primary_refs;
+static __thread CUcontext current_ctx;
+
+HIDDEN CUresult impl_cuInit(unsigned flags)
+{
+	if (flags != 0)
+		return FAKE_ERROR_INVALID_VALUE;
+	__atomic_store_n(&fake_initialized, 1, __ATOMIC_RELEASE);
+	return FAKE_SUCCESS;
+}
+
+static CUresult need_init(void)
+{
+	return __atomic_load_n(&fake_initialized, __ATOMIC_ACQUIRE) ? FAKE_SUCCESS : FAKE_ERROR_NOT_INITIALIZED;
+}
+
+HIDDEN CUresult impl_cuDriverGetVersion(int *version)
+{
+	if (!version)
+		return FAKE_ERROR_INVALID_VALUE;
+	*version = FAKE_DRIVER_VERSION; /* works before cuInit, as the real one does */
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	if (need_init())
+		return FAKE_ERROR_NOT_INITIALIZED;
+	if (!dev)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (ordinal != 0)
+		return FAKE_ERROR_INVALID_DEVICE;
+	*dev = 0;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
+{
+	if (need_init())
+		return FAKE_ERROR_NOT_INITIALIZED;
+	if (!value)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return FAKE_ERROR_INVALID_DEVICE;
+	*value = attrib * 10 + dev;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+	if (need_init())
+		return FAKE_ERROR_NOT_INITIALIZED;
+	if (!ctx)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return FAKE_ERROR_INVALID_DEVICE;
+	__atomic_add_fetch(&primary_refs, 1, __ATOMIC_RELAXED);
+	*ctx = &primary_ctx;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	if (dev != 0)
+		return FAKE_ERROR_INVALID_DEVICE;
+	unsigned refs = __atomic_load_n(&primary_refs, __ATOMIC_RELAXED);
+	do {
+		if (refs == 0)
+			return FAKE_ERROR_INVALID_CONTEXT;
+	} while (!__atomic_compare_exchange_n(&primary_refs, &refs, refs - 1, 0, __ATOMIC_RELAXED,
+	                                      __ATOMIC_RELAXED));
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxSetCurrent(CUcontext ctx)
+{
+	if (ctx && ctx->magic != CTX_MAGIC)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	current_ctx = ctx;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxGetCurrent(CUcontext *ctx)
+{
+	if (!ctx)
+		return FAKE_ERROR_INVALID_VALUE;
+	*ctx = current_ctx;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxSynchronize(void)
+{
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
+/* ---- memory: fake device pointers backed by host shadows ------------------------------------ */
+
+struct alloc {
+	CUdeviceptr base;
+	size_t size;
+	unsigned char *shadow;
+	struct alloc *next;
+};
+static struct alloc *allocs; /* under lock */
+static uint64_t alloc_count;  /* under lock */
+
+/* The shadow of [p, p+bytes), or NULL if that range is not inside one live allocation.
+ * Called with lock held. */
+static unsigned char *shadow_of(CUdeviceptr p, size_t bytes)
+{
+	for (struct alloc *a = allocs; a; a = a->next)
+		if (p >= a->base && p - a->base <= a->size && bytes <= a->size - (p - a->base))
+			return a->shadow + (p - a->base);
+	return NULL;
+}
+
+HIDDEN CUresult impl_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!dptr || bytes == 0)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (bytes > FAKE_DPTR_STRIDE)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	struct alloc *a = malloc(sizeof(*a));
+	unsigned char *shadow = calloc(1, bytes);
+	if (!a || !shadow) {
+		free(a);
+		free(shadow);
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&lock);
+	a->base = FAKE_DPTR_BASE + alloc_count++ * FAKE_DPTR_STRIDE;
+	a->size = bytes;
+	a->shadow = shadow;
+	a->next = allocs;
+	allocs = a;
+	pthread_mutex_unlock(&lock);
+	*dptr = a->base;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuMemFree_v2(CUdeviceptr dptr)
+{
+	pthread_mutex_lock(&lock);
+	for (struct alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
+		struct alloc *a = *pp;
+		if (a->base == dptr) {
+			*pp = a->next;
+			pthread_mutex_unlock(&lock);
+			free(a->shadow);
+			free(a);
+			return FAKE_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return FAKE_ERROR_INVALID_VALUE;
+}
+
+HIDDEN CUresult impl_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+	if (!src && bytes)
+		return FAKE_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	unsigned char *d = shadow_of(dst, bytes);
+	if (d)
+		memcpy(d, src, bytes);
+	pthread_mutex_unlock(&lock);
+	return d ? FAKE_SUCCESS : FAKE_ERROR_INVALID_VALUE;
+}
+
+HIDDEN CUresult impl_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+	if (!dst && bytes)
+		return FAKE_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	unsigned char *s = shadow_of(src, bytes);
+	if (s)
+		memcpy(dst, s, bytes);
+	pthread_mutex_unlock(&lock);
+	return s ? FAKE_SUCCESS : FAKE_ERROR_INVALID_VALUE;
+}
+
+/* ---- modules and kernels -------------------------------------------------------------------- */
+
+enum { K_SCALE_ADD = 1, K_MATVEC, K_RELU, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {
+	[K_SCALE_ADD] = "fake_scale_add", [K_MATVEC] = "fake_matvec", [K_RELU] = "fake_relu"};
+
+#define FUNC_MAGIC 0xf00df00du
+struct fake_function { unsigned magic; unsigned kernel; };
+struct fake_module {
+	unsigned magic;
+	struct fake_function funcs[K_COUNT]; /* funcs[k].magic != 0: the module has kernel k */
+};
+#define MODULE_MAGIC 0x30d30d30u
+
+HIDDEN CUresult impl_cuModuleLoadData(CUmodule *module, const void *image)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!module || !image)
+		return FAKE_ERROR_INVALID_VALUE;
+	const char *p = image;
+	if (strcmp(p, FAKE_IMAGE_MAGIC) != 0)
+		return FAKE_ERROR_INVALID_IMAGE;
+	struct fake_module *m = calloc(1, sizeof(*m));
+	if (!m)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	m->magic = MODULE_MAGIC;
+	for (p += strlen(p) + 1; *p; p += strlen(p) + 1) {
+		unsigned k;
+		for (k = 1; k < K_COUNT && strcmp(p, kernel_names[k]); k++)
+			;
+		if (k == K_COUNT) {
+			free(m);
+			return FAKE_ERROR_INVALID_IMAGE;
+		}
+		m->funcs[k] = (struct fake_function){FUNC_MAGIC, k};
+	}
+	*module = m;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	if (!f || !name)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (!m || m->magic != MODULE_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	for (unsigned k = 1; k < K_COUNT; k++)
+		if (m->funcs[k].magic == FUNC_MAGIC && strcmp(name, kernel_names[k]) == 0) {
+			*f = &m->funcs[k];
+			return FAKE_SUCCESS;
+		}
+	return FAKE_ERROR_NOT_FOUND;
+}
+
+HIDDEN CUresult impl_cuModuleUnload(CUmodule m)
+{
+	if (!m || m->magic != MODULE_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	m->magic = 0;
+	free(m);
+	return FAKE_SUCCESS;
+}
+
+/* ---- streams -------------------------------------------------------------------------------- */
+
+#define STREAM_MAGIC 0x5757aaaau
+struct fake_stream { unsigned magic; unsigned flags; };
+
+HIDDEN CUresult impl_cuStreamCreate(CUstream *stream, unsigned flags)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!stream || flags > 1)
+		return FAKE_ERROR_INVALID_VALUE;
+	struct fake_stream *s = malloc(sizeof(*s));
+	if (!s)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	*s = (struct fake_stream){STREAM_MAGIC, flags};
+	*stream = s;
+	return FAKE_SUCCESS;
+}
+
+static int bad_stream(CUstream s)
+{
+	return s && s->magic != STREAM_MAGIC;
+}
+
+HIDDEN CUresult impl_cuStreamDestroy_v2(CUstream s)
+{
+	if (!s || bad_stream(s))
+		return FAKE_ERROR_INVALID_HANDLE;
+	s->magic = 0;
+	free(s);
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuStreamSynchronize(CUstream s)
+{
+	if (bad_stream(s))
+		return FAKE_ERROR_INVALID_HANDLE;
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
+/* ---- launches ------------------------------------------------------------------------------- */
+
+static uint32_t param_u32(void **params, int i)
+{
+	return *(const uint32_t *)params[i];
+}
+
+static CUdeviceptr param_ptr(void **params, int i)
+{
+	return *(const CUdeviceptr *)params[i];
+}
+
+/* Runs kernel k on the shadows, synchronously (every stream is the null stream, in effect).
+ * Called with lock held. */
+static CUresult run_kernel(unsigned k, void **p)
+{
+	if (!p)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (k == K_SCALE_ADD || k == K_RELU) {
+		uint32_t n = param_u32(p, 1);
+		uint32_t *buf = (uint32_t *)shadow_of(param_ptr(p, 0), (size_t)n * 4);
+		if (!buf)
+			return FAKE_ERROR_ILLEGAL_ADDRESS;
+		for (uint32_t i = 0; i < n; i++)
+			if (k == K_SCALE_ADD)
+				buf[i] = buf[i] * param_u32(p, 2) + param_u32(p, 3);
+			else if ((int32_t)buf[i] < 0)
+				buf[i] = 0;
+		return FAKE_SUCCESS;
+	}
+	/* K_MATVEC */
+	uint32_t rows = param_u32(p, 3), cols = param_u32(p, 4);
+	const uint32_t *w = (const uint32_t *)shadow_of(param_ptr(p, 0), (size_t)rows * cols * 4);
+	const uint32_t *x = (const uint32_t *)shadow_of(param_ptr(p, 1), (size_t)cols * 4);
+	uint32_t *y = (uint32_t *)shadow_of(param_ptr(p, 2), (size_t)rows * 4);
+	if (!w || !x || !y)
+		return FAKE_ERROR_ILLEGAL_ADDRESS;
+	for (uint32_t r = 0; r < rows; r++) {
+		uint32_t acc = 0;
+		for (uint32_t c = 0; c < cols; c++)
+			acc += w[(size_t)r * cols + c] * x[c];
+		y[r] = acc;
+	}
+	return FAKE_SUCCESS;
+}
+
+static uint32_t hash_u32(uint32_t h, uint32_t v)
+{
+	h ^= v;
+	h *= 0x01000193u; /* FNV-1a step */
+	return h ^ (h >> 15);
+}
+
+static CUresult launch(CUfunction f, const unsigned dims[7], CUstream stream, void **params, void **extra)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!f || f->magic != FUNC_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	for (int i = 0; i < 6; i++)
+		if (dims[i] == 0)
+			return FAKE_ERROR_INVALID_VALUE;
+	if (dims[6] > FAKE_MAX_SHARED_MEM)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (bad_stream(stream))
+		return FAKE_ERROR_INVALID_HANDLE;
+	int echo = 0;
+	if (extra) {
+		if (extra[0] != FAKE_LAUNCH_ECHO || extra[1] != NULL)
+			return FAKE_ERROR_INVALID_VALUE;
+		echo = 1;
+	}
+	pthread_mutex_lock(&lock);
+	CUresult r = run_kernel(f->kernel, params);
+	pthread_mutex_unlock(&lock);
+	if (r != FAKE_SUCCESS || !echo)
+		return r;
+	uint32_t h = 0x811c9dc5u;
+	for (int i = 0; i < 7; i++)
+		h = hash_u32(h, dims[i]);
+	h = hash_u32(h, f->kernel);
+	h = hash_u32(h, stream != NULL);
+	return FAKE_ECHO_RESULT(h);
+}
+
+HIDDEN CUresult impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                    unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                    void **params, void **extra)
+{
+	const unsigned dims[7] = {gx, gy, gz, bx, by, bz, shmem};
+	return launch(f, dims, stream, params, extra);
+}
+
+HIDDEN CUresult impl_cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	if (!c)
+		return FAKE_ERROR_INVALID_VALUE;
+	const unsigned dims[7] = {c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+	                          c->blockDimY, c->blockDimZ, c->sharedMemBytes};
+	return launch(f, dims, c->hStream, params, extra);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+HIDDEN CUresult impl_cuGetErrorString(CUresult error, const char **str)
+{
+	static const struct { CUresult code; const char *text; } msgs[] = {
+		{FAKE_SUCCESS, "no error"},
+		{FAKE_ERROR_INVALID_VALUE, "invalid argument"},
+		{FAKE_ERROR_OUT_OF_MEMORY, "out of memory"},
+		{FAKE_ERROR_NOT_INITIALIZED, "initialization error"},
+		{FAKE_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"},
+		{FAKE_ERROR_INVALID_DEVICE, "invalid device ordinal"},
+		{FAKE_ERROR_INVALID_IMAGE, "device kernel image is invalid"},
+		{FAKE_ERROR_INVALID_CONTEXT, "invalid device context"},
+		{FAKE_ERROR_INVALID_HANDLE, "invalid resource handle"},
+		{FAKE_ERROR_NOT_FOUND, "named symbol not found"},
+		{FAKE_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
+	};
+	if (!str)
+		return FAKE_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++)
+		if (msgs[i].code == error) {
+			*str = msgs[i].text;
+			return FAKE_SUCCESS;
+		}
+	*str = NULL;
+	return FAKE_ERROR_INVALID_VALUE;
+}
+
+/* ---- the shapes' C bodies ------------------------------------------------------------------- */
+
+HIDDEN int impl_cuFakeScale(float a, double b) { return (int)(a * b); }
+HIDDEN double impl_cuFakeMulD(double a, double b) { return a * b + 0.5; }
+HIDDEN int impl_cuFakeInner(int x) { return x ^ 0x1234; }
+/* Through the exported symbol (a PLT call into the patched entry), not impl_cuFakeInner. */
+HIDDEN int impl_cuFakeOuter(int x) { return cuFakeInner(3 * x) + 7; }
+HIDDEN int impl_cuFakeAlias(int x) { return x * 5 + 1; }
+HIDDEN int impl_cuFakeThunk(int x) { return x * 7 - 3; }
+
+/* An ordinary C varargs function (gcc's prologue: test al,al before saving xmm registers). */
+EXPORT int cuFakeVarSum(int n, ...)
+{
+	va_list ap;
+	double sum = 0;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		sum += va_arg(ap, double);
+	va_end(ap);
+	return (int)(sum * 1000);
+}
+
+/* ---- the export table ----------------------------------------------------------------------- */
+
+static unsigned et_mix(unsigned x) { return x * 2654435761u ^ 0x5bd1e995u; }
+static unsigned et_add3(unsigned a, unsigned b, unsigned c) { return a + b + c; }
+static const struct fake_export_table export_table = {sizeof(export_table), et_mix, et_add3};
+
+HIDDEN CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
+{
+	static const CUuuid known = FAKE_EXPORT_TABLE_UUID;
+	if (!table || !id)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (memcmp(id, &known, sizeof(known)) != 0) {
+		*table = NULL;
+		return FAKE_ERROR_NOT_FOUND;
+	}
+	*table = &export_table;
+	return FAKE_SUCCESS;
+}
+
+/* ---- cuGetProcAddress: how the runtime finds entry points ----------------------------------- */
+
+/* A name resolves to the entry with the highest min_version <= the caller's version, as in the
+ * real driver ("cuMemAlloc" asked with 12000 gives cuMemAlloc_v2). Addresses are those of the
+ * exported symbols (through the GOT), i.e. the entries the agent patches. */
+#define P(name) {#name, 0, (void *)name}
+#define V(name, ver, fn) {#name, ver, (void *)fn}
+static const struct proc { const char *name; int min_version; void *fn; } procs[] = {
+	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetAttribute),
+	P(cuDevicePrimaryCtxRetain), V(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
+	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize),
+	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
+	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),
+	P(cuModuleLoadData), P(cuModuleGetFunction), P(cuModuleUnload),
+	P(cuLaunchKernel), V(cuLaunchKernelEx, 11080, cuLaunchKernelEx),
+	P(cuStreamCreate), V(cuStreamDestroy, 4000, cuStreamDestroy_v2), P(cuStreamSynchronize),
+	P(cuGetProcAddress), V(cuGetProcAddress, 12000, cuGetProcAddress_v2),
+	P(cuGetExportTable), P(cuGetErrorString),
+	P(cuFakeConstA), P(cuFakeConstB), P(cuFakeConstC), P(cuFakeNextSerial), P(cuFakeSwitch),
+	P(cuFakeRipCmp), P(cuFakeLoopBack), P(cuFakeLoopToStart), P(cuFakeShort), P(cuFakeAlEcho),
+	P(cuFakeVarSum), P(cuFakeScale), P(cuFakeMulD), P(cuFakeOuter), P(cuFakeInner),
+	P(cuFakeAlias), P(cuFakeAlias_v2), P(cuFakeCallFirst), P(cuFakeThunk),
+};
+
+static CUresult proc_lookup(const char *symbol, void **pfn, int version, int *status)
+{
+	const struct proc *best = NULL;
+	int found_name = 0;
+	for (unsigned i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		if (strcmp(procs[i].name, symbol) != 0)
+			continue;
+		found_name = 1;
+		if (procs[i].min_version <= version && (!best || procs[i].min_version > best->min_version))
+			best = &procs[i];
+	}
+	*pfn = best ? best->fn : NULL;
+	if (status)
+		*status = best ? FAKE_PROC_SUCCESS
+		               : found_name ? FAKE_PROC_VERSION_NOT_SUFFICIENT : FAKE_PROC_SYMBOL_NOT_FOUND;
+	return best ? FAKE_SUCCESS : FAKE_ERROR_NOT_FOUND;
+}
+
+HIDDEN CUresult impl_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
+                                         int *status)
+{
+	if (!symbol || !pfn)
+		return FAKE_ERROR_INVALID_VALUE;
+	return proc_lookup(symbol, pfn, version, status);
+}
+
+HIDDEN CUresult impl_cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags)
+{
+	if (!symbol || !pfn)
+		return FAKE_ERROR_INVALID_VALUE;
+	return proc_lookup(symbol, pfn, version, NULL);
+}
+
+/* ==== robustness tests (tests/robust) ============================================================
+ * Bodies of the entry points that fake_entry.S's "robustness tests" block adds. */
+
+/* n calls in all (n, n-1, ..., 1), each a real (non-tail) call through the exported entry, so
+ * that with the agent every level is a traced call nested in the previous one. */
+HIDDEN unsigned impl_cuFakeRecurse(unsigned n, unsigned acc)
+{
+	static unsigned (*volatile self)(unsigned, unsigned) = cuFakeRecurse;
+	if (n <= 1)
+		return acc * 31u + 1u;
+	unsigned r = self(n - 1, acc * 31u + n);
+	return r * 3u + n;
+}
+
+/* cb(x, arg) + 1: the callback runs inside this (traced) call and may longjmp out of it. */
+HIDDEN int impl_cuFakeCallback(int (*cb)(int, void *), int x, void *arg)
+{
+	if (!cb)
+		return -1;
+	int r = cb(x, arg);
+	return r + 1;
+}

@@ -1,0 +1,167 @@
+/* The stand-in libcuda.so.1 used by cuhook's tests and sample: the API it exports and the
+ * conventions its callers need (image format, kernel parameters, magic values).
+ *
+ * Programs never link against it: they dlopen it and call through pointers, as the CUDA runtime
+ * does; they use these declarations only through __typeof__ to get pointer types. The types
+ * mirror cuda.h (CUresult is an int, handles are opaque pointers, CUdeviceptr is 64-bit) so that
+ * the argument registers look the same as with the real driver, without needing cuda.h. */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef uint64_t CUdeviceptr;
+typedef struct fake_ctx *CUcontext;
+typedef struct fake_module *CUmodule;
+typedef struct fake_function *CUfunction;
+typedef struct fake_stream *CUstream;
+typedef struct { unsigned char bytes[16]; } CUuuid;
+
+/* Same layout as cuda.h's CUlaunchConfig (attributes are accepted and ignored). */
+typedef struct {
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	CUstream hStream;
+	void *attrs;
+	unsigned numAttrs;
+} CUlaunchConfig;
+
+/* The error codes the stand-in returns (values as in cuda.h). */
+enum {
+	FAKE_SUCCESS = 0,
+	FAKE_ERROR_INVALID_VALUE = 1,
+	FAKE_ERROR_OUT_OF_MEMORY = 2,
+	FAKE_ERROR_NOT_INITIALIZED = 3,
+	FAKE_ERROR_STUB_LIBRARY = 34,
+	FAKE_ERROR_INVALID_DEVICE = 101,
+	FAKE_ERROR_INVALID_IMAGE = 200,
+	FAKE_ERROR_INVALID_CONTEXT = 201,
+	FAKE_ERROR_INVALID_HANDLE = 400,
+	FAKE_ERROR_NOT_FOUND = 500,
+	FAKE_ERROR_ILLEGAL_ADDRESS = 700,
+};
+
+#define FAKE_DRIVER_VERSION 13000
+
+/* Device memory: allocation k (0, 1, 2... in the order the driver saw the calls, over all
+ * threads) gets FAKE_DPTR_BASE + k * FAKE_DPTR_STRIDE, so the set of pointers a run receives
+ * depends only on how many allocations it made, never on thread interleaving. */
+#define FAKE_DPTR_BASE 0x100000000000ull
+#define FAKE_DPTR_STRIDE 0x1000000ull /* also the largest allocation */
+
+/* A module image: FAKE_IMAGE_MAGIC, then NUL-terminated kernel names, then an empty name.
+ * Only the kernels below exist; the image says which of them the module contains. */
+#define FAKE_IMAGE_MAGIC "FAKECUBIN1"
+
+/* Kernels, by name, with their kernelParams (each entry points to the value, as in CUDA).
+ * Elements are 32-bit, arithmetic wraps. */
+/* "fake_scale_add": {CUdeviceptr buf, uint32 n, uint32 mul, uint32 add}: buf[i] = buf[i]*mul+add */
+/* "fake_matvec": {CUdeviceptr W, CUdeviceptr x, CUdeviceptr y, uint32 rows, uint32 cols}:
+ *                y[r] = sum_c W[r*cols+c] * x[c] */
+/* "fake_relu": {CUdeviceptr buf, uint32 n}: buf[i] = max((int32)buf[i], 0) */
+
+/* Launch limits the stand-in checks (CUDA_ERROR_INVALID_VALUE otherwise). */
+#define FAKE_MAX_SHARED_MEM 0xc000u
+
+/* cuLaunchKernel's `extra`: {FAKE_LAUNCH_ECHO, NULL} makes the launch return
+ * FAKE_ECHO_RESULT(h) instead of 0, h being a hash of the launch's value arguments (grid, block,
+ * shared memory, kernel, whether a stream was given), so that return values differ from call to
+ * call and depend on all arguments, the stack-passed ones included. */
+#define FAKE_LAUNCH_ECHO ((void *)(uintptr_t)0xec40)
+#define FAKE_ECHO_RESULT(h) ((CUresult)(0x40000000u | ((h) & 0x00ffffffu)))
+
+/* cuGetExportTable: the one table the stand-in knows (others: FAKE_ERROR_NOT_FOUND). Its
+ * functions are internal (not exported), so calls through it are never traced. */
+#define FAKE_EXPORT_TABLE_UUID {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, \
+                                 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}}
+struct fake_export_table {
+	size_t size;                       /* sizeof(struct fake_export_table) */
+	unsigned (*mix)(unsigned x);       /* x * 2654435761 ^ 0x5bd1e995 */
+	unsigned (*add3)(unsigned a, unsigned b, unsigned c);
+};
+
+/* cuGetProcAddress_v2 status values (as in cuda.h). */
+enum { FAKE_PROC_SUCCESS = 0, FAKE_PROC_SYMBOL_NOT_FOUND = 1, FAKE_PROC_VERSION_NOT_SUFFICIENT = 2 };
+
+/* ---- driver-like entry points (the usual libcuda prologue unless noted) ----------------- */
+CUresult cuInit(unsigned flags);
+CUresult cuDriverGetVersion(int *version);
+CUresult cuDeviceGetCount(int *count); /* lea rax,[rip+N]; cmp; jne rel32 */
+CUresult cuDeviceGet(CUdevice *dev, int ordinal);
+CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev); /* value = attrib*10 + dev */
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxGetCurrent(CUcontext *ctx);
+CUresult cuCtxSynchronize(void);
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
+CUresult cuModuleLoadData(CUmodule *module, const void *image);
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *name);
+CUresult cuModuleUnload(CUmodule module);
+CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gridDimZ,
+                        unsigned blockDimX, unsigned blockDimY, unsigned blockDimZ,
+                        unsigned sharedMemBytes, CUstream stream, void **kernelParams, void **extra);
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+CUresult cuStreamCreate(CUstream *stream, unsigned flags);
+CUresult cuStreamDestroy_v2(CUstream stream);
+CUresult cuStreamSynchronize(CUstream stream);
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags, int *status);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, uint64_t flags);
+CUresult cuGetExportTable(const void **table, const CUuuid *id);
+CUresult cuGetErrorString(CUresult error, const char **str);
+
+/* ---- awkward shapes for the patching engine (tests/fakecuda/fake_entry.S says why) ------- */
+int cuFakeConstA(void);            /* mov eax,0; ret (6 bytes, 16 apart) */
+int cuFakeConstB(void);            /* mov eax,0x5a; ret */
+int cuFakeConstC(void);            /* mov eax,999; ret */
+int cuFakeNextSerial(void);        /* mov eax,[rip+N]; add eax,1; mov [rip+N],eax; ret: 42, 43...
+                                      not thread-safe on purpose (as measured in libcuda) */
+int cuFakeSwitch(int sel, int v);  /* cmp edi,1; je rel8; cmp edi,2; je rel32:
+                                      sel 1: 3v, sel 2: v ^ 0x5a5a, else v + 1000 */
+int cuFakeRipCmp(int x);           /* cmp dword [rip+N],0 first: 3 before cuInit, else 2x+1 */
+unsigned cuFakeLoopBack(int n, unsigned acc);    /* acc + n + ... + 1; loops into its first
+                                                    5 bytes: must be REFUSED, still works */
+unsigned cuFakeLoopToStart(int n, unsigned acc); /* acc + 2(n + ... + 1); loops to its own
+                                                    first byte: must be REFUSED */
+int cuFakeShort(void);             /* 7; 4 bytes long: must be REFUSED (too small) */
+int cuFakeAlEcho(int base, ...);   /* base + al (the caller's count of vector registers) */
+int cuFakeVarSum(int n, ...);      /* C varargs: (int)(1000 * sum of n doubles) */
+int cuFakeScale(float a, double b);       /* (int)(a * b): xmm0/xmm1 must survive */
+double cuFakeMulD(double a, double b);    /* a * b + 0.5 in xmm0: xmm0 must survive the exit */
+int cuFakeOuter(int x);            /* cuFakeInner(3x) + 7: the inner call is traced at depth 1 */
+int cuFakeInner(int x);            /* x ^ 0x1234 */
+int cuFakeAlias(int x);            /* x * 5 + 1; cuFakeAlias_v2 is the same address */
+int cuFakeAlias_v2(int x);
+int cuFakeCallFirst(int x);        /* starts with call rel32: 0x700 + x */
+int cuFakeThunk(int x);            /* the whole function is jmp rel32: x * 7 - 3 */
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ==== robustness tests (tests/robust) ==========================================================
+ * Entry points added for tests/robust (the usual libcuda prologue, fake_entry.S). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* n nested calls through its own exported entry (n, n-1, ..., 1). Result, as a reference:
+ *   R(1, acc) = acc*31 + 1;  R(n, acc) = R(n-1, acc*31 + n) * 3 + n   (unsigned, wrapping) */
+unsigned cuFakeRecurse(unsigned n, unsigned acc);
+/* cb(x, arg) + 1 (-1 if cb is NULL); cb may longjmp out of the call. */
+int cuFakeCallback(int (*cb)(int, void *), int x, void *arg);
+#ifdef __cplusplus
+}
+#endif
+
+#endif
