@@ -1,9 +1,201 @@
-/* Placeholder until this command is written (see the open issues). */
+/* cuhook report [options] trace.bin...: where the time went. This file only turns the command
+ * line into struct rp_opts; the report itself is src/report (docs/report.md). */
 #include "commands.h"
+#include "report.h"
+
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: cuhook report [options] trace.bin...\n"
+	        "\n"
+	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded\n"
+	        "  -o, --output FILE     write there instead of stdout\n"
+	        "      --top N           slowest calls listed (default 10)\n"
+	        "      --sort KEY        summary order: total (default), calls, avg, med, min, max, name\n"
+	        "      --functions GLOBS only calls of these functions (comma-separated, * and ?)\n"
+	        "      --thread LIST     only these threads (tids or names, comma-separated, globs)\n"
+	        "      --time-range A:B  only calls starting in [A, B) from the trace start; times\n"
+	        "                        in s (default), ms, us or ns: 1.5:3, 200ms:, :500ms\n"
+	        "      --width N         timeline width in columns (default 100)\n"
+	        "      --all             list every function that was not traced\n"
+	        "      --color, --no-color  force ANSI colors on or off (default: on for a terminal\n"
+	        "                        unless NO_COLOR is set)\n"
+	        "      --strict          exit with status 3 if a trace is truncated or damaged\n"
+	        "  -h, --help\n"
+	        "\n"
+	        "Exit status: 0 reported; 1 a file could not be read as a trace (missing, empty, not a\n"
+	        "trace, unsupported version) or the output could not be written; 2 usage error;\n"
+	        "3 with --strict, a trace was truncated or damaged (it is still reported).\n");
+}
+
+static int parse_format(const char *s, enum rp_format *f)
+{
+	static const struct {
+		const char *name;
+		enum rp_format f;
+	} fmts[] = {
+		{"text", RP_FMT_TEXT}, {"json", RP_FMT_JSON}, {"csv", RP_FMT_CSV}, {"jsonl", RP_FMT_JSONL},
+		{"chrome", RP_FMT_CHROME}, {"perfetto", RP_FMT_PERFETTO}, {"folded", RP_FMT_FOLDED},
+	};
+	for (unsigned i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		if (!strcmp(s, fmts[i].name)) {
+			*f = fmts[i].f;
+			return 0;
+		}
+	return -1;
+}
+
+static int parse_sort(const char *s, enum rp_sort *k)
+{
+	static const char *const keys[] = {"total", "calls", "avg", "med", "min", "max", "name"};
+	for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(s, keys[i])) {
+			*k = (enum rp_sort)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* "A:B", either side may be empty */
+static int parse_range(const char *s, struct rp_opts *o)
+{
+	const char *colon = strchr(s, ':');
+	if (!colon)
+		return -1;
+	char a[64];
+	size_t n = (size_t)(colon - s);
+	if (n >= sizeof(a))
+		return -1;
+	memcpy(a, s, n);
+	a[n] = 0;
+	o->range_start_ns = 0;
+	o->range_end_ns = INT64_MAX;
+	if (n && rp_parse_time(a, &o->range_start_ns))
+		return -1;
+	if (colon[1] && rp_parse_time(colon + 1, &o->range_end_ns))
+		return -1;
+	if (o->range_end_ns <= o->range_start_ns)
+		return -1;
+	o->has_range = 1;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "cuhook report: not built yet\n");
-	return 2;
+	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT };
+	static const struct option longopts[] = {
+		{"format", required_argument, 0, 'f'},
+		{"output", required_argument, 0, 'o'},
+		{"top", required_argument, 0, O_TOP},
+		{"sort", required_argument, 0, O_SORT},
+		{"functions", required_argument, 0, O_FUNCS},
+		{"thread", required_argument, 0, O_THREAD},
+		{"threads", required_argument, 0, O_THREAD},
+		{"time-range", required_argument, 0, O_RANGE},
+		{"width", required_argument, 0, O_WIDTH},
+		{"all", no_argument, 0, O_ALL},
+		{"color", no_argument, 0, O_COLOR},
+		{"no-color", no_argument, 0, O_NOCOLOR},
+		{"strict", no_argument, 0, O_STRICT},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	struct rp_opts o;
+	memset(&o, 0, sizeof(o));
+	o.top = 10;
+	o.width = 100;
+	int color = -1;
+	optind = 1;
+	opterr = 1;
+	for (;;) {
+		int c = getopt_long(argc, argv, "f:o:h", longopts, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case 'f':
+			if (parse_format(optarg, &o.format)) {
+				fprintf(stderr, "cuhook report: unknown format '%s'\n", optarg);
+				return RP_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			o.output = optarg;
+			break;
+		case O_TOP:
+			if (parse_uint(optarg, 0, 1000000, &o.top)) {
+				fprintf(stderr, "cuhook report: --top wants a number, not '%s'\n", optarg);
+				return RP_EXIT_USAGE;
+			}
+			break;
+		case O_SORT:
+			if (parse_sort(optarg, &o.sort)) {
+				fprintf(stderr, "cuhook report: unknown sort key '%s'\n", optarg);
+				return RP_EXIT_USAGE;
+			}
+			break;
+		case O_FUNCS:
+			o.functions = optarg;
+			break;
+		case O_THREAD:
+			o.threads = optarg;
+			break;
+		case O_RANGE:
+			if (parse_range(optarg, &o)) {
+				fprintf(stderr, "cuhook report: bad --time-range '%s' (want START:END, e.g. 1.5:3 or 200ms:)\n", optarg);
+				return RP_EXIT_USAGE;
+			}
+			break;
+		case O_WIDTH:
+			if (parse_uint(optarg, 20, 1000, &o.width)) {
+				fprintf(stderr, "cuhook report: --width wants 20..1000, not '%s'\n", optarg);
+				return RP_EXIT_USAGE;
+			}
+			break;
+		case O_ALL:
+			o.all = 1;
+			break;
+		case O_COLOR:
+			color = 1;
+			break;
+		case O_NOCOLOR:
+			color = 0;
+			break;
+		case O_STRICT:
+			o.strict = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return RP_EXIT_OK;
+		default:
+			usage(stderr);
+			return RP_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "cuhook report: no trace file given\n\n");
+		usage(stderr);
+		return RP_EXIT_USAGE;
+	}
+	if (color < 0) {
+		const char *nc = getenv("NO_COLOR");
+		color = (!nc || !*nc) && !o.output && isatty(STDOUT_FILENO);
+	}
+	o.color = color;
+	return rp_main(&o, argv + optind, argc - optind);
 }

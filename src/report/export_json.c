@@ -1,0 +1,249 @@
+/* --format json: one object per trace (an array of them under "traces" for several files) with
+ * the header facts, the per-function statistics, the functions not traced, and the analysis
+ * (categories, transfers, stages, gaps, slowest calls, findings). Stable keys: tests and
+ * scripts parse it. Times are integer nanoseconds where exact, floats where averaged. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void kv_str(FILE *f, const char *key, const char *s)
+{
+	fprintf(f, "\"%s\": ", key);
+	rp_json_str(f, s, strlen(s));
+}
+
+static void write_functions(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n)
+{
+	fprintf(f, "  \"functions\": [");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rp_fstat *s = &fs[i];
+		fprintf(f, "%s\n    {", i ? "," : "");
+		kv_str(f, "name", tr_func_name(v->t, s->func));
+		fprintf(f, ", \"category\": \"%s\", \"calls\": %llu, \"timed_calls\": %llu, \"failed\": %llu, "
+		           "\"total_ns\": %lld, \"avg_ns\": %.1f, \"med_ns\": %.1f, \"min_ns\": %lld, "
+		           "\"max_ns\": %lld, \"stddev_ns\": %.1f}",
+		        rp_cat_names[v->fi[s->func].cat], (unsigned long long)s->calls,
+		        (unsigned long long)s->timed, (unsigned long long)s->failed, (long long)s->total,
+		        s->avg, s->med, (long long)s->min, (long long)s->max, s->stddev);
+	}
+	fprintf(f, "%s],\n", n ? "\n  " : "");
+}
+
+static void write_refused(FILE *f, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	fprintf(f, "  \"refused\": [");
+	int first = 1;
+	for (uint32_t i = 0; i < t->nfuncs; i++) {
+		const struct tr_func *fn = &t->funcs[i];
+		if (!fn->defined || fn->status == CUHOOK_PATCHED)
+			continue;
+		int internal = 0;
+		for (uint32_t l = 0; l < t->nlibs; l++)
+			if (t->libs[l].id == fn->lib_id && (t->libs[l].flags & CUHOOK_LIB_INTERNAL))
+				internal = 1;
+		if (internal)
+			continue;
+		fprintf(f, "%s\n    {", first ? "" : ",");
+		first = 0;
+		kv_str(f, "name", fn->name);
+		fprintf(f, ", ");
+		kv_str(f, "reason", fn->status < CUHOOK_STATUS_COUNT ? cuhook_patch_status_names[fn->status] : "unknown status");
+		fprintf(f, ", \"status\": %u}", fn->status);
+	}
+	fprintf(f, "%s]", first ? "" : "\n  ");
+}
+
+static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	const struct tr_trace *t = v->t;
+	fprintf(f, "  \"categories\": [");
+	for (int c = 0; c < RP_CAT_COUNT; c++)
+		fprintf(f, "%s\n    {\"name\": \"%s\", \"calls\": %llu, \"total_ns\": %lld}", c ? "," : "",
+		        rp_cat_names[c], (unsigned long long)a->cat[c].calls, (long long)a->cat[c].total);
+	fprintf(f, "\n  ],\n  \"api_ns\": %lld, \"outermost_calls\": %llu,\n", (long long)a->api_time,
+	        (unsigned long long)a->outer_calls);
+	fprintf(f, "  \"transfers\": [");
+	int first = 1;
+	for (int d = 1; d < RP_DIR_COUNT; d++) {
+		const struct rp_dir_stat *ds = &a->dir[d];
+		if (!ds->calls)
+			continue;
+		fprintf(f, "%s\n    {\"direction\": \"%s\", \"calls\": %llu, \"async_calls\": %llu, \"bytes\": %llu, "
+		           "\"total_ns\": %lld, \"sync_bytes\": %llu, \"sync_ns\": %lld, \"gb_per_s\": ",
+		        first ? "" : ",", rp_dir_names[d], (unsigned long long)ds->calls,
+		        (unsigned long long)ds->async_calls, (unsigned long long)ds->bytes, (long long)ds->total,
+		        (unsigned long long)ds->sync_bytes, (long long)ds->sync_time);
+		if (ds->sync_bytes && ds->sync_time > 0)
+			fprintf(f, "%.3f}", (double)ds->sync_bytes / (double)ds->sync_time);
+		else
+			fprintf(f, "null}");
+		first = 0;
+	}
+	fprintf(f, "%s],\n", first ? "" : "\n  ");
+	fprintf(f, "  \"stages\": [");
+	first = 1;
+	for (int s = 0; s < RP_STAGE_COUNT; s++) {
+		const struct rp_stage *st = &a->stage[s];
+		if (!st->present)
+			continue;
+		fprintf(f, "%s\n    {\"name\": \"%s\", \"start_ns\": %lld, \"end_ns\": %lld, \"duration_ns\": %lld, "
+		           "\"calls\": %llu, \"api_ns\": %lld}",
+		        first ? "" : ",", rp_stage_names[s], (long long)(st->start - v->t0), (long long)(st->end - v->t0),
+		        (long long)(st->end - st->start), (unsigned long long)st->calls, (long long)st->api);
+		first = 0;
+	}
+	fprintf(f, "%s],\n", first ? "" : "\n  ");
+	const struct rp_gaps *g = &a->gaps;
+	fprintf(f, "  \"gaps\": {\"submissions\": %llu, \"count\": %llu, \"total_ns\": %lld, \"sync_ns\": %lld, "
+	           "\"median_ns\": %lld, \"max_ns\": %lld, \"span_ns\": %lld, \"largest\": [",
+	        (unsigned long long)g->submissions, (unsigned long long)g->ngaps, (long long)g->total,
+	        (long long)g->sync_in_gaps, (long long)g->median, (long long)g->max, (long long)g->span);
+	for (uint32_t i = 0; i < g->ntop; i++) {
+		const struct tr_call *before = &t->calls[g->top_before[i]], *after = &t->calls[g->top_after[i]];
+		fprintf(f, "%s{\"gap_ns\": %lld, \"at_ns\": %lld, ", i ? ", " : "", (long long)g->top[i],
+		        (long long)(after->start_ns - g->top[i] - v->t0));
+		kv_str(f, "before", tr_func_name(t, before->func));
+		fprintf(f, ", ");
+		kv_str(f, "after", tr_func_name(t, after->func));
+		fprintf(f, ", \"tid\": %u}", t->threads[after->thread].tid);
+	}
+	fprintf(f, "]},\n");
+	fprintf(f, "  \"max_depth\": %d, \"nested_calls\": %llu, \"nesting\": [", a->max_depth,
+	        (unsigned long long)a->nested_calls);
+	for (uint32_t i = 0; i < a->nnest; i++) {
+		fprintf(f, "%s{", i ? ", " : "");
+		kv_str(f, "parent", tr_func_name(t, a->nest[i].parent_func));
+		fprintf(f, ", ");
+		kv_str(f, "child", tr_func_name(t, a->nest[i].child_func));
+		fprintf(f, ", \"count\": %llu, \"child_total_ns\": %lld}", (unsigned long long)a->nest[i].count,
+		        (long long)a->nest[i].child_time);
+	}
+	fprintf(f, "],\n");
+}
+
+static void write_slowest(FILE *f, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t *idx;
+	uint32_t n = rp_slowest(v, v->o->top, &idx);
+	char d[1024];
+	fprintf(f, "  \"slowest_calls\": [");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tr_call *c = &t->calls[idx[i]];
+		fprintf(f, "%s\n    {", i ? "," : "");
+		kv_str(f, "name", tr_func_name(t, c->func));
+		fprintf(f, ", \"tid\": %u, \"start_ns\": %lld, \"dur_ns\": %lld, \"depth\": %u, \"ret\": %llu, ",
+		        t->threads[c->thread].tid, (long long)(c->start_ns - v->t0), (long long)tr_call_dur(c), c->depth,
+		        (unsigned long long)c->ret);
+		rp_describe_call(v, c, d, sizeof(d));
+		kv_str(f, "details", d);
+		fprintf(f, ", ");
+		tr_call_format_data(t, c, d, sizeof(d));
+		kv_str(f, "decoded", d);
+		fprintf(f, "}");
+	}
+	fprintf(f, "%s],\n", n ? "\n  " : "");
+	free(idx);
+}
+
+static void write_findings(FILE *f, const struct rp_finding *fd, unsigned n)
+{
+	fprintf(f, "  \"findings\": [");
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%s\n    {\"severity\": %d, ", i ? "," : "", fd[i].severity);
+		kv_str(f, "text", fd[i].text);
+		fprintf(f, "}");
+	}
+	fprintf(f, "%s],\n", n ? "\n  " : "");
+}
+
+static int write_one(FILE *f, struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	struct rp_fstat *fs;
+	uint32_t n;
+	struct rp_analysis *a = malloc(sizeof(*a));
+	struct rp_finding *fd = malloc(RP_MAX_FINDINGS * sizeof(*fd));
+	if (!a || !fd || rp_analyze(v, a) || rp_func_stats(v, &fs, &n)) {
+		free(a);
+		free(fd);
+		return -1;
+	}
+	unsigned nfd = rp_findings(v, a, fs, n, fd, RP_MAX_FINDINGS);
+	fprintf(f, "{\n  ");
+	kv_str(f, "file", t->path);
+	fprintf(f, ",\n  \"pid\": %u, \"ppid\": %u,\n  ", t->pid, t->ppid);
+	kv_str(f, "cmdline", t->cmdline);
+	fprintf(f, ",\n  ");
+	kv_str(f, "exe", t->exe);
+	fprintf(f, ",\n  \"start_monotonic_ns\": %lld, \"start_realtime_ns\": %llu, \"duration_ns\": %lld,\n",
+	        (long long)v->t0, (unsigned long long)t->start_realtime_ns, (long long)(v->t1 - v->t0));
+	fprintf(f, "  \"clock\": \"%s\", \"clock_guessed\": %s,\n",
+	        t->clock_source == CUHOOK_CLOCK_TSC ? "tsc" : "monotonic", t->clock_guessed ? "true" : "false");
+	fprintf(f, "  \"libraries\": [");
+	for (uint32_t i = 0; i < t->nlibs; i++) {
+		fprintf(f, "%s\n    {", i ? "," : "");
+		kv_str(f, "path", t->libs[i].path);
+		fprintf(f, ", ");
+		kv_str(f, "version", t->libs[i].version);
+		fprintf(f, ", \"internal\": %s}", (t->libs[i].flags & CUHOOK_LIB_INTERNAL) ? "true" : "false");
+	}
+	fprintf(f, "%s],\n", t->nlibs ? "\n  " : "");
+	fprintf(f, "  \"threads\": [");
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		fprintf(f, "%s\n    {\"tid\": %u, ", i ? "," : "", t->threads[i].tid);
+		kv_str(f, "name", t->threads[i].name);
+		fprintf(f, ", \"calls\": %u, \"events\": %llu, \"dropped\": %llu}", t->threads[i].ncalls,
+		        (unsigned long long)t->threads[i].events, (unsigned long long)t->threads[i].dropped);
+	}
+	fprintf(f, "%s],\n", t->nthreads ? "\n  " : "");
+	fprintf(f, "  \"events\": %llu, \"calls\": %u, \"selected_calls\": %u, \"data_records\": %llu, "
+	           "\"dropped\": %llu,\n",
+	        (unsigned long long)(t->nentry + t->nexit), t->ncalls, v->nsel,
+	        (unsigned long long)t->ndata_recs, (unsigned long long)t->dropped);
+	fprintf(f, "  \"truncated\": %s, ", t->truncated ? "true" : "false");
+	kv_str(f, "truncated_reason", t->truncated_reason);
+	fprintf(f, ", \"complete\": %s,\n", t->has_end ? "true" : "false");
+	fprintf(f, "  \"errors\": %llu, \"unknown_function_ids\": %llu, \"orphan_exits\": %llu, "
+	           "\"corrupt_records\": %llu, \"block_gaps\": %llu, \"calls_without_exit\": %llu,\n",
+	        (unsigned long long)t->errors, (unsigned long long)t->unknown_funcs,
+	        (unsigned long long)t->orphan_exits, (unsigned long long)t->bad_records,
+	        (unsigned long long)t->seq_gaps, (unsigned long long)t->lost_exits);
+	fprintf(f, "  \"error_messages\": [");
+	for (uint32_t i = 0; i < t->nerror_msgs; i++) {
+		fprintf(f, "%s", i ? ", " : "");
+		rp_json_str(f, t->error_msgs[i], strlen(t->error_msgs[i]));
+	}
+	fprintf(f, "],\n");
+	write_functions(f, v, fs, n);
+	write_analysis(f, v, a);
+	write_slowest(f, v);
+	write_findings(f, fd, nfd);
+	write_refused(f, v);
+	fprintf(f, "\n}");
+	free(fs);
+	free(a);
+	free(fd);
+	return 0;
+}
+
+int rp_write_json(FILE *f, struct rp_view *views, unsigned n)
+{
+	if (n == 1) {
+		if (write_one(f, &views[0]))
+			return -1;
+		fprintf(f, "\n");
+		return ferror(f) ? -1 : 0;
+	}
+	fprintf(f, "{\"traces\": [\n");
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			fprintf(f, ",\n");
+		if (write_one(f, &views[i]))
+			return -1;
+	}
+	fprintf(f, "\n]}\n");
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,277 @@
+/* --format perfetto: the native Perfetto trace (protobuf), for ui.perfetto.dev and
+ * trace_processor, encoded by hand (no protobuf library): a Trace is a sequence of
+ *   TracePacket (Trace.packet = 1)
+ * and the packets used here are
+ *   track_descriptor (60): uuid (1), name (2), process (3: pid 1, process_name 6),
+ *                          thread (4: pid 1, tid 2, thread_name 5), parent_uuid (5)
+ *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant), track_uuid (11),
+ *                     categories (22), name (23), debug_annotations (4: name 10,
+ *                     string_value 6, uint_value 3)
+ *   with timestamp (8, ns) and trusted_packet_sequence_id (10).
+ * Field numbers are those of perfetto/protos/perfetto/trace/. Each thread's calls become
+ * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pb {
+	uint8_t *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void pb_raw(struct pb *b, const void *src, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n)
+			cap *= 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, src, n);
+	b->len += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	do {
+		tmp[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	pb_raw(b, tmp, n);
+}
+
+static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+{
+	pb_varint(b, (uint64_t)field << 3 | 0);
+	pb_varint(b, v);
+}
+
+static void pb_bytes(struct pb *b, unsigned field, const void *s, size_t n)
+{
+	pb_varint(b, (uint64_t)field << 3 | 2);
+	pb_varint(b, n);
+	pb_raw(b, s, n);
+}
+
+static void pb_str(struct pb *b, unsigned field, const char *s)
+{
+	pb_bytes(b, field, s, strlen(s));
+}
+
+static void pb_msg(struct pb *b, unsigned field, const struct pb *m)
+{
+	if (m->oom)
+		b->oom = 1;
+	pb_bytes(b, field, m->p, m->len);
+}
+
+enum {
+	TRACE_PACKET = 1,
+	PKT_TIMESTAMP = 8,
+	PKT_SEQ_ID = 10,
+	PKT_TRACK_EVENT = 11,
+	PKT_TRACK_DESCRIPTOR = 60,
+	TD_UUID = 1,
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	TD_PARENT = 5,
+	PD_PID = 1,
+	PD_NAME = 6,
+	THD_PID = 1,
+	THD_TID = 2,
+	THD_NAME = 5,
+	TE_ANNOT = 4,
+	TE_TYPE = 9,
+	TE_TRACK = 11,
+	TE_CATEGORY = 22,
+	TE_NAME = 23,
+	DA_UINT = 3,
+	DA_STRING = 6,
+	DA_NAME = 10,
+	SLICE_BEGIN = 1,
+	SLICE_END = 2,
+	INSTANT = 3,
+};
+
+#define SEQ_ID 1
+
+/* Writes one TracePacket holding `field` = m, with a timestamp when ts >= 0. */
+static void emit(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m)
+{
+	pkt->len = 0;
+	if (ts >= 0)
+		pb_uint(pkt, PKT_TIMESTAMP, (uint64_t)ts);
+	pb_uint(pkt, PKT_SEQ_ID, SEQ_ID);
+	pb_msg(pkt, field, m);
+	struct pb hdr = {0};
+	pb_varint(&hdr, TRACE_PACKET << 3 | 2);
+	pb_varint(&hdr, pkt->len);
+	if (!hdr.oom && !pkt->oom) {
+		fwrite(hdr.p, 1, hdr.len, f);
+		fwrite(pkt->p, 1, pkt->len, f);
+	}
+	free(hdr.p);
+}
+
+struct writer {
+	FILE *f;
+	struct pb pkt, ev, sub;
+	char buf[1024];
+	int64_t origin;
+};
+
+static uint64_t process_uuid(unsigned k, uint32_t pid)
+{
+	return 0x1000000000000000ull | (uint64_t)k << 33 | pid;
+}
+
+static uint64_t thread_uuid(unsigned k, uint32_t tid)
+{
+	return 0x2000000000000000ull | (uint64_t)k << 33 | tid;
+}
+
+static void event(struct writer *w, const struct rp_view *v, unsigned k, const struct tr_call *c, int type,
+                  int64_t ts)
+{
+	const struct tr_trace *t = v->t;
+	struct pb *ev = &w->ev;
+	ev->len = 0;
+	pb_uint(ev, TE_TYPE, (uint64_t)type);
+	pb_uint(ev, TE_TRACK, thread_uuid(k, t->threads[c->thread].tid));
+	if (type != SLICE_END) {
+		pb_str(ev, TE_CATEGORY, rp_cat_names[v->fi[c->func].cat]);
+		pb_str(ev, TE_NAME, tr_func_name(t, c->func));
+		size_t l = rp_describe_call(v, c, w->buf, sizeof(w->buf));
+		if (l) {
+			w->sub.len = 0;
+			pb_str(&w->sub, DA_NAME, "details");
+			pb_bytes(&w->sub, DA_STRING, w->buf, l);
+			pb_msg(ev, TE_ANNOT, &w->sub);
+		}
+		l = tr_call_format_data(t, c, w->buf, sizeof(w->buf));
+		if (l) {
+			w->sub.len = 0;
+			pb_str(&w->sub, DA_NAME, "decoded");
+			pb_bytes(&w->sub, DA_STRING, w->buf, l);
+			pb_msg(ev, TE_ANNOT, &w->sub);
+		}
+		if (tr_call_timed(c)) {
+			w->sub.len = 0;
+			pb_str(&w->sub, DA_NAME, "ret");
+			pb_uint(&w->sub, DA_UINT, c->ret);
+			pb_msg(ev, TE_ANNOT, &w->sub);
+		}
+	}
+	emit(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev);
+}
+
+static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
+{
+	const struct tr_trace *t = v->t;
+	const char *pname = t->argc && t->argv[0][0] ? t->argv[0] : t->exe;
+	struct pb *d = &w->ev, *p = &w->sub;
+	d->len = p->len = 0;
+	pb_uint(p, PD_PID, t->pid);
+	pb_str(p, PD_NAME, pname);
+	pb_uint(d, TD_UUID, process_uuid(k, t->pid));
+	pb_msg(d, TD_PROCESS, p);
+	emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		const struct tr_thread *th = &t->threads[i];
+		d->len = p->len = 0;
+		pb_uint(p, THD_PID, t->pid);
+		pb_uint(p, THD_TID, th->tid);
+		if (th->name[0])
+			pb_str(p, THD_NAME, th->name);
+		pb_uint(d, TD_UUID, thread_uuid(k, th->tid));
+		pb_uint(d, TD_PARENT, process_uuid(k, t->pid));
+		pb_msg(d, TD_THREAD, p);
+		emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+	}
+}
+
+/* One thread's selected calls (in start order) as nested slices: before a call begins, the open
+ * calls that ended by then are closed, innermost first. */
+static int thread_slices(struct writer *w, struct rp_view *v, unsigned k, uint32_t thread, const uint8_t *selected)
+{
+	struct tr_trace *t = v->t;
+	uint32_t n;
+	const uint32_t *calls = tr_thread_calls(t, thread, &n);
+	uint32_t *open = malloc(((size_t)n + 1) * sizeof(*open)), nopen = 0;
+	if (!open)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tr_call *c = &t->calls[calls[i]];
+		if (!selected[calls[i]])
+			continue;
+		while (nopen && t->calls[open[nopen - 1]].end_ns <= c->start_ns) {
+			const struct tr_call *o = &t->calls[open[--nopen]];
+			event(w, v, k, o, SLICE_END, o->end_ns - w->origin);
+		}
+		if (!tr_call_timed(c)) {
+			event(w, v, k, c, INSTANT, c->start_ns - w->origin);
+			continue;
+		}
+		/* a child that outlives its parent (corrupt times) would break the nesting: close the
+		 * open calls that end before it does */
+		while (nopen && t->calls[open[nopen - 1]].end_ns < c->end_ns) {
+			const struct tr_call *o = &t->calls[open[--nopen]];
+			event(w, v, k, o, SLICE_END, c->start_ns - w->origin);
+		}
+		event(w, v, k, c, SLICE_BEGIN, c->start_ns - w->origin);
+		open[nopen++] = calls[i];
+	}
+	while (nopen) {
+		const struct tr_call *o = &t->calls[open[--nopen]];
+		event(w, v, k, o, SLICE_END, o->end_ns - w->origin);
+	}
+	free(open);
+	return 0;
+}
+
+int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
+{
+	struct writer w;
+	memset(&w, 0, sizeof(w));
+	w.f = f;
+	w.origin = views[0].t0;
+	for (unsigned k = 1; k < n; k++)
+		if (views[k].t0 < w.origin)
+			w.origin = views[k].t0;
+	int rc = 0;
+	for (unsigned k = 0; k < n && !rc; k++) {
+		struct rp_view *v = &views[k];
+		descriptors(&w, v, k);
+		uint8_t *selected = calloc((size_t)v->t->ncalls + 1, 1);
+		if (!selected) {
+			rc = -1;
+			break;
+		}
+		for (uint32_t i = 0; i < v->nsel; i++)
+			selected[v->sel[i]] = 1;
+		for (uint32_t th = 0; th < v->t->nthreads && !rc; th++)
+			rc = thread_slices(&w, v, k, th, selected);
+		free(selected);
+	}
+	int oom = w.pkt.oom || w.ev.oom || w.sub.oom;
+	free(w.pkt.p);
+	free(w.ev.p);
+	free(w.sub.p);
+	return rc || oom || ferror(f) ? -1 : 0;
+}

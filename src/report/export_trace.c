@@ -1,0 +1,278 @@
+/* Call-by-call exports: jsonl (one JSON object per call), chrome (Chrome trace event JSON, one
+ * track per thread, for chrome://tracing and ui.perfetto.dev) and folded (stack;stack value
+ * lines for flame graph tools). The native Perfetto protobuf is in export_perfetto.c.
+ *
+ * With several files, times are relative to the earliest trace start among them (all traces of
+ * one machine share CLOCK_MONOTONIC), so processes line up. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t origin(const struct rp_view *views, unsigned n)
+{
+	int64_t o = views[0].t0;
+	for (unsigned i = 1; i < n; i++)
+		if (views[i].t0 < o)
+			o = views[i].t0;
+	return o;
+}
+
+/* ---- jsonl ------------------------------------------------------------------------------------- */
+
+/* {"pid":4242,"tid":1000,"thread":"main","id":5,"parent":null,"func":"cuModuleGetFunction",
+ *  "category":"module","start_ns":801000,"end_ns":802000,"dur_ns":1000,"depth":0,"ret":"0x0",
+ *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
+ * Times from the trace start (the earliest start with several files); end_ns, dur_ns and ret are
+ * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). */
+int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
+{
+	int64_t o = origin(views, n);
+	char buf[1024];
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		for (uint32_t i = 0; i < v->nsel; i++) {
+			uint32_t ci = v->sel[i];
+			const struct tr_call *c = &t->calls[ci];
+			const struct tr_thread *th = &t->threads[c->thread];
+			fprintf(f, "{\"pid\":%u,\"tid\":%u,\"thread\":", t->pid, th->tid);
+			rp_json_str(f, th->name, strlen(th->name));
+			fprintf(f, ",\"id\":%u,\"parent\":", ci);
+			if (c->parent == TR_NONE)
+				fprintf(f, "null");
+			else
+				fprintf(f, "%u", c->parent);
+			fprintf(f, ",\"func\":");
+			const char *name = tr_func_name(t, c->func);
+			rp_json_str(f, name, strlen(name));
+			fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_cat_names[v->fi[c->func].cat],
+			        (long long)(c->start_ns - o));
+			if (tr_call_timed(c))
+				fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)(c->end_ns - o),
+				        (long long)tr_call_dur(c), c->depth, (unsigned long long)c->ret);
+			else
+				fprintf(f, "\"end_ns\":null,\"dur_ns\":null,\"depth\":%u,\"ret\":null", c->depth);
+			fprintf(f, ",\"args\":[");
+			for (unsigned a = 0; a < tr_call_nargs(c); a++)
+				fprintf(f, "%s\"0x%llx\"", a ? "," : "", (unsigned long long)tr_call_arg(c, a));
+			fprintf(f, "],\"decoded\":");
+			size_t l = tr_call_format_data(t, c, buf, sizeof(buf));
+			rp_json_str(f, buf, l);
+			fprintf(f, ",\"details\":");
+			l = rp_describe_call(v, c, buf, sizeof(buf));
+			rp_json_str(f, buf, l);
+			fprintf(f, "}\n");
+		}
+	}
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- chrome ------------------------------------------------------------------------------------ */
+
+static void us(FILE *f, int64_t ns)
+{
+	/* microseconds with 3 decimals, exact for integer ns */
+	if (ns < 0) {
+		putc('-', f);
+		ns = -ns;
+	}
+	fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
+}
+
+int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
+{
+	int64_t o = origin(views, n);
+	char buf[1024];
+	int first = 1;
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		/* metadata: process and thread names */
+		fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", first ? "" : ",",
+		        t->pid);
+		first = 0;
+		const char *pname = t->argc && t->argv[0][0] ? t->argv[0] : t->exe;
+		rp_json_str(f, pname, strlen(pname));
+		fprintf(f, "}}");
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			const struct tr_thread *th = &t->threads[i];
+			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", t->pid, th->tid);
+			if (th->name[0])
+				rp_json_str(f, th->name, strlen(th->name));
+			else
+				fprintf(f, "\"%u\"", th->tid);
+			fprintf(f, "}}");
+		}
+		for (uint32_t i = 0; i < v->nsel; i++) {
+			const struct tr_call *c = &t->calls[v->sel[i]];
+			const char *name = tr_func_name(t, c->func);
+			fprintf(f, ",\n{\"name\":");
+			rp_json_str(f, name, strlen(name));
+			fprintf(f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", rp_cat_names[v->fi[c->func].cat], t->pid,
+			        t->threads[c->thread].tid);
+			us(f, c->start_ns - o);
+			if (tr_call_timed(c)) {
+				fprintf(f, ",\"ph\":\"X\",\"dur\":");
+				us(f, tr_call_dur(c));
+			} else {
+				fprintf(f, ",\"ph\":\"i\",\"s\":\"t\"");
+			}
+			fprintf(f, ",\"args\":{");
+			size_t l = rp_describe_call(v, c, buf, sizeof(buf));
+			fprintf(f, "\"details\":");
+			rp_json_str(f, buf, l);
+			l = tr_call_format_data(t, c, buf, sizeof(buf));
+			if (l) {
+				fprintf(f, ",\"decoded\":");
+				rp_json_str(f, buf, l);
+			}
+			if (tr_call_timed(c))
+				fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
+			fprintf(f, "}}");
+		}
+	}
+	fprintf(f, "\n]}\n");
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- folded ------------------------------------------------------------------------------------ */
+
+/* "thread;outer;inner SELF_NS" per distinct stack, sorted: the input of flamegraph.pl, speedscope
+ * and inferno. Self time is a call's duration minus its traced children's. With several files
+ * each stack starts with "pid PID;". */
+struct stack_slot {
+	char *key;
+	int64_t value;
+};
+
+struct stacks {
+	struct stack_slot *slot;
+	uint32_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int stacks_add(struct stacks *st, const char *key, int64_t value)
+{
+	if ((st->n + 1) * 2 > st->cap) {
+		uint32_t ncap = st->cap ? st->cap * 2 : 1024;
+		struct stack_slot *ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return -1;
+		for (uint32_t i = 0; i < st->cap; i++) {
+			if (!st->slot[i].key)
+				continue;
+			uint32_t s = (uint32_t)hash_str(st->slot[i].key) & (ncap - 1);
+			while (ns[s].key)
+				s = (s + 1) & (ncap - 1);
+			ns[s] = st->slot[i];
+		}
+		free(st->slot);
+		st->slot = ns;
+		st->cap = ncap;
+	}
+	uint32_t s = (uint32_t)hash_str(key) & (st->cap - 1);
+	while (st->slot[s].key && strcmp(st->slot[s].key, key))
+		s = (s + 1) & (st->cap - 1);
+	if (!st->slot[s].key) {
+		st->slot[s].key = strdup(key);
+		if (!st->slot[s].key)
+			return -1;
+		st->n++;
+	}
+	st->slot[s].value = rp_sat_add(st->slot[s].value, value);
+	return 0;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	return strcmp(((const struct stack_slot *)a)->key, ((const struct stack_slot *)b)->key);
+}
+
+/* A frame name without the separators of the format. */
+static size_t put_frame(char *buf, size_t len, size_t pos, const char *s)
+{
+	for (; *s && pos + 1 < len; s++)
+		buf[pos++] = (*s == ';' || *s == ' ') ? '_' : *s;
+	buf[pos < len ? pos : len - 1] = 0;
+	return pos;
+}
+
+#define MAX_FRAMES 64
+
+int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
+{
+	struct stacks st = {0};
+	int rc = 0;
+	char key[4096];
+	for (unsigned k = 0; k < n && !rc; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		/* children's time per call, over all calls, so self time is exact even when a filter
+		 * hides the children */
+		int64_t *child = calloc((size_t)t->ncalls + 1, sizeof(*child));
+		if (!child) {
+			rc = -1;
+			break;
+		}
+		for (uint32_t i = 0; i < t->ncalls; i++) {
+			const struct tr_call *c = &t->calls[i];
+			if (c->parent != TR_NONE && tr_call_timed(c))
+				child[c->parent] = rp_sat_add(child[c->parent], tr_call_dur(c));
+		}
+		for (uint32_t i = 0; i < v->nsel && !rc; i++) {
+			uint32_t ci = v->sel[i];
+			const struct tr_call *c = &t->calls[ci];
+			if (!tr_call_timed(c))
+				continue;
+			int64_t self = tr_call_dur(c) - child[ci];
+			if (self <= 0)
+				continue;
+			/* frames, innermost first */
+			uint32_t frames[MAX_FRAMES], nf = 0;
+			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES; p = t->calls[p].parent)
+				frames[nf++] = p;
+			size_t pos = 0;
+			if (n > 1)
+				pos += (size_t)snprintf(key, sizeof(key), "pid %u;", t->pid);
+			const struct tr_thread *th = &t->threads[c->thread];
+			if (th->name[0])
+				pos = put_frame(key, sizeof(key), pos, th->name);
+			else
+				pos += (size_t)snprintf(key + pos, sizeof(key) - pos, "%u", th->tid);
+			while (nf-- > 0 && pos + 2 < sizeof(key)) {
+				key[pos++] = ';';
+				pos = put_frame(key, sizeof(key), pos, tr_func_name(t, t->calls[frames[nf]].func));
+			}
+			key[pos < sizeof(key) ? pos : sizeof(key) - 1] = 0;
+			rc = stacks_add(&st, key, self);
+		}
+		free(child);
+	}
+	if (!rc) {
+		/* compact and sort for a deterministic output */
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < st.cap; i++)
+			if (st.slot[i].key)
+				st.slot[m++] = st.slot[i];
+		if (m)
+			qsort(st.slot, m, sizeof(*st.slot), cmp_slot);
+		for (uint32_t i = 0; i < m; i++)
+			fprintf(f, "%s %lld\n", st.slot[i].key, (long long)st.slot[i].value);
+		for (uint32_t i = 0; i < m; i++)
+			free(st.slot[i].key);
+	} else {
+		for (uint32_t i = 0; i < st.cap; i++)
+			free(st.slot[i].key);
+	}
+	free(st.slot);
+	return rc || ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,199 @@
+/* Bottleneck findings: rules over the analysis, each stating the numbers it is based on so the
+ * reader can judge it. Thresholds are deliberately simple and written next to each rule. */
+#include "report.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctx {
+	struct rp_finding *out;
+	unsigned n, max;
+};
+
+static void add(struct ctx *x, int severity, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(struct ctx *x, int severity, const char *fmt, ...)
+{
+	if (x->n >= x->max)
+		return;
+	struct rp_finding *f = &x->out[x->n++];
+	f->severity = severity;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->text, sizeof(f->text), fmt, ap);
+	va_end(ap);
+}
+
+static double pct(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+#define D(buf, ns) rp_fmt_dur(buf, sizeof(buf), (double)(ns))
+
+/* The function with the largest total among those of a category. */
+static const struct rp_fstat *top_of_cat(const struct rp_view *v, const struct rp_fstat *fs, uint32_t n, int cat)
+{
+	const struct rp_fstat *best = NULL;
+	for (uint32_t i = 0; i < n; i++)
+		if (v->fi[fs[i].func].cat == cat && (!best || fs[i].total > best->total))
+			best = &fs[i];
+	return best;
+}
+
+static int is_query(const char *name)
+{
+	return strstr(name, "Query") != NULL;
+}
+
+static void errors(const struct rp_view *v, struct ctx *x)
+{
+	/* Calls that returned non-zero, per function, with the first code. cuStreamQuery and
+	 * cuEventQuery return CUDA_ERROR_NOT_READY (600) by design: that is polling, not failure. */
+	const struct tr_trace *t = v->t;
+	uint64_t *count = calloc((size_t)t->nfuncs + 1, sizeof(*count));
+	uint32_t *code = calloc((size_t)t->nfuncs + 1, sizeof(*code));
+	if (!count || !code)
+		goto out;
+	uint64_t polls = 0;
+	int64_t poll_time = 0;
+	for (uint32_t i = 0; i < v->nsel; i++) {
+		const struct tr_call *c = &t->calls[v->sel[i]];
+		if (!tr_call_timed(c) || !(uint32_t)c->ret)
+			continue;
+		if ((uint32_t)c->ret == 600 && is_query(tr_func_name(t, c->func))) {
+			polls++;
+			poll_time = rp_sat_add(poll_time, tr_call_dur(c));
+			continue;
+		}
+		if (!count[c->func]++)
+			code[c->func] = (uint32_t)c->ret;
+	}
+	char list[400] = "";
+	size_t pos = 0;
+	uint64_t total = 0;
+	for (uint32_t f = 0; f < t->nfuncs; f++) {
+		if (!count[f])
+			continue;
+		total += count[f];
+		if (pos < sizeof(list) - 80)
+			pos += (size_t)snprintf(list + pos, sizeof(list) - pos, "%s%s x%llu (first error %u)", pos ? ", " : "",
+			                        tr_func_name(t, f), (unsigned long long)count[f], code[f]);
+	}
+	if (total)
+		add(x, 1, "%llu call%s returned an error: %s. Errors the program ignores can hide a failed "
+		          "allocation or launch.", (unsigned long long)total, total == 1 ? "" : "s", list);
+	if (polls >= 100) {
+		char b[32];
+		add(x, 1, "The host polled a stream or event %llu times without it being ready (%s in the "
+		          "query calls): a blocking synchronize, or doing host work between polls, would free "
+		          "the CPU.", (unsigned long long)polls, D(b, poll_time));
+	}
+out:
+	free(count);
+	free(code);
+}
+
+unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs,
+                     uint32_t nfs, struct rp_finding *out, unsigned max)
+{
+	struct ctx x = {out, 0, max};
+	const struct tr_trace *t = v->t;
+	int64_t api = a->api_time, run = v->t1 - v->t0;
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+
+	if (t->dropped)
+		add(&x, 1, "%llu records were dropped while tracing (lossy mode or a slow disk): call counts and "
+		           "times below are lower bounds.", (unsigned long long)t->dropped);
+
+	/* Waiting for the GPU: sync calls hold >= 30% of the driver time. */
+	int64_t sync = a->cat[RP_CAT_SYNC].total;
+	if (api > 0 && pct(sync, api) >= 30) {
+		const struct rp_fstat *s = top_of_cat(v, fs, nfs, RP_CAT_SYNC);
+		add(&x, 2, "The host spends %.0f%% of its driver time waiting for the GPU: %s in %llu sync calls "
+		           "(%.0f%% of the whole run), most in %s (%llu call%s, %s). The GPU work itself, or its "
+		           "serialization with the host, bounds the run: overlap copies and kernels on several "
+		           "streams, and synchronize less often.",
+		    pct(sync, api), D(b1, sync), (unsigned long long)a->cat[RP_CAT_SYNC].calls, pct(sync, run),
+		    s ? tr_func_name(t, s->func) : "?", s ? (unsigned long long)s->calls : 0ull,
+		    s && s->calls == 1 ? "" : "s", D(b2, s ? s->total : 0));
+	}
+
+	/* Transfers: a large share of the driver time, and slow synchronous copies. */
+	int64_t xfer = a->cat[RP_CAT_TRANSFER].total;
+	if (api > 0 && pct(xfer, api) >= 30)
+		add(&x, 2, "Copies and memsets take %.0f%% of the driver time (%s in %llu calls).", pct(xfer, api),
+		    D(b1, xfer), (unsigned long long)a->cat[RP_CAT_TRANSFER].calls);
+	for (int d = RP_DIR_H2D; d <= RP_DIR_D2H; d++) {
+		const struct rp_dir_stat *ds = &a->dir[d];
+		/* >= 1 MiB moved synchronously at < 6 GB/s: far below PCIe 3 x16 with pinned memory */
+		if (ds->sync_bytes >= (1u << 20) && ds->sync_time > 0) {
+			double gbs = (double)ds->sync_bytes / (double)ds->sync_time;
+			if (gbs < 6)
+				add(&x, 1, "Synchronous %s copies reach only %.2f GB/s (%s in %s): pageable host memory "
+				           "is copied through a staging buffer; pinned memory (cuMemHostAlloc or "
+				           "cuMemHostRegister) and async copies are usually several times faster.",
+				    rp_dir_names[d], gbs, rp_fmt_bytes(b1, sizeof(b1), (double)ds->sync_bytes), D(b2, ds->sync_time));
+		}
+	}
+
+	/* Allocation churn: allocations and frees >= 10% of the driver time, or allocations while
+	 * kernels run. */
+	int64_t mem = a->cat[RP_CAT_MEMORY].total;
+	if (api > 0 && pct(mem, api) >= 10 && a->alloc_calls + a->free_calls >= 10)
+		add(&x, 1, "Allocations and frees take %.0f%% of the driver time (%s: %llu allocations of %s in "
+		           "all, %llu frees). Allocate once and reuse buffers, or use stream-ordered pools "
+		           "(cuMemAllocAsync).", pct(mem, api), D(b1, mem), (unsigned long long)a->alloc_calls,
+		    rp_fmt_bytes(b2, sizeof(b2), (double)a->alloc_bytes), (unsigned long long)a->free_calls);
+
+	/* Module loading >= 20% of the run: JIT compilation of PTX is the usual cause. */
+	int64_t mod = a->cat[RP_CAT_MODULE].total;
+	if (run > 0 && pct(mod, run) >= 20) {
+		const struct rp_fstat *m = top_of_cat(v, fs, nfs, RP_CAT_MODULE);
+		add(&x, 2, "Loading modules takes %s, %.0f%% of the run (most in %s, %s): if the modules are PTX, "
+		           "the driver compiles them at load time; shipping SASS for this GPU (cubin/fatbin) or "
+		           "keeping the JIT cache (CUDA_CACHE_MAXSIZE) avoids it.",
+		    D(b1, mod), pct(mod, run), m ? tr_func_name(t, m->func) : "?", D(b2, m ? m->total : 0));
+	}
+
+	/* Initialization >= 30% of the run and >= 100 ms. */
+	int64_t init = a->cat[RP_CAT_INIT].total + a->cat[RP_CAT_CONTEXT].total;
+	if (run > 0 && pct(init, run) >= 30 && init >= 100000000)
+		add(&x, 1, "Driver initialization and context setup take %s, %.0f%% of the run. For short runs "
+		           "this fixed cost dominates: keep a process alive across requests, or enable lazy "
+		           "module loading (CUDA_MODULE_LOADING=LAZY).", D(b1, init), pct(init, run));
+
+	/* Launch cost: >= 1000 launches averaging >= 10 us on the host. */
+	int64_t launch = a->cat[RP_CAT_LAUNCH].total;
+	if (a->launches >= 1000 && launch / (int64_t)a->launches >= 10000)
+		add(&x, 1, "%llu kernel launches cost the host %s on average (%s in all): CUDA graphs submit a "
+		           "whole sequence of kernels with one call.", (unsigned long long)a->launches,
+		    D(b1, (double)launch / (double)a->launches), D(b2, launch));
+	else if (a->launches >= 10000)
+		add(&x, 0, "%llu kernel launches (%s on the host): if they repeat the same sequence, CUDA graphs "
+		           "cut the per-launch cost.", (unsigned long long)a->launches, D(b1, launch));
+
+	/* Host gaps: time between GPU submissions that is neither a driver call nor waiting in sync,
+	 * >= 30% of the span from the first submission to the last. */
+	const struct rp_gaps *g = &a->gaps;
+	int64_t host_gap = g->total - g->sync_in_gaps;
+	if (g->ngaps && g->span > 0 && pct(host_gap, g->span) >= 30) {
+		const struct tr_call *before = &t->calls[g->top_before[0]], *after = &t->calls[g->top_after[0]];
+		add(&x, pct(host_gap, g->span) >= 50 ? 2 : 1,
+		    "Between GPU submissions the host spends %s neither submitting work nor waiting for the GPU "
+		    "(%.0f%% of the %s from the first submission to the last; %s more of the gaps is spent in "
+		    "sync calls); the largest gap, %s, lies "
+		    "between %s and %s at %s. The GPU may idle while the host prepares work (host-bound): "
+		    "prepare the next batch while the GPU runs the current one.",
+		    D(b1, host_gap), pct(host_gap, g->span), D(b2, g->span), D(b4, g->sync_in_gaps), D(b3, g->top[0]),
+		    tr_func_name(t, before->func), tr_func_name(t, after->func), D(b5, before->end_ns - v->t0));
+	}
+
+	errors(v, &x);
+
+	if (!x.n && a->outer_calls)
+		add(&x, 0, "No rule fired: driver calls take %s of the %s run (%.0f%%); the time goes elsewhere "
+		           "(host code, or GPU work overlapping the host).",
+		    D(b1, api), D(b2, run), pct(api, run));
+	return x.n;
+}

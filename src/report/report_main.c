@@ -1,0 +1,111 @@
+/* rp_main: read every trace, apply the options, write the chosen format. A file that cannot be
+ * read as a trace at all is reported on stderr and skipped (exit status 1); a truncated or
+ * damaged one is reported on what could be read, with a warning on stderr. */
+#include "report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void warn_damage(const struct tr_trace *t)
+{
+	/* A missing END block alone is the normal result of a killed program: worth one line. */
+	if (t->truncated)
+		fprintf(stderr, "cuhook report: warning: %s: truncated: %s\n", t->path, t->truncated_reason);
+	if (t->errors)
+		fprintf(stderr, "cuhook report: warning: %s: %llu error%s while reading (first: %s)\n", t->path,
+		        (unsigned long long)t->errors, t->errors == 1 ? "" : "s",
+		        t->nerror_msgs ? t->error_msgs[0] : "?");
+}
+
+int rp_main(const struct rp_opts *o, char **files, int nfiles)
+{
+	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
+	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
+	int status = RP_EXIT_OK, nviews = 0, damaged = 0;
+	char err[512];
+	FILE *out = NULL;
+	if (!traces || !views) {
+		fprintf(stderr, "cuhook report: out of memory\n");
+		status = RP_EXIT_ERROR;
+		goto done;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		struct tr_trace *t = tr_open(files[i], err, sizeof(err));
+		if (!t) {
+			fprintf(stderr, "cuhook report: %s\n", err);
+			status = RP_EXIT_ERROR;
+			continue;
+		}
+		traces[nviews] = t;
+		if (rp_view_init(&views[nviews], t, o, err, sizeof(err))) {
+			fprintf(stderr, "cuhook report: %s\n", err);
+			tr_close(t);
+			traces[nviews] = NULL;
+			status = RP_EXIT_ERROR;
+			continue;
+		}
+		warn_damage(t);
+		if (t->truncated || t->errors)
+			damaged = 1;
+		nviews++;
+	}
+	if (!nviews)
+		goto done;
+	out = stdout;
+	if (o->output && strcmp(o->output, "-")) {
+		out = fopen(o->output, o->format == RP_FMT_PERFETTO ? "wb" : "w");
+		if (!out) {
+			fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+			status = RP_EXIT_ERROR;
+			goto done;
+		}
+	}
+	int rc = 0;
+	switch (o->format) {
+	case RP_FMT_TEXT:
+		for (int i = 0; i < nviews && !rc; i++) {
+			if (i)
+				fprintf(out, "\n\n");
+			rc = rp_write_text(out, &views[i]);
+		}
+		break;
+	case RP_FMT_JSON:
+		rc = rp_write_json(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_CSV:
+		rc = rp_write_csv(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_JSONL:
+		rc = rp_write_jsonl(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_CHROME:
+		rc = rp_write_chrome(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_PERFETTO:
+		rc = rp_write_perfetto(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_FOLDED:
+		rc = rp_write_folded(out, views, (unsigned)nviews);
+		break;
+	}
+	if (fflush(out) || rc) {
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout",
+		        errno ? strerror(errno) : "out of memory");
+		status = RP_EXIT_ERROR;
+	}
+	if (out != stdout && fclose(out)) {
+		fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (status == RP_EXIT_OK && damaged && o->strict)
+		status = RP_EXIT_TRUNCATED;
+done:
+	for (int i = 0; i < nviews; i++) {
+		rp_view_free(&views[i]);
+		tr_close(traces[i]);
+	}
+	free(views);
+	free(traces);
+	return status;
+}

@@ -1,0 +1,183 @@
+/* Per-function statistics for the API summary table. One pass buckets the selected calls'
+ * durations by function (counting sort into one array, no allocation per function), then each
+ * bucket gives total, min, max, mean, sample standard deviation and median (quickselect: O(n),
+ * the order of the rest does not matter). */
+#include "report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void swap64(int64_t *a, int64_t *b)
+{
+	int64_t t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/* The k-th smallest of a[0..n) (reorders a). Median-of-three pivots; the pivot positions are
+ * varied with a cheap generator so that no fixed input pattern makes every step degenerate. */
+static int64_t select_kth(int64_t *a, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull ^ n;
+	while (hi > lo) {
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		size_t span = hi - lo + 1;
+		size_t i1 = lo + rnd % span, i2 = lo + (rnd >> 21) % span, i3 = lo + (rnd >> 42) % span;
+		int64_t x = a[i1], y = a[i2], z = a[i3];
+		int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+		/* three-way partition: [lo, lt) < pivot, [lt, gt] == pivot, (gt, hi] > pivot */
+		size_t lt = lo, i = lo, gt = hi;
+		while (i <= gt) {
+			if (a[i] < pivot)
+				swap64(&a[lt++], &a[i++]);
+			else if (a[i] > pivot) {
+				swap64(&a[i], &a[gt]);
+				if (gt == 0)
+					break;
+				gt--;
+			} else
+				i++;
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k > gt)
+			lo = gt + 1;
+		else
+			return pivot;
+	}
+	return a[k];
+}
+
+static void one_func(struct rp_fstat *s, int64_t *d, size_t n)
+{
+	if (!n)
+		return;
+	int64_t total = 0, mn = d[0], mx = d[0];
+	for (size_t i = 0; i < n; i++) {
+		total = rp_sat_add(total, d[i]);
+		if (d[i] < mn)
+			mn = d[i];
+		if (d[i] > mx)
+			mx = d[i];
+	}
+	s->total = total;
+	s->min = mn;
+	s->max = mx;
+	s->avg = (double)total / (double)n;
+	if (n > 1) {
+		double ss = 0;
+		for (size_t i = 0; i < n; i++) {
+			double x = (double)d[i] - s->avg;
+			ss += x * x;
+		}
+		s->stddev = sqrt(ss / (double)(n - 1));
+	}
+	int64_t lo, hi;
+	rp_middle(d, n, &lo, &hi);
+	s->med = ((double)lo + (double)hi) / 2;
+}
+
+void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi)
+{
+	*lo = *hi = select_kth(d, n, n / 2);
+	if (n % 2 == 0) {
+		/* the lower middle is the largest value left of position n/2 after the select */
+		*lo = d[0];
+		for (size_t i = 1; i < n / 2; i++)
+			if (d[i] > *lo)
+				*lo = d[i];
+	}
+}
+
+static enum rp_sort sort_key;
+static const struct tr_trace *sort_trace;
+
+static int cmp_fstat(const void *pa, const void *pb)
+{
+	const struct rp_fstat *a = pa, *b = pb;
+	int r = 0;
+	switch (sort_key) {
+	case RP_SORT_TOTAL:
+		r = (a->total < b->total) - (a->total > b->total);
+		break;
+	case RP_SORT_CALLS:
+		r = (a->calls < b->calls) - (a->calls > b->calls);
+		break;
+	case RP_SORT_AVG:
+		r = (a->avg < b->avg) - (a->avg > b->avg);
+		break;
+	case RP_SORT_MED:
+		r = (a->med < b->med) - (a->med > b->med);
+		break;
+	case RP_SORT_MIN:
+		r = (a->min < b->min) - (a->min > b->min);
+		break;
+	case RP_SORT_MAX:
+		r = (a->max < b->max) - (a->max > b->max);
+		break;
+	case RP_SORT_NAME:
+		break;
+	}
+	if (!r)
+		r = strcmp(tr_func_name(sort_trace, a->func), tr_func_name(sort_trace, b->func));
+	if (!r)
+		r = (a->func > b->func) - (a->func < b->func);
+	return r;
+}
+
+int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t nf = t->nfuncs;
+	*out = NULL;
+	*nout = 0;
+	uint64_t *pos = calloc((size_t)nf + 1, sizeof(*pos));
+	struct rp_fstat *all = calloc((size_t)nf + 1, sizeof(*all));
+	int64_t *durs = malloc(((size_t)v->nsel + 1) * sizeof(*durs));
+	if (!pos || !all || !durs) {
+		free(pos);
+		free(all);
+		free(durs);
+		return -1;
+	}
+	for (uint32_t i = 0; i < v->nsel; i++) {
+		const struct tr_call *c = &t->calls[v->sel[i]];
+		all[c->func].calls++;
+		if (tr_call_timed(c)) {
+			all[c->func].timed++;
+			if ((uint32_t)c->ret)
+				all[c->func].failed++;
+		}
+	}
+	uint64_t sum = 0;
+	for (uint32_t f = 0; f < nf; f++) {
+		pos[f] = sum;
+		sum += all[f].timed;
+	}
+	for (uint32_t i = 0; i < v->nsel; i++) {
+		const struct tr_call *c = &t->calls[v->sel[i]];
+		if (tr_call_timed(c))
+			durs[pos[c->func]++] = tr_call_dur(c);
+	}
+	uint32_t n = 0;
+	for (uint32_t f = 0; f < nf; f++) {
+		if (!all[f].calls)
+			continue;
+		struct rp_fstat s = all[f];
+		s.func = f;
+		one_func(&s, durs + pos[f] - s.timed, s.timed);
+		all[n++] = s;
+	}
+	free(pos);
+	free(durs);
+	sort_key = v->o->sort;
+	sort_trace = t;
+	qsort(all, n, sizeof(*all), cmp_fstat);
+	*out = all;
+	*nout = n;
+	return 0;
+}

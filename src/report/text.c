@@ -1,0 +1,437 @@
+/* The terminal report: header, API summary (nsys style), categories, transfers, pipeline
+ * stages, slowest calls, findings, host gaps, nesting, timeline, functions not traced.
+ * Every section reads the view and the analysis; none computes statistics itself. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BOLD(v) ((v)->o->color ? "\033[1m" : "")
+#define DIM(v) ((v)->o->color ? "\033[2m" : "")
+#define YELLOW(v) ((v)->o->color ? "\033[33m" : "")
+#define RED(v) ((v)->o->color ? "\033[31m" : "")
+#define RESET(v) ((v)->o->color ? "\033[0m" : "")
+
+static void section(FILE *f, const struct rp_view *v, const char *title)
+{
+	fprintf(f, "\n%s%s%s\n", BOLD(v), title, RESET(v));
+}
+
+/* The traced CUDA driver: the LIB block naming libcuda, else the first traced library. */
+static const struct tr_lib *main_lib(const struct tr_trace *t)
+{
+	const struct tr_lib *first = NULL;
+	for (uint32_t i = 0; i < t->nlibs; i++) {
+		if (t->libs[i].flags & CUHOOK_LIB_INTERNAL)
+			continue;
+		if (strstr(t->libs[i].path, "libcuda"))
+			return &t->libs[i];
+		if (!first)
+			first = &t->libs[i];
+	}
+	return first;
+}
+
+static int lib_internal(const struct tr_trace *t, uint32_t lib_id)
+{
+	for (uint32_t i = 0; i < t->nlibs; i++)
+		if (t->libs[i].id == lib_id)
+			return (t->libs[i].flags & CUHOOK_LIB_INTERNAL) != 0;
+	return 0;
+}
+
+static void write_header(FILE *f, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	char b[32];
+	fprintf(f, "%scuhook report: %s%s\n", BOLD(v), t->path, RESET(v));
+	fprintf(f, "  program    %s\n", t->cmdline[0] ? t->cmdline : "?");
+	if (t->exe[0])
+		fprintf(f, "  executable %s\n", t->exe);
+	fprintf(f, "  pid        %u (parent %u)\n", t->pid, t->ppid);
+	if (t->start_realtime_ns) {
+		time_t sec = (time_t)(t->start_realtime_ns / 1000000000u);
+		struct tm tm;
+		char when[64];
+		if (localtime_r(&sec, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+			fprintf(f, "  started    %s\n", when);
+	}
+	fprintf(f, "  duration   %s\n", rp_fmt_dur(b, sizeof(b), (double)(v->t1 - v->t0)));
+	const struct tr_lib *lib = main_lib(t);
+	if (lib)
+		fprintf(f, "  driver     %s%s%s%s\n", lib->path, lib->version[0] ? " (" : "", lib->version,
+		        lib->version[0] ? ")" : "");
+	uint32_t patched = 0, other = 0;
+	for (uint32_t i = 0; i < t->nfuncs; i++) {
+		if (!t->funcs[i].defined || lib_internal(t, t->funcs[i].lib_id))
+			continue;
+		if (t->funcs[i].status == CUHOOK_PATCHED)
+			patched++;
+		else
+			other++;
+	}
+	fprintf(f, "  functions  %u traced, %u not traced\n", patched, other);
+	fprintf(f, "  threads    %u", t->nthreads);
+	for (uint32_t i = 0; i < t->nthreads && i < 8; i++)
+		fprintf(f, "%s%u%s%s", i ? ", " : ": ", t->threads[i].tid, t->threads[i].name[0] ? " " : "",
+		        t->threads[i].name);
+	fprintf(f, "%s\n", t->nthreads > 8 ? ", ..." : "");
+	fprintf(f, "  events     %llu (%u calls", (unsigned long long)(t->nentry + t->nexit), t->ncalls);
+	if (v->nsel != t->ncalls)
+		fprintf(f, ", %u selected", v->nsel);
+	fprintf(f, ")\n");
+	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
+	        RESET(v), t->dropped ? " records lost (lossy mode or write errors): counts are lower bounds" : "");
+	if (t->truncated)
+		fprintf(f, "  truncated  %syes%s: %s\n", YELLOW(v), RESET(v), t->truncated_reason);
+	else
+		fprintf(f, "  truncated  no\n");
+	if (t->errors) {
+		fprintf(f, "  errors     %s%llu%s", RED(v), (unsigned long long)t->errors, RESET(v));
+		if (t->unknown_funcs)
+			fprintf(f, ", %llu unknown function ids", (unsigned long long)t->unknown_funcs);
+		if (t->orphan_exits)
+			fprintf(f, ", %llu exits without entry", (unsigned long long)t->orphan_exits);
+		if (t->bad_records)
+			fprintf(f, ", %llu corrupt records", (unsigned long long)t->bad_records);
+		if (t->seq_gaps)
+			fprintf(f, ", %llu block gaps", (unsigned long long)t->seq_gaps);
+		fprintf(f, "\n");
+		for (uint32_t i = 0; i < t->nerror_msgs; i++)
+			fprintf(f, "             %s%s%s\n", DIM(v), t->error_msgs[i], RESET(v));
+	}
+	if (t->clock_guessed)
+		fprintf(f, "  %swarning%s    no usable CLOCK pair: times are raw TSC ticks, not ns\n", YELLOW(v), RESET(v));
+	for (uint32_t i = 0; i < t->nnotes; i++)
+		fprintf(f, "  %s %s\n", t->notes[i].level >= 2 ? "error  " : t->notes[i].level ? "warning" : "note   ",
+		        t->notes[i].text);
+}
+
+/* ---- API summary ------------------------------------------------------------------------------ */
+
+enum { COL_PCT, COL_TOTAL, COL_CALLS, COL_AVG, COL_MED, COL_MIN, COL_MAX, COL_STD, COL_NAME, NCOLS };
+
+static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n)
+{
+	static const char *const heads[NCOLS] = {"Time (%)", "Total Time", "Num Calls", "Avg", "Med",
+	                                          "Min", "Max", "StdDev", "Name"};
+	section(f, v, "CUDA driver API summary");
+	if (!n) {
+		fprintf(f, "  no calls%s\n", v->nsel != v->t->ncalls ? " selected" : " traced");
+		return;
+	}
+	int64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sum = rp_sat_add(sum, fs[i].total);
+	/* Cells first, so every column gets the width of its widest cell. */
+	char(*cells)[NCOLS][40] = calloc(n, sizeof(*cells));
+	if (!cells)
+		return;
+	int w[NCOLS];
+	for (int c = 0; c < NCOLS; c++)
+		w[c] = (int)strlen(heads[c]);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rp_fstat *s = &fs[i];
+		char(*r)[40] = cells[i];
+		snprintf(r[COL_PCT], 40, "%.1f", sum ? 100.0 * (double)s->total / (double)sum : 0.0);
+		snprintf(r[COL_CALLS], 40, "%llu", (unsigned long long)s->calls);
+		if (s->timed) {
+			rp_fmt_dur(r[COL_TOTAL], 40, (double)s->total);
+			rp_fmt_dur(r[COL_AVG], 40, s->avg);
+			rp_fmt_dur(r[COL_MED], 40, s->med);
+			rp_fmt_dur(r[COL_MIN], 40, (double)s->min);
+			rp_fmt_dur(r[COL_MAX], 40, (double)s->max);
+			rp_fmt_dur(r[COL_STD], 40, s->stddev);
+		} else {
+			for (int c = COL_TOTAL; c <= COL_STD; c++)
+				if (c != COL_CALLS)
+					strcpy(r[c], "-");
+		}
+		for (int c = 0; c < COL_NAME; c++) {
+			int l = (int)strlen(r[c]);
+			if (l > w[c])
+				w[c] = l;
+		}
+	}
+	fprintf(f, " ");
+	for (int c = 0; c < NCOLS; c++)
+		fprintf(f, "  %s%*s%s", BOLD(v), c == COL_NAME ? 0 : w[c], heads[c], RESET(v));
+	fprintf(f, "\n ");
+	for (int c = 0; c < NCOLS; c++) {
+		int l = c == COL_NAME ? (int)strlen(heads[c]) : w[c];
+		fprintf(f, "  ");
+		for (int k = 0; k < l; k++)
+			putc('-', f);
+	}
+	fprintf(f, "\n");
+	for (uint32_t i = 0; i < n; i++) {
+		fprintf(f, " ");
+		for (int c = 0; c < COL_NAME; c++)
+			fprintf(f, "  %*s", w[c], cells[i][c]);
+		const struct rp_fstat *s = &fs[i];
+		fprintf(f, "  %s", tr_func_name(v->t, s->func));
+		if (s->timed < s->calls)
+			fprintf(f, " %s(%llu without exit)%s", DIM(v), (unsigned long long)(s->calls - s->timed), RESET(v));
+		if (s->failed)
+			fprintf(f, " %s(%llu failed)%s", YELLOW(v), (unsigned long long)s->failed, RESET(v));
+		fprintf(f, "\n");
+	}
+	free(cells);
+}
+
+/* ---- functions not traced --------------------------------------------------------------------- */
+
+#define REFUSED_SHOWN 8
+
+static void write_refused(FILE *f, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t count[CUHOOK_STATUS_COUNT + 1] = {0}, total = 0;
+	for (uint32_t i = 0; i < t->nfuncs; i++) {
+		const struct tr_func *fn = &t->funcs[i];
+		if (!fn->defined || fn->status == CUHOOK_PATCHED || lib_internal(t, fn->lib_id))
+			continue;
+		count[fn->status < CUHOOK_STATUS_COUNT ? fn->status : CUHOOK_STATUS_COUNT]++;
+		total++;
+	}
+	if (!total)
+		return;
+	section(f, v, "Functions not traced");
+	fprintf(f, "  %u function%s of the driver could not be patched or were excluded:\n", total,
+	        total == 1 ? "" : "s");
+	for (unsigned s = 1; s <= CUHOOK_STATUS_COUNT; s++) {
+		if (!count[s])
+			continue;
+		fprintf(f, "  %4u  %s:", count[s], s < CUHOOK_STATUS_COUNT ? cuhook_patch_status_names[s] : "unknown status");
+		uint32_t shown = 0;
+		for (uint32_t i = 0; i < t->nfuncs; i++) {
+			const struct tr_func *fn = &t->funcs[i];
+			unsigned st = fn->status < CUHOOK_STATUS_COUNT ? fn->status : CUHOOK_STATUS_COUNT;
+			if (!fn->defined || st != s || lib_internal(t, fn->lib_id))
+				continue;
+			if (!v->o->all && shown == REFUSED_SHOWN) {
+				fprintf(f, " ... (--all lists them)");
+				break;
+			}
+			fprintf(f, "%s %s", shown ? "," : "", fn->name);
+			shown++;
+		}
+		fprintf(f, "\n");
+	}
+}
+
+/* ---- analysis sections -------------------------------------------------------------------------- */
+
+static double pct(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void write_categories(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	char b[32];
+	if (!a->outer_calls)
+		return;
+	section(f, v, "Time by category (outermost calls)");
+	fprintf(f, "  %s%-14s %10s %12s %7s%s\n", BOLD(v), "Category", "Calls", "Time", "%", RESET(v));
+	/* largest first */
+	int order[RP_CAT_COUNT];
+	for (int i = 0; i < RP_CAT_COUNT; i++)
+		order[i] = i;
+	for (int i = 1; i < RP_CAT_COUNT; i++)
+		for (int j = i; j > 0 && a->cat[order[j]].total > a->cat[order[j - 1]].total; j--) {
+			int tmp = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = tmp;
+		}
+	for (int k = 0; k < RP_CAT_COUNT; k++) {
+		const struct rp_cat_stat *c = &a->cat[order[k]];
+		if (!c->calls)
+			continue;
+		fprintf(f, "  %-14s %10llu %12s %6.1f%%\n", rp_cat_names[order[k]], (unsigned long long)c->calls,
+		        rp_fmt_dur(b, sizeof(b), (double)c->total), pct(c->total, a->api_time));
+	}
+	fprintf(f, "  %-14s %10llu %12s   (%.1f%% of the run)\n", "all", (unsigned long long)a->outer_calls,
+	        rp_fmt_dur(b, sizeof(b), (double)a->api_time), pct(a->api_time, v->t1 - v->t0));
+}
+
+static void write_transfers(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	char b1[32], b2[32];
+	int any = 0;
+	for (int d = 1; d < RP_DIR_COUNT; d++)
+		any |= a->dir[d].calls != 0;
+	if (!any)
+		return;
+	section(f, v, "Transfers");
+	fprintf(f, "  %s%-9s %8s %8s %12s %12s %14s%s\n", BOLD(v), "Direction", "Calls", "Async", "Bytes", "Time",
+	        "Sync GB/s", RESET(v));
+	for (int d = 1; d < RP_DIR_COUNT; d++) {
+		const struct rp_dir_stat *ds = &a->dir[d];
+		if (!ds->calls)
+			continue;
+		char gbs[32] = "-";
+		if (ds->sync_bytes && ds->sync_time > 0)
+			snprintf(gbs, sizeof(gbs), "%.2f", (double)ds->sync_bytes / (double)ds->sync_time);
+		fprintf(f, "  %-9s %8llu %8llu %12s %12s %14s\n", rp_dir_names[d], (unsigned long long)ds->calls,
+		        (unsigned long long)ds->async_calls, rp_fmt_bytes(b1, sizeof(b1), (double)ds->bytes),
+		        rp_fmt_dur(b2, sizeof(b2), (double)ds->total), gbs);
+	}
+	fprintf(f, "  %s(an async copy's time is only its submission: no bandwidth for those; 2D/3D copies "
+	           "have no byte count)%s\n", DIM(v), RESET(v));
+}
+
+static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	int any = 0;
+	for (int s = 0; s < RP_STAGE_COUNT; s++)
+		any |= a->stage[s].present;
+	if (!any)
+		return;
+	section(f, v, "Pipeline stages (from the order of the calls)");
+	fprintf(f, "  %s%-17s %12s %12s %12s %8s %12s%s\n", BOLD(v), "Stage", "Start", "End", "Length", "Calls",
+	        "In driver", RESET(v));
+	for (int s = 0; s < RP_STAGE_COUNT; s++) {
+		const struct rp_stage *st = &a->stage[s];
+		if (!st->present)
+			continue;
+		fprintf(f, "  %-17s %12s %12s %12s %8llu %12s\n", rp_stage_names[s],
+		        rp_fmt_dur(b1, sizeof(b1), (double)(st->start - v->t0)),
+		        rp_fmt_dur(b2, sizeof(b2), (double)(st->end - v->t0)),
+		        rp_fmt_dur(b3, sizeof(b3), (double)(st->end - st->start)), (unsigned long long)st->calls,
+		        rp_fmt_dur(b4, sizeof(b4), (double)st->api));
+	}
+}
+
+static void write_slowest(FILE *f, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t *idx;
+	uint32_t n = rp_slowest(v, v->o->top, &idx);
+	if (!n)
+		return;
+	char b1[32], b2[32], th[32], d[512];
+	int tw = 6, fw = 8;
+	for (uint32_t i = 0; i < n; i++) {
+		int l = (int)strlen(rp_thread_label(v, t->calls[idx[i]].thread, th, sizeof(th)));
+		tw = l > tw ? l : tw;
+		l = (int)strlen(tr_func_name(t, t->calls[idx[i]].func));
+		fw = l > fw ? l : fw;
+	}
+	section(f, v, "Slowest calls");
+	fprintf(f, "  %s%12s %12s  %-*s  %-*s  %s%s\n", BOLD(v), "Duration", "Start", tw, "Thread", fw, "Function",
+	        "Details", RESET(v));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tr_call *c = &t->calls[idx[i]];
+		rp_describe_call(v, c, d, sizeof(d));
+		fprintf(f, "  %12s %12s  %-*s  %-*s%s%s\n", rp_fmt_dur(b1, sizeof(b1), (double)tr_call_dur(c)),
+		        rp_fmt_dur(b2, sizeof(b2), (double)(c->start_ns - v->t0)), tw,
+		        rp_thread_label(v, c->thread, th, sizeof(th)), d[0] ? fw : 0, d[0] ? tr_func_name(t, c->func) : "",
+		        d[0] ? "  " : tr_func_name(t, c->func), d);
+	}
+	free(idx);
+}
+
+static void write_findings(FILE *f, const struct rp_view *v, const struct rp_finding *fd, unsigned n)
+{
+	static const char *const marks[] = {"-", "*", "!"};
+	if (!n)
+		return;
+	section(f, v, "Findings");
+	for (unsigned i = 0; i < n; i++) {
+		int s = fd[i].severity < 0 ? 0 : fd[i].severity > 2 ? 2 : fd[i].severity;
+		const char *col = s == 2 ? RED(v) : s == 1 ? YELLOW(v) : "";
+		/* wrap at 100 columns, continuation lines indented under the text */
+		fprintf(f, "  %s%s%s", col, marks[s], RESET(v));
+		int colpos = 3;
+		for (const char *p = fd[i].text; *p;) {
+			while (*p == ' ')
+				p++;
+			if (!*p)
+				break;
+			const char *sp = strchr(p, ' ');
+			int w = sp ? (int)(sp - p) : (int)strlen(p);
+			if (colpos + 1 + w > 100 && colpos > 4) {
+				fprintf(f, "\n   ");
+				colpos = 3;
+			}
+			fprintf(f, " %.*s", w, p);
+			colpos += 1 + w;
+			p += w;
+		}
+		fprintf(f, "\n");
+	}
+}
+
+static void write_gaps(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	const struct rp_gaps *g = &a->gaps;
+	const struct tr_trace *t = v->t;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], th[32];
+	if (!g->submissions)
+		return;
+	section(f, v, "Host gaps between GPU submissions");
+	fprintf(f, "  %llu submissions (launches, copies, memsets, graph launches) over %s\n"
+	           "  %llu gaps: total %s (%s of it waiting in sync calls), median %s, max %s\n",
+	        (unsigned long long)g->submissions, rp_fmt_dur(b1, sizeof(b1), (double)g->span),
+	        (unsigned long long)g->ngaps, rp_fmt_dur(b2, sizeof(b2), (double)g->total),
+	        rp_fmt_dur(b3, sizeof(b3), (double)g->sync_in_gaps), rp_fmt_dur(b4, sizeof(b4), (double)g->median),
+	        rp_fmt_dur(b5, sizeof(b5), (double)g->max));
+	for (uint32_t i = 0; i < g->ntop; i++) {
+		const struct tr_call *before = &t->calls[g->top_before[i]], *after = &t->calls[g->top_after[i]];
+		int64_t sync = rp_sync_time_in(v, after->thread, after->start_ns - g->top[i], after->start_ns);
+		fprintf(f, "  %12s at %10s after %s, before %s (%s)", rp_fmt_dur(b1, sizeof(b1), (double)g->top[i]),
+		        rp_fmt_dur(b2, sizeof(b2), (double)(after->start_ns - g->top[i] - v->t0)),
+		        tr_func_name(t, before->func), tr_func_name(t, after->func),
+		        rp_thread_label(v, after->thread, th, sizeof(th)));
+		if (sync)
+			fprintf(f, ", %s of it in sync calls", rp_fmt_dur(b3, sizeof(b3), (double)sync));
+		fprintf(f, "\n");
+	}
+}
+
+static void write_nesting(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	char b[32];
+	if (!a->nested_calls)
+		return;
+	section(f, v, "Call nesting");
+	fprintf(f, "  %llu traced call%s made from inside another traced call (max depth %d); their time is "
+	           "part of the caller's:\n",
+	        (unsigned long long)a->nested_calls, a->nested_calls == 1 ? " was" : "s were", a->max_depth);
+	for (uint32_t i = 0; i < a->nnest; i++)
+		fprintf(f, "  %s > %s: %llu call%s, %s\n", tr_func_name(v->t, a->nest[i].parent_func),
+		        tr_func_name(v->t, a->nest[i].child_func), (unsigned long long)a->nest[i].count,
+		        a->nest[i].count == 1 ? "" : "s", rp_fmt_dur(b, sizeof(b), (double)a->nest[i].child_time));
+}
+
+int rp_write_text(FILE *f, struct rp_view *v)
+{
+	struct rp_fstat *fs;
+	uint32_t n;
+	struct rp_analysis *a = malloc(sizeof(*a));
+	struct rp_finding *fd = malloc(RP_MAX_FINDINGS * sizeof(*fd));
+	if (!a || !fd || rp_analyze(v, a) || rp_func_stats(v, &fs, &n)) {
+		free(a);
+		free(fd);
+		return -1;
+	}
+	unsigned nfd = rp_findings(v, a, fs, n, fd, RP_MAX_FINDINGS);
+	write_header(f, v);
+	write_summary(f, v, fs, n);
+	write_categories(f, v, a);
+	write_transfers(f, v, a);
+	write_stages(f, v, a);
+	write_slowest(f, v);
+	write_findings(f, v, fd, nfd);
+	write_gaps(f, v, a);
+	write_nesting(f, v, a);
+	rp_text_timeline(f, v);
+	write_refused(f, v);
+	free(fs);
+	free(a);
+	free(fd);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,1143 @@
+/* trace.bin reader: see trace_reader.h for what it produces and docs/trace-format.md for the
+ * format.
+ *
+ * Two passes over the blocks:
+ *  1. walk every block header, validating it against the bytes that remain, and decode the small
+ *     metadata blocks (CLOCK, LIB, FUNCS, THREAD, NOTE, END). The walk stops at the first
+ *     damaged or cut block: that offset is where the readable prefix ends. Knowing every CLOCK
+ *     block before any event lets pass 2 convert timestamps on the fly with the line through the
+ *     first and last CLOCK pair, and knowing every FUNCS block makes an event that names a
+ *     function defined later (which the writer never does) merely tolerated, not an error.
+ *  2. walk the same, already validated, prefix again and decode the EVENTS blocks: the hot loop.
+ *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
+ *     argument values stay in the mapping (the call keeps a pointer to its ENTRY record). */
+#include "trace_reader.h"
+#include "decoders.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A hostile FUNCS block could name id 4e9: refuse ids beyond this instead of allocating for them.
+ * libcuda exports ~1000 functions; a process patching several libraries stays far below. */
+#define TR_MAX_FUNC_ID (1u << 20)
+
+_Static_assert(sizeof(struct cuhook_file_header) == 72, "file header layout");
+_Static_assert(sizeof(struct cuhook_block) == 16, "block header layout");
+_Static_assert(sizeof(struct cuhook_rec_entry) == 72, "entry layout");
+_Static_assert(sizeof(struct cuhook_rec_exit) == 32, "exit layout");
+_Static_assert(sizeof(struct cuhook_rec_data) == 16, "data layout");
+_Static_assert(sizeof(struct cuhook_rec_drop) == 24, "drop layout");
+_Static_assert(sizeof(struct cuhook_func_entry) == 24, "func entry layout");
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+struct tr_arena_chunk {
+	struct tr_arena_chunk *next;
+	size_t len, cap;
+	char buf[];
+};
+
+/* A NUL-terminated copy of n bytes, control characters replaced by '?' so that names from a
+ * hostile file cannot drive the terminal. */
+static char *arena_strndup(struct tr_trace *t, const void *src, size_t n)
+{
+	struct tr_arena_chunk *c = t->arena_;
+	if (!c || c->cap - c->len < n + 1) {
+		size_t cap = n + 1 > 65536 - sizeof(*c) ? n + 1 : 65536 - sizeof(*c);
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->len = 0;
+		c->cap = cap;
+		c->next = t->arena_;
+		t->arena_ = c;
+	}
+	char *d = c->buf + c->len;
+	const unsigned char *s = src;
+	for (size_t i = 0; i < n; i++)
+		d[i] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : (char)s[i];
+	d[n] = 0;
+	c->len += n + 1;
+	return d;
+}
+
+/* Grow *arr (elements of size elt) so that index `need - 1` fits. Doubling keeps the amortized
+ * cost per element constant. */
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elt)
+{
+	if (need <= *cap)
+		return 0;
+	uint64_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > UINT32_MAX)
+		ncap = UINT32_MAX;
+	void *p = realloc(*arr, ncap * elt);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = (uint32_t)ncap;
+	return 0;
+}
+
+static void add_error(struct tr_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_error(struct tr_trace *t, const char *fmt, ...)
+{
+	t->errors++;
+	if (t->nerror_msgs >= TR_MAX_ERROR_MSGS)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->error_msgs[t->nerror_msgs++], sizeof(t->error_msgs[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void set_truncated(struct tr_trace *t, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_truncated(struct tr_trace *t, uint64_t off, const char *fmt, ...)
+{
+	t->truncated = 1;
+	t->truncated_at = off;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->truncated_reason, sizeof(t->truncated_reason), fmt, ap);
+	va_end(ap);
+}
+
+static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+static uint32_t tid_slot(uint32_t tid, uint32_t mask)
+{
+	return (tid * 2654435761u) & mask;
+}
+
+/* Index of thread `tid`, created on first sight. TR_NONE when out of memory. */
+static uint32_t thread_get(struct tr_trace *t, uint32_t tid)
+{
+	if (t->tid_hash_cap_) {
+		uint32_t mask = t->tid_hash_cap_ - 1;
+		for (uint32_t s = tid_slot(tid, mask);; s = (s + 1) & mask) {
+			uint32_t v = t->tid_hash_[s];
+			if (!v)
+				break;
+			if (t->threads[v - 1].tid == tid)
+				return v - 1;
+		}
+	}
+	if ((uint64_t)(t->nthreads + 1) * 2 > t->tid_hash_cap_) {
+		uint32_t ncap = t->tid_hash_cap_ ? t->tid_hash_cap_ * 2 : 64;
+		uint32_t *h = calloc(ncap, sizeof(*h));
+		if (!h)
+			return TR_NONE;
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			uint32_t s = tid_slot(t->threads[i].tid, ncap - 1);
+			while (h[s])
+				s = (s + 1) & (ncap - 1);
+			h[s] = i + 1;
+		}
+		free(t->tid_hash_);
+		t->tid_hash_ = h;
+		t->tid_hash_cap_ = ncap;
+	}
+	if (grow((void **)&t->threads, &t->threads_cap_, t->nthreads + 1, sizeof(*t->threads)))
+		return TR_NONE;
+	uint32_t idx = t->nthreads++;
+	struct tr_thread *th = &t->threads[idx];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->last_entry_ = th->last_exit_ = TR_NONE;
+	uint32_t s = tid_slot(tid, t->tid_hash_cap_ - 1);
+	while (t->tid_hash_[s])
+		s = (s + 1) & (t->tid_hash_cap_ - 1);
+	t->tid_hash_[s] = idx + 1;
+	return idx;
+}
+
+/* ---- file header --------------------------------------------------------------------------- */
+
+static int parse_header(struct tr_trace *t, char *err, size_t errlen)
+{
+	const uint8_t *m = t->map_;
+	size_t size = t->size_;
+	if (size == 0) {
+		fail(err, errlen, "%s: empty file (the traced process wrote nothing)", t->path);
+		return -1;
+	}
+	if (memcmp(m, CUHOOK_TRACE_MAGIC, size < 8 ? size : 8) != 0) {
+		fail(err, errlen, "%s: not a cuhook trace (bad magic)", t->path);
+		return -1;
+	}
+	if (size < 12) { /* the start of a trace, cut */
+		fail(err, errlen, "%s: truncated file header (%zu bytes)", t->path, size);
+		return -1;
+	}
+	uint32_t version;
+	memcpy(&version, m + 8, 4);
+	t->version = version;
+	if (version != CUHOOK_TRACE_VERSION) {
+		fail(err, errlen, "%s: unsupported trace version %u (this cuhook reads version %u)",
+		     t->path, version, CUHOOK_TRACE_VERSION);
+		return -1;
+	}
+	if (size < sizeof(struct cuhook_file_header)) {
+		fail(err, errlen, "%s: truncated file header (%zu of %zu bytes)", t->path, size,
+		     sizeof(struct cuhook_file_header));
+		return -1;
+	}
+	const struct cuhook_file_header *h = (const void *)m;
+	uint64_t need = sizeof(*h) + (uint64_t)h->cmdline_len + h->exe_len;
+	if (h->header_size < need || h->header_size % 8) {
+		fail(err, errlen, "%s: corrupt file header (header_size %u, strings need %llu)", t->path,
+		     h->header_size, (unsigned long long)need);
+		return -1;
+	}
+	if (h->header_size > size) {
+		fail(err, errlen, "%s: truncated file header (%zu of %u bytes)", t->path, size, h->header_size);
+		return -1;
+	}
+	if (h->clock_source > CUHOOK_CLOCK_MONOTONIC) {
+		fail(err, errlen, "%s: corrupt file header (unknown clock source %u)", t->path, h->clock_source);
+		return -1;
+	}
+	t->pid = h->pid;
+	t->ppid = h->ppid;
+	t->clock_source = h->clock_source;
+	t->file_flags = h->flags;
+	t->buffer_bytes = h->buffer_bytes;
+	t->start_realtime_ns = h->start_realtime_ns;
+	t->start_monotonic_ns = h->start_monotonic_ns;
+	t->start_tsc = h->start_tsc;
+
+	/* argv: NUL-separated, like /proc/PID/cmdline; a final NUL does not start another arg. */
+	const char *cl = (const char *)(h + 1);
+	uint32_t n = h->cmdline_len, argc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (cl[i] == 0 || i == n - 1)
+			argc++;
+	t->argv = calloc((size_t)argc + 1, sizeof(char *));
+	char *joined = calloc((size_t)n + 1, 1);
+	if (!t->argv || !joined) {
+		free(joined);
+		fail(err, errlen, "%s: out of memory", t->path);
+		return -1;
+	}
+	for (uint32_t i = 0, start = 0; i < n; i++) {
+		if (cl[i] == 0 || i == n - 1) {
+			uint32_t end = cl[i] == 0 ? i : i + 1;
+			t->argv[t->argc++] = arena_strndup(t, cl + start, end - start);
+			start = i + 1;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		joined[i] = cl[i] == 0 ? ' ' : cl[i];
+	while (n && joined[n - 1] == ' ')
+		joined[--n] = 0;
+	t->cmdline = arena_strndup(t, joined, n);
+	free(joined);
+	t->exe = arena_strndup(t, cl + h->cmdline_len, h->exe_len);
+	for (uint32_t i = 0; i < t->argc; i++)
+		if (!t->argv[i])
+			t->cmdline = NULL;
+	if (!t->cmdline || !t->exe) {
+		fail(err, errlen, "%s: out of memory", t->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- metadata blocks (pass 1) -------------------------------------------------------------- */
+
+/* Each returns 0, or -1 only when out of memory. Corrupt content is counted, not fatal: the
+ * block boundary is intact, so the next block can still be read. */
+
+static int block_lib(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_lib_block *b = (const void *)p;
+	if (size < sizeof(*b) || (uint64_t)b->path_len + b->version_len > size - sizeof(*b)) {
+		add_error(t, "corrupt LIB block (%u bytes)", size);
+		return 0;
+	}
+	if (grow((void **)&t->libs, &t->libs_cap_, t->nlibs + 1, sizeof(*t->libs)))
+		return -1;
+	struct tr_lib *l = &t->libs[t->nlibs];
+	l->id = b->lib_id;
+	l->flags = b->flags;
+	l->base = b->base;
+	l->path = arena_strndup(t, b + 1, b->path_len);
+	l->version = arena_strndup(t, (const char *)(b + 1) + b->path_len, b->version_len);
+	if (!l->path || !l->version)
+		return -1;
+	t->nlibs++;
+	return 0;
+}
+
+static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_funcs_block *b = (const void *)p;
+	if (size < sizeof(*b)) {
+		add_error(t, "corrupt FUNCS block (%u bytes)", size);
+		return 0;
+	}
+	if (b->first_id >= TR_MAX_FUNC_ID || b->count > TR_MAX_FUNC_ID - b->first_id) {
+		add_error(t, "FUNCS block with ids %u..+%u beyond the supported %u", b->first_id, b->count,
+		          TR_MAX_FUNC_ID);
+		return 0;
+	}
+	const uint8_t *q = p + sizeof(*b), *end = p + size;
+	for (uint32_t i = 0; i < b->count; i++) {
+		const struct cuhook_func_entry *e = (const void *)q;
+		if ((size_t)(end - q) < sizeof(*e) ||
+		    CUHOOK_ALIGN8(sizeof(*e) + e->name_len) > (size_t)(end - q)) {
+			add_error(t, "corrupt FUNCS block: entry %u of %u runs past the block", i, b->count);
+			return 0;
+		}
+		uint32_t id = b->first_id + i;
+		if (id >= t->nfuncs) {
+			if (grow((void **)&t->funcs, &t->funcs_cap_, id + 1, sizeof(*t->funcs)))
+				return -1;
+			memset(t->funcs + t->nfuncs, 0, (size_t)(id + 1 - t->nfuncs) * sizeof(*t->funcs));
+			for (uint32_t j = t->nfuncs; j <= id; j++)
+				t->funcs[j].name = "";
+			t->nfuncs = id + 1;
+		}
+		struct tr_func *f = &t->funcs[id];
+		if (f->defined)
+			add_error(t, "function id %u defined twice", id);
+		f->name = arena_strndup(t, e + 1, e->name_len);
+		if (!f->name)
+			return -1;
+		f->offset = e->offset;
+		f->size = e->size;
+		f->lib_id = b->lib_id;
+		f->status = e->status;
+		f->patch_len = e->patch_len;
+		f->decoder = (uint16_t)cuhook_decoder_find(f->name);
+		f->defined = 1;
+		if (e->status >= CUHOOK_STATUS_COUNT)
+			add_error(t, "function %s: unknown patch status %u", f->name, e->status);
+		q += CUHOOK_ALIGN8(sizeof(*e) + e->name_len);
+	}
+	return 0;
+}
+
+static int block_thread(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_thread_block *b = (const void *)p;
+	if (size < sizeof(*b)) {
+		add_error(t, "corrupt THREAD block (%u bytes)", size);
+		return 0;
+	}
+	uint32_t idx = thread_get(t, b->tid);
+	if (idx == TR_NONE)
+		return -1;
+	char *name = t->threads[idx].name;
+	size_t i;
+	for (i = 0; i < 16 && b->name[i]; i++) {
+		unsigned char c = (unsigned char)b->name[i];
+		name[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	name[i] = 0;
+	return 0;
+}
+
+static int block_note(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_note_block *b = (const void *)p;
+	if (size < sizeof(*b) || b->len > size - sizeof(*b)) {
+		add_error(t, "corrupt NOTE block (%u bytes)", size);
+		return 0;
+	}
+	if (grow((void **)&t->notes, &t->notes_cap_, t->nnotes + 1, sizeof(*t->notes)))
+		return -1;
+	t->notes[t->nnotes].level = b->level;
+	t->notes[t->nnotes].text = arena_strndup(t, b + 1, b->len);
+	if (!t->notes[t->nnotes].text)
+		return -1;
+	t->nnotes++;
+	return 0;
+}
+
+struct clock_pairs {
+	struct cuhook_clock_block first, last;
+};
+
+static void setup_clock(struct tr_trace *t, const struct clock_pairs *cp)
+{
+	t->clock_guessed = 0;
+	if (t->clock_source == CUHOOK_CLOCK_MONOTONIC) {
+		t->clock_tsc0 = 0;
+		t->clock_ns0 = 0;
+		t->ns_per_tick = 1.0;
+		return;
+	}
+	/* The line through the first and the last CLOCK pair; with only one, the header's start
+	 * pair stands in for the first. */
+	uint64_t tsc0 = cp->first.tsc, tsc1 = cp->last.tsc;
+	uint64_t ns0 = cp->first.monotonic_ns, ns1 = cp->last.monotonic_ns;
+	if (t->nclock < 2 || tsc0 == tsc1) {
+		tsc0 = t->start_tsc;
+		ns0 = t->start_monotonic_ns;
+	}
+	if (t->nclock >= 1 && tsc1 > tsc0 && ns1 > ns0 && ns0 <= (uint64_t)TR_NS_LIMIT) {
+		t->clock_tsc0 = tsc0;
+		t->clock_ns0 = (int64_t)ns0;
+		t->ns_per_tick = (double)(ns1 - ns0) / (double)(tsc1 - tsc0);
+		return;
+	}
+	/* No usable pair: keep times relative to the start pair and count ticks as nanoseconds,
+	 * and say so (the report prints a warning). */
+	t->clock_guessed = 1;
+	t->clock_tsc0 = t->start_tsc;
+	t->clock_ns0 = t->start_monotonic_ns > (uint64_t)TR_NS_LIMIT ? 0 : (int64_t)t->start_monotonic_ns;
+	t->ns_per_tick = 1.0;
+}
+
+/* Times are kept within +-TR_NS_LIMIT so that the difference of any two never overflows
+ * (clock_ns0 is clamped the same way by setup_clock). */
+static inline int64_t tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
+{
+	if (t->clock_source == CUHOOK_CLOCK_MONOTONIC)
+		return tsc > (uint64_t)TR_NS_LIMIT ? TR_NS_LIMIT : (int64_t)tsc;
+	const double lim = (double)TR_NS_LIMIT;
+	double d = (double)(int64_t)(tsc - t->clock_tsc0) * t->ns_per_tick;
+	if (!(d >= -lim && d <= lim)) /* also NaN */
+		d = d > 0 ? lim : -lim;
+	int64_t r = t->clock_ns0 + (int64_t)d; /* exact for integer ns below 2^53 */
+	return r > TR_NS_LIMIT ? TR_NS_LIMIT : r < -TR_NS_LIMIT ? -TR_NS_LIMIT : r;
+}
+
+int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
+{
+	return tsc_to_ns(t, tsc);
+}
+
+static const char *block_type_name(unsigned type)
+{
+	static const char *const names[] = {"?", "CLOCK", "LIB", "FUNCS", "THREAD", "EVENTS", "NOTE", "END"};
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
+}
+
+/* Pass 1. Returns the offset where the readable prefix ends, or (uint64_t)-1 when out of
+ * memory. */
+static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
+{
+	const uint8_t *m = t->map_;
+	uint64_t size = t->size_, off = ((const struct cuhook_file_header *)m)->header_size;
+	uint32_t expect_seq = 0;
+	while (off < size) {
+		if (size - off < sizeof(struct cuhook_block)) {
+			set_truncated(t, off, "block header cut at offset %llu (%llu bytes remain)",
+			              (unsigned long long)off, (unsigned long long)(size - off));
+			return off;
+		}
+		const struct cuhook_block *b = (const void *)(m + off);
+		if (b->magic != CUHOOK_BLOCK_MAGIC) {
+			set_truncated(t, off, "bad block magic at offset %llu", (unsigned long long)off);
+			return off;
+		}
+		if (b->size % 8 || b->size > CUHOOK_BLOCK_MAX_PAYLOAD) {
+			set_truncated(t, off, "corrupt block header at offset %llu (payload size %u)",
+			              (unsigned long long)off, b->size);
+			return off;
+		}
+		if (b->size > size - off - sizeof(*b)) {
+			set_truncated(t, off, "%s block at offset %llu cut: payload of %u bytes, %llu remain",
+			              block_type_name(b->type), (unsigned long long)off, b->size,
+			              (unsigned long long)(size - off - sizeof(*b)));
+			return off;
+		}
+		if (b->seq != expect_seq) {
+			t->seq_gaps++;
+			add_error(t, "block sequence gap at offset %llu: %u after %u (blocks lost)",
+			          (unsigned long long)off, b->seq, expect_seq - 1);
+		}
+		expect_seq = b->seq + 1;
+		t->nblocks++;
+		const uint8_t *p = m + off + sizeof(*b);
+		int rc = 0;
+		switch (b->type) {
+		case CUHOOK_BLOCK_CLOCK:
+			if (b->size < sizeof(struct cuhook_clock_block)) {
+				add_error(t, "corrupt CLOCK block (%u bytes)", b->size);
+				break;
+			}
+			if (!t->nclock)
+				memcpy(&cp->first, p, sizeof(cp->first));
+			memcpy(&cp->last, p, sizeof(cp->last));
+			t->nclock++;
+			break;
+		case CUHOOK_BLOCK_LIB:
+			rc = block_lib(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_FUNCS:
+			rc = block_funcs(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_THREAD:
+			rc = block_thread(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_EVENTS:
+			t->events_bytes_ += b->size; /* decoded by pass 2 */
+			break;
+		case CUHOOK_BLOCK_NOTE:
+			rc = block_note(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_END:
+			if (b->size < sizeof(struct cuhook_end_block)) {
+				add_error(t, "corrupt END block (%u bytes)", b->size);
+				break;
+			}
+			memcpy(&t->end, p, sizeof(t->end));
+			t->has_end = 1;
+			break;
+		default:
+			/* A newer writer's block type: its size is known, so skip it. */
+			add_error(t, "unknown block type %u at offset %llu skipped", b->type, (unsigned long long)off);
+			break;
+		}
+		if (rc)
+			return (uint64_t)-1;
+		off += sizeof(*b) + b->size;
+	}
+	return off;
+}
+
+/* ---- events (pass 2) ----------------------------------------------------------------------- */
+
+/* calls[] is sized once, before pass 2, for the most calls the EVENTS payload can hold (each
+ * needs an ENTRY record of at least 72 bytes): no reallocation and copy while decoding. A big
+ * array is mmap'ed with transparent huge pages: only the pages actually written are committed,
+ * and with 2 MB pages the first touch of 560 MB (10 M calls) costs hundreds of page faults
+ * instead of 140000. */
+static int reserve_calls(struct tr_trace *t)
+{
+	uint64_t n = t->events_bytes_ / sizeof(struct cuhook_rec_entry) + 1;
+	if (n > UINT32_MAX - 1)
+		n = UINT32_MAX - 1;
+	size_t bytes = (size_t)n * sizeof(*t->calls);
+	if (bytes < (4u << 20)) {
+		t->calls = malloc(bytes);
+		if (!t->calls)
+			return -1;
+	} else {
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return -1;
+		madvise(p, bytes, MADV_HUGEPAGE);
+		t->calls = p;
+		t->calls_bytes_ = bytes;
+	}
+	t->calls_cap_ = (uint32_t)n;
+	return 0;
+}
+
+/* The call an ENTRY opens. Returns its index, TR_NONE when out of room (which the reservation
+ * above rules out). */
+static inline uint32_t new_call(struct tr_trace *t)
+{
+	if (t->ncalls == t->calls_cap_)
+		return TR_NONE;
+	return t->ncalls++;
+}
+
+static inline int stack_push(struct tr_thread *th, uint32_t call)
+{
+	if (th->stack_len_ == th->stack_cap_ &&
+	    grow((void **)&th->stack_, &th->stack_cap_, th->stack_len_ + 1, sizeof(*th->stack_)))
+		return -1;
+	th->stack_[th->stack_len_++] = call;
+	return 0;
+}
+
+/* Pop the calls of the thread's stack deeper than (or, with `ge`, as deep as) `depth`: their
+ * EXITs never came. */
+static inline void stack_unwind(struct tr_trace *t, struct tr_thread *th, uint16_t depth, int ge)
+{
+	while (th->stack_len_) {
+		struct tr_call *c = &t->calls[th->stack_[th->stack_len_ - 1]];
+		if (ge ? c->depth < depth : c->depth <= depth)
+			break;
+		c->flags |= TR_CALL_UNFINISHED;
+		t->lost_exits++;
+		th->stack_len_--;
+	}
+}
+
+enum { LAST_NONE = 0, LAST_ENTRY = 1, LAST_EXIT = 2, LAST_SKIPPED = 3 };
+
+static inline void note_time(struct tr_trace *t, int64_t ns)
+{
+	if (ns < t->first_ns)
+		t->first_ns = ns;
+	if (ns > t->last_ns)
+		t->last_ns = ns;
+}
+
+/* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
+static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off)
+{
+	const struct cuhook_events_block *eb = (const void *)p;
+	if (size < sizeof(*eb)) {
+		t->bad_records++;
+		add_error(t, "corrupt EVENTS block at offset %llu (%u bytes)", (unsigned long long)off, size);
+		return 0;
+	}
+	uint32_t ti = thread_get(t, eb->tid);
+	if (ti == TR_NONE)
+		return -1;
+	struct tr_thread *th = &t->threads[ti];
+	const uint8_t *q = p + sizeof(*eb), *end = p + size;
+	uint32_t nrec = 0;
+	while (q < end) {
+		const struct cuhook_rec *r = (const void *)q;
+		size_t left = (size_t)(end - q);
+		/* Every record needs a sane size before anything else is read: >= its 8-byte header,
+		 * a multiple of 8 (so the loop always advances and stays aligned), inside the block. */
+		if (left < sizeof(*r) || r->size < sizeof(*r) || r->size % 8 || r->size > left) {
+			t->bad_records++;
+			add_error(t, "EVENTS block at offset %llu: corrupt record %u (size %u, %zu bytes left); "
+			          "rest of the block skipped", (unsigned long long)off, nrec,
+			          left < sizeof(*r) ? 0 : r->size, left);
+			th->last_rec_ = LAST_NONE;
+			break;
+		}
+		nrec++;
+		switch (r->type) {
+		case CUHOOK_REC_ENTRY: {
+			const struct cuhook_rec_entry *e = (const void *)q;
+			if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS ||
+			    r->size < sizeof(*e) + 8u * e->nstack) {
+				t->bad_records++;
+				add_error(t, "corrupt ENTRY record (size %u, nstack %u)", r->size,
+				          r->size < sizeof(*e) ? 0 : e->nstack);
+				th->last_rec_ = LAST_SKIPPED;
+				break;
+			}
+			if (r->func >= t->nfuncs || !t->funcs[r->func].defined) {
+				t->unknown_funcs++;
+				if (t->unknown_funcs == 1)
+					add_error(t, "ENTRY of unknown function id %u", r->func);
+				else
+					t->errors++;
+				th->last_rec_ = LAST_SKIPPED;
+				break;
+			}
+			stack_unwind(t, th, e->depth, 1);
+			uint32_t ci = new_call(t);
+			if (ci == TR_NONE)
+				return -1;
+			struct tr_call *c = &t->calls[ci];
+			c->start_ns = c->end_ns = tsc_to_ns(t, e->tsc);
+			c->ret = 0;
+			c->entry_ = e;
+			c->func = r->func;
+			c->thread = ti;
+			c->parent = th->stack_len_ ? th->stack_[th->stack_len_ - 1] : TR_NONE;
+			c->data_first = TR_NONE;
+			c->depth = e->depth;
+			c->ndata = 0;
+			if (r->flags & CUHOOK_RF_NO_EXIT) {
+				c->flags = TR_CALL_NO_EXIT;
+			} else {
+				c->flags = 0;
+				if (stack_push(th, ci))
+					return -1;
+			}
+			note_time(t, c->start_ns);
+			th->ncalls++;
+			th->events++;
+			t->nentry++;
+			th->last_entry_ = ci;
+			th->last_rec_ = LAST_ENTRY;
+			break;
+		}
+		case CUHOOK_REC_EXIT: {
+			const struct cuhook_rec_exit *x = (const void *)q;
+			if (r->size < sizeof(*x)) {
+				t->bad_records++;
+				add_error(t, "corrupt EXIT record (size %u)", r->size);
+				th->last_rec_ = LAST_SKIPPED;
+				break;
+			}
+			if (r->func >= t->nfuncs || !t->funcs[r->func].defined) {
+				t->unknown_funcs++;
+				t->errors++;
+				th->last_rec_ = LAST_SKIPPED;
+				break;
+			}
+			/* Back at depth x->depth: anything deeper lost its EXIT (dropped records). */
+			stack_unwind(t, th, x->depth, 0);
+			struct tr_call *c = th->stack_len_ ? &t->calls[th->stack_[th->stack_len_ - 1]] : NULL;
+			if (!c || c->depth != x->depth || c->func != r->func) {
+				/* Its ENTRY was dropped, or came before tracing started. */
+				t->orphan_exits++;
+				t->errors++;
+				th->last_rec_ = LAST_SKIPPED;
+				break;
+			}
+			th->stack_len_--;
+			int64_t ns = tsc_to_ns(t, x->tsc);
+			if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
+				/* corrupt times: keep the call, without a duration that would poison sums */
+				c->flags |= TR_CALL_CLAMPED;
+				add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
+				          th->tid, tr_func_name(t, r->func));
+				ns = c->start_ns;
+			}
+			c->end_ns = ns;
+			c->ret = x->ret;
+			note_time(t, ns);
+			th->events++;
+			t->nexit++;
+			th->last_exit_ = (uint32_t)(c - t->calls);
+			th->last_rec_ = LAST_EXIT;
+			break;
+		}
+		case CUHOOK_REC_DATA: {
+			const struct cuhook_rec_data *d = (const void *)q;
+			t->ndata_recs++;
+			if (r->size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > r->size) {
+				t->bad_records++;
+				add_error(t, "corrupt DATA record (size %u)", r->size);
+				break;
+			}
+			uint32_t ci = TR_NONE;
+			if (d->at_exit && th->last_rec_ == LAST_EXIT)
+				ci = th->last_exit_;
+			else if (!d->at_exit && th->last_rec_ == LAST_ENTRY)
+				ci = th->last_entry_;
+			else if (th->last_rec_ == LAST_SKIPPED)
+				break; /* belongs to a record already counted as bad */
+			if (ci == TR_NONE || t->calls[ci].func != r->func || t->calls[ci].ndata == UINT8_MAX) {
+				t->orphan_data++;
+				t->errors++;
+				break;
+			}
+			if (t->ndata == t->data_cap_ &&
+			    grow((void **)&t->data, &t->data_cap_, t->ndata + 1, sizeof(*t->data)))
+				return -1;
+			struct tr_data *td = &t->data[t->ndata++];
+			td->call = ci;
+			td->decoder = t->funcs[r->func].decoder;
+			td->at_exit = d->at_exit ? 1 : 0;
+			td->nvalues = d->nvalues;
+			td->values = (const uint64_t *)(d + 1);
+			td->str = (const char *)(td->values + d->nvalues);
+			td->str_len = d->str_len;
+			t->calls[ci].ndata++;
+			break;
+		}
+		case CUHOOK_REC_DROP: {
+			const struct cuhook_rec_drop *dr = (const void *)q;
+			if (r->size < sizeof(*dr)) {
+				t->bad_records++;
+				add_error(t, "corrupt DROP record (size %u)", r->size);
+				break;
+			}
+			t->ndrop_recs++;
+			th->dropped += dr->count;
+			t->dropped += dr->count;
+			th->last_rec_ = LAST_NONE;
+			break;
+		}
+		case CUHOOK_REC_PAD:
+			break;
+		default:
+			t->bad_records++;
+			add_error(t, "unknown record type %u skipped", r->type);
+			th->last_rec_ = LAST_SKIPPED;
+			break;
+		}
+		q += r->size;
+	}
+	if (nrec != eb->nrecords && q == end)
+		add_error(t, "EVENTS block at offset %llu holds %u records, header says %u",
+		          (unsigned long long)off, nrec, eb->nrecords);
+	return 0;
+}
+
+static int pass_events(struct tr_trace *t, uint64_t stop)
+{
+	const uint8_t *m = t->map_;
+	uint64_t off = ((const struct cuhook_file_header *)m)->header_size;
+	/* Pass 1 validated every block header before `stop`. */
+	while (off < stop) {
+		const struct cuhook_block *b = (const void *)(m + off);
+		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, m + off + sizeof(*b), b->size, off))
+			return -1;
+		off += sizeof(*b) + b->size;
+	}
+	return 0;
+}
+
+/* Stable merge sort of the DATA records by call: exit-time records arrive after the records of
+ * nested calls, so the array is nearly but not always sorted. */
+static int sort_data(struct tr_trace *t)
+{
+	uint32_t n = t->ndata;
+	int sorted = 1;
+	for (uint32_t i = 1; i < n && sorted; i++)
+		sorted = t->data[i - 1].call <= t->data[i].call;
+	if (!sorted) {
+		struct tr_data *tmp = malloc((size_t)n * sizeof(*tmp));
+		if (!tmp)
+			return -1;
+		struct tr_data *a = t->data, *b = tmp;
+		for (uint32_t w = 1; w < n; w *= 2) {
+			for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+				uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+				uint32_t i = lo, j = mid, k = lo;
+				while (i < mid && j < hi)
+					b[k++] = a[j].call < a[i].call ? a[j++] : a[i++];
+				while (i < mid)
+					b[k++] = a[i++];
+				while (j < hi)
+					b[k++] = a[j++];
+			}
+			struct tr_data *s = a;
+			a = b;
+			b = s;
+		}
+		if (a != t->data)
+			memcpy(t->data, a, (size_t)n * sizeof(*a));
+		free(tmp);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (t->calls[t->data[i].call].data_first == TR_NONE)
+			t->calls[t->data[i].call].data_first = i;
+	return 0;
+}
+
+static int decode(struct tr_trace *t, char *err, size_t errlen)
+{
+	if (parse_header(t, err, errlen))
+		return -1;
+	struct clock_pairs cp;
+	memset(&cp, 0, sizeof(cp));
+	uint64_t stop = pass_blocks(t, &cp);
+	if (stop == (uint64_t)-1)
+		goto oom;
+	if (!t->truncated) {
+		t->truncated_at = stop;
+		if (!t->has_end)
+			set_truncated(t, stop, "no END block: the traced process did not finish tracing "
+			                       "cleanly (killed, or still running)");
+	}
+	setup_clock(t, &cp);
+	t->first_ns = INT64_MAX;
+	t->last_ns = INT64_MIN;
+	if (reserve_calls(t) || pass_events(t, stop))
+		goto oom;
+	if (t->first_ns > t->last_ns)
+		t->first_ns = t->last_ns = 0;
+	/* Calls still open at the end never got their EXIT. */
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		struct tr_thread *th = &t->threads[i];
+		stack_unwind(t, th, 0, 1);
+		free(th->stack_);
+		th->stack_ = NULL;
+		th->stack_cap_ = 0;
+	}
+	if (sort_data(t))
+		goto oom;
+	return 0;
+oom:
+	fail(err, errlen, "%s: out of memory", t->path);
+	return -1;
+}
+
+/* ---- open / close -------------------------------------------------------------------------- */
+
+static struct tr_trace *trace_new(const char *name)
+{
+	struct tr_trace *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->path = name;
+	char *p = arena_strndup(t, name, strlen(name));
+	if (!p) {
+		free(t);
+		return NULL;
+	}
+	t->path = p;
+	return t;
+}
+
+struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fail(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		fail(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fail(err, errlen, "%s: is a directory", path);
+		close(fd);
+		return NULL;
+	}
+	struct tr_trace *t = trace_new(path);
+	if (!t) {
+		fail(err, errlen, "%s: out of memory", path);
+		close(fd);
+		return NULL;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		/* Map the file: no copy, and pages are read once. (A file truncated by someone else
+		 * while we read it could still raise SIGBUS; traces are complete files here.) */
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (m == MAP_FAILED) {
+			fail(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+			close(fd);
+			tr_close(t);
+			return NULL;
+		}
+		madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+		t->map_ = m;
+		t->size_ = (size_t)st.st_size;
+		t->mapped_ = 1;
+	} else {
+		/* A pipe or a special file: read it all. */
+		size_t cap = 1 << 20, len = 0;
+		uint8_t *buf = malloc(cap);
+		for (;;) {
+			if (!buf) {
+				fail(err, errlen, "%s: out of memory", path);
+				close(fd);
+				tr_close(t);
+				return NULL;
+			}
+			if (len == cap) {
+				uint8_t *nb = realloc(buf, cap * 2);
+				if (!nb)
+					free(buf);
+				buf = nb;
+				cap *= 2;
+				continue;
+			}
+			ssize_t n = read(fd, buf + len, cap - len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				fail(err, errlen, "%s: %s", path, strerror(errno));
+				free(buf);
+				close(fd);
+				tr_close(t);
+				return NULL;
+			}
+			if (n == 0)
+				break;
+			len += (size_t)n;
+		}
+		t->map_ = buf;
+		t->size_ = len;
+	}
+	close(fd);
+	if (decode(t, err, errlen)) {
+		tr_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen)
+{
+	struct tr_trace *t = trace_new(name ? name : "<memory>");
+	uint8_t *copy = malloc(len ? len : 1);
+	if (!t || !copy) {
+		free(copy);
+		if (t)
+			tr_close(t);
+		fail(err, errlen, "%s: out of memory", name ? name : "<memory>");
+		return NULL;
+	}
+	if (len)
+		memcpy(copy, buf, len);
+	t->map_ = copy;
+	t->size_ = len;
+	if (decode(t, err, errlen)) {
+		tr_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+void tr_close(struct tr_trace *t)
+{
+	if (!t)
+		return;
+	if (t->map_) {
+		if (t->mapped_)
+			munmap((void *)t->map_, t->size_);
+		else
+			free((void *)t->map_);
+	}
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].stack_);
+	free(t->threads);
+	free(t->tid_hash_);
+	free(t->libs);
+	free(t->funcs);
+	if (t->calls_bytes_)
+		munmap(t->calls, t->calls_bytes_);
+	else
+		free(t->calls);
+	free(t->data);
+	free(t->notes);
+	free(t->argv);
+	free(t->thread_call_index_);
+	for (struct tr_arena_chunk *c = t->arena_, *n; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	free(t);
+}
+
+/* ---- queries ------------------------------------------------------------------------------- */
+
+const uint32_t *tr_thread_calls(struct tr_trace *t, uint32_t thread, uint32_t *n)
+{
+	*n = 0;
+	if (thread >= t->nthreads)
+		return NULL;
+	if (!t->thread_call_index_ && t->ncalls) {
+		/* One counting-sort pass for all threads: their calls are contiguous afterwards. */
+		uint32_t *idx = malloc((size_t)t->ncalls * sizeof(*idx));
+		uint32_t *pos = malloc((size_t)t->nthreads * sizeof(*pos));
+		if (!idx || !pos) {
+			free(idx);
+			free(pos);
+			return NULL;
+		}
+		uint32_t sum = 0;
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			pos[i] = sum;
+			t->threads[i].calls_ = idx + sum;
+			sum += t->threads[i].ncalls;
+		}
+		for (uint32_t i = 0; i < t->ncalls; i++)
+			idx[pos[t->calls[i].thread]++] = i;
+		free(pos);
+		t->thread_call_index_ = idx;
+	}
+	*n = t->threads[thread].ncalls;
+	return *n ? t->threads[thread].calls_ : NULL;
+}
+
+const char *tr_data_value_label(const struct tr_data *d, unsigned i)
+{
+	if (!d->decoder || d->decoder >= cuhook_decoder_count || i >= CUHOOK_DECODER_MAX_OUT)
+		return NULL;
+	const struct cuhook_decoder *dec = &cuhook_decoders[d->decoder];
+	/* Values are the out-parameters, read at exit, in out_arg order. */
+	if (!d->at_exit || dec->out_arg[i] == CUHOOK_NO_ARG)
+		return NULL;
+	return dec->out_label[i];
+}
+
+const char *tr_data_str_label(const struct tr_data *d)
+{
+	if (!d->decoder || d->decoder >= cuhook_decoder_count)
+		return NULL;
+	const struct cuhook_decoder *dec = &cuhook_decoders[d->decoder];
+	return dec->str_kind != CUHOOK_STR_NONE ? dec->str_label : NULL;
+}
+
+static size_t append(char *buf, size_t len, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t len, size_t pos, const char *fmt, ...)
+{
+	if (pos >= len)
+		return pos;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return pos;
+	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
+}
+
+size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, char *buf, size_t len)
+{
+	size_t pos = 0;
+	if (!len)
+		return 0;
+	buf[0] = 0;
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		for (unsigned i = 0; i < d->nvalues; i++) {
+			const char *label = tr_data_value_label(d, i);
+			if (pos)
+				pos = append(buf, len, pos, ";");
+			if (label)
+				pos = append(buf, len, pos, "%s=0x%llx", label, (unsigned long long)d->values[i]);
+			else
+				pos = append(buf, len, pos, "%s%u=0x%llx", d->at_exit ? "out" : "in", i,
+				             (unsigned long long)d->values[i]);
+		}
+		if (d->str_len) {
+			const char *label = tr_data_str_label(d);
+			if (pos)
+				pos = append(buf, len, pos, ";");
+			pos = append(buf, len, pos, "%s=", label ? label : "str");
+			for (uint16_t i = 0; i < d->str_len && pos + 1 < len; i++) {
+				unsigned char ch = (unsigned char)d->str[i];
+				buf[pos++] = (ch < 0x20 || ch == 0x7f || ch == ';' || ch == '=') ? '?' : (char)ch;
+			}
+			buf[pos] = 0;
+		}
+	}
+	return pos;
+}
+
+int tr_call_data_str(const struct tr_trace *t, const struct tr_call *c, const char *label,
+                     const char **str, uint16_t *len)
+{
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		const char *l = tr_data_str_label(d);
+		if (d->str_len && l && !strcmp(l, label)) {
+			*str = d->str;
+			*len = d->str_len;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int tr_call_data_value(const struct tr_trace *t, const struct tr_call *c, const char *label,
+                       uint64_t *value)
+{
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		for (unsigned i = 0; i < d->nvalues; i++) {
+			const char *l = tr_data_value_label(d, i);
+			if (l && !strcmp(l, label)) {
+				*value = d->values[i];
+				return 1;
+			}
+		}
+	}
+	return 0;
+}

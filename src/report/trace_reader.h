@@ -1,0 +1,242 @@
+/* Reading trace.bin (src/format/trace_format.h): one call, tr_open(), validates the file and
+ * decodes it into flat arrays that the report, the exporters, the tests and the fuzzers share.
+ *
+ *  - the header (pid, command line, executable, clock), libraries, the function table (id ->
+ *    name, library, patch status, decoder), threads (tid -> name), notes;
+ *  - calls: every ENTRY matched with its EXIT on the same thread (a stack per thread, matched by
+ *    depth), times converted to CLOCK_MONOTONIC nanoseconds, arguments, return value, nesting
+ *    (parent call), and the DATA records the agent attached to the call;
+ *  - what went wrong: truncation (first damaged block, or no END block), corrupt records,
+ *    unknown function ids, exits without entries, block sequence gaps, dropped records.
+ *
+ * Robustness: every size in the file is checked against the bytes that remain before it is used,
+ * so truncated, corrupt or hostile input yields either a fatal error (not a trace, unsupported
+ * version, header cut) or a trace of the readable prefix with `truncated` set and counters of
+ * what was skipped — never a read out of bounds or a loop without progress.
+ *
+ * The trace keeps the file mapped: argument values and DATA values/strings point into it, so
+ * they stay valid until tr_close(). */
+#ifndef CUHOOK_TRACE_READER_H
+#define CUHOOK_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+#define TR_NONE UINT32_MAX
+/* Converted times are clamped to +-2^62 ns, so any difference of two fits in an int64_t. */
+#define TR_NS_LIMIT (INT64_C(1) << 62)
+/* A call whose EXIT comes later than this after its ENTRY (3.3 days) has a corrupt time: it is
+ * kept with a zero duration and TR_CALL_CLAMPED. Sums of durations can still exceed int64_t in a
+ * hostile file (2^15 such calls), so the report adds them with rp_sat_add(). */
+#define TR_MAX_DURATION_NS (INT64_C(1) << 48)
+
+/* A library block. Strings are NUL-terminated copies. */
+struct tr_lib {
+	uint32_t id;
+	uint32_t flags;       /* CUHOOK_LIB_* */
+	uint64_t base;
+	const char *path;
+	const char *version;  /* "" when the agent did not know it */
+};
+
+struct tr_func {
+	const char *name;     /* NUL-terminated copy; "" for an id no FUNCS block defined */
+	uint64_t offset;
+	uint32_t size;
+	uint32_t lib_id;
+	uint16_t status;      /* enum cuhook_patch_status (< CUHOOK_STATUS_COUNT, else corrupt) */
+	uint16_t patch_len;
+	uint16_t decoder;     /* index into cuhook_decoders found by NAME (0: none); the file's
+	                         numeric decoder id is informative only */
+	uint8_t defined;      /* 1 if a FUNCS block listed this id */
+	uint8_t reserved;
+};
+
+struct tr_thread {
+	uint32_t tid;
+	char name[17];        /* comm from the THREAD block, "" if none came */
+	uint32_t ncalls;
+	uint64_t events;      /* ENTRY + EXIT records of this thread */
+	uint64_t dropped;     /* sum of its DROP records' counts */
+	/* private: matching state and the lazily built call index */
+	uint32_t *stack_;
+	uint32_t stack_len_, stack_cap_;
+	uint32_t last_entry_, last_exit_;   /* calls DATA records attach to */
+	uint8_t last_rec_;                  /* type of the last ENTRY/EXIT record, for DATA */
+	uint32_t *calls_;
+};
+
+enum tr_call_flags {
+	TR_CALL_NO_EXIT = 0x1,    /* entry-only by design (CUHOOK_RF_NO_EXIT): no end, no return */
+	TR_CALL_UNFINISHED = 0x2, /* its EXIT never came: the trace ends (truncated, or the thread
+	                             was still inside), or the exit was lost (dropped records) */
+	TR_CALL_CLAMPED = 0x4,    /* its EXIT's time was before its ENTRY's, or implausibly late
+	                             (corrupt): end = start */
+};
+
+/* One traced call. start_ns/end_ns are CLOCK_MONOTONIC nanoseconds; a call without an EXIT
+ * (TR_CALL_NO_EXIT or TR_CALL_UNFINISHED) has end_ns == start_ns and ret == 0: use
+ * tr_call_timed() before using its duration or return value. */
+struct tr_call {
+	int64_t start_ns;
+	int64_t end_ns;
+	uint64_t ret;
+	const struct cuhook_rec_entry *entry_; /* into the mapping: use tr_call_arg() */
+	uint32_t func;        /* id in funcs[] */
+	uint32_t thread;      /* index in threads[] (not the tid) */
+	uint32_t parent;      /* index in calls[] of the enclosing traced call, or TR_NONE */
+	uint32_t data_first;  /* index in data[] of its first DATA record, TR_NONE if ndata == 0 */
+	uint16_t depth;       /* from the ENTRY record */
+	uint8_t flags;        /* TR_CALL_* */
+	uint8_t ndata;        /* its DATA records: data[data_first .. data_first + ndata) */
+};
+
+/* A DATA record: values read by the agent for a known function (src/format/decoders.h). */
+struct tr_data {
+	uint32_t call;            /* index in calls[] */
+	uint16_t decoder;         /* index into cuhook_decoders, from the CALL's function name */
+	uint8_t at_exit;
+	uint8_t nvalues;
+	const uint64_t *values;   /* into the mapping */
+	const char *str;          /* into the mapping, NOT NUL-terminated: str_len bytes */
+	uint16_t str_len;
+};
+
+struct tr_note {
+	uint32_t level;           /* 0 info, 1 warning, 2 error */
+	const char *text;         /* NUL-terminated copy */
+};
+
+#define TR_MAX_ERROR_MSGS 8
+
+struct tr_trace {
+	const char *path;
+	/* file header */
+	uint32_t version, pid, ppid, clock_source, file_flags, buffer_bytes;
+	uint64_t start_realtime_ns, start_monotonic_ns, start_tsc;
+	char **argv;              /* NULL-terminated, from the NUL-separated command line */
+	uint32_t argc;
+	const char *cmdline;      /* argv joined with spaces, for display */
+	const char *exe;
+	/* clock: tsc -> ns is ns = clock_ns0 + (tsc - clock_tsc0) * ns_per_tick */
+	uint32_t nclock;          /* CLOCK blocks seen */
+	uint64_t clock_tsc0;
+	int64_t clock_ns0;
+	double ns_per_tick;
+	int clock_guessed;        /* TSC clock but no two distinct clock pairs: 1 tick taken as 1 ns */
+	/* tables */
+	struct tr_lib *libs;
+	uint32_t nlibs;
+	struct tr_func *funcs;    /* indexed by function id */
+	uint32_t nfuncs;
+	struct tr_thread *threads;
+	uint32_t nthreads;
+	struct tr_call *calls;    /* per thread in entry order; threads interleave (file order) */
+	uint32_t ncalls;
+	struct tr_data *data;     /* sorted by call */
+	uint32_t ndata;
+	struct tr_note *notes;
+	uint32_t nnotes;
+	/* totals */
+	uint64_t nentry, nexit;   /* ENTRY and EXIT records decoded: events = nentry + nexit */
+	uint64_t ndata_recs, ndrop_recs;
+	uint64_t dropped;         /* sum of DROP counts */
+	uint64_t nblocks;
+	int has_end;
+	struct cuhook_end_block end;
+	int64_t first_ns, last_ns;/* earliest and latest event time (0, 0 if no event) */
+	/* damage: the trace is usable, but these say what could not be read */
+	int truncated;            /* stopped at a damaged/cut block, or no END block */
+	char truncated_reason[200];
+	uint64_t truncated_at;    /* file offset where reading stopped (== size if it did not) */
+	uint64_t seq_gaps;        /* blocks whose seq was not previous + 1 */
+	uint64_t bad_records;     /* malformed records / blocks skipped */
+	uint64_t unknown_funcs;   /* records naming an id no FUNCS block defined */
+	uint64_t orphan_exits;    /* EXITs with no matching ENTRY on their thread */
+	uint64_t orphan_data;     /* DATA records with no call to attach to */
+	uint64_t lost_exits;      /* calls TR_CALL_UNFINISHED */
+	uint64_t errors;          /* all of the above that are errors (not truncation) */
+	char error_msgs[TR_MAX_ERROR_MSGS][160];   /* the first few, for display */
+	uint32_t nerror_msgs;
+
+	/* private */
+	const uint8_t *map_;
+	size_t size_;
+	int mapped_;              /* 1: munmap, 0: free */
+	struct tr_arena_chunk *arena_;   /* string copies */
+	uint32_t *tid_hash_;
+	uint32_t tid_hash_cap_;
+	uint32_t calls_cap_, data_cap_, threads_cap_, funcs_cap_, libs_cap_, notes_cap_;
+	size_t calls_bytes_;      /* calls[] is mmap'ed when calls_bytes_ != 0 */
+	uint64_t events_bytes_;   /* EVENTS payload bytes found by pass 1 */
+	uint32_t *thread_call_index_;
+};
+
+/* Open and decode a trace file. Returns the trace (possibly marked truncated / with errors), or
+ * NULL with a one-line reason in err when the file cannot be read as a trace at all: missing,
+ * empty, not a trace (bad magic), unsupported version, header cut or corrupt, out of memory. */
+struct tr_trace *tr_open(const char *path, char *err, size_t errlen);
+
+/* The same for bytes in memory (fuzzers, tests). The buffer is copied. */
+struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen);
+
+void tr_close(struct tr_trace *t);
+
+/* Convert a raw timestamp from the file to CLOCK_MONOTONIC nanoseconds. */
+int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc);
+
+/* A call has a duration and a return value only if its EXIT was read. */
+static inline int tr_call_timed(const struct tr_call *c)
+{
+	return !(c->flags & (TR_CALL_NO_EXIT | TR_CALL_UNFINISHED));
+}
+
+static inline int64_t tr_call_dur(const struct tr_call *c)
+{
+	return c->end_ns - c->start_ns;
+}
+
+/* Arguments: 0..5 are the registers, 6.. the stack slots the ENTRY record carried. */
+static inline unsigned tr_call_nargs(const struct tr_call *c)
+{
+	return 6u + c->entry_->nstack;
+}
+
+static inline uint64_t tr_call_arg(const struct tr_call *c, unsigned i)
+{
+	if (i < 6)
+		return c->entry_->regs[i];
+	if (i - 6 < c->entry_->nstack)
+		return ((const uint64_t *)(c->entry_ + 1))[i - 6];
+	return 0;
+}
+
+static inline const char *tr_func_name(const struct tr_trace *t, uint32_t id)
+{
+	return id < t->nfuncs && t->funcs[id].name ? t->funcs[id].name : "?";
+}
+
+/* Indices in calls[] of one thread's calls, in entry (= start) order; built on first use.
+ * Returns NULL with *n = 0 when out of memory or the thread has no calls. */
+const uint32_t *tr_thread_calls(struct tr_trace *t, uint32_t thread, uint32_t *n);
+
+/* Look up the label of value i of a DATA record ("dptr", "function", ...) and of its string
+ * ("name", "path"...). NULL when the decoder table has none (value printed unlabeled). */
+const char *tr_data_value_label(const struct tr_data *d, unsigned i);
+const char *tr_data_str_label(const struct tr_data *d);
+
+/* "dptr=0x7f0012340000;name=vecAdd": every DATA record of the call, ';'-separated, values in
+ * 0x hex, strings with ';' '=' and control characters replaced by '?'. Returns the length
+ * (truncated to fit len, always NUL-terminated when len > 0). */
+size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, char *buf, size_t len);
+
+/* The first DATA string / first value with a given label of a call, e.g. ("name") for
+ * cuModuleGetFunction. Return 0 if absent. */
+int tr_call_data_str(const struct tr_trace *t, const struct tr_call *c, const char *label,
+                     const char **str, uint16_t *len);
+int tr_call_data_value(const struct tr_trace *t, const struct tr_call *c, const char *label,
+                       uint64_t *value);
+
+#endif

@@ -1,0 +1,322 @@
+/* A trace with the report's options applied (struct rp_view): which calls are selected, in
+ * start-time order across threads, plus per-function facts and the kernel-name map that every
+ * section needs. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rp_name_slot {
+	uint64_t handle;   /* 0: empty (a null handle is never a kernel) */
+	const char *name;  /* into the trace mapping, not NUL-terminated */
+	uint16_t len;
+};
+
+/* ---- kernel names ---------------------------------------------------------------------------- */
+
+static uint32_t name_slot(uint64_t h, uint32_t mask)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h & mask;
+}
+
+static int name_put(struct rp_view *v, uint64_t handle, const char *name, uint16_t len)
+{
+	if (!handle)
+		return 0;
+	if ((v->nnames + 1) * 2 > v->names_cap) {
+		uint32_t ncap = v->names_cap ? v->names_cap * 2 : 256;
+		struct rp_name_slot *n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return -1;
+		for (uint32_t i = 0; i < v->names_cap; i++) {
+			if (!v->names[i].handle)
+				continue;
+			uint32_t s = name_slot(v->names[i].handle, ncap - 1);
+			while (n[s].handle)
+				s = (s + 1) & (ncap - 1);
+			n[s] = v->names[i];
+		}
+		free(v->names);
+		v->names = n;
+		v->names_cap = ncap;
+	}
+	uint32_t mask = v->names_cap - 1, s = name_slot(handle, mask);
+	while (v->names[s].handle && v->names[s].handle != handle)
+		s = (s + 1) & mask;
+	if (!v->names[s].handle)
+		v->nnames++;
+	/* A handle can be reused after a module unload: the latest name wins. */
+	v->names[s].handle = handle;
+	v->names[s].name = name;
+	v->names[s].len = len;
+	return 0;
+}
+
+int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len)
+{
+	if (!handle || !v->names_cap)
+		return 0;
+	uint32_t mask = v->names_cap - 1;
+	for (uint32_t s = name_slot(handle, mask); v->names[s].handle; s = (s + 1) & mask)
+		if (v->names[s].handle == handle) {
+			*name = v->names[s].name;
+			*len = v->names[s].len;
+			return 1;
+		}
+	return 0;
+}
+
+static uint8_t namer_of(const char *name)
+{
+	char base[128];
+	rp_base_name(name, base, sizeof(base));
+	if (!strcmp(base, "cuModuleGetFunction"))
+		return RP_NAMER_GET_FUNCTION;
+	if (!strcmp(base, "cuLibraryGetKernel"))
+		return RP_NAMER_GET_KERNEL;
+	if (!strcmp(base, "cuFuncGetName") || !strcmp(base, "cuKernelGetName"))
+		return RP_NAMER_GET_NAME;
+	if (!strcmp(base, "cuKernelGetFunction"))
+		return RP_NAMER_KERNEL_TO_FUNCTION;
+	return RP_NAMER_NONE;
+}
+
+/* handle -> name from the calls that create or name kernels (all calls, not only the selected
+ * ones: a launch in the selected range names a function looked up before it). */
+static int build_names(struct rp_view *v)
+{
+	struct tr_trace *t = v->t;
+	/* Round 1: functions and kernels named at lookup. Round 2: cuKernelGetFunction, which turns
+	 * an already named kernel into a function handle. */
+	for (int round = 1; round <= 2; round++) {
+		uint32_t prev = TR_NONE;
+		for (uint32_t i = 0; i < t->ndata; i++) {
+			uint32_t ci = t->data[i].call;
+			if (ci == prev)
+				continue;
+			prev = ci;
+			const struct tr_call *c = &t->calls[ci];
+			uint8_t role = v->fi[c->func].names_kernel;
+			const char *s;
+			uint16_t n;
+			uint64_t h;
+			if (role == RP_NAMER_NONE)
+				continue;
+			if (round == 1) {
+				if ((role == RP_NAMER_GET_FUNCTION && tr_call_data_value(t, c, "function", &h)) ||
+				    (role == RP_NAMER_GET_KERNEL && tr_call_data_value(t, c, "kernel", &h))) {
+					if (tr_call_data_str(t, c, "name", &s, &n) && name_put(v, h, s, n))
+						return -1;
+				} else if (role == RP_NAMER_GET_NAME) {
+					/* (const char **name, handle): the name is read at exit */
+					if (tr_call_data_str(t, c, "name", &s, &n) && name_put(v, tr_call_arg(c, 1), s, n))
+						return -1;
+				}
+			} else if (role == RP_NAMER_KERNEL_TO_FUNCTION && tr_call_data_value(t, c, "function", &h)) {
+				if (rp_kernel_name(v, tr_call_arg(c, 1), &s, &n) && name_put(v, h, s, n))
+					return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- selection ------------------------------------------------------------------------------- */
+
+static int thread_selected(const struct rp_view *v, const struct tr_thread *th)
+{
+	const char *list = v->o->threads;
+	if (!list || !*list)
+		return 1;
+	char tid[16];
+	snprintf(tid, sizeof(tid), "%u", th->tid);
+	return rp_glob_list_match(list, tid) || (th->name[0] && rp_glob_list_match(list, th->name));
+}
+
+/* Merge the threads' call lists (each already in start order) into one list in start order:
+ * a binary heap of thread heads, O(n log threads). */
+struct head {
+	int64_t start;
+	uint32_t thread, pos;
+};
+
+static int head_less(const struct head *a, const struct head *b)
+{
+	return a->start != b->start ? a->start < b->start : a->thread < b->thread;
+}
+
+static void sift_down(struct head *h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && head_less(&h[l], &h[m]))
+			m = l;
+		if (r < n && head_less(&h[r], &h[m]))
+			m = r;
+		if (m == i)
+			return;
+		struct head tmp = h[i];
+		h[i] = h[m];
+		h[m] = tmp;
+		i = m;
+	}
+}
+
+static int build_selection(struct rp_view *v)
+{
+	struct tr_trace *t = v->t;
+	uint32_t nth = t->nthreads;
+	uint8_t *func_ok = NULL;
+	v->sel = malloc(((size_t)t->ncalls + 1) * sizeof(*v->sel));
+	struct head *heap = malloc(((size_t)nth + 1) * sizeof(*heap));
+	const uint32_t **lists = calloc((size_t)nth + 1, sizeof(*lists));
+	uint32_t *lens = calloc((size_t)nth + 1, sizeof(*lens));
+	if (!v->sel || !heap || !lists || !lens)
+		goto oom;
+	/* --functions once per function id rather than once per call */
+	if (v->o->functions && *v->o->functions) {
+		func_ok = malloc(t->nfuncs + 1);
+		if (!func_ok)
+			goto oom;
+		for (uint32_t i = 0; i < t->nfuncs; i++)
+			func_ok[i] = (uint8_t)rp_glob_list_match(v->o->functions, tr_func_name(t, i));
+	}
+	uint32_t nh = 0;
+	for (uint32_t i = 0; i < nth; i++) {
+		if (!thread_selected(v, &t->threads[i]))
+			continue;
+		lists[i] = tr_thread_calls(t, i, &lens[i]);
+		if (!lists[i] && t->threads[i].ncalls)
+			goto oom;
+		if (lens[i])
+			heap[nh++] = (struct head){t->calls[lists[i][0]].start_ns, i, 0};
+	}
+	for (uint32_t i = nh; i-- > 0;)
+		sift_down(heap, nh, i);
+	const struct rp_opts *o = v->o;
+	while (nh) {
+		struct head *h = &heap[0];
+		uint32_t ci = lists[h->thread][h->pos];
+		const struct tr_call *c = &t->calls[ci];
+		int ok = 1;
+		if (o->has_range) {
+			int64_t rel = c->start_ns - v->t0;
+			ok = rel >= o->range_start_ns && rel < o->range_end_ns;
+		}
+		if (ok && func_ok)
+			ok = func_ok[c->func];
+		if (ok)
+			v->sel[v->nsel++] = ci;
+		if (++h->pos < lens[h->thread])
+			h->start = t->calls[lists[h->thread][h->pos]].start_ns;
+		else
+			heap[0] = heap[--nh];
+		sift_down(heap, nh, 0);
+	}
+	free(func_ok);
+	free(heap);
+	free(lists);
+	free(lens);
+	return 0;
+oom:
+	free(func_ok);
+	free(heap);
+	free(lists);
+	free(lens);
+	return -1;
+}
+
+/* ---- thread labels --------------------------------------------------------------------------- */
+
+static const struct tr_trace *name_sort_trace;
+
+static int cmp_thread_name(const void *a, const void *b)
+{
+	return strcmp(name_sort_trace->threads[*(const uint32_t *)a].name,
+	              name_sort_trace->threads[*(const uint32_t *)b].name);
+}
+
+/* Mark the threads whose name another thread shares (worker pools often all have one name). */
+static int find_dup_names(struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t n = t->nthreads;
+	v->thread_dup = calloc((size_t)n + 1, 1);
+	uint32_t *idx = malloc(((size_t)n + 1) * sizeof(*idx));
+	if (!v->thread_dup || !idx) {
+		free(idx);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		idx[i] = i;
+	name_sort_trace = t;
+	qsort(idx, n, sizeof(*idx), cmp_thread_name);
+	for (uint32_t i = 1; i < n; i++)
+		if (!strcmp(t->threads[idx[i]].name, t->threads[idx[i - 1]].name))
+			v->thread_dup[idx[i]] = v->thread_dup[idx[i - 1]] = 1;
+	free(idx);
+	return 0;
+}
+
+const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf, size_t len)
+{
+	const struct tr_thread *th = &v->t->threads[thread];
+	if (!th->name[0])
+		snprintf(buf, len, "%u", th->tid);
+	else if (v->thread_dup && v->thread_dup[thread])
+		snprintf(buf, len, "%s/%u", th->name, th->tid);
+	else
+		snprintf(buf, len, "%s", th->name);
+	return buf;
+}
+
+int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen)
+{
+	memset(v, 0, sizeof(*v));
+	v->t = t;
+	v->o = o;
+	v->t0 = t->start_monotonic_ns > (uint64_t)TR_NS_LIMIT ? 0 : (int64_t)t->start_monotonic_ns;
+	if (t->ncalls && t->first_ns < v->t0)
+		v->t0 = t->first_ns;
+	v->t1 = t->ncalls && t->last_ns > v->t0 ? t->last_ns : v->t0;
+	v->fi = calloc((size_t)t->nfuncs + 1, sizeof(*v->fi));
+	if (!v->fi)
+		goto oom;
+	for (uint32_t i = 0; i < t->nfuncs; i++) {
+		struct rp_finfo *fi = &v->fi[i];
+		const char *name = t->funcs[i].name;
+		int a = -1, b = -1;
+		fi->cat = (uint8_t)rp_cat_of(name);
+		fi->submission = (uint8_t)rp_is_submission(name);
+		if (rp_xfer_of(name, &fi->x))
+			fi->kind = RP_KIND_XFER;
+		else if (rp_alloc_of(name, &a, &b))
+			fi->kind = RP_KIND_ALLOC;
+		else if (rp_launch_of(name, &fi->l))
+			fi->kind = RP_KIND_LAUNCH;
+		else if (rp_is_release(name))
+			fi->kind = RP_KIND_RELEASE;
+		fi->alloc_arg = (int8_t)a;
+		fi->alloc_arg2 = (int8_t)b;
+		fi->names_kernel = namer_of(name);
+	}
+	if (find_dup_names(v) || build_names(v) || build_selection(v))
+		goto oom;
+	return 0;
+oom:
+	snprintf(err, errlen, "%s: out of memory", t->path);
+	rp_view_free(v);
+	return -1;
+}
+
+void rp_view_free(struct rp_view *v)
+{
+	free(v->sel);
+	free(v->fi);
+	free(v->thread_dup);
+	free(v->names);
+	memset(v, 0, sizeof(*v));
+}

@@ -1,0 +1,205 @@
+/* Robustness test of the trace reader and the report on damaged input: for each seed trace,
+ *  1. every prefix (the file cut at every 8th byte, and at every byte of the first 512) must
+ *     give either a clean error or a trace marked truncated;
+ *  2. ITERATIONS random mutations (bytes flipped, size/count/id fields set to edge values, 8-byte
+ *     words duplicated or removed) must never crash, read out of bounds or loop forever.
+ * Every trace that opens is also run through the whole report (view, stats, analysis, text, json,
+ * csv, jsonl, chrome, folded, perfetto) into /dev/null. Built with AddressSanitizer and UBSan
+ * when the compiler has them, so an out-of-bounds read fails the test even when it does not
+ * crash.
+ *
+ *   fuzz_reader [--iterations N] [--seed S] seed.bin...
+ * Exit status 0 when every check held; a crash or a sanitizer report fails the test. */
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static FILE *devnull;
+static unsigned long opened, refused, truncated_ok;
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void run_report(struct tr_trace *t)
+{
+	static const enum rp_sort sorts[] = {RP_SORT_TOTAL, RP_SORT_MED, RP_SORT_NAME};
+	struct rp_opts o;
+	memset(&o, 0, sizeof(o));
+	o.top = 5;
+	o.width = 40;
+	o.all = 1;
+	o.sort = sorts[rnd() % 3];
+	if (rnd() % 4 == 0) {
+		o.has_range = 1;
+		o.range_start_ns = 1000;
+		o.range_end_ns = 2000000;
+	}
+	struct rp_view v;
+	char err[256];
+	if (rp_view_init(&v, t, &o, err, sizeof(err)))
+		return;
+	rp_write_text(devnull, &v);
+	rp_write_json(devnull, &v, 1);
+	rp_write_csv(devnull, &v, 1);
+	rp_write_jsonl(devnull, &v, 1);
+	rp_write_chrome(devnull, &v, 1);
+	rp_write_folded(devnull, &v, 1);
+	rp_write_perfetto(devnull, &v, 1);
+	rp_view_free(&v);
+}
+
+/* Open len bytes; a prefix shorter than the file must never be reported as complete. */
+static int check(const uint8_t *buf, size_t len, int is_prefix, const char *what)
+{
+	char err[512] = "";
+	struct tr_trace *t = tr_open_mem(buf, len, "fuzz", err, sizeof(err));
+	if (!t) {
+		if (!err[0]) {
+			fprintf(stderr, "FAIL %s: NULL trace without an error message\n", what);
+			return -1;
+		}
+		refused++;
+		return 0;
+	}
+	opened++;
+	if (is_prefix && !t->truncated) {
+		fprintf(stderr, "FAIL %s (%zu bytes): a cut file was not reported truncated\n", what, len);
+		tr_close(t);
+		return -1;
+	}
+	if (t->truncated)
+		truncated_ok++;
+	/* Consistency the report relies on. */
+	for (uint32_t i = 0; i < t->ncalls; i++) {
+		const struct tr_call *c = &t->calls[i];
+		if (c->func >= t->nfuncs || c->thread >= t->nthreads || (c->parent != TR_NONE && c->parent >= i) ||
+		    c->end_ns < c->start_ns || (c->ndata && c->data_first + c->ndata > t->ndata)) {
+			fprintf(stderr, "FAIL %s: inconsistent call %u\n", what, i);
+			tr_close(t);
+			return -1;
+		}
+	}
+	run_report(t);
+	tr_close(t);
+	return 0;
+}
+
+static void mutate(uint8_t *b, size_t len)
+{
+	unsigned n = 1 + (unsigned)(rnd() % 4);
+	for (unsigned k = 0; k < n; k++) {
+		size_t at = (size_t)(rnd() % len);
+		switch (rnd() % 6) {
+		case 0: /* flip a byte */
+			b[at] ^= (uint8_t)(1u << (rnd() % 8));
+			break;
+		case 1: /* random byte */
+			b[at] = (uint8_t)rnd();
+			break;
+		case 2: { /* an aligned 16-bit field to an edge value (record sizes, name lengths) */
+			static const uint16_t edge[] = {0, 1, 7, 8, 16, 24, 0x7fff, 0xfff8, 0xffff};
+			at &= ~(size_t)1;
+			if (at + 2 <= len) {
+				uint16_t v = edge[rnd() % (sizeof(edge) / sizeof(edge[0]))];
+				memcpy(b + at, &v, 2);
+			}
+			break;
+		}
+		case 3: { /* an aligned 32-bit field to an edge value (block sizes, counts, ids) */
+			static const uint32_t edge[] = {0, 1, 8, 0x1000, 64u << 20, 0x7fffffff, 0xfffffff8, 0xffffffff};
+			at &= ~(size_t)3;
+			if (at + 4 <= len) {
+				uint32_t v = edge[rnd() % (sizeof(edge) / sizeof(edge[0]))];
+				memcpy(b + at, &v, 4);
+			}
+			break;
+		}
+		case 4: /* a small byte (depth, nstack, type, nvalues) */
+			b[at] = (uint8_t)(rnd() % 9);
+			break;
+		default: { /* copy an 8-byte word over another one */
+			size_t from = (size_t)(rnd() % len) & ~(size_t)7;
+			at &= ~(size_t)7;
+			if (from + 8 <= len && at + 8 <= len)
+				memmove(b + at, b + from, 8);
+			break;
+		}
+		}
+	}
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	uint8_t *b = malloc(cap);
+	for (size_t r; b && (r = fread(b + n, 1, cap - n, f)) > 0;) {
+		n += r;
+		if (n == cap)
+			b = realloc(b, cap *= 2);
+	}
+	fclose(f);
+	*len = n;
+	return b;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long iterations = 20000;
+	int i = 1, fails = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+			iterations = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			rng = strtoull(argv[++i], NULL, 10) | 1;
+		else {
+			fprintf(stderr, "usage: fuzz_reader [--iterations N] [--seed S] seed.bin...\n");
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: fuzz_reader [--iterations N] [--seed S] seed.bin...\n");
+		return 2;
+	}
+	devnull = fopen("/dev/null", "w");
+	if (!devnull)
+		return 1;
+	for (; i < argc; i++) {
+		size_t len;
+		uint8_t *seed = slurp(argv[i], &len);
+		if (!seed || !len) {
+			fprintf(stderr, "fuzz_reader: cannot read %s\n", argv[i]);
+			return 1;
+		}
+		char what[600];
+		snprintf(what, sizeof(what), "%s whole", argv[i]);
+		fails += check(seed, len, 0, what) != 0;
+		for (size_t cut = 0; cut < len; cut += cut < 512 ? 1 : 8) {
+			snprintf(what, sizeof(what), "%s cut at %zu", argv[i], cut);
+			fails += check(seed, cut, 1, what) != 0;
+		}
+		uint8_t *m = malloc(len);
+		for (unsigned long it = 0; it < iterations && m; it++) {
+			memcpy(m, seed, len);
+			mutate(m, len);
+			size_t l = rnd() % 8 == 0 ? (size_t)(rnd() % len) : len;
+			snprintf(what, sizeof(what), "%s mutation %lu", argv[i], it);
+			fails += check(m, l, 0, what) != 0;
+		}
+		free(m);
+		free(seed);
+	}
+	printf("fuzz_reader: %lu opened (%lu truncated), %lu refused with an error, %d failure%s\n", opened,
+	       truncated_ok, refused, fails, fails == 1 ? "" : "s");
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,627 @@
+/* Writes synthetic trace.bin files with exactly known content for the report tests, straight
+ * from src/format/trace_format.h (no agent involved), and optionally what a correct reader must
+ * find in them (--expect FILE, JSON), computed here from what was written.
+ *
+ *   gen_trace basic OUT [--tsc] [--one-clock] [--no-end] [--expect FILE]
+ *       two threads, nested calls, an entry-only call, DATA records, a DROP, refused
+ *       functions, known pipeline stages (see the timeline in scenario_basic())
+ *   gen_trace big OUT [--calls N] [--threads T] [--tsc]
+ *       N calls (default 1000000) over T threads, for the speed test and the fuzzer's seeds
+ *   gen_trace kernels OUT
+ *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
+ *   gen_trace nocalls OUT
+ *       header, library and functions, no events */
+#include "trace_format.h"
+#include "decoders.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a growable byte buffer ------------------------------------------------------------------ */
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const void *src, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n)
+			cap *= 2;
+		b->p = realloc(b->p, cap);
+		if (!b->p) {
+			perror("realloc");
+			exit(1);
+		}
+		b->cap = cap;
+	}
+	if (src)
+		memcpy(b->p + b->len, src, n);
+	else
+		memset(b->p + b->len, 0, n);
+	b->len += n;
+}
+
+static void buf_pad8(struct buf *b)
+{
+	static const uint8_t z[8];
+	buf_add(b, z, CUHOOK_ALIGN8(b->len) - b->len);
+}
+
+/* ---- the file --------------------------------------------------------------------------------- */
+
+static struct buf file;
+static uint32_t seq;
+static int use_tsc;
+static const uint64_t START_NS = 5000000000ull;  /* monotonic time at the trace start */
+static const uint64_t START_TSC = 1000000ull;     /* tsc at the trace start; 2 ticks per ns */
+static const uint64_t START_REAL = 1700000000000000000ull;
+
+static uint64_t stamp(uint64_t rel_ns)
+{
+	return use_tsc ? START_TSC + 2 * rel_ns : START_NS + rel_ns;
+}
+
+static void file_header(uint32_t pid, const char *const *argv, const char *exe)
+{
+	struct buf cl = {0};
+	for (int i = 0; argv[i]; i++)
+		buf_add(&cl, argv[i], strlen(argv[i]) + 1);
+	struct cuhook_file_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CUHOOK_TRACE_MAGIC, 8);
+	h.version = CUHOOK_TRACE_VERSION;
+	h.cmdline_len = (uint32_t)cl.len;
+	h.exe_len = (uint32_t)strlen(exe);
+	h.header_size = (uint32_t)CUHOOK_ALIGN8(sizeof(h) + h.cmdline_len + h.exe_len);
+	h.pid = pid;
+	h.ppid = 1;
+	h.clock_source = use_tsc ? CUHOOK_CLOCK_TSC : CUHOOK_CLOCK_MONOTONIC;
+	h.start_realtime_ns = START_REAL;
+	h.start_monotonic_ns = START_NS;
+	h.start_tsc = use_tsc ? START_TSC : 0;
+	h.buffer_bytes = 1 << 20;
+	buf_add(&file, &h, sizeof(h));
+	buf_add(&file, cl.p, cl.len);
+	buf_add(&file, exe, h.exe_len);
+	buf_pad8(&file);
+	free(cl.p);
+}
+
+static void block(uint16_t type, const void *payload, size_t len)
+{
+	struct cuhook_block b = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)CUHOOK_ALIGN8(len), seq++};
+	buf_add(&file, &b, sizeof(b));
+	buf_add(&file, payload, len);
+	buf_pad8(&file);
+}
+
+static void clock_block(uint64_t rel_ns)
+{
+	struct cuhook_clock_block c = {use_tsc ? START_TSC + 2 * rel_ns : START_NS + rel_ns, START_NS + rel_ns,
+	                               START_REAL + rel_ns};
+	block(CUHOOK_BLOCK_CLOCK, &c, sizeof(c));
+}
+
+static void lib_block(uint32_t id, uint32_t flags, const char *path, const char *version)
+{
+	struct buf b = {0};
+	struct cuhook_lib_block l = {id, flags, 0x7f1234000000ull + id * 0x1000000ull, (uint32_t)strlen(path),
+	                             (uint32_t)strlen(version)};
+	buf_add(&b, &l, sizeof(l));
+	buf_add(&b, path, strlen(path));
+	buf_add(&b, version, strlen(version));
+	block(CUHOOK_BLOCK_LIB, b.p, b.len);
+	free(b.p);
+}
+
+struct fdef {
+	const char *name;
+	uint16_t status;
+};
+
+static void funcs_block(uint32_t lib, uint32_t first, const struct fdef *f, uint32_t n)
+{
+	struct buf b = {0};
+	struct cuhook_funcs_block fb = {lib, first, n, 0};
+	buf_add(&b, &fb, sizeof(fb));
+	for (uint32_t i = 0; i < n; i++) {
+		struct cuhook_func_entry e;
+		memset(&e, 0, sizeof(e));
+		e.offset = 0x1000 + 0x40 * (first + i);
+		e.size = 0x40;
+		e.status = f[i].status;
+		e.name_len = (uint16_t)strlen(f[i].name);
+		e.patch_len = f[i].status == CUHOOK_PATCHED ? 5 : 0;
+		e.decoder = (uint16_t)cuhook_decoder_find(f[i].name);
+		buf_add(&b, &e, sizeof(e));
+		buf_add(&b, f[i].name, e.name_len);
+		buf_pad8(&b);
+	}
+	block(CUHOOK_BLOCK_FUNCS, b.p, b.len);
+	free(b.p);
+}
+
+static void thread_block(uint32_t tid, const char *name)
+{
+	struct cuhook_thread_block t;
+	memset(&t, 0, sizeof(t));
+	t.tid = tid;
+	size_t n = strlen(name);
+	memcpy(t.name, name, n < sizeof(t.name) - 1 ? n : sizeof(t.name) - 1);
+	block(CUHOOK_BLOCK_THREAD, &t, sizeof(t));
+}
+
+/* ---- events of one thread, buffered until flushed into an EVENTS block ------------------------ */
+
+struct thr {
+	uint32_t tid;
+	struct buf recs;
+	uint32_t nrecs;
+	uint16_t depth;
+};
+
+static uint64_t n_entry, n_exit, n_dropped, n_calls;
+
+static void flush(struct thr *t)
+{
+	if (!t->nrecs)
+		return;
+	struct buf b = {0};
+	struct cuhook_events_block eb = {t->tid, t->nrecs};
+	buf_add(&b, &eb, sizeof(eb));
+	buf_add(&b, t->recs.p, t->recs.len);
+	block(CUHOOK_BLOCK_EVENTS, b.p, b.len);
+	free(b.p);
+	t->recs.len = 0;
+	t->nrecs = 0;
+}
+
+static void entry(struct thr *t, uint32_t func, uint64_t rel_ns, const uint64_t regs[6], unsigned nstack,
+                  const uint64_t *stack, int no_exit)
+{
+	struct cuhook_rec_entry e;
+	memset(&e, 0, sizeof(e));
+	e.h.type = CUHOOK_REC_ENTRY;
+	e.h.flags = no_exit ? CUHOOK_RF_NO_EXIT : 0;
+	e.h.size = (uint16_t)(sizeof(e) + 8 * nstack);
+	e.h.func = func;
+	e.tsc = stamp(rel_ns);
+	e.depth = t->depth;
+	e.nstack = (uint8_t)nstack;
+	if (regs)
+		memcpy(e.regs, regs, sizeof(e.regs));
+	buf_add(&t->recs, &e, sizeof(e));
+	buf_add(&t->recs, stack, 8 * nstack);
+	t->nrecs++;
+	n_entry++;
+	n_calls++;
+	if (!no_exit)
+		t->depth++;
+}
+
+static void exit_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret)
+{
+	struct cuhook_rec_exit x;
+	memset(&x, 0, sizeof(x));
+	t->depth--;
+	x.h.type = CUHOOK_REC_EXIT;
+	x.h.size = sizeof(x);
+	x.h.func = func;
+	x.tsc = stamp(rel_ns);
+	x.depth = t->depth;
+	x.ret = ret;
+	buf_add(&t->recs, &x, sizeof(x));
+	t->nrecs++;
+	n_exit++;
+}
+
+static void data_rec(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
+                     const uint64_t *values, const char *str)
+{
+	size_t sl = str ? strlen(str) : 0;
+	struct cuhook_rec_data d;
+	memset(&d, 0, sizeof(d));
+	d.h.type = CUHOOK_REC_DATA;
+	d.h.size = (uint16_t)(sizeof(d) + 8 * nvalues + CUHOOK_ALIGN8(sl));
+	d.h.func = func;
+	d.decoder = (uint16_t)cuhook_decoder_find(fname);
+	d.nvalues = (uint8_t)nvalues;
+	d.at_exit = (uint8_t)at_exit;
+	d.str_len = (uint16_t)sl;
+	buf_add(&t->recs, &d, sizeof(d));
+	buf_add(&t->recs, values, 8 * nvalues);
+	buf_add(&t->recs, str, sl);
+	buf_pad8(&t->recs);
+	t->nrecs++;
+}
+
+static void drop_rec(struct thr *t, uint64_t rel_ns, uint64_t count)
+{
+	struct cuhook_rec_drop d;
+	memset(&d, 0, sizeof(d));
+	d.h.type = CUHOOK_REC_DROP;
+	d.h.size = sizeof(d);
+	d.tsc = stamp(rel_ns);
+	d.count = count;
+	buf_add(&t->recs, &d, sizeof(d));
+	t->nrecs++;
+	n_dropped += count;
+}
+
+static void end_block(uint32_t threads)
+{
+	struct cuhook_end_block e = {n_entry + n_exit, n_dropped, threads, 0};
+	block(CUHOOK_BLOCK_END, &e, sizeof(e));
+}
+
+/* ---- expectations ------------------------------------------------------------------------------ */
+
+#define MAXF 64
+static const struct fdef *ftab;
+static uint32_t nftab;
+static uint64_t exp_calls[MAXF], exp_timed[MAXF], exp_total[MAXF];
+
+/* A complete call with no nested calls: ENTRY, optional entry DATA, EXIT, optional exit DATA. */
+static void call(struct thr *t, uint32_t func, uint64_t start, uint64_t dur, const uint64_t regs[6],
+                 unsigned nstack, const uint64_t *stack, uint64_t ret)
+{
+	entry(t, func, start, regs, nstack, stack, 0);
+	exit_rec(t, func, start + dur, ret);
+	exp_calls[func]++;
+	exp_timed[func]++;
+	exp_total[func] += dur;
+}
+
+static void write_expect(const char *path, uint64_t csv_rows)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "{\"events\": %llu, \"calls\": %llu, \"dropped\": %llu, \"csv_rows\": %llu, \"functions\": {",
+	        (unsigned long long)(n_entry + n_exit), (unsigned long long)n_calls,
+	        (unsigned long long)n_dropped, (unsigned long long)csv_rows);
+	int first = 1;
+	for (uint32_t i = 0; i < nftab; i++) {
+		if (!exp_calls[i])
+			continue;
+		fprintf(f, "%s\"%s\": {\"calls\": %llu, \"timed_calls\": %llu, \"total_ns\": %llu}", first ? "" : ", ",
+		        ftab[i].name, (unsigned long long)exp_calls[i], (unsigned long long)exp_timed[i],
+		        (unsigned long long)exp_total[i]);
+		first = 0;
+	}
+	fprintf(f, "}}\n");
+	fclose(f);
+}
+
+/* ---- scenarios -------------------------------------------------------------------------------- */
+
+enum {
+	F_INIT, F_VERSION, F_DEVGET, F_CTXCREATE, F_MODLOAD, F_GETFUNC, F_ALLOC, F_H2D, F_LAUNCH, F_CTXSYNC,
+	F_D2H, F_FREE, F_MODUNLOAD, F_CTXDESTROY, F_STREAMSYNC, F_PROCADDR, F_ERRSTR, F_PROFSTART,
+	F_MEMCPY2D, F_STREAMQUERY, F_COUNT
+};
+
+static const struct fdef basic_funcs[F_COUNT] = {
+	{"cuInit", 0}, {"cuDriverGetVersion", 0}, {"cuDeviceGet", 0}, {"cuCtxCreate_v2", 0},
+	{"cuModuleLoad", 0}, {"cuModuleGetFunction", 0}, {"cuMemAlloc_v2", 0}, {"cuMemcpyHtoD_v2", 0},
+	{"cuLaunchKernel", 0}, {"cuCtxSynchronize", 0}, {"cuMemcpyDtoH_v2", 0}, {"cuMemFree_v2", 0},
+	{"cuModuleUnload", 0}, {"cuCtxDestroy_v2", 0}, {"cuStreamSynchronize", 0}, {"cuGetProcAddress_v2", 0},
+	{"cuGetErrorString", CUHOOK_REFUSED_TOO_SMALL}, {"cuProfilerStart", CUHOOK_REFUSED_UNDECODABLE},
+	{"cuMemcpy2D_v2", CUHOOK_REFUSED_BRANCH_INTO_PATCH}, {"cuStreamQuery", 0},
+};
+
+#define NAME(id) basic_funcs[id].name
+#define MiB (1ull << 20)
+
+/* Timeline of the main thread (ns from the trace start), by pipeline stage:
+ *   init       1000 .. 204000     cuInit, cuDriverGetVersion, cuDeviceGet, cuCtxCreate_v2
+ *   load     300000 .. 1050000    cuModuleLoad, cuModuleGetFunction, 3 x cuMemAlloc_v2 (1 MiB),
+ *                                 2 x cuMemcpyHtoD_v2 (1 MiB, 50 us each)
+ *   inference 1200000 .. 2700000  4 x cuLaunchKernel (5 us, every 100 us; the second one calls
+ *                                 cuGetProcAddress_v2 nested), cuCtxSynchronize (1 ms)
+ *   result  2800000 .. 2900000    cuMemcpyDtoH_v2 (1 MiB, 100 us)
+ *   teardown 3000000 .. 3250000   3 x cuMemFree_v2, cuModuleUnload, cuCtxDestroy_v2
+ * Worker thread: cuStreamSynchronize at 1250000 (20 us) and 1410000 (30 us), cuStreamQuery at
+ * 1520000 returning 600 (not ready), a DROP of 5 records, cuStreamSynchronize entry-only at
+ * 1650000. */
+static void scenario_basic(int one_clock, int no_end, const char *expect)
+{
+	static const char *const argv[] = {"./infer", "--model", "resnet50.onnx", NULL};
+	file_header(4242, argv, "/opt/app/infer");
+	if (!one_clock)
+		clock_block(0);
+	lib_block(0, 0, "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", "580.159.04");
+	lib_block(1, CUHOOK_LIB_INTERNAL, "/usr/lib/x86_64-linux-gnu/libc.so.6", "");
+	funcs_block(0, 0, basic_funcs, F_COUNT);
+	static const struct fdef internal[] = {{"dlopen", 0}};
+	funcs_block(1, F_COUNT, internal, 1);
+	thread_block(1000, "main");
+	thread_block(1001, "worker");
+	ftab = basic_funcs;
+	nftab = F_COUNT;
+
+	struct thr m = {.tid = 1000}, w = {.tid = 1001};
+	uint64_t r[6] = {0};
+	/* init */
+	call(&m, F_INIT, 1000, 100000, r, 0, NULL, 0);
+	entry(&m, F_VERSION, 102000, (uint64_t[6]){0x7ffc0000}, 0, NULL, 0);
+	exit_rec(&m, F_VERSION, 102500, 0);
+	data_rec(&m, F_VERSION, NAME(F_VERSION), 1, 1, (uint64_t[]){12040}, NULL);
+	exp_calls[F_VERSION]++, exp_timed[F_VERSION]++, exp_total[F_VERSION] += 500;
+	call(&m, F_DEVGET, 103000, 300, (uint64_t[6]){0x7ffc0010, 0}, 0, NULL, 0);
+	entry(&m, F_CTXCREATE, 104000, (uint64_t[6]){0x7ffc0020, 0, 0}, 0, NULL, 0);
+	exit_rec(&m, F_CTXCREATE, 204000, 0);
+	data_rec(&m, F_CTXCREATE, NAME(F_CTXCREATE), 1, 1, (uint64_t[]){0xc0ffee}, NULL);
+	exp_calls[F_CTXCREATE]++, exp_timed[F_CTXCREATE]++, exp_total[F_CTXCREATE] += 100000;
+	flush(&m);
+	/* load */
+	entry(&m, F_MODLOAD, 300000, (uint64_t[6]){0x7ffc0030, 0x601000}, 0, NULL, 0);
+	data_rec(&m, F_MODLOAD, NAME(F_MODLOAD), 0, 0, NULL, "/tmp/k.cubin");
+	exit_rec(&m, F_MODLOAD, 800000, 0);
+	data_rec(&m, F_MODLOAD, NAME(F_MODLOAD), 1, 1, (uint64_t[]){0x1000}, NULL);
+	exp_calls[F_MODLOAD]++, exp_timed[F_MODLOAD]++, exp_total[F_MODLOAD] += 500000;
+	entry(&m, F_GETFUNC, 801000, (uint64_t[6]){0x7ffc0040, 0x1000, 0x602000}, 0, NULL, 0);
+	data_rec(&m, F_GETFUNC, NAME(F_GETFUNC), 0, 0, NULL, "vecAdd");
+	exit_rec(&m, F_GETFUNC, 802000, 0);
+	data_rec(&m, F_GETFUNC, NAME(F_GETFUNC), 1, 1, (uint64_t[]){0xf00d}, NULL);
+	exp_calls[F_GETFUNC]++, exp_timed[F_GETFUNC]++, exp_total[F_GETFUNC] += 1000;
+	for (uint64_t i = 0; i < 3; i++) {
+		entry(&m, F_ALLOC, 810000 + i * 10000, (uint64_t[6]){0x7ffc0050 + 8 * i, MiB}, 0, NULL, 0);
+		exit_rec(&m, F_ALLOC, 812000 + i * 10000, 0);
+		data_rec(&m, F_ALLOC, NAME(F_ALLOC), 1, 1, (uint64_t[]){0x7f0000000000ull + i * MiB}, NULL);
+		exp_calls[F_ALLOC]++, exp_timed[F_ALLOC]++, exp_total[F_ALLOC] += 2000;
+	}
+	flush(&m);
+	for (uint64_t i = 0; i < 2; i++)
+		call(&m, F_H2D, 900000 + i * 100000, 50000, (uint64_t[6]){0x7f0000000000ull + i * MiB, 0x10000000, MiB},
+		     0, NULL, 0);
+	/* inference: worker events interleave with main's in separate blocks */
+	uint64_t stack[5] = {1, 0, 0, 0x5000, 0}; /* bz, sharedMem, hStream, kernelParams, extra */
+	uint64_t lr[6] = {0xf00d, 256, 1, 1, 128, 1};
+	call(&m, F_LAUNCH, 1200000, 5000, lr, 5, stack, 0);
+	call(&w, F_STREAMSYNC, 1250000, 20000, (uint64_t[6]){0x5}, 0, NULL, 0);
+	flush(&w);
+	entry(&m, F_LAUNCH, 1300000, lr, 5, stack, 0);
+	entry(&m, F_PROCADDR, 1301000, (uint64_t[6]){0x603000, 0x7ffc0060, 12000, 0, 0}, 0, NULL, 0);
+	data_rec(&m, F_PROCADDR, NAME(F_PROCADDR), 0, 0, NULL, "cuLaunchKernel");
+	exit_rec(&m, F_PROCADDR, 1302000, 0);
+	data_rec(&m, F_PROCADDR, NAME(F_PROCADDR), 1, 1, (uint64_t[]){0xabc}, NULL);
+	exit_rec(&m, F_LAUNCH, 1305000, 0);
+	exp_calls[F_PROCADDR]++, exp_timed[F_PROCADDR]++, exp_total[F_PROCADDR] += 1000;
+	exp_calls[F_LAUNCH]++, exp_timed[F_LAUNCH]++, exp_total[F_LAUNCH] += 5000;
+	call(&m, F_LAUNCH, 1400000, 5000, lr, 5, stack, 0);
+	call(&m, F_LAUNCH, 1500000, 5000, lr, 5, stack, 0);
+	flush(&m);
+	call(&w, F_STREAMSYNC, 1410000, 30000, (uint64_t[6]){0x5}, 0, NULL, 0);
+	call(&w, F_STREAMQUERY, 1520000, 700, (uint64_t[6]){0x5}, 0, NULL, 600);
+	drop_rec(&w, 1600000, 5);
+	entry(&w, F_STREAMSYNC, 1650000, (uint64_t[6]){0x5}, 0, NULL, 1);
+	exp_calls[F_STREAMSYNC]++;
+	flush(&w);
+	call(&m, F_CTXSYNC, 1700000, 1000000, r, 0, NULL, 0);
+	/* result */
+	call(&m, F_D2H, 2800000, 100000, (uint64_t[6]){0x10000000, 0x7f0000000000ull, MiB}, 0, NULL, 0);
+	/* teardown */
+	for (uint64_t i = 0; i < 3; i++)
+		call(&m, F_FREE, 3000000 + i * 10000, 3000, (uint64_t[6]){0x7f0000000000ull + i * MiB}, 0, NULL, 0);
+	call(&m, F_MODUNLOAD, 3100000, 4000, (uint64_t[6]){0x1000}, 0, NULL, 0);
+	call(&m, F_CTXDESTROY, 3200000, 50000, (uint64_t[6]){0xc0ffee}, 0, NULL, 0);
+	flush(&m);
+	if (!no_end) {
+		clock_block(4000000);
+		end_block(2);
+	}
+	if (expect)
+		write_expect(expect, n_calls);
+	free(m.recs.p);
+	free(w.recs.p);
+}
+
+/* Many calls, for speed and fuzzing: per thread a repeating pattern of a launch with a nested
+ * call, an allocation with DATA, a copy, and a sync. */
+static void scenario_big(uint64_t ncalls, uint32_t nthreads, const char *expect)
+{
+	static const char *const argv[] = {"./big", NULL};
+	static const struct fdef fs[] = {{"cuLaunchKernel", 0}, {"cuGetProcAddress_v2", 0}, {"cuMemAlloc_v2", 0},
+	                                 {"cuMemcpyHtoDAsync_v2", 0}, {"cuStreamSynchronize", 0}};
+	file_header(777, argv, "/bin/big");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "999.1");
+	funcs_block(0, 0, fs, 5);
+	ftab = fs;
+	nftab = 5;
+	struct thr *th = calloc(nthreads, sizeof(*th));
+	for (uint32_t i = 0; i < nthreads; i++) {
+		th[i].tid = 2000 + i;
+		char name[16];
+		snprintf(name, sizeof(name), "w%u", i);
+		thread_block(th[i].tid, name);
+	}
+	uint64_t stack[5] = {1, 0, 0x7, 0x5000, 0};
+	uint64_t lr[6] = {0xf00d, 64, 1, 1, 256, 1};
+	uint64_t tnow = 1000, per_thread = ncalls / nthreads, made = 0;
+	for (uint64_t k = 0; made < per_thread; k++) {
+		for (uint32_t i = 0; i < nthreads; i++) {
+			struct thr *t = &th[i];
+			uint64_t base = tnow + i * 10;
+			switch (k % 4) {
+			case 0:
+				entry(t, 0, base, lr, 5, stack, 0);
+				entry(t, 1, base + 1, lr, 0, NULL, 0);
+				exit_rec(t, 1, base + 2, 0);
+				exit_rec(t, 0, base + 3, 0);
+				exp_calls[0]++, exp_timed[0]++, exp_total[0] += 3;
+				exp_calls[1]++, exp_timed[1]++, exp_total[1] += 1;
+				break;
+			case 1:
+				entry(t, 2, base, (uint64_t[6]){0x7ffc0000, 4096}, 0, NULL, 0);
+				exit_rec(t, 2, base + 4, 0);
+				data_rec(t, 2, fs[2].name, 1, 1, (uint64_t[]){0x7f0000000000ull + k}, NULL);
+				exp_calls[2]++, exp_timed[2]++, exp_total[2] += 4;
+				break;
+			case 2:
+				call(t, 3, base, 2, (uint64_t[6]){0x7f00, 0x1000, 4096, 7}, 0, NULL, 0);
+				break;
+			default:
+				call(t, 4, base, 5, (uint64_t[6]){7}, 0, NULL, 0);
+				break;
+			}
+			if (t->recs.len > 60000)
+				flush(t);
+		}
+		made += (k % 4 == 0) ? 2 : 1;
+		tnow += 100;
+	}
+	for (uint32_t i = 0; i < nthreads; i++) {
+		flush(&th[i]);
+		free(th[i].recs.p);
+	}
+	free(th);
+	clock_block(tnow + 1000);
+	end_block(nthreads);
+	if (expect)
+		write_expect(expect, n_calls);
+}
+
+/* Kernel names reached through every path the report knows, and copies whose size is
+ * computed from several arguments:
+ *   cuLibraryGetKernel "gemm" -> kernel 0xe1; cuKernelGetFunction(kernel 0xe1) -> function 0xf1;
+ *   cuLaunchKernelEx(config, f = 0xf1) -> "gemm"; cuLaunchKernel(f = 0xe1, a CUkernel) -> "gemm";
+ *   cuFuncGetName(&name, 0xf2) -> "softmax"; cuLaunchKernel(f = 0xf2) -> "softmax";
+ *   cuLaunchKernel(f = 0xf3, never named) -> "function 0xf3";
+ *   cuMemsetD32_v2(dst, value, 1024 elements) = 4 KiB; cuMemsetD2D8_v2 (pitch, value, width 256,
+ *   height 4) = 1 KiB; cuMemcpyHtoDAsync_v2 of 64 KiB (async: no bandwidth);
+ *   cuMemAllocPitch_v2 (width 512 bytes, height 8) = 4 KiB.
+ * Each call lasts (index + 1) * 1000 ns so their order in the slowest list is known. */
+static void scenario_kernels(const char *expect)
+{
+	static const char *const argv[] = {"./kernels", NULL};
+	static const struct fdef fs[] = {
+		{"cuLibraryLoadData", 0}, {"cuLibraryGetKernel", 0}, {"cuKernelGetFunction", 0},
+		{"cuLaunchKernelEx", 0}, {"cuLaunchKernel", 0}, {"cuFuncGetName", 0}, {"cuMemsetD32_v2", 0},
+		{"cuMemsetD2D8_v2", 0}, {"cuMemcpyHtoDAsync_v2", 0}, {"cuMemAllocPitch_v2", 0},
+	};
+	file_header(31, argv, "/bin/kernels");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "999.1");
+	funcs_block(0, 0, fs, sizeof(fs) / sizeof(fs[0]));
+	thread_block(31, "kernels");
+	ftab = fs;
+	nftab = sizeof(fs) / sizeof(fs[0]);
+	struct thr m = {.tid = 31};
+	uint64_t t = 1000, k = 0;
+#define DUR (++k * 1000)
+	entry(&m, 0, t, (uint64_t[6]){0x7ffc0000, 0x600000}, 0, NULL, 0);
+	exit_rec(&m, 0, t + DUR, 0);
+	data_rec(&m, 0, fs[0].name, 1, 1, (uint64_t[]){0xaa}, NULL);
+	t += 100000;
+	entry(&m, 1, t, (uint64_t[6]){0x7ffc0008, 0xaa, 0x601000}, 0, NULL, 0);
+	data_rec(&m, 1, fs[1].name, 0, 0, NULL, "gemm");
+	exit_rec(&m, 1, t + DUR, 0);
+	data_rec(&m, 1, fs[1].name, 1, 1, (uint64_t[]){0xe1}, NULL);
+	t += 100000;
+	entry(&m, 2, t, (uint64_t[6]){0x7ffc0010, 0xe1}, 0, NULL, 0);
+	exit_rec(&m, 2, t + DUR, 0);
+	data_rec(&m, 2, fs[2].name, 1, 1, (uint64_t[]){0xf1}, NULL);
+	t += 100000;
+	entry(&m, 5, t, (uint64_t[6]){0x7ffc0018, 0xf2}, 0, NULL, 0);
+	exit_rec(&m, 5, t + DUR, 0);
+	data_rec(&m, 5, fs[5].name, 1, 0, NULL, "softmax");
+	t += 100000;
+	uint64_t st[5] = {1, 256, 0x77, 0x5000, 0};
+	call(&m, 3, t, DUR, (uint64_t[6]){0x7ffc0100, 0xf1, 0x5000, 0}, 0, NULL, 0);
+	t += 100000;
+	call(&m, 4, t, DUR, (uint64_t[6]){0xe1, 2, 3, 4, 32, 8}, 5, st, 0);
+	t += 100000;
+	call(&m, 4, t, DUR, (uint64_t[6]){0xf2, 1, 1, 1, 64, 1}, 5, st, 0);
+	t += 100000;
+	call(&m, 4, t, DUR, (uint64_t[6]){0xf3, 1, 1, 1, 64, 1}, 5, st, 0);
+	t += 100000;
+	call(&m, 6, t, DUR, (uint64_t[6]){0x7f0000000000ull, 0xffffffff, 1024}, 0, NULL, 0);
+	t += 100000;
+	call(&m, 7, t, DUR, (uint64_t[6]){0x7f0000000000ull, 1024, 0xab, 256, 4}, 0, NULL, 0);
+	t += 100000;
+	call(&m, 8, t, DUR, (uint64_t[6]){0x7f0000000000ull, 0x10000000, 65536, 0x77}, 0, NULL, 0);
+	t += 100000;
+	entry(&m, 9, t, (uint64_t[6]){0x7ffc0020, 0x7ffc0028, 512, 8, 4}, 0, NULL, 0);
+	exit_rec(&m, 9, t + DUR, 0);
+	data_rec(&m, 9, fs[9].name, 1, 2, (uint64_t[]){0x7f0000100000ull, 512}, NULL);
+#undef DUR
+	flush(&m);
+	clock_block(t + 100000);
+	end_block(1);
+	if (expect)
+		write_expect(expect, n_calls);
+	free(m.recs.p);
+}
+
+static void scenario_nocalls(void)
+{
+	static const char *const argv[] = {"./idle", NULL};
+	static const struct fdef fs[] = {{"cuInit", 0}, {"cuGetErrorName", CUHOOK_REFUSED_TOO_SMALL}};
+	file_header(99, argv, "/bin/idle");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "");
+	funcs_block(0, 0, fs, 2);
+	clock_block(1000);
+	end_block(0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls OUT [--tsc] [--one-clock] [--no-end] "
+		                "[--expect FILE] [--calls N] [--threads T]\n");
+		return 2;
+	}
+	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
+	int one_clock = 0, no_end = 0;
+	uint64_t ncalls = 1000000;
+	uint32_t nthreads = 4;
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--tsc"))
+			use_tsc = 1;
+		else if (!strcmp(argv[i], "--one-clock"))
+			one_clock = 1;
+		else if (!strcmp(argv[i], "--no-end"))
+			no_end = 1;
+		else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
+			expect = argv[++i];
+		else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+			ncalls = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nthreads = (uint32_t)strtoul(argv[++i], NULL, 10);
+		else {
+			fprintf(stderr, "gen_trace: unknown option %s\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!nthreads)
+		nthreads = 1;
+	if (!strcmp(scenario, "basic"))
+		scenario_basic(one_clock, no_end, expect);
+	else if (!strcmp(scenario, "big"))
+		scenario_big(ncalls, nthreads, expect);
+	else if (!strcmp(scenario, "nocalls"))
+		scenario_nocalls();
+	else if (!strcmp(scenario, "kernels"))
+		scenario_kernels(expect);
+	else {
+		fprintf(stderr, "gen_trace: unknown scenario %s\n", scenario);
+		return 2;
+	}
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(file.p, 1, file.len, f) != file.len || fclose(f)) {
+		perror(out);
+		return 1;
+	}
+	free(file.p);
+	return 0;
+}

@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+"""Tests of `cuhook report` on synthetic traces with exactly known content (gen_trace.c).
+
+    test_report.py --cuhook EXE --gen GEN_TRACE --fuzz FUZZ_READER --bench BENCH_READER TEST
+
+TEST is one of the functions below named test_TEST. Every test asserts exact values: a wrong
+count, total, argument or exit status fails it. Exit status 0 = pass, 1 = fail, 77 = skipped.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+A = None          # parsed arguments
+TMP = None        # scratch directory
+
+MiB = 1 << 20
+
+# What scenario_basic() in gen_trace.c writes (the generator's --expect file says the same; the
+# constants here keep the test independent of the generator's own bookkeeping).
+BASIC_CALLS = {
+    "cuInit": (1, 100000), "cuDriverGetVersion": (1, 500), "cuDeviceGet": (1, 300),
+    "cuCtxCreate_v2": (1, 100000), "cuModuleLoad": (1, 500000), "cuModuleGetFunction": (1, 1000),
+    "cuMemAlloc_v2": (3, 6000), "cuMemcpyHtoD_v2": (2, 100000), "cuLaunchKernel": (4, 20000),
+    "cuGetProcAddress_v2": (1, 1000), "cuCtxSynchronize": (1, 1000000), "cuMemcpyDtoH_v2": (1, 100000),
+    "cuMemFree_v2": (3, 9000), "cuModuleUnload": (1, 4000), "cuCtxDestroy_v2": (1, 50000),
+    "cuStreamSynchronize": (3, 50000), "cuStreamQuery": (1, 700),
+}
+BASIC_REFUSED = [
+    {"name": "cuGetErrorString", "reason": "too small for a 5-byte jump", "status": 1},
+    {"name": "cuProfilerStart", "reason": "undecodable instruction", "status": 2},
+    {"name": "cuMemcpy2D_v2", "reason": "a branch targets the overwritten bytes", "status": 3},
+]
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Fail(f"{what}: got {got!r}, want {want!r}")
+
+
+def run(args, rc=0, env=None):
+    """Run cuhook with args; check the exit status; return (stdout, stderr)."""
+    e = dict(os.environ, TZ="UTC")
+    e.pop("NO_COLOR", None)
+    if env:
+        e.update(env)
+    p = subprocess.run([A.cuhook] + args, capture_output=True, env=e, timeout=120)
+    out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    if p.returncode < 0 or p.returncode >= 128:
+        raise Fail(f"cuhook {' '.join(args)} crashed (status {p.returncode}):\n{err}")
+    if rc is not None and p.returncode != rc:
+        raise Fail(f"cuhook {' '.join(args)}: exit status {p.returncode}, want {rc}\nstderr: {err}\nstdout: {out[:2000]}")
+    return out, err
+
+
+def gen(name, *opts, expect=False):
+    path = os.path.join(TMP, name + ".bin")
+    cmd = [A.gen, opts[0] if opts else "basic", path] + list(opts[1:])
+    if expect:
+        cmd += ["--expect", path + ".expect"]
+    subprocess.run(cmd, check=True)
+    if expect:
+        with open(path + ".expect") as f:
+            return path, json.load(f)
+    return path
+
+
+def report_json(path, *opts, rc=0):
+    out, err = run(["report", "--format", "json", *opts, path], rc=rc)
+    try:
+        return json.loads(out), err
+    except json.JSONDecodeError as e:
+        raise Fail(f"--format json output does not parse: {e}\n{out[:2000]}")
+
+
+def report_csv(path, *opts):
+    out, _ = run(["report", "--format", "csv", *opts, path])
+    lines = out.splitlines()
+    eq(lines[0], "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "CSV header")
+    rows = [ln.split(",") for ln in lines[1:]]
+    for r in rows:
+        eq(len(r), 20, f"CSV columns in {r}")
+    return rows
+
+
+def funcs_by_name(j):
+    return {f["name"]: f for f in j["functions"]}
+
+# ---- tests -------------------------------------------------------------------------------------
+
+
+def test_basic_text():
+    path = gen("basic")
+    out, err = run(["report", "--no-color", path])
+    eq(err, "", "stderr of a clean report")
+    for want in ["cuhook report: " + path,
+                 "  program    ./infer --model resnet50.onnx",
+                 "  executable /opt/app/infer",
+                 "  pid        4242 (parent 1)",
+                 "  started    2023-11-14 22:13:20",
+                 "  duration   3.250 ms",
+                 "  driver     /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04 (580.159.04)",
+                 "  functions  17 traced, 3 not traced",
+                 "  threads    2: 1000 main, 1001 worker",
+                 "  events     53 (27 calls)",
+                 "  truncated  no"]:
+        check(want in out.splitlines(), f"header line {want!r} missing:\n{out}")
+    check(re.search(r"^  dropped    5 ", out, re.M), "dropped 5 missing")
+    check("\033[" not in out, "--no-color output has escape sequences")
+    # The summary: sorted by total time, scaled units, every number exact.
+    rows = re.findall(r"^ +(\d+\.\d) +(\S+ \S+) +(\d+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+)  (\S+)",
+                      out, re.M)
+    eq(len(rows), 17, "summary rows")
+    eq(rows[0], ("49.0", "1.000 ms", "1", "1.000 ms", "1.000 ms", "1.000 ms", "1.000 ms", "0 ns", "cuCtxSynchronize"),
+       "first summary row")
+    ss = [r for r in rows if r[8] == "cuStreamSynchronize"][0]
+    eq(ss, ("2.4", "50.000 us", "3", "25.000 us", "25.000 us", "20.000 us", "30.000 us", "7.071 us",
+            "cuStreamSynchronize"), "cuStreamSynchronize row")
+    eq(rows[-1][8], "cuDeviceGet", "last summary row")
+    totals = [r[1] for r in rows]
+    check("1 without exit" in out, "entry-only call not flagged in the summary")
+    check("(1 failed)" in out, "failing cuStreamQuery not flagged")
+    # Aligned: every row of the table has the Name column at the same offset.
+    table = [ln for ln in out.splitlines() if re.match(r"^ +\d+\.\d +\S+ \S+ +\d+ ", ln)]
+    offs = {ln.index("cu") for ln in table}
+    eq(len(offs), 1, f"Name column aligned ({offs})")
+    del totals
+    # Functions not traced: the three refused driver functions, not the internal dlopen hook.
+    check("3 functions of the driver could not be patched or were excluded" in out, "refused count")
+    for r in BASIC_REFUSED:
+        check(re.search(rf"^ +1  {re.escape(r['reason'])}: {r['name']}$", out, re.M), f"refused {r['name']}")
+    check("dlopen" not in out, "internal hook listed as refused")
+
+
+def test_json():
+    path, exp = gen("basic", "basic", expect=True)
+    j, _ = report_json(path)
+    eq(j["events"], 53, "events")
+    eq(j["events"], exp["events"], "events vs generator")
+    eq(j["calls"], 27, "calls")
+    eq(j["dropped"], 5, "dropped")
+    eq(j["truncated"], False, "truncated")
+    eq(j["complete"], True, "complete")
+    eq(j["errors"], 0, "errors")
+    eq(j["pid"], 4242, "pid")
+    eq(j["cmdline"], "./infer --model resnet50.onnx", "cmdline")
+    eq(j["duration_ns"], 3250000, "duration_ns")
+    eq([(t["tid"], t["name"], t["calls"], t["dropped"]) for t in j["threads"]],
+       [(1000, "main", 23, 0), (1001, "worker", 4, 5)], "threads")
+    f = funcs_by_name(j)
+    eq(sorted(f), sorted(BASIC_CALLS), "function names")
+    for name, (calls, total) in BASIC_CALLS.items():
+        eq((f[name]["calls"], f[name]["total_ns"]), (calls, total), name)
+        eq((f[name]["calls"], f[name]["timed_calls"], f[name]["total_ns"]),
+           (exp["functions"][name]["calls"], exp["functions"][name]["timed_calls"],
+            exp["functions"][name]["total_ns"]), name + " vs generator")
+    s = f["cuStreamSynchronize"]
+    eq((s["timed_calls"], s["avg_ns"], s["med_ns"], s["min_ns"], s["max_ns"], s["stddev_ns"]),
+       (2, 25000.0, 25000.0, 20000, 30000, 7071.1), "cuStreamSynchronize stats")
+    eq(f["cuStreamQuery"]["failed"], 1, "failed cuStreamQuery")
+    eq(f["cuLaunchKernel"]["category"], "launch", "category of cuLaunchKernel")
+    eq([x["name"] for x in j["functions"]][:3], ["cuCtxSynchronize", "cuModuleLoad", "cuCtxCreate_v2"],
+       "sorted by total time")
+    eq(j["refused"], BASIC_REFUSED, "refused")
+    eq([lib["path"] for lib in j["libraries"]],
+       ["/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", "/usr/lib/x86_64-linux-gnu/libc.so.6"], "libraries")
+    # The analysis sections.
+    cats = {c["name"]: c for c in j["categories"]}
+    eq((cats["launch"]["calls"], cats["launch"]["total_ns"]), (4, 20000), "launch category (outermost calls)")
+    eq((cats["sync"]["calls"], cats["sync"]["total_ns"]), (5, 1050700), "sync category")
+    eq((cats["transfer"]["calls"], cats["transfer"]["total_ns"]), (3, 200000), "transfer category")
+    eq((cats["init"]["calls"], cats["init"]["total_ns"]), (3, 100800), "init category")
+    tr = {t["direction"]: t for t in j["transfers"]}
+    eq((tr["H2D"]["calls"], tr["H2D"]["bytes"], tr["H2D"]["total_ns"]), (2, 2 * MiB, 100000), "H2D")
+    eq(tr["H2D"]["gb_per_s"], round(2 * MiB / 100000, 3), "H2D GB/s")
+    eq((tr["D2H"]["calls"], tr["D2H"]["bytes"]), (1, MiB), "D2H")
+    top = j["slowest_calls"]
+    eq(len(top), 10, "slowest calls (default --top 10)")
+    eq((top[0]["name"], top[0]["dur_ns"], top[0]["tid"]), ("cuCtxSynchronize", 1000000, 1000), "slowest call")
+    launch = [c for c in top if c["name"] == "cuLaunchKernel"]
+    eq(launch, [], "launches are not among the 10 slowest")
+    j5, _ = report_json(path, "--top", "30")
+    l0 = [c for c in j5["slowest_calls"] if c["name"] == "cuLaunchKernel"][0]
+    eq(l0["details"], "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0", "launch details")
+    alloc = [c for c in j5["slowest_calls"] if c["name"] == "cuMemAlloc_v2"][0]
+    eq(alloc["details"], "1.00 MiB -> 0x7f0000000000", "alloc details")
+    eq(j["gaps"]["submissions"], 7, "GPU submissions")
+    eq((j["gaps"]["count"], j["gaps"]["total_ns"], j["gaps"]["max_ns"], j["gaps"]["median_ns"]),
+       (6, 1780000, 1295000, 95000), "gaps")
+    eq(j["nesting"], [{"parent": "cuLaunchKernel", "child": "cuGetProcAddress_v2", "count": 1, "child_total_ns": 1000}],
+       "nesting")
+    check(isinstance(j["findings"], list) and all("text" in x for x in j["findings"]), "findings")
+
+
+def test_csv():
+    path, exp = gen("basic", "basic", expect=True)
+    rows = report_csv(path)
+    eq(len(rows), 27, "CSV rows == calls")
+    eq(len(rows), exp["csv_rows"], "CSV rows vs generator")
+    starts = [int(r[2]) for r in rows]
+    eq(starts, sorted(starts), "rows in start order")
+    eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""],
+       "cuInit row")
+    l0 = [r for r in rows if r[1] == "cuLaunchKernel"][0]
+    eq(l0, ["1000", "cuLaunchKernel", "1200000", "1205000", "5000", "0", "0x0",
+            "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", ""],
+       "cuLaunchKernel row (stack args)")
+    gf = [r for r in rows if r[1] == "cuModuleGetFunction"][0]
+    eq(gf[19], "name=vecAdd;function=0xf00d", "decoded cuModuleGetFunction")
+    eq([r[19] for r in rows if r[1] == "cuMemAlloc_v2"],
+       ["dptr=0x7f0000000000", "dptr=0x7f0000100000", "dptr=0x7f0000200000"], "decoded allocations")
+    eq([r for r in rows if r[1] == "cuModuleLoad"][0][19], "path=/tmp/k.cubin;module=0x1000", "decoded load")
+    gpa = [r for r in rows if r[1] == "cuGetProcAddress_v2"][0]
+    eq((gpa[2], gpa[3], gpa[5], gpa[19]), ("1301000", "1302000", "1", "symbol=cuLaunchKernel;pfn=0xabc"),
+       "nested call")
+    eo = [r for r in rows if r[1] == "cuStreamSynchronize" and r[3] == ""]
+    eq(len(eo), 1, "one entry-only call")
+    eq(eo[0][:8], ["1001", "cuStreamSynchronize", "1650000", "", "", "0", "", "0x5"], "entry-only row")
+    q = [r for r in rows if r[1] == "cuStreamQuery"][0]
+    eq(q[6], "0x258", "return value 600")
+    # -o writes the same thing to a file
+    out = os.path.join(TMP, "basic.csv")
+    o, _ = run(["report", "--format", "csv", "-o", out, path])
+    eq(o, "", "stdout with -o")
+    with open(out) as f:
+        eq(len(f.read().splitlines()), 28, "rows in the -o file")
+
+
+def same_as_monotonic(path):
+    ref = gen("ref")
+    j, _ = report_json(path)
+    r, _ = report_json(ref)
+    for k in ["functions", "events", "calls", "dropped", "duration_ns", "categories", "transfers", "stages", "gaps"]:
+        eq(j[k], r[k], f"{k} with a TSC clock")
+    eq(report_csv(path), report_csv(ref), "CSV with a TSC clock")
+
+
+def test_kernels():
+    path = gen("kernels", "kernels")
+    j, _ = report_json(path, "--top", "20")
+    details = [(c["name"], c["details"]) for c in j["slowest_calls"]]
+    eq(details, [
+        ("cuMemAllocPitch_v2", "4.00 KiB -> 0x7f0000100000"),
+        ("cuMemcpyHtoDAsync_v2", "H2D 64.00 KiB async stream 0x77"),
+        ("cuMemsetD2D8_v2", "memset 1.00 KiB 0.10 GB/s"),
+        ("cuMemsetD32_v2", "memset 4.00 KiB 0.46 GB/s"),
+        ("cuLaunchKernel", "function 0xf3 grid (1,1,1) block (64,1,1) smem 256 stream 0x77"),
+        ("cuLaunchKernel", "softmax grid (1,1,1) block (64,1,1) smem 256 stream 0x77"),
+        ("cuLaunchKernel", "gemm grid (2,3,4) block (32,8,1) smem 256 stream 0x77"),
+        ("cuLaunchKernelEx", "gemm"),
+        ("cuFuncGetName", "name=softmax"),
+        ("cuKernelGetFunction", "function=0xf1"),
+        ("cuLibraryGetKernel", "name=gemm kernel=0xe1"),
+        ("cuLibraryLoadData", "library=0xaa"),
+    ], "slowest calls with decoded arguments")
+    tr = {t["direction"]: t for t in j["transfers"]}
+    eq((tr["memset"]["calls"], tr["memset"]["bytes"], tr["memset"]["sync_bytes"]), (2, 5120, 5120), "memsets")
+    eq((tr["H2D"]["calls"], tr["H2D"]["async_calls"], tr["H2D"]["bytes"], tr["H2D"]["gb_per_s"]),
+       (1, 1, 65536, None), "async copy: bytes but no bandwidth")
+    eq([s["name"] for s in j["stages"]], ["model load", "inference", "result retrieval"], "stages: no init, no teardown")
+    eq(j["gaps"]["submissions"], 7, "submissions (4 launches, 2 memsets, 1 copy)")
+
+
+def test_tsc_clock():
+    same_as_monotonic(gen("tsc", "basic", "--tsc"))
+
+
+def test_one_clock():
+    # only the last CLOCK block: the line goes through the header's start pair and that one
+    same_as_monotonic(gen("oneclock", "basic", "--tsc", "--one-clock"))
+
+
+def test_no_end():
+    path = gen("noend", "basic", "--no-end")
+    j, err = report_json(path)
+    eq(j["truncated"], True, "truncated without an END block")
+    eq(j["complete"], False, "complete")
+    check("no END block" in j["truncated_reason"], "truncated reason")
+    check("warning" in err and "truncated" in err, "warning on stderr")
+    eq(j["calls"], 27, "calls of a trace without END")
+    run(["report", "--strict", path], rc=3)
+    run(["report", "--strict", gen("basic")], rc=0)
+
+
+def test_filters():
+    path = gen("basic")
+    j, _ = report_json(path, "--functions", "cuMem*")
+    eq(sorted(f["name"] for f in j["functions"]),
+       ["cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2"], "--functions cuMem*")
+    eq(j["selected_calls"], 9, "selected calls")
+    j, _ = report_json(path, "--functions", "cuInit,cuLaunch?ernel")
+    eq(sorted((f["name"], f["calls"]) for f in j["functions"]), [("cuInit", 1), ("cuLaunchKernel", 4)], "glob list")
+    j, _ = report_json(path, "--thread", "worker")
+    eq(sorted((f["name"], f["calls"]) for f in j["functions"]),
+       [("cuStreamQuery", 1), ("cuStreamSynchronize", 3)], "--thread worker")
+    j, _ = report_json(path, "--thread", "1000")
+    eq(j["selected_calls"], 23, "--thread 1000")
+    rows = report_csv(path, "--time-range", "1.2ms:1.6ms")
+    eq([r[1] for r in rows], ["cuLaunchKernel", "cuStreamSynchronize", "cuLaunchKernel", "cuGetProcAddress_v2",
+                              "cuLaunchKernel", "cuStreamSynchronize", "cuLaunchKernel", "cuStreamQuery"],
+       "--time-range 1.2ms:1.6ms")
+    eq(len(report_csv(path, "--time-range", "3ms:")), 5, "--time-range 3ms:")
+    eq(len(report_csv(path, "--time-range", ":1000ns")), 0, "--time-range :1000ns")
+    j, _ = report_json(path, "--sort", "name")
+    names = [f["name"] for f in j["functions"]]
+    eq(names, sorted(names), "--sort name")
+    j, _ = report_json(path, "--sort", "calls")
+    eq([f["calls"] for f in j["functions"]][:4], [4, 3, 3, 3], "--sort calls")
+    j, _ = report_json(path, "--top", "3")
+    eq([c["dur_ns"] for c in j["slowest_calls"]], [1000000, 500000, 100000], "--top 3")
+    out, _ = run(["report", "--all", "--no-color", path])
+    check("cuGetErrorString" in out, "--all")
+    for bad in [["--format", "xml"], ["--sort", "speed"], ["--time-range", "5:1"], ["--time-range", "x"],
+                ["--top", "-1"], ["--bogus"]]:
+        _, err = run(["report", *bad, path], rc=2)
+        check(err.strip(), f"message for {bad}")
+    # colors: on with --color, off with NO_COLOR even when forced by nothing else
+    out, _ = run(["report", "--color", path])
+    check("\033[1m" in out, "--color")
+    out, _ = run(["report", path], env={"NO_COLOR": "1"})
+    check("\033[" not in out, "NO_COLOR")
+
+
+def parse_protobuf(buf):
+    """Fields of a protobuf message: list of (field number, wire type, value)."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v, s = 0, 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7f) << s
+            s += 7
+            if not b & 0x80:
+                return v
+    while i < len(buf):
+        key = varint()
+        fn, wt = key >> 3, key & 7
+        if wt == 0:
+            out.append((fn, wt, varint()))
+        elif wt == 2:
+            n = varint()
+            out.append((fn, wt, buf[i:i + n]))
+            i += n
+        elif wt == 1:
+            out.append((fn, wt, buf[i:i + 8]))
+            i += 8
+        elif wt == 5:
+            out.append((fn, wt, buf[i:i + 4]))
+            i += 4
+        else:
+            raise Fail(f"bad wire type {wt}")
+    check(i == len(buf), "protobuf runs past its end")
+    return out
+
+
+def test_exports():
+    path = gen("basic")
+    # Chrome trace: one complete event per timed call, an instant for the entry-only one, thread names
+    out, _ = run(["report", "--format", "chrome", path])
+    j = json.loads(out)
+    ev = j["traceEvents"]
+    xs = [e for e in ev if e["ph"] == "X"]
+    eq(len(xs), 26, "chrome X events")
+    eq(len([e for e in ev if e["ph"] == "i"]), 1, "chrome instant events")
+    eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"),
+       ["main", "worker"], "chrome thread names")
+    sync = [e for e in xs if e["name"] == "cuCtxSynchronize"][0]
+    eq((sync["ts"], sync["dur"], sync["pid"], sync["tid"], sync["cat"]), (1700.0, 1000.0, 4242, 1000, "sync"),
+       "chrome event")
+    launch = [e for e in xs if e["name"] == "cuLaunchKernel"][0]
+    eq(launch["args"]["details"], "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0", "chrome args")
+    # jsonl: one object per call
+    out, _ = run(["report", "--format", "jsonl", path])
+    lines = [json.loads(ln) for ln in out.splitlines()]
+    eq(len(lines), 27, "jsonl lines")
+    gf = [x for x in lines if x["func"] == "cuModuleGetFunction"][0]
+    eq((gf["tid"], gf["start_ns"], gf["dur_ns"], gf["decoded"], gf["args"][1]),
+       (1000, 801000, 1000, "name=vecAdd;function=0xf00d", "0x1000"), "jsonl call")
+    eo = [x for x in lines if x["end_ns"] is None]
+    eq(len(eo), 1, "jsonl entry-only call")
+    # folded stacks: self time per stack
+    out, _ = run(["report", "--format", "folded", path])
+    folded = dict((ln.rsplit(" ", 1)[0], int(ln.rsplit(" ", 1)[1])) for ln in out.splitlines())
+    eq(folded["main;cuLaunchKernel"], 19000, "folded self time of cuLaunchKernel")
+    eq(folded["main;cuLaunchKernel;cuGetProcAddress_v2"], 1000, "folded nested")
+    eq(folded["worker;cuStreamSynchronize"], 50000, "folded worker")
+    eq(sum(folded.values()), sum(t for _, t in BASIC_CALLS.values()) - 1000, "folded total = outermost time")
+    # perfetto: a Trace of TracePackets; slices begin and end on per-thread tracks
+    pf = os.path.join(TMP, "basic.pftrace")
+    run(["report", "--format", "perfetto", "-o", pf, path])
+    with open(pf, "rb") as f:
+        data = f.read()
+    packets = parse_protobuf(data)
+    check(all(fn == 1 and wt == 2 for fn, wt, _ in packets), "Trace holds only packets (field 1)")
+    types = {1: 0, 2: 0, 3: 0}
+    descriptors = 0
+    for _, _, p in packets:
+        fields = parse_protobuf(p)
+        for fn, wt, val in fields:
+            if fn == 11:  # track_event
+                for efn, _, ev in parse_protobuf(val):
+                    if efn == 9:
+                        types[ev] += 1
+            if fn == 60:
+                descriptors += 1
+    eq(types, {1: 26, 2: 26, 3: 1}, "perfetto slice begin/end/instant")
+    eq(descriptors, 3, "perfetto track descriptors (process + 2 threads)")
+
+
+def test_stages():
+    path = gen("basic")
+    j, _ = report_json(path)
+    st = {s["name"]: s for s in j["stages"]}
+    eq([s["name"] for s in j["stages"]], ["init", "model load", "inference", "result retrieval", "teardown"],
+       "stages found")
+    want = {"init": (1000, 204000, 4), "model load": (300000, 1050000, 7), "inference": (1200000, 2700000, 9),
+            "result retrieval": (2800000, 2900000, 1), "teardown": (3000000, 3250000, 5)}
+    for name, (s, e, n) in want.items():
+        eq((st[name]["start_ns"], st[name]["end_ns"], st[name]["calls"]), (s, e, n), f"stage {name}")
+    out, _ = run(["report", "--no-color", path])
+    for name in want:
+        check(re.search(rf"^  {re.escape(name)} ", out, re.M), f"stage {name} in the text report")
+    check("Timeline" in out, "timeline section")
+    tl = [ln for ln in out.splitlines() if re.match(r"^  (main|worker) +\|", ln)]
+    eq(len(tl), 2, "a timeline row per thread")
+
+
+def test_multi():
+    a, b = gen("basic"), gen("noend", "basic", "--no-end")
+    out, _ = run(["report", "--format", "json", a, b])
+    j = json.loads(out)
+    eq(len(j["traces"]), 2, "traces in json")
+    eq([t["truncated"] for t in j["traces"]], [False, True], "per-trace truncated")
+    out, _ = run(["report", "--format", "csv", a, b])
+    eq(len(out.splitlines()), 1 + 27 * 2, "CSV rows of two files")
+    out, _ = run(["report", "--no-color", a, b])
+    eq(out.count("cuhook report: "), 2, "two text reports")
+
+
+def test_errors():
+    missing = os.path.join(TMP, "missing.bin")
+    _, err = run(["report", missing], rc=1)
+    check("No such file" in err and missing in err, f"missing file message: {err}")
+    empty = os.path.join(TMP, "empty.bin")
+    open(empty, "wb").close()
+    _, err = run(["report", empty], rc=1)
+    check("empty file" in err, f"empty file message: {err}")
+    path = gen("basic")
+    with open(path, "rb") as f:
+        good = f.read()
+    bad = os.path.join(TMP, "badmagic.bin")
+    with open(bad, "wb") as f:
+        f.write(b"NOTATRACE" + good[9:])
+    _, err = run(["report", bad], rc=1)
+    check("not a cuhook trace" in err, f"bad magic message: {err}")
+    v2 = os.path.join(TMP, "v2.bin")
+    with open(v2, "wb") as f:
+        f.write(good[:8] + (2).to_bytes(4, "little") + good[12:])
+    _, err = run(["report", v2], rc=1)
+    check("unsupported trace version 2" in err, f"version message: {err}")
+    _, err = run(["report", TMP], rc=1)
+    check("is a directory" in err, f"directory message: {err}")
+    run(["report"], rc=2)
+    # one good file and one missing: the good one is reported, the status says something failed
+    out, err = run(["report", "--format", "json", path, missing], rc=1)
+    eq(json.loads(out)["events"], 53, "report of the good file")
+    # -o into a directory that does not exist
+    _, err = run(["report", "-o", os.path.join(TMP, "no", "such", "dir"), path], rc=1)
+    check("No such file" in err, "-o error")
+    # nocalls: a valid trace with nothing in it
+    nc = gen("nocalls", "nocalls")
+    j, _ = report_json(nc)
+    eq((j["events"], j["calls"], j["functions"], j["truncated"]), (0, 0, [], False), "empty trace")
+    out, _ = run(["report", "--no-color", nc])
+    check("no calls traced" in out, "empty trace text")
+
+
+def test_truncated():
+    """Cut the trace at many offsets: every cut gives exit 1 with a clear message (header cut),
+    or exit 0 with a report marked truncated; never a crash."""
+    path = gen("basic")
+    with open(path, "rb") as f:
+        good = f.read()
+    header_size = int.from_bytes(good[12:16], "little")
+    offsets = sorted(set(list(range(0, 200)) + list(range(200, len(good), 24)) + [len(good) - 1]))
+    cut = os.path.join(TMP, "cut.bin")
+    for n in offsets:
+        with open(cut, "wb") as f:
+            f.write(good[:n])
+        if n < header_size:
+            _, err = run(["report", "--format", "json", cut], rc=1)
+            check(re.search(r"empty file|truncated file header", err), f"cut at {n}: message {err!r}")
+        else:
+            out, err = run(["report", "--format", "json", cut], rc=0)
+            j = json.loads(out)
+            eq(j["truncated"], True, f"cut at {n}: truncated")
+            check(j["calls"] <= 27 and j["events"] <= 53, f"cut at {n}: counts")
+            check("truncated" in err, f"cut at {n}: warning")
+            run(["report", "--strict", cut], rc=3)
+    # The number of calls read grows with the prefix and reaches all of them.
+    last_block = good.rfind(b"CHBK")  # the END block's header
+    with open(cut, "wb") as f:
+        f.write(good[:last_block])
+    j, _ = report_json(cut)
+    eq((j["calls"], j["events"], j["truncated"]), (27, 53, True), "everything but the END block")
+
+
+def test_garbage():
+    rnd = random.Random(1234)
+    g = os.path.join(TMP, "garbage.bin")
+    for n in [1, 7, 8, 100, 4096]:
+        with open(g, "wb") as f:
+            f.write(bytes(rnd.randrange(256) for _ in range(n)))
+        _, err = run(["report", g], rc=1)
+        check("not a cuhook trace" in err, f"garbage of {n} bytes: {err}")
+    # a valid header followed by garbage: a report of nothing, truncated at the first block
+    path = gen("basic")
+    with open(path, "rb") as f:
+        good = f.read()
+    hs = int.from_bytes(good[12:16], "little")
+    with open(g, "wb") as f:
+        f.write(good[:hs] + bytes(rnd.randrange(256) for _ in range(5000)))
+    j, _ = report_json(g)
+    eq((j["truncated"], j["calls"]), (True, 0), "header + garbage")
+    check(f"bad block magic at offset {hs}" in j["truncated_reason"], j["truncated_reason"])
+    # flipped bytes all over a good trace: never a crash, output always parses
+    for i in range(150):
+        b = bytearray(good)
+        for _ in range(rnd.randrange(1, 6)):
+            b[rnd.randrange(hs, len(b))] = rnd.randrange(256)
+        with open(g, "wb") as f:
+            f.write(b)
+        out, _ = run(["report", "--format", "json", g], rc=None)
+        if out:
+            json.loads(out)
+        run(["report", "--no-color", g], rc=None)
+
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+
+
+def test_golden():
+    """The text and JSON reports of the basic trace, byte for byte (the trace's path replaced by
+    TRACE). After an intended change of the output: CUHOOK_UPDATE_GOLDEN=1 rewrites the files."""
+    path = gen("basic")
+    for name, args in [("basic.txt", ["--no-color"]), ("basic.json", ["--format", "json"]),
+                       ("basic-all-top3.txt", ["--no-color", "--all", "--top", "3", "--width", "60"])]:
+        out, _ = run(["report", *args, path])
+        out = out.replace(path, "TRACE")
+        golden = os.path.join(GOLDEN, name)
+        if os.environ.get("CUHOOK_UPDATE_GOLDEN"):
+            with open(golden, "w") as f:
+                f.write(out)
+            continue
+        with open(golden) as f:
+            want = f.read()
+        if out != want:
+            import difflib
+            diff = "".join(difflib.unified_diff(want.splitlines(True), out.splitlines(True), "golden/" + name, "output"))
+            raise Fail(f"{name} differs from the golden output:\n{diff}")
+
+
+def test_fuzz():
+    seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
+             gen("small", "big", "--calls", "200", "--threads", "3")]
+    p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
+                       capture_output=True, timeout=280)
+    sys.stdout.write(p.stdout.decode())
+    if p.returncode:
+        raise Fail(f"fuzz_reader failed (status {p.returncode}):\n{p.stderr.decode()[-4000:]}")
+
+
+def test_speed():
+    path, exp = gen("speed", "big", "--calls", "3000000", "--threads", "4", "--tsc", expect=True)
+    j, _ = report_json(path)
+    eq((j["events"], j["calls"]), (exp["events"], exp["calls"]), "big trace counts")
+    for name, e in exp["functions"].items():
+        f = funcs_by_name(j)[name]
+        eq((f["calls"], f["total_ns"]), (e["calls"], e["total_ns"]), name)
+    rows = report_csv(path, "--functions", "cuMemAlloc_v2")
+    eq(len(rows), exp["functions"]["cuMemAlloc_v2"]["calls"], "CSV rows of the big trace")
+    minimum = os.environ.get("CUHOOK_BENCH_MIN", "20")
+    p = subprocess.run([A.bench, "--repeat", "5", "--min", minimum, path], capture_output=True)
+    sys.stdout.write(p.stdout.decode())
+    if p.returncode:
+        raise Fail(f"reading speed below {minimum} M events/s: {p.stdout.decode()}{p.stderr.decode()}")
+
+
+def main():
+    global A, TMP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuhook", required=True)
+    ap.add_argument("--gen", required=True)
+    ap.add_argument("--fuzz")
+    ap.add_argument("--bench")
+    ap.add_argument("test")
+    A = ap.parse_args()
+    fn = globals().get("test_" + A.test)
+    if not fn:
+        print(f"unknown test {A.test}", file=sys.stderr)
+        return 2
+    TMP = tempfile.mkdtemp(prefix="cuhook-report-test-")
+    try:
+        fn()
+    except Fail as e:
+        print(f"FAIL {A.test}: {e}")
+        return 1
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    print(f"ok {A.test}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
