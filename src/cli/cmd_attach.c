@@ -1,9 +1,178 @@
-/* Placeholder until this command is written (see the open issues). */
+/* cuhook attach [-o FILE] [--duration SEC] [--funcs GLOBS] PID
+ *
+ * Put the agent into a running process, let it trace until Ctrl-C, --duration or the process's
+ * exit, then take the patches out and leave; the process goes on as if nothing happened. The
+ * work is in src/inject (docs/injection.md). */
 #include "commands.h"
+#include "inject.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: cuhook attach [-o FILE] [--duration SEC] [--funcs GLOBS] [options] PID\n"
+	        "Trace the CUDA driver calls of a running process until Ctrl-C, SEC seconds or its exit;\n"
+	        "then leave it running as before. Needs ptrace rights over PID (root, or the same user\n"
+	        "with CAP_SYS_PTRACE / yama ptrace_scope 0).\n\n"
+	        "  --duration SEC        stop tracing after SEC seconds (fractions allowed)\n"
+	        "  --stop                only stop an agent left tracing in PID (by a killed cuhook)\n"
+	        "%s"
+	        "Default output: trace.PID.bin in the current directory.\n",
+	        CUHOOK_INJECT_CLI_HELP);
+}
+
+/* Wait for the end of the tracing window. 0: time to detach; 1: the process exited. */
+static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
+{
+	int sfd = signalfd(-1, sigs, SFD_CLOEXEC);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int ret = 0;
+	for (;;) {
+		int timeout = -1;
+		if (duration >= 0) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			double left = duration - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9);
+			if (left <= 0)
+				break;
+			timeout = (int)(left * 1000) + 1;
+		}
+		/* Without pidfd (kernel < 5.3) look at the process every 200 ms. */
+		if (pfd < 0 && (timeout < 0 || timeout > 200))
+			timeout = 200;
+		struct pollfd p[2] = {{sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		int n = poll(p, pfd >= 0 ? 2 : 1, timeout);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) > 0)
+				fprintf(stderr, "\ncuhook: %s, detaching\n", strsignal((int)si.ssi_signo));
+			break;
+		}
+		if ((n > 0 && pfd >= 0 && (p[1].revents & POLLIN)) || (pfd < 0 && kill(pid, 0) != 0 && errno == ESRCH)) {
+			ret = 1;
+			break;
+		}
+	}
+	if (sfd >= 0)
+		close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+	return ret;
+}
+
 int cmd_attach(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "cuhook attach: not built yet\n");
-	return 2;
+	struct cuhook_inject_cli cli = {0};
+	double duration = -1;
+	bool stop_only = false;
+	const char *pid_arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		int r = cuhook_inject_cli_opt(&cli, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--duration") || !strncmp(a, "--duration=", 11)) {
+			const char *v = a[10] == '=' ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
+			char *end;
+			duration = v ? strtod(v, &end) : -1;
+			if (!v || *end || duration < 0) {
+				fprintf(stderr, "cuhook attach: --duration wants seconds >= 0\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--stop")) {
+			stop_only = true;
+		} else if (a[0] == '-' || pid_arg) {
+			fprintf(stderr, "cuhook attach: unexpected argument '%s'\n", a);
+			usage(stderr);
+			return 2;
+		} else {
+			pid_arg = a;
+		}
+	}
+	char *end;
+	long pidl = pid_arg ? strtol(pid_arg, &end, 10) : 0;
+	if (!pid_arg || *end || pidl <= 0 || pidl > INT32_MAX) {
+		fprintf(stderr, "cuhook attach: a process id is needed\n");
+		usage(stderr);
+		return 2;
+	}
+	pid_t pid = (pid_t)pidl;
+
+	struct cuhook_inject_opts o = {0};
+	char agent[PATH_MAX], options[8192], defout[64];
+	snprintf(defout, sizeof(defout), "trace.%d.bin", pid);
+	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
+	    cuhook_inject_cli_options(&cli, defout, options, sizeof(options)) < 0)
+		return 2;
+	o.agent_options = options;
+
+	/* Ctrl-C and friends must not kill us while the process's threads are stopped in our hands
+	 * (a remote call half done): they are blocked, and read from a signalfd while tracing. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	int stop_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (unsigned k = 0; k < sizeof(stop_sigs) / sizeof(stop_sigs[0]); k++)
+		sigaddset(&sigs, stop_sigs[k]);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+
+	struct cuhook_inject_times t;
+	if (stop_only) {
+		if (cuhook_inject_detach(pid, &o, &t) < 0) {
+			fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
+			return 1;
+		}
+		if (cli.verbose)
+			cuhook_inject_print_times("stop", &t);
+		return 0;
+	}
+
+	if (cuhook_inject_check(pid) < 0) {
+		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
+		return 1;
+	}
+	if (cuhook_inject_has_object(pid, "libcuda.so") == 0)
+		fprintf(stderr, "cuhook attach: note: process %d has not loaded libcuda (yet); the agent "
+		                "patches it when the process loads it\n", pid);
+	if (cuhook_inject_attach(pid, &o, &t) < 0) {
+		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
+		return 1;
+	}
+	if (cli.verbose)
+		cuhook_inject_print_times("attach", &t);
+	const char *out = strstr(options, "output=");
+	fprintf(stderr, "cuhook: tracing process %d into %.*s; %s\n", pid,
+	        out ? (int)strcspn(out + 7, ";") : 1, out ? out + 7 : "?",
+	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
+
+	if (wait_window(pid, duration, &sigs) == 1) {
+		fprintf(stderr, "cuhook: process %d exited; the agent closed the trace\n", pid);
+		return 0;
+	}
+	if (cuhook_inject_detach(pid, &o, &t) < 0) {
+		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
+		return 1;
+	}
+	if (cli.verbose)
+		cuhook_inject_print_times("detach", &t);
+	return 0;
 }

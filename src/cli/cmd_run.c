@@ -1,9 +1,145 @@
-/* Placeholder until this command is written (see the open issues). */
+/* cuhook run [-o FILE] [--funcs GLOBS] [options] -- PROG ARGS...
+ *
+ * Start PROG with the agent in it, then step aside: PROG runs untraced at full speed, with our
+ * stdin/stdout/stderr, and our exit status is its. No LD_PRELOAD, no LD_AUDIT, no environment
+ * variable: the agent is loaded at PROG's entry point by a remote dlopen (src/inject). */
 #include "commands.h"
+#include "inject.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: cuhook run [-o FILE] [--funcs GLOBS] [options] -- PROG ARGS...\n"
+	        "Run PROG with its CUDA driver calls traced. The exit status is PROG's; signals sent to\n"
+	        "cuhook are passed on to PROG.\n\n"
+	        "%s"
+	        "Default output: trace.bin in the current directory. If the agent cannot be put into\n"
+	        "PROG, PROG is not run and the exit status is 125 (126/127: PROG cannot be executed).\n",
+	        CUHOOK_INJECT_CLI_HELP);
+}
+
+static volatile pid_t child = -1;
+static volatile sig_atomic_t held; /* signals that came before the child ran on its own */
+
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	/* A terminal's Ctrl-C (or hangup, or Ctrl-\) goes to the whole foreground process group,
+	 * the program included: passing it on as well would deliver it twice. */
+	if (si->si_code == SI_KERNEL && child > 0 && getpgid(child) == getpgrp())
+		return;
+	if (child > 0)
+		kill(child, sig);
+	else
+		held |= 1 << sig;
+}
+
+static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* Die the way the program died, so that our parent (a shell, a job runner) sees the same. */
+static int exit_like(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	int sig = WTERMSIG(status);
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core); /* the program dumped its core already, if it could */
+	signal(sig, SIG_DFL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+	return 128 + sig; /* a signal that does not kill (SIGCHLD...) cannot be a cause of death */
+}
+
 int cmd_run(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "cuhook run: not built yet\n");
-	return 2;
+	struct cuhook_inject_cli cli = {0};
+	int i = 1;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		int r = cuhook_inject_cli_opt(&cli, argc, argv, &i);
+		if (r < 0)
+			return 2;
+		if (r > 0)
+			continue;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--follow")) {
+			fprintf(stderr, "cuhook run: --follow is not supported yet\n");
+			return 2;
+		}
+		if (argv[i][0] == '-') {
+			fprintf(stderr, "cuhook run: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+		break; /* the program, without a "--" before it */
+	}
+	if (i >= argc) {
+		fprintf(stderr, "cuhook run: no program to run\n");
+		usage(stderr);
+		return 2;
+	}
+
+	struct cuhook_inject_opts o = {0};
+	char agent[PATH_MAX], options[8192];
+	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
+	    cuhook_inject_cli_options(&cli, "trace.bin", options, sizeof(options)) < 0)
+		return 2;
+	o.agent_options = options;
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned k = 0; k < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); k++)
+		sigaction(fwd_sigs[k], &sa, NULL);
+
+	struct cuhook_inject_times t;
+	int status;
+	pid_t pid = cuhook_inject_spawn(argv + i, &o, &t, &status);
+	if (pid < 0) {
+		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) >= 126)
+			return WEXITSTATUS(status); /* the child said why it could not exec */
+		fprintf(stderr, "cuhook run: %s\n", cuhook_inject_error());
+		if (status != -1)
+			return exit_like(status);
+		return 125;
+	}
+	if (cli.verbose)
+		cuhook_inject_print_times("run", &t);
+
+	child = pid;
+	for (unsigned k = 0; k < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); k++)
+		if (held & (1 << fwd_sigs[k]))
+			kill(pid, fwd_sigs[k]);
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, 0);
+		if (r == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+			break;
+		if (r < 0 && errno != EINTR) {
+			perror("cuhook run: waitpid");
+			return 125;
+		}
+	}
+	return exit_like(status);
 }

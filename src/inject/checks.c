@@ -1,0 +1,193 @@
+/* What can be refused before the target is touched, each with a message that says what is wrong
+ * and what to change. Everything here only reads /proc. */
+#include "internal.h"
+#include "inject.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The value of "Key:" in /proc/PID/status, or NULL. */
+static char *status_field(pid_t pid, const char *key, char *buf, size_t len)
+{
+	char p[64], line[512];
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return NULL;
+	size_t kl = strlen(key);
+	char *res = NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+			char *v = line + kl + 1;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = 0;
+			snprintf(buf, len, "%s", v);
+			res = buf;
+			break;
+		}
+	}
+	fclose(f);
+	return res;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	FILE *f = fopen(p, "re");
+	buf[0] = 0;
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "?");
+}
+
+int target_seccomp_mode(pid_t pid)
+{
+	char v[32];
+	return status_field(pid, "Seccomp", v, sizeof(v)) ? atoi(v) : -1;
+}
+
+/* Set when the tracer of pid is somebody else; prints who. */
+static int check_tracer(pid_t pid)
+{
+	char v[32];
+	if (!status_field(pid, "TracerPid", v, sizeof(v)))
+		return 0;
+	pid_t tracer = (pid_t)atoi(v);
+	if (tracer == 0 || tracer == getpid())
+		return 0;
+	char comm[64];
+	read_comm(tracer, comm, sizeof(comm));
+	inj_error("process %d is already traced by process %d (%s): a debugger or tracer (gdb, strace, "
+	          "another cuhook) holds it, and a process can have only one. Detach it first.",
+	          pid, tracer, comm);
+	return -1;
+}
+
+void explain_seize_error(pid_t pid, int err)
+{
+	if (err == ESRCH) {
+		inj_error("no such process: %d", pid);
+		return;
+	}
+	if (err != EPERM) {
+		inj_error("cannot attach to process %d: %s", pid, strerror(err));
+		return;
+	}
+	if (check_tracer(pid) < 0)
+		return;
+	char uid[64] = "?", yama[16] = "";
+	status_field(pid, "Uid", uid, sizeof(uid));
+	uid[strcspn(uid, "\t ")] = 0;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fgets(yama, sizeof(yama), f))
+			yama[strcspn(yama, "\n")] = 0;
+		fclose(f);
+	}
+	char hint[256];
+	if (yama[0] && yama[0] != '0')
+		snprintf(hint, sizeof(hint), "/proc/sys/kernel/yama/ptrace_scope is %s: run as root, or "
+		         "give cuhook CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep), or set it to 0", yama);
+	else
+		snprintf(hint, sizeof(hint), "run cuhook as root or as the process's user with "
+		         "CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep); a setuid or non-dumpable process "
+		         "needs CAP_SYS_PTRACE");
+	inj_error("permission denied attaching to process %d (owned by uid %s, you are uid %d): %s",
+	          pid, uid, (int)geteuid(), hint);
+}
+
+int check_target(pid_t pid)
+{
+	char p[64], v[64];
+	if (pid <= 0) {
+		inj_error("no such process: %d", pid);
+		return -1;
+	}
+	if (pid == getpid()) {
+		inj_error("cuhook cannot attach to itself");
+		return -1;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	if (access(p, F_OK) != 0) {
+		inj_error("no such process: %d", pid);
+		return -1;
+	}
+	if (check_tracer(pid) < 0)
+		return -1;
+	if (status_field(pid, "State", v, sizeof(v))) {
+		if (v[0] == 'Z' || v[0] == 'X') {
+			inj_error("process %d has exited (zombie)", pid);
+			return -1;
+		}
+		if (v[0] == 'T') {
+			/* Under ptrace a group-stopped process would run again; we would not leave it as we
+			 * found it. */
+			inj_error("process %d is stopped (job control); continue it first (kill -CONT %d)", pid, pid);
+			return -1;
+		}
+	}
+	if (target_seccomp_mode(pid) == 1) {
+		inj_error("process %d runs in strict seccomp mode (only read, write, exit allowed): the "
+		          "agent cannot be loaded into it", pid);
+		return -1;
+	}
+	if (status_field(pid, "SigIgn", v, sizeof(v))) {
+		unsigned long long ign = strtoull(v, NULL, 16);
+		if (ign & (1ull << (SIGSEGV - 1))) {
+			/* A remote call ends with a SIGSEGV at address 0; the kernel would reset an ignored
+			 * SIGSEGV to its default for the whole process. */
+			inj_error("process %d ignores SIGSEGV, which the injector needs to see its remote "
+			          "calls return; not attaching", pid);
+			return -1;
+		}
+	}
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	char exe[4096];
+	ssize_t n = readlink(p, exe, sizeof(exe) - 1);
+	if (n < 0) {
+		if (errno == EACCES || errno == EPERM)
+			explain_seize_error(pid, EPERM);
+		else if (errno == ENOENT)
+			inj_error("process %d has no executable (a kernel thread?)", pid);
+		else
+			inj_error("cannot read %s: %s", p, strerror(errno));
+		return -1;
+	}
+	exe[n] = 0;
+	char what[4200];
+	snprintf(what, sizeof(what), "process %d (%s)", pid, exe);
+	if (elf_check_x86_64(p, what) < 0)
+		return -1;
+	if (elf_has_interp(p) == 0) {
+		/* Without a dynamic loader there is no dlopen to call (static glibc's dlopen needs the
+		 * very libc.so it would load, and a static-pie has no loader either). */
+		struct maps m;
+		bool has_libc = false;
+		if (maps_read(pid, &m) == 0) {
+			has_libc = maps_find_object(&m, "libc.so") || maps_find_object(&m, "libc-") ||
+			           maps_find_object(&m, "ld-linux");
+			maps_free(&m);
+		}
+		if (!has_libc) {
+			inj_error("process %d runs a statically linked program (%s): no dynamic loader and no "
+			          "dlopen to load the agent with", pid, exe);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int cuhook_inject_check(pid_t pid)
+{
+	inj_error_clear();
+	return check_target(pid);
+}

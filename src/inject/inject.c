@@ -1,0 +1,548 @@
+/* The injection sequences (docs/injection.md has them in prose):
+ *
+ * attach:  check  ->  seize + interrupt every thread  ->  [remote dlopen(agent)]  ->
+ *          remote cuhook_agent_start(options, THREADS_STOPPED)  ->  fix up each thread's ip  ->
+ *          detach every thread
+ * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
+ *          ->  detach
+ * spawn:   fork; the child stops itself and execs; we seize it, stop it at its entry point with
+ *          a breakpoint, then the attach sequence on that (normally single-threaded) process.
+ *
+ * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
+ * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
+#include "inject.h"
+#include "internal.h"
+
+#include "cuhook_agent.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEFAULT_CALL_TIMEOUT_MS 3000
+#define STOP_TIMEOUT_MS 2000  /* a thread that does not stop in this time is in the kernel (D) */
+#define FIXUP_TIMEOUT_MS 1000 /* fixup_ip takes no lock and returns at once */
+/* glibc < 2.34 has no dlopen in libc.so; its private __libc_dlopen_mode needs this mode bit
+ * (what dlopen adds itself) to run the constructors as dlopen would. */
+#define GLIBC_RTLD_DLOPEN 0x80000000u
+
+struct agent_api {
+	const char *path;
+	uint64_t start, stop, fixup_ip, last_error, active;
+};
+
+const char *cuhook_inject_error(void)
+{
+	return inj_error_text();
+}
+
+static int call_timeout(const struct cuhook_inject_opts *o)
+{
+	return o->call_timeout_ms > 0 ? o->call_timeout_ms : DEFAULT_CALL_TIMEOUT_MS;
+}
+
+/* Look up the agent's API in the object mapped from path. */
+static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struct agent_api *api)
+{
+	api->path = path;
+	api->start = target_symbol(pid, m, path, "cuhook_agent_start");
+	api->stop = target_symbol(pid, m, path, "cuhook_agent_stop");
+	api->fixup_ip = target_symbol(pid, m, path, "cuhook_agent_fixup_ip");
+	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
+	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
+	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
+}
+
+/* The agent already in the process: ours by path first, else any object exporting the API (a
+ * libcuhook.so from another build, or one loaded in constructor mode). */
+static int find_agent(pid_t pid, const struct maps *m, const char *want, struct agent_api *api)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->m[i].path && strcmp(m->m[i].path, want) == 0)
+			return agent_api_at(pid, m, m->m[i].path, api);
+	const char *p = maps_find_object(m, "libcuhook");
+	if (p && agent_api_at(pid, m, p, api) == 0)
+		return 0;
+	return -1;
+}
+
+/* A string the target returned (dlerror(), cuhook_agent_last_error()). */
+static void remote_message(struct itarget *tg, struct ithread *th, uint64_t fn, char *buf, size_t len,
+                           int timeout_ms)
+{
+	snprintf(buf, len, "(no message)");
+	if (!fn)
+		return;
+	struct rcall rc;
+	rcall_begin(&rc, tg, th);
+	uint64_t p = 0;
+	if (rcall_invoke(&rc, fn, NULL, 0, &p, timeout_ms, "reading the error message") == RC_OK && p)
+		mem_read_string(tg, p, buf, len);
+}
+
+/* dlopen(agent, RTLD_NOW) on thread th. */
+static int load_agent(struct itarget *tg, struct ithread *th, const struct maps *m,
+                      const struct cuhook_inject_opts *o)
+{
+	uint64_t dlopen_fn = 0, dlerror_fn = 0;
+	unsigned mode = RTLD_NOW;
+	const char *lib = maps_find_object(m, "libc.so.6");
+	if (!lib)
+		lib = maps_find_object(m, "libc-");
+	if (lib) {
+		dlopen_fn = target_symbol(tg->pid, m, lib, "dlopen");
+		dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+		if (!dlopen_fn) {
+			dlopen_fn = target_symbol(tg->pid, m, lib, "__libc_dlopen_mode");
+			mode |= GLIBC_RTLD_DLOPEN;
+			dlerror_fn = 0;
+		}
+	}
+	if (!dlopen_fn) {
+		/* musl (dlopen in its libc/loader), or an old glibc's libdl loaded by the program. */
+		lib = maps_find_defining(tg->pid, m, "dlopen", &dlopen_fn);
+		if (lib)
+			dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+	}
+	if (!dlopen_fn) {
+		inj_error("no dlopen in process %d (no libc.so mapped: a static program?): the agent "
+		          "cannot be loaded", tg->pid);
+		return -1;
+	}
+	inj_log("dlopen at 0x%llx in %s, called on thread %d%s", (unsigned long long)dlopen_fn, lib,
+	        th->tid, regs_in_restartable_syscall(&th->regs) ? " (stopped in a system call)" : "");
+
+	struct rcall rc;
+	rcall_begin(&rc, tg, th);
+	uint64_t path = rcall_push_string(&rc, o->agent_path);
+	if (!path)
+		return -1;
+	uint64_t args[2] = {path, mode}, handle = 0;
+	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
+	if (r != RC_OK)
+		return -1;
+	char sc[64];
+	if (!handle) {
+		char msg[1024];
+		remote_message(tg, th, dlerror_fn, msg, sizeof(msg), call_timeout(o));
+		if (rc.seccomp_denied)
+			inj_error("a seccomp filter of process %d refuses %s, which loading the agent needs "
+			          "(dlopen: %s). Backed out; the process goes on.",
+			          tg->pid, syscall_name(rc.seccomp_nr, sc, sizeof(sc)), msg);
+		else
+			inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, msg);
+		return -1;
+	}
+	if (rc.seccomp_denied)
+		inj_log("note: seccomp refused %d system call(s) during dlopen, the first %s", rc.seccomp_denied,
+		        syscall_name(rc.seccomp_nr, sc, sizeof(sc)));
+	return 0;
+}
+
+/* The agent as the target sees it: the same file, or at least a file at the same path. */
+static int check_agent_visible(pid_t pid, const char *agent)
+{
+	char p[PATH_MAX + 64];
+	struct stat a, b;
+	if (stat(agent, &a) != 0) {
+		inj_error("agent library %s: %s", agent, strerror(errno));
+		return -1;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, agent);
+	if (stat(p, &b) != 0) {
+		inj_error("process %d does not see the agent library at %s (it runs in another mount "
+		          "namespace, a container?): copy libcuhook.so to the same path inside it, or run "
+		          "cuhook inside it", pid, agent);
+		return -1;
+	}
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		inj_log("note: process %d sees another file at %s than we do (container?); loading that one",
+		        pid, agent);
+	return 0;
+}
+
+/* Move every thread whose ip the agent maps elsewhere (into a relocated copy at start, back to
+ * the original at stop). A thread stopped in a restartable system call resumes at ip - 2 (the
+ * kernel re-executes the 2-byte `syscall`), so that is the address that must be mapped. */
+static int fixup_threads(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
+                         struct cuhook_inject_times *t)
+{
+	for (int i = 0; i < tg->nth; i++) {
+		struct ithread *th = &tg->th[i];
+		uint64_t ip = th->regs.rip;
+		uint64_t probe = regs_in_restartable_syscall(&th->regs) ? ip - 2 : ip;
+		struct rcall rc;
+		rcall_begin(&rc, tg, caller);
+		uint64_t args[1] = {probe}, mapped = probe;
+		if (rcall_invoke(&rc, api->fixup_ip, args, 1, &mapped, FIXUP_TIMEOUT_MS,
+		                 "cuhook_agent_fixup_ip") != RC_OK)
+			return -1;
+		if (mapped != probe) {
+			th->regs.rip = mapped + (ip - probe);
+			th->regs_dirty = true;
+			t->moved++;
+			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
+			        (unsigned long long)th->regs.rip);
+		}
+	}
+	return 0;
+}
+
+/* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads. */
+static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	struct maps m;
+	struct agent_api api;
+	int ret = -1;
+	struct ithread *caller = threads_pick_caller(tg);
+	if (!caller || maps_read(tg->pid, &m) < 0)
+		return -1;
+
+	uint64_t t0 = inj_now_ns();
+	if (find_agent(tg->pid, &m, o->agent_path, &api) == 0) {
+		t->agent_reused = true;
+		inj_log("agent already loaded: %s", api.path);
+	} else {
+		if (check_agent_visible(tg->pid, o->agent_path) < 0 || load_agent(tg, caller, &m, o) < 0)
+			goto out;
+		maps_free(&m);
+		if (maps_read(tg->pid, &m) < 0)
+			goto out;
+		if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
+			inj_error("%s was loaded into process %d but does not export the agent API "
+			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+			goto out;
+		}
+		t->load_ns = inj_now_ns() - t0;
+	}
+
+	t0 = inj_now_ns();
+	struct rcall rc;
+	rcall_begin(&rc, tg, caller);
+	uint64_t opts = rcall_push_string(&rc, o->agent_options ? o->agent_options : "");
+	if (!opts)
+		goto out;
+	uint64_t args[2] = {opts, CUHOOK_START_THREADS_STOPPED}, rv = 0;
+	if (rcall_invoke(&rc, api.start, args, 2, &rv, call_timeout(o), "cuhook_agent_start") != RC_OK)
+		goto out;
+	int r = (int)(uint32_t)rv;
+	char msg[1024];
+	remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+	t->call_ns = inj_now_ns() - t0;
+	if (r == -EALREADY) {
+		inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
+		          "or one was killed before it could stop it, or the process was started with the "
+		          "agent in constructor mode (CUHOOK_* variables). Stop that first.", tg->pid);
+		goto out;
+	}
+	if (r < 0) {
+		inj_error("the agent in process %d could not start: %s (%s)", tg->pid, msg, strerror(-r));
+		goto out;
+	}
+	inj_log("agent started: %s", msg);
+
+	t0 = inj_now_ns();
+	if (fixup_threads(tg, caller, &api, t) < 0) {
+		/* Threads inside overwritten bytes cannot be left there: take the patches out again. */
+		uint64_t a[1] = {0};
+		rcall_begin(&rc, tg, caller);
+		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
+		goto out;
+	}
+	t->fixup_ns = inj_now_ns() - t0;
+	ret = 0;
+out:
+	maps_free(&m);
+	return ret;
+}
+
+static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	struct maps m;
+	struct agent_api api;
+	int ret = -1;
+	struct ithread *caller = threads_pick_caller(tg);
+	if (!caller || maps_read(tg->pid, &m) < 0)
+		return -1;
+	if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
+		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
+		goto out;
+	}
+	uint64_t t0 = inj_now_ns();
+	struct rcall rc;
+	rcall_begin(&rc, tg, caller);
+	uint64_t args[1] = {0}, rv = 0;
+	if (rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop") != RC_OK)
+		goto out;
+	t->call_ns = inj_now_ns() - t0;
+	int r = (int)(uint32_t)rv;
+	if (r < 0) {
+		char msg[1024];
+		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+		inj_error("the agent in process %d could not stop: %s (%s)", tg->pid, msg, strerror(-r));
+		/* still move threads out of relocated code if it did unpatch some */
+	}
+	t0 = inj_now_ns();
+	if (fixup_threads(tg, caller, &api, t) == 0 && r >= 0)
+		ret = 0;
+	t->fixup_ns = inj_now_ns() - t0;
+out:
+	maps_free(&m);
+	return ret;
+}
+
+static void finish_times(struct itarget *tg, struct cuhook_inject_times *t, uint64_t detach_start)
+{
+	uint64_t now = inj_now_ns();
+	t->detach_ns = now - detach_start;
+	t->stopped_ns = tg->first_stop_ns ? now - tg->first_stop_ns : 0;
+}
+
+/* While the target's threads are stopped, every millisecond we are preempted is a millisecond
+ * the whole target waits: with more runnable threads than cores, the threads not yet stopped
+ * would take the CPU from us between two ptrace calls. Run at the highest nice level for that
+ * time (when allowed; root is), and back to the old one afterwards. */
+static int raise_priority(void)
+{
+	errno = 0;
+	int old = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0)
+		setpriority(PRIO_PROCESS, 0, -20);
+	return errno == 0 ? old : 0;
+}
+
+/* Seize everything, run `body`, let go: the frame of attach and detach. */
+static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
+                                int (*body)(struct itarget *, const struct cuhook_inject_opts *,
+                                            struct cuhook_inject_times *))
+{
+	inj_error_clear();
+	inj_verbose = o->verbose;
+	memset(t, 0, sizeof(*t));
+	inj_block_sigchld();
+	if (check_target(pid) < 0)
+		return -1;
+	struct itarget tg;
+	target_init(&tg, pid);
+	int prio = raise_priority();
+	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
+		target_free(&tg);
+		setpriority(PRIO_PROCESS, 0, prio);
+		return -1;
+	}
+	t->seize_ns = inj_now_ns() - tg.first_stop_ns;
+	t->nthreads = tg.nth;
+	inj_log("%d thread%s stopped in %.2f ms", tg.nth, tg.nth == 1 ? "" : "s", t->seize_ns / 1e6);
+	int r = mem_open(&tg);
+	if (r == 0)
+		r = body(&tg, o, t);
+	uint64_t d0 = inj_now_ns();
+	threads_detach_all(&tg);
+	finish_times(&tg, t, d0);
+	target_free(&tg);
+	setpriority(PRIO_PROCESS, 0, prio);
+	return r;
+}
+
+int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	return with_process_stopped(pid, o, t, start_agent);
+}
+
+int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	return with_process_stopped(pid, o, t, stop_agent);
+}
+
+int cuhook_inject_has_object(pid_t pid, const char *name_prefix)
+{
+	struct maps m;
+	if (maps_read(pid, &m) < 0)
+		return -1;
+	int r = maps_find_object(&m, name_prefix) != NULL;
+	maps_free(&m);
+	return r;
+}
+
+/* ---- spawn ----------------------------------------------------------------------------------- */
+
+static uint64_t auxv_entry(pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/auxv", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint64_t v[2], entry = 0;
+	while (read(fd, v, sizeof(v)) == sizeof(v) && v[0] != AT_NULL)
+		if (v[0] == AT_ENTRY)
+			entry = v[1];
+	close(fd);
+	return entry;
+}
+
+/* Resume the child until `done` says the stop is the one we want; pass its signals on. 1: got
+ * it, 0: the child ended (*status), -1 error. */
+static int run_until(pid_t pid, int *status, bool (*done)(pid_t, int, uint64_t), uint64_t arg)
+{
+	for (;;) {
+		int st;
+		if (pt_wait(pid, &st, -1) < 0) {
+			inj_error("waiting for process %d: %s", pid, strerror(errno));
+			return -1;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			*status = st;
+			return 0;
+		}
+		if (done(pid, st, arg))
+			return 1;
+		int event = st >> 16, sig = WSTOPSIG(st);
+		/* Event stops (group-stop reports) and our own SIGCONT are swallowed; any other signal
+		 * is the program's and goes on to it. */
+		pt_cont(pid, event == 0 && sig != SIGCONT ? sig : 0);
+	}
+}
+
+static bool is_exec_stop(pid_t pid, int st, uint64_t arg)
+{
+	return (st >> 16) == PTRACE_EVENT_EXEC;
+}
+
+static bool is_entry_trap(pid_t pid, int st, uint64_t entry)
+{
+	if ((st >> 16) != 0 || WSTOPSIG(st) != SIGTRAP)
+		return false;
+	struct user_regs_struct r;
+	return ptrace(PTRACE_GETREGS, pid, 0, &r) == 0 && r.rip == entry + 1;
+}
+
+pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
+                          struct cuhook_inject_times *t, int *exit_status)
+{
+	inj_error_clear();
+	inj_verbose = o->verbose;
+	memset(t, 0, sizeof(*t));
+	*exit_status = -1;
+	sigset_t old;
+	sigprocmask(SIG_SETMASK, NULL, &old);
+	inj_block_sigchld();
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		inj_error("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* The program gets the signal state it would have without us. */
+		int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+		for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		/* Stop until the parent has seized us: then exec runs under ptrace. */
+		kill(getpid(), SIGSTOP);
+		execvp(argv[0], argv);
+		int e = errno;
+		fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+
+	int st;
+	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
+		inj_error("the child did not stop before exec");
+		*exit_status = st;
+		return -1;
+	}
+	/* EXITKILL until we let go: should cuhook die during the setup, the child (stopped, or with
+	 * our breakpoint in it) dies too instead of running damaged. */
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
+		inj_error("cannot trace the child: %s", strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	kill(pid, SIGCONT);
+	int r = run_until(pid, exit_status, is_exec_stop, 0);
+	if (r <= 0) {
+		if (r == 0)
+			inj_error("%s could not be executed", argv[0]);
+		return -1;
+	}
+
+	struct itarget tg;
+	target_init(&tg, pid);
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	char what[PATH_MAX + 32];
+	snprintf(what, sizeof(what), "%s", argv[0]);
+	uint64_t entry = auxv_entry(pid);
+	if (elf_check_x86_64(exe, what) < 0)
+		goto fail;
+	if (elf_has_interp(exe) == 0) {
+		inj_error("%s is statically linked: no dynamic loader and no dlopen to load the agent with",
+		          argv[0]);
+		goto fail;
+	}
+	if (!entry || mem_open(&tg) < 0) {
+		inj_error("cannot find the entry point of %s", argv[0]);
+		goto fail;
+	}
+
+	/* A breakpoint at the program's entry point: by then the dynamic loader has mapped and
+	 * relocated every library and run their constructors (libc is initialised, dlopen works),
+	 * and not one instruction of the program itself has run. */
+	uint8_t orig, int3 = 0xcc;
+	if (mem_read(&tg, entry, &orig, 1) < 0 || mem_write(&tg, entry, &int3, 1) < 0)
+		goto fail;
+	pt_cont(pid, 0);
+	r = run_until(pid, exit_status, is_entry_trap, entry);
+	if (r <= 0) {
+		if (r == 0)
+			inj_error("%s ended before reaching its entry point", argv[0]);
+		target_free(&tg);
+		return -1;
+	}
+	uint64_t stop0 = inj_now_ns();
+	struct ithread *main_th = target_add_thread(&tg, pid);
+	if (!main_th || mem_write(&tg, entry, &orig, 1) < 0 || pt_getregs(pid, &main_th->regs) < 0)
+		goto fail;
+	main_th->regs.rip = entry; /* back onto the restored instruction */
+	main_th->regs_dirty = true;
+	main_th->stopped = true;
+	if (pt_setregs(pid, &main_th->regs) < 0)
+		goto fail;
+	/* Library constructors may have started threads: stop them too. */
+	tg.first_stop_ns = stop0;
+	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0)
+		goto fail_released;
+	t->seize_ns = inj_now_ns() - stop0;
+	t->nthreads = tg.nth;
+	if (start_agent(&tg, o, t) < 0)
+		goto fail;
+	uint64_t d0 = inj_now_ns();
+	threads_detach_all(&tg);
+	finish_times(&tg, t, d0);
+	target_free(&tg);
+	return pid;
+
+fail:
+	threads_detach_all(&tg);
+fail_released:
+	target_free(&tg);
+	/* The user asked for a traced run; one without the agent (or with a half-set-up one) is not
+	 * what they asked for. */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, __WALL);
+	return -1;
+}

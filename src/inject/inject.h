@@ -1,0 +1,90 @@
+/* The injector: puts the agent (libcuhook.so) into a process with ptrace and a remote dlopen,
+ * starts and stops it while every thread of the process is stopped, and leaves the process as it
+ * found it. Used by `cuhook run` and `cuhook attach`; docs/injection.md tells how it works. */
+#ifndef CUHOOK_INJECT_H
+#define CUHOOK_INJECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cuhook_inject_opts {
+	const char *agent_path;    /* absolute path of the agent library */
+	const char *agent_options; /* "output=...;funcs=..." for cuhook_agent_start() */
+	int call_timeout_ms;       /* a remote call that takes longer is abandoned (0: 3000) */
+	int verbose;               /* phases and timings on stderr */
+};
+
+/* What one attach or detach took, for --verbose and the benchmarks. */
+struct cuhook_inject_times {
+	uint64_t seize_ns;   /* first PTRACE_INTERRUPT until every thread stopped */
+	uint64_t load_ns;    /* remote dlopen (0 when the agent was already there) */
+	uint64_t call_ns;    /* remote cuhook_agent_start / _stop */
+	uint64_t fixup_ns;   /* remote fixup_ip calls and moving threads */
+	uint64_t detach_ns;  /* PTRACE_DETACH of every thread */
+	uint64_t stopped_ns; /* first thread stopped until the last one resumed */
+	int nthreads;
+	int moved;           /* threads whose ip was moved */
+	bool agent_reused;   /* the agent was already loaded (an earlier attach or run) */
+};
+
+/* Stop every thread of pid, load the agent if it is not there yet, call
+ * cuhook_agent_start(agent_options, CUHOOK_START_THREADS_STOPPED), move threads parked in
+ * patched bytes, and let the process go. 0, or -1 and cuhook_inject_error() says why; on -1 the
+ * process has been released unharmed (or, for RC_CRASH-like failures, the message says it may
+ * not be). */
+int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t);
+
+/* Stop every thread again, cuhook_agent_stop(0), move threads back out of relocated code, let
+ * the process go. */
+int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t);
+
+/* Start argv[0] (searched in PATH) as a child, stop it at its entry point (dynamic loader and
+ * libc ready, no program code run yet), inject and start the agent, then release it. Returns the
+ * child's pid (wait for it as usual), or -1 with a message; *exit_status, when the child already
+ * ended (it could not be executed), is its wait status. */
+pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
+                          struct cuhook_inject_times *t, int *exit_status);
+
+/* Refuse what cannot work before touching the process (no such PID, a debugger attached, not
+ * x86-64, a static binary, strict seccomp, stopped). 0 or -1 with a message. */
+int cuhook_inject_check(pid_t pid);
+
+/* Is `path` mapped in pid? (libcuda: "libcuda.so") 1 yes, 0 no, -1 unreadable. */
+int cuhook_inject_has_object(pid_t pid, const char *name_prefix);
+
+const char *cuhook_inject_error(void);
+
+/* ---- the options `run` and `attach` share ---------------------------------------------------- */
+
+struct cuhook_inject_cli {
+	const char *output;        /* -o FILE */
+	const char *funcs;         /* --funcs GLOBS */
+	const char *agent;         /* --agent PATH: another agent library (tests) */
+	const char *extra[32];     /* --opt KEY=VALUE */
+	int nextra;
+	double call_timeout;       /* --call-timeout SEC */
+	int verbose;               /* -v / --verbose */
+};
+
+/* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
+ * -1 bad usage (message printed). */
+int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i);
+/* Build the agent option string ("output=ABS;funcs=...;key=value") into buf. The output path is
+ * made absolute against our working directory: the target's may differ. 0 or -1 (printed). */
+int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
+                              char *buf, size_t len);
+/* Fill o from c: the agent path (--agent or next to the executable), the timeouts. 0 or -1. */
+int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inject_opts *o,
+                            char *agent_buf, size_t agent_len);
+/* One line of timings on stderr. */
+void cuhook_inject_print_times(const char *what, const struct cuhook_inject_times *t);
+#define CUHOOK_INJECT_CLI_HELP \
+	"  -o, --output FILE     trace file (made absolute; the target writes it)\n" \
+	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*')\n" \
+	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
+	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \
+	"  --agent PATH          use this agent library instead of the installed libcuhook.so\n" \
+	"  -v, --verbose         tell the phases and how long the process was stopped\n"
+
+#endif

@@ -1,0 +1,178 @@
+/* The injector's internals, shared by its files:
+ *   ptrace_util.c  one thread: seize, interrupt, wait with a timeout, registers, memory
+ *   threads.c      every thread of a process: seize them all (and the ones born meanwhile), detach
+ *   symbols.c      /proc/PID/maps and the dynamic symbols of the ELF files mapped there
+ *   remote_call.c  call a function inside the target on one stopped thread
+ *   checks.c       refuse early, with a clear message, what cannot work (no PID, debugger, ...)
+ *   inject.c       the sequences: load + start the agent, stop it, fix up instruction pointers
+ * Errors: a failing function stores one message with inj_error() and returns a negative value;
+ * the caller that prints is the CLI (cuhook_inject_error()). */
+#ifndef CUHOOK_INJECT_INTERNAL_H
+#define CUHOOK_INJECT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+/* ---- errors and logging ------------------------------------------------------------------ */
+
+/* Keeps the first message since the last inj_error_clear(): the first failure is the cause,
+ * later ones are usually consequences of the back-out. */
+void inj_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void inj_error_clear(void);
+const char *inj_error_text(void);
+extern int inj_verbose;
+void inj_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t inj_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- one thread (ptrace_util.c) -------------------------------------------------------------- */
+
+#define INJ_MAX_PENDING 8
+
+struct ithread {
+	pid_t tid;
+	struct user_regs_struct regs; /* as found when it stopped: what it resumes with */
+	bool regs_dirty;              /* regs changed on purpose (ip moved): write back at detach */
+	bool stopped;                 /* in a ptrace-stop we can work in */
+	int pending[INJ_MAX_PENDING]; /* signals that arrived while we held it, given back at detach */
+	int npending;
+};
+
+struct itarget {
+	pid_t pid;
+	int memfd;                    /* /proc/PID/mem, O_RDWR */
+	struct ithread *th;
+	int nth, cap;
+	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
+};
+
+/* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
+ * registers, and the thread may have been stopped in the middle of code that uses them. */
+struct xstate {
+	size_t len;
+	unsigned char buf[16384] __attribute__((aligned(64)));
+	bool fp_only;                 /* NT_X86_XSTATE refused: the legacy FP area only */
+};
+
+int pt_seize(pid_t tid);                         /* 0 or -errno (no message) */
+int pt_interrupt(pid_t tid);
+/* Wait for tid to change state. 1: *status filled; 0: timeout; -errno. timeout_ms < 0: forever.
+ * Sleeps on SIGCHLD (blocked by inj_block_sigchld) rather than polling, so a stop is seen as soon
+ * as the kernel reports it. */
+int pt_wait(pid_t tid, int *status, int timeout_ms);
+void inj_block_sigchld(void);
+int pt_getregs(pid_t tid, struct user_regs_struct *r);
+int pt_setregs(pid_t tid, const struct user_regs_struct *r);
+int pt_get_xstate(pid_t tid, struct xstate *x);
+int pt_set_xstate(pid_t tid, const struct xstate *x);
+int pt_cont(pid_t tid, int sig);
+/* Wait until a thread we interrupted reports a stop; records a signal it was about to take. */
+int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms);
+void ithread_add_pending(struct ithread *t, int sig);
+
+int mem_open(struct itarget *tg);
+int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len);
+int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len);
+/* A NUL-terminated string of the target, cut to len-1 bytes. */
+int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len);
+
+/* A thread stopped with a system call interrupted that the kernel will restart (or turn into
+ * EINTR) when it resumes: orig_rax holds the call number and rax one of the -ERESTART* codes. */
+bool regs_in_restartable_syscall(const struct user_regs_struct *r);
+
+/* ---- all threads (threads.c) ----------------------------------------------------------------- */
+
+void target_init(struct itarget *tg, pid_t pid);
+void target_free(struct itarget *tg);
+struct ithread *target_add_thread(struct itarget *tg, pid_t tid);
+/* Seize and interrupt every thread of tg->pid, including threads created while doing so; read
+ * their registers. Threads already in tg (and stopped) are kept. 0, or -1 with a message; on
+ * failure the threads seized so far are detached again. */
+int threads_seize_all(struct itarget *tg, int stop_timeout_ms);
+/* Write back moved registers, detach every thread, hand back the signals they got meanwhile. */
+void threads_detach_all(struct itarget *tg);
+/* The thread to run remote calls on: one not inside a system call if there is one. */
+struct ithread *threads_pick_caller(struct itarget *tg);
+
+/* ---- symbols (symbols.c) ---------------------------------------------------------------------- */
+
+struct mapping {
+	uint64_t start, end, offset;
+	char perms[5];
+	unsigned long inode;
+	char *path;                   /* NULL for anonymous mappings */
+};
+
+struct maps {
+	struct mapping *m;
+	int n;
+};
+
+int maps_read(pid_t pid, struct maps *out);
+void maps_free(struct maps *m);
+/* The mapping that contains addr, or NULL. */
+const struct mapping *maps_find_addr(const struct maps *m, uint64_t addr);
+
+/* Address of `sym` (a defined function or object of the dynamic symbol table, default version
+ * preferred) in the object mapped from `path` in the target: file value + load bias. 0 if the
+ * object is not mapped or has no such symbol. */
+uint64_t target_symbol(pid_t pid, const struct maps *m, const char *path, const char *sym);
+/* The first mapped object whose file name (the part after the last '/') starts with prefix. */
+const char *maps_find_object(const struct maps *m, const char *prefix);
+/* The object that defines `sym`, searching every mapped ELF object (libc first). */
+const char *maps_find_defining(pid_t pid, const struct maps *m, const char *sym, uint64_t *addr);
+
+/* An ELF file's class/machine: 0 = x86-64 ELF, else -1 with a message naming what it is. */
+int elf_check_x86_64(const char *path, const char *what);
+/* 1 if the ELF file has a PT_INTERP (dynamically linked executable), 0 if not, -1 on error. */
+int elf_has_interp(const char *path);
+
+/* ---- remote calls (remote_call.c) ------------------------------------------------------------ */
+
+#define RC_RED_ZONE 128
+
+/* One call in preparation: data the call needs (strings) is copied below the thread's red zone;
+ * the stack then continues below it. */
+struct rcall {
+	struct itarget *tg;
+	struct ithread *th;
+	uint64_t sp;                  /* lowest byte used so far */
+	int seccomp_denied;           /* system calls a seccomp filter trapped during the call */
+	long seccomp_nr;              /* the first of them */
+};
+
+void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th);
+/* "openat (257)" */
+const char *syscall_name(long nr, char *buf, size_t len);
+/* Copy len bytes onto the target's stack; returns their address, or 0 (message set). */
+uint64_t rcall_push(struct rcall *rc, const void *data, size_t len);
+uint64_t rcall_push_string(struct rcall *rc, const char *s);
+
+enum rcall_result {
+	RC_OK = 0,
+	RC_ERROR = -1,      /* ptrace/memory failure; thread restored when possible */
+	RC_TIMEOUT = -2,    /* no return within the timeout; interrupted and restored */
+	RC_CRASH = -3,      /* a fault inside the called code; thread restored */
+	RC_EXITED = -5,     /* the target died */
+};
+
+/* Call fn(args...) (up to 6 integer/pointer args) on rc->th, wait at most timeout_ms for it
+ * to return, then put every register back as it was. *ret gets rax. A system call that a
+ * seccomp filter traps (SIGSYS) fails with EPERM instead, and the call goes on; see
+ * rc->seccomp_denied afterwards. */
+int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
+                 int timeout_ms, const char *what);
+
+/* ---- checks (checks.c) ------------------------------------------------------------------------ */
+
+/* Everything that can be refused before touching the target. 0, or -1 with a message. */
+int check_target(pid_t pid);
+/* The PTRACE_SEIZE of pid failed with err: the message that says what to change. */
+void explain_seize_error(pid_t pid, int err);
+/* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */
+int target_seccomp_mode(pid_t pid);
+
+#endif

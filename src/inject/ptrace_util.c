@@ -1,0 +1,275 @@
+/* One thread under ptrace: seize, interrupt, wait (with a timeout), registers, memory.
+ *
+ * We use PTRACE_SEIZE rather than PTRACE_ATTACH: seizing does not send SIGSTOP (which the
+ * process could observe, and which would leave a stopped process after a crash of ours), and
+ * PTRACE_INTERRUPT stops a thread without any signal at all. Memory goes through /proc/PID/mem:
+ * one pread/pwrite per block instead of a PTRACE_PEEK/POKE per word, and writes work on
+ * read-only pages as ptrace pokes do. */
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- errors and logging ---------------------------------------------------------------------- */
+
+static char err_buf[1024];
+static bool err_set;
+int inj_verbose;
+
+void inj_error(const char *fmt, ...)
+{
+	if (err_set)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	va_end(ap);
+	err_set = true;
+}
+
+void inj_error_clear(void)
+{
+	err_set = false;
+	err_buf[0] = 0;
+}
+
+const char *inj_error_text(void)
+{
+	return err_set ? err_buf : "unknown error";
+}
+
+void inj_log(const char *fmt, ...)
+{
+	if (!inj_verbose)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "cuhook: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+uint64_t inj_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- ptrace ---------------------------------------------------------------------------------- */
+
+int pt_seize(pid_t tid)
+{
+	/* No PTRACE_O_EXITKILL: if cuhook dies, the target must go on, not die with us. */
+	return ptrace(PTRACE_SEIZE, tid, 0, 0) == 0 ? 0 : -errno;
+}
+
+int pt_interrupt(pid_t tid)
+{
+	return ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0 ? 0 : -errno;
+}
+
+int pt_cont(pid_t tid, int sig)
+{
+	return ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) == 0 ? 0 : -errno;
+}
+
+void inj_block_sigchld(void)
+{
+	/* Blocked, SIGCHLD stays pending when a tracee stops, so pt_wait can sleep in
+	 * sigtimedwait() and wake exactly then, without a lost-wakeup race. */
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+}
+
+int pt_wait(pid_t tid, int *status, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : inj_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGCHLD);
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		if (r == tid)
+			return 1;
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		uint64_t now = inj_now_ns();
+		if (now >= deadline)
+			return 0;
+		/* At most 20 ms per sleep: should SIGCHLD be unblocked or consumed by someone else,
+		 * we still notice the stop, just later. */
+		uint64_t left = deadline - now;
+		if (left > 20000000u)
+			left = 20000000u;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		sigtimedwait(&s, NULL, &ts);
+	}
+}
+
+int pt_getregs(pid_t tid, struct user_regs_struct *r)
+{
+	if (ptrace(PTRACE_GETREGS, tid, 0, r) == 0)
+		return 0;
+	inj_error("cannot read the registers of thread %d: %s", tid, strerror(errno));
+	return -1;
+}
+
+int pt_setregs(pid_t tid, const struct user_regs_struct *r)
+{
+	if (ptrace(PTRACE_SETREGS, tid, 0, r) == 0)
+		return 0;
+	inj_error("cannot write the registers of thread %d: %s", tid, strerror(errno));
+	return -1;
+}
+
+int pt_get_xstate(pid_t tid, struct xstate *x)
+{
+	struct iovec iov = {x->buf, sizeof(x->buf)};
+	x->fp_only = false;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
+		x->len = iov.iov_len;
+		return 0;
+	}
+	/* Very old CPUs/kernels without XSAVE: the legacy FXSAVE area. */
+	if (ptrace(PTRACE_GETFPREGS, tid, 0, x->buf) == 0) {
+		x->fp_only = true;
+		x->len = sizeof(struct user_fpregs_struct);
+		return 0;
+	}
+	inj_error("cannot read the FPU/vector state of thread %d: %s", tid, strerror(errno));
+	return -1;
+}
+
+int pt_set_xstate(pid_t tid, const struct xstate *x)
+{
+	int r;
+	if (x->fp_only) {
+		r = (int)ptrace(PTRACE_SETFPREGS, tid, 0, x->buf);
+	} else {
+		struct iovec iov = {(void *)x->buf, x->len};
+		r = (int)ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &iov);
+	}
+	if (r == 0)
+		return 0;
+	inj_error("cannot restore the FPU/vector state of thread %d: %s", tid, strerror(errno));
+	return -1;
+}
+
+void ithread_add_pending(struct ithread *t, int sig)
+{
+	for (int i = 0; i < t->npending; i++)
+		if (t->pending[i] == sig && sig < SIGRTMIN)
+			return; /* standard signals do not queue: one is what the process would get */
+	if (t->npending < INJ_MAX_PENDING)
+		t->pending[t->npending++] = sig;
+}
+
+int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms)
+{
+	int st;
+	int r = pt_wait(t->tid, &st, timeout_ms);
+	if (r == 0) {
+		inj_error("thread %d of process %d did not stop within %d ms (uninterruptible sleep in "
+		          "the kernel? 'cat /proc/%d/task/%d/stack' tells where)",
+		          t->tid, tg->pid, timeout_ms, tg->pid, t->tid);
+		return -1;
+	}
+	if (r < 0) {
+		if (r == -ECHILD)
+			return 1; /* gone (reaped by someone, or exited) */
+		inj_error("waiting for thread %d: %s", t->tid, strerror(-r));
+		return -1;
+	}
+	if (WIFEXITED(st) || WIFSIGNALED(st))
+		return 1;
+	if (WIFSTOPPED(st)) {
+		int event = st >> 16;
+		/* A signal-delivery-stop came before the interrupt: the thread is stopped just the same.
+		 * We keep the signal and hand it over at detach, so the process still gets it. */
+		if (event == 0)
+			ithread_add_pending(t, WSTOPSIG(st));
+		t->stopped = true;
+		return 0;
+	}
+	inj_error("thread %d: unexpected wait status 0x%x", t->tid, st);
+	return -1;
+}
+
+bool regs_in_restartable_syscall(const struct user_regs_struct *r)
+{
+	/* The kernel's -ERESTARTSYS (512), -ERESTARTNOINTR (513), -ERESTARTNOHAND (514),
+	 * -ERESTART_RESTARTBLOCK (516): never seen by user space, only by a tracer. */
+	long rax = (long)r->rax;
+	return (long)r->orig_rax >= 0 && rax <= -512 && rax >= -516 && rax != -515;
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+int mem_open(struct itarget *tg)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
+	tg->memfd = open(p, O_RDWR | O_CLOEXEC);
+	if (tg->memfd < 0) {
+		inj_error("cannot open %s: %s", p, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n = pread(tg->memfd, buf, len, (off_t)addr);
+	if (n == (ssize_t)len)
+		return 0;
+	inj_error("cannot read %zu bytes at 0x%llx in process %d: %s", len, (unsigned long long)addr,
+	          tg->pid, n < 0 ? strerror(errno) : "short read");
+	return -1;
+}
+
+int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len)
+{
+	ssize_t n = pwrite(tg->memfd, buf, len, (off_t)addr);
+	if (n == (ssize_t)len)
+		return 0;
+	inj_error("cannot write %zu bytes at 0x%llx in process %d: %s", len, (unsigned long long)addr,
+	          tg->pid, n < 0 ? strerror(errno) : "short write");
+	return -1;
+}
+
+int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
+{
+	/* Byte by byte would be slow; a page-bounded block never reads past a mapping's end. */
+	size_t got = 0;
+	while (got + 1 < len) {
+		size_t chunk = 4096 - ((addr + got) & 4095);
+		if (chunk > len - 1 - got)
+			chunk = len - 1 - got;
+		ssize_t n = pread(tg->memfd, buf + got, chunk, (off_t)(addr + got));
+		if (n <= 0)
+			break;
+		void *nul = memchr(buf + got, 0, (size_t)n);
+		got += (size_t)n;
+		if (nul)
+			return 0;
+	}
+	buf[got] = 0;
+	return got ? 0 : -1;
+}

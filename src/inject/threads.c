@@ -1,0 +1,244 @@
+/* Every thread of a process: seize them all, including those born while we do it.
+ *
+ * ptrace works on threads, not processes: stopping a process means seizing and interrupting
+ * each thread listed in /proc/PID/task. A thread we have not stopped yet may create another one
+ * meanwhile, so we list again until a pass finds no new thread: once every listed thread is
+ * stopped, nobody is left to create one. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void target_init(struct itarget *tg, pid_t pid)
+{
+	memset(tg, 0, sizeof(*tg));
+	tg->pid = pid;
+	tg->memfd = -1;
+}
+
+void target_free(struct itarget *tg)
+{
+	if (tg->memfd >= 0)
+		close(tg->memfd);
+	free(tg->th);
+	tg->th = NULL;
+	tg->nth = tg->cap = 0;
+	tg->memfd = -1;
+}
+
+static struct ithread *target_find(struct itarget *tg, pid_t tid)
+{
+	for (int i = 0; i < tg->nth; i++)
+		if (tg->th[i].tid == tid)
+			return &tg->th[i];
+	return NULL;
+}
+
+struct ithread *target_add_thread(struct itarget *tg, pid_t tid)
+{
+	if (tg->nth == tg->cap) {
+		int cap = tg->cap ? tg->cap * 2 : 16;
+		struct ithread *n = realloc(tg->th, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		tg->th = n;
+		tg->cap = cap;
+	}
+	struct ithread *t = &tg->th[tg->nth++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	return t;
+}
+
+static void target_remove(struct itarget *tg, int i)
+{
+	tg->th[i] = tg->th[--tg->nth];
+}
+
+/* The thread ids of pid now. */
+static int list_tasks(pid_t pid, pid_t **out, int *n)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	DIR *d = opendir(p);
+	if (!d)
+		return -errno;
+	int cap = 64, cnt = 0;
+	pid_t *v = malloc((size_t)cap * sizeof(*v));
+	struct dirent *e;
+	while (v && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		if (cnt == cap) {
+			pid_t *nv = realloc(v, (size_t)(cap *= 2) * sizeof(*v));
+			if (!nv) {
+				free(v);
+				v = NULL;
+				break;
+			}
+			v = nv;
+		}
+		v[cnt++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* One letter of /proc/PID/task/TID/stat: R, S, D, T, t, Z, X... or 0. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+	char p[96], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", pid, tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *rp = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
+	return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* Is this one of the agent's own threads? The agent names them "cuhook..." (PR_SET_NAME). */
+static bool is_agent_thread(pid_t pid, pid_t tid)
+{
+	char p[96], comm[32] = "";
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/comm", pid, tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	return strncmp(comm, "cuhook", 6) == 0;
+}
+
+int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
+{
+	for (int round = 0;; round++) {
+		pid_t *tids = NULL;
+		int n, r = list_tasks(tg->pid, &tids, &n);
+		if (r < 0) {
+			inj_error(r == -ENOENT ? "process %d exited" : "cannot list the threads of %d: %s",
+			          tg->pid, strerror(-r));
+			goto fail;
+		}
+		int first_new = tg->nth;
+		for (int i = 0; i < n; i++) {
+			if (target_find(tg, tids[i]))
+				continue;
+			/* The agent's own threads (its writer) are left running: they never execute
+			 * patched code, and cuhook_agent_stop() may wait for them to flush. */
+			if (is_agent_thread(tg->pid, tids[i]))
+				continue;
+			r = pt_seize(tids[i]);
+			if (r == -ESRCH)
+				continue; /* exited since the listing */
+			if (r == -EPERM) {
+				/* A zombie thread (a leader that called pthread_exit) cannot be seized, and
+				 * needs not be: it runs no code. */
+				char s = thread_state(tg->pid, tids[i]);
+				if (s == 'Z' || s == 'X')
+					continue;
+			}
+			if (r < 0) {
+				free(tids);
+				explain_seize_error(tg->pid, -r);
+				goto fail;
+			}
+			if (!tg->first_stop_ns)
+				tg->first_stop_ns = inj_now_ns();
+			struct ithread *t = target_add_thread(tg, tids[i]);
+			if (!t) {
+				/* Seized but not tracked: detach it right away (it is not stopped yet, but a
+				 * seized thread that was never interrupted can be detached only once it
+				 * stops; interrupt it so it does). */
+				pt_interrupt(tids[i]);
+				int st;
+				if (pt_wait(tids[i], &st, 1000) == 1)
+					ptrace(PTRACE_DETACH, tids[i], 0, 0);
+				free(tids);
+				inj_error("out of memory");
+				goto fail;
+			}
+			pt_interrupt(t->tid);
+		}
+		free(tids);
+		if (tg->nth == first_new)
+			break; /* a pass with every thread already stopped: nobody can start another */
+		for (int i = first_new; i < tg->nth;) {
+			r = pt_wait_first_stop(tg, &tg->th[i], stop_timeout_ms);
+			if (r < 0)
+				goto fail;
+			if (r == 1)
+				target_remove(tg, i); /* exited meanwhile */
+			else
+				i++;
+		}
+		if (tg->nth == 0) {
+			inj_error("process %d exited", tg->pid);
+			goto fail;
+		}
+		if (round > 10000) {
+			inj_error("process %d keeps creating threads faster than they can be stopped", tg->pid);
+			goto fail;
+		}
+	}
+	for (int i = 0; i < tg->nth; i++)
+		if (pt_getregs(tg->th[i].tid, &tg->th[i].regs) < 0)
+			goto fail;
+	return 0;
+fail:
+	threads_detach_all(tg);
+	return -1;
+}
+
+void threads_detach_all(struct itarget *tg)
+{
+	for (int i = 0; i < tg->nth; i++) {
+		struct ithread *t = &tg->th[i];
+		if (!t->stopped) {
+			/* Seized and interrupted, never waited for: PTRACE_DETACH needs a stopped
+			 * thread. If it does not stop, the kernel detaches it when we exit. */
+			if (pt_wait_first_stop(tg, t, 500) != 0)
+				continue;
+		}
+		if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+			fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
+			        t->tid, strerror(errno));
+		/* The first signal that arrived while we held the thread goes back with the detach,
+		 * the others by tgkill once it runs: the process gets each of them. */
+		int sig = t->npending ? t->pending[0] : 0;
+		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
+			fprintf(stderr, "cuhook: warning: cannot detach thread %d: %s\n", t->tid,
+			        strerror(errno));
+		for (int k = 1; k < t->npending; k++)
+			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+		t->stopped = false;
+		t->regs_dirty = false;
+		t->npending = 0;
+	}
+	tg->nth = 0;
+}
+
+struct ithread *threads_pick_caller(struct itarget *tg)
+{
+	/* A thread in user space needs no system-call restart care, so it is the first choice.
+	 * Threads in a system call work too (the registers, orig_rax included, are put back
+	 * exactly, so the kernel restarts the call as after a signal). */
+	for (int i = 0; i < tg->nth; i++)
+		if (!regs_in_restartable_syscall(&tg->th[i].regs))
+			return &tg->th[i];
+	return tg->nth ? &tg->th[0] : NULL;
+}

@@ -1,0 +1,147 @@
+/* A stand-in for libcuhook.so with the same five API functions, for testing the injector on its
+ * own. It patches nothing; it writes what it was told into the output file:
+ *
+ *   start pid=P flags=F others_stopped=S options=...     one line per cuhook_agent_start
+ *   tick                                                 every 10 ms while started (a thread)
+ *   stop pid=P                                           one line per cuhook_agent_stop
+ *
+ * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
+ * which is the CUHOOK_START_THREADS_STOPPED promise. Its fixup_ip maps the test target's
+ * inj_park_from to inj_park_to while started, and inj_back_from to inj_back_to when stopped, so
+ * the injector's moving of parked threads can be tested without the real agent. */
+#include "cuhook_agent.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static char output[4096];
+static char last_error[4200] = "no error";
+static atomic_int active;
+static atomic_int ticker_stop;
+static pthread_t ticker;
+static atomic_int ticker_tid;
+
+static void out_line(const char *line)
+{
+	int fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	ssize_t r = write(fd, line, strlen(line));
+	(void)r;
+	close(fd);
+}
+
+/* 1 if every thread but us and our ticker is in a ptrace stop ('t' in /proc/self/task/N/stat). */
+static int others_stopped(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int self = (int)syscall(SYS_gettid), ok = 1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0 || tid == self || tid == atomic_load(&ticker_tid))
+			continue;
+		char p[64], buf[512];
+		snprintf(p, sizeof(p), "/proc/self/task/%d/stat", tid);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		char *rp = strrchr(buf, ')');
+		if (!rp || rp[2] != 't')
+			ok = 0;
+	}
+	closedir(d);
+	return ok;
+}
+
+static void *tick(void *arg)
+{
+	(void)arg;
+	atomic_store(&ticker_tid, (int)syscall(SYS_gettid));
+	/* the agent names its threads cuhook*: the injector leaves them running */
+	pthread_setname_np(pthread_self(), "cuhook-ticker");
+	while (!atomic_load(&ticker_stop)) {
+		out_line("tick\n");
+		usleep(10000);
+	}
+	return NULL;
+}
+
+CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
+{
+	if (atomic_load(&active)) {
+		snprintf(last_error, sizeof(last_error), "already started");
+		return -EALREADY;
+	}
+	const char *o = options ? strstr(options, "output=") : NULL;
+	if (!o) {
+		snprintf(last_error, sizeof(last_error), "dummy agent: no output= in '%s'", options ? options : "(null)");
+		return -EINVAL;
+	}
+	snprintf(output, sizeof(output), "%.*s", (int)strcspn(o + 7, ";"), o + 7);
+	char line[8192];
+	snprintf(line, sizeof(line), "start pid=%d flags=%u others_stopped=%d options=%s\n", (int)getpid(),
+	         flags, others_stopped(), options);
+	out_line(line);
+	atomic_store(&ticker_stop, 0);
+	if (!strstr(options, "ticker=0"))
+		pthread_create(&ticker, NULL, tick, NULL);
+	atomic_store(&active, strstr(options, "ticker=0") ? 2 : 1);
+	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
+	return 0;
+}
+
+CUHOOK_API int cuhook_agent_stop(unsigned flags)
+{
+	(void)flags;
+	int was = atomic_exchange(&active, 0);
+	if (!was) {
+		snprintf(last_error, sizeof(last_error), "not started");
+		return -EINVAL;
+	}
+	if (was == 1) {
+		atomic_store(&ticker_stop, 1);
+		pthread_join(ticker, NULL);
+		atomic_store(&ticker_tid, 0);
+	}
+	char line[64];
+	snprintf(line, sizeof(line), "stop pid=%d\n", (int)getpid());
+	out_line(line);
+	return 0;
+}
+
+CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
+{
+	const char *from = atomic_load(&active) ? "inj_park_from" : "inj_back_from";
+	const char *to = atomic_load(&active) ? "inj_park_to" : "inj_back_to";
+	void *f = dlsym(RTLD_DEFAULT, from), *t = dlsym(RTLD_DEFAULT, to);
+	if (f && t && ip == (uintptr_t)f)
+		return (uintptr_t)t;
+	return ip;
+}
+
+CUHOOK_API const char *cuhook_agent_last_error(void)
+{
+	return last_error;
+}
+
+CUHOOK_API int cuhook_agent_active(void)
+{
+	return atomic_load(&active) != 0;
+}

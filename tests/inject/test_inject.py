@@ -1,0 +1,594 @@
+#!/usr/bin/env python3
+"""Tests of `cuhook run` and `cuhook attach` against the dummy agent (tests/inject/dummy_agent.c)
+and the test target (tests/inject/inj_target.c). Each case is a function case_NAME; meson runs
+one process per case (--case NAME), or all of them without --case.
+
+The dummy agent writes "start ... others_stopped=1 ..." / "tick" / "stop" lines into the trace
+file it is given, which is what these tests look at; the checks of real traces are the engine's
+tests' business."""
+import argparse
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+A = None  # the parsed arguments
+TMP = None
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, what, detail=""):
+    if not cond:
+        raise Fail(what + (": " + detail if detail else ""))
+
+
+class Target:
+    """inj_target MODE ARGS, with stdin/stdout pipes; waits for its "ready" line."""
+
+    def __init__(self, *args, exe=None, stdin=subprocess.PIPE):
+        self.p = subprocess.Popen([exe or A.target] + [str(a) for a in args], stdin=stdin,
+                                  stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        check(line.startswith("ready"), "target did not get ready", repr(line))
+        self.pid = self.p.pid
+
+    def finish(self, line="quit\n", timeout=30):
+        try:
+            out, _ = self.p.communicate(line, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            raise Fail("target did not finish")
+        return out
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def cuhook(*args, timeout=60, **kw):
+    return subprocess.run([A.cuhook] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def attach(pid, *extra, out=None, timeout=60):
+    out = out or os.path.join(TMP, "trace.txt")
+    return cuhook("attach", "--agent", A.agent, "-o", out, *extra, pid, timeout=timeout)
+
+
+def trace_lines(path=None):
+    path = path or os.path.join(TMP, "trace.txt")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [l.rstrip("\n") for l in f if not l.startswith("tick")]
+
+
+def parse_loop(out):
+    m = re.search(r"rounds (\d+) mismatches (\d+) checksum ([0-9a-f]+)", out)
+    check(m is not None, "no checksum line from the target", repr(out))
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+_baseline = {}
+
+
+def baseline(threads):
+    """The loop checksum of an untouched run with that many threads."""
+    if threads not in _baseline:
+        t = Target("loop", threads)
+        _baseline[threads] = parse_loop(t.finish())[2]
+    return _baseline[threads]
+
+
+def expect_fail(r, pattern):
+    check(r.returncode != 0, "cuhook should have failed", r.stderr)
+    check(re.search(pattern, r.stderr, re.I) is not None, "message should match %r" % pattern, r.stderr)
+
+
+# ---- run ---------------------------------------------------------------------------------------
+
+def case_run_exit_code():
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "exit", 7)
+    check(r.returncode == 7, "exit 7 expected", "%d %s" % (r.returncode, r.stderr))
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "kill", 15)
+    # cuhook dies of the same signal: -15 for Python, 143 for a shell
+    check(r.returncode in (-15, 143), "death by SIGTERM expected", "%d %s" % (r.returncode, r.stderr))
+    r = subprocess.run(["sh", "-c", '"$0" run --agent "$1" -o "$2" -- "$3" kill 15; echo "rc=$?"',
+                        A.cuhook, A.agent, os.path.join(TMP, "t"), A.target], capture_output=True, text=True)
+    check("rc=143" in r.stdout, "a shell should see 143", r.stdout + r.stderr)
+
+
+def case_run_agent_started():
+    out = os.path.join(TMP, "run.txt")
+    r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "ticker=0",
+               "--", A.target, "echo", input="hello\nworld\n")
+    check(r.returncode == 0, "run failed", r.stderr)
+    check(r.stdout == "hello\nworld\n", "stdin/stdout must pass through untouched", repr(r.stdout))
+    lines = trace_lines(out)
+    check(len(lines) == 1 and lines[0].startswith("start"), "one start line expected", repr(lines))
+    check("flags=1 " in lines[0], "started with CUHOOK_START_THREADS_STOPPED", lines[0])
+    check("others_stopped=1" in lines[0], "all other threads stopped during start", lines[0])
+    check("options=output=%s;funcs=cuLaunch*,cuMem*;ticker=0" % out in lines[0], "options passed", lines[0])
+
+
+def case_run_relative_output():
+    # the output path is made absolute against cuhook's directory, not the program's
+    sub = os.path.join(TMP, "rel")
+    os.makedirs(sub, exist_ok=True)
+    r = cuhook("run", "--agent", A.agent, "-o", "rel.txt", "--opt", "ticker=0", "--", "sh", "-c",
+               "cd / && exec \"$0\" exit 0", A.target, cwd=sub)
+    check(r.returncode == 0, "run failed", r.stderr)
+    check(os.path.exists(os.path.join(sub, "rel.txt")), "trace file in cuhook's working directory")
+
+
+def case_run_signal_forward():
+    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--",
+                          A.target, "sigint"], stdout=subprocess.PIPE, text=True)
+    check(p.stdout.readline().startswith("ready"), "target ready")
+    p.send_signal(signal.SIGINT)  # from a process (SI_USER): cuhook passes it on
+    out, _ = p.communicate(timeout=10)
+    check("sigint 1" in out, "the program gets exactly one SIGINT", out)
+    check(p.returncode == 3, "exit status of the program", str(p.returncode))
+    # SIGTERM to cuhook: the program dies of it, cuhook too
+    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--",
+                          A.target, "sleep", "5000"], stdout=subprocess.PIPE, text=True)
+    check(p.stdout.readline().startswith("ready"), "target ready")
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=10)
+    check(p.returncode == -15, "killed by the forwarded SIGTERM", str(p.returncode))
+
+
+def case_run_ctrl_c_terminal():
+    # Ctrl-C on a terminal reaches the whole foreground group: cuhook must not add a second one
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(A.cuhook, [A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--",
+                            A.target, "sigint"])
+    buf = b""
+    deadline = time.time() + 10
+    while b"ready" not in buf and time.time() < deadline:
+        buf += os.read(fd, 1024)
+    os.write(fd, b"\x03")
+    while time.time() < deadline:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    _, st = os.waitpid(pid, 0)
+    text = buf.decode(errors="replace")
+    check("sigint 1" in text, "one SIGINT from the terminal", text)
+    check(os.waitstatus_to_exitcode(st) == 3, "exit status 3", str(st))
+
+
+def case_run_not_found():
+    r = cuhook("run", "--agent", A.agent, "--", "/nonexistent/prog")
+    check(r.returncode == 127, "127 for a program that does not exist", "%d %s" % (r.returncode, r.stderr))
+
+
+def case_run_static():
+    r = cuhook("run", "--agent", A.agent, "--", A.static_target, "exit", 0)
+    check(r.returncode == 125, "125 when the agent cannot go in", "%d" % r.returncode)
+    expect_fail(r, "statically linked")
+
+
+# ---- attach ------------------------------------------------------------------------------------
+
+def case_attach_loop():
+    base = baseline(4)
+    t = Target("loop", 4)
+    try:
+        r = attach(t.pid, "--duration", 0.3, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        check("libcuda" in r.stderr, "says libcuda is not loaded", r.stderr)
+        lines = trace_lines()
+        check(len(lines) == 2 and lines[0].startswith("start") and lines[1].startswith("stop"),
+              "start then stop", repr(lines))
+        check("flags=1 others_stopped=1" in lines[0], "every other thread stopped during start", lines[0])
+        ticks = open(os.path.join(TMP, "trace.txt")).read().count("tick")
+        check(ticks >= 5, "the agent's thread ran while attached", str(ticks))
+        m = re.search(r"attach: (\d+) threads stopped for ([\d.]+) ms", r.stderr)
+        check(m is not None and int(m.group(1)) == 5, "verbose timings, 5 threads", r.stderr)
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0, "no round of the target changed its result")
+        check(ck == base, "checksum unchanged", "%s vs %s" % (ck, base))
+    finally:
+        t.kill()
+
+
+def case_attach_cycles():
+    base = baseline(4)
+    t = Target("loop", 4)
+    try:
+        for i in range(50):
+            r = attach(t.pid, "--duration", 0.01)
+            check(r.returncode == 0, "attach %d failed" % i, r.stderr)
+        lines = trace_lines()
+        check(sum(l.startswith("start") for l in lines) == 50 and sum(l.startswith("stop") for l in lines) == 50,
+              "50 starts and 50 stops", "%d lines" % len(lines))
+        check(t.p.poll() is None, "target still running")
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "results unchanged after 50 cycles", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def read_case(threads):
+    t = Target("read", threads)
+    try:
+        time.sleep(0.1)  # the main thread is inside read() now
+        r = attach(t.pid, "--duration", 0.1, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        if threads == 1:
+            check("stopped in a system call" in r.stderr, "the only thread was in read()", r.stderr)
+        time.sleep(0.1)
+        out = t.finish("hello\n")
+        check(out.strip() == "read: hello", "read() gets the data written after the detach", repr(out))
+    finally:
+        t.kill()
+
+
+def case_attach_read_single():
+    read_case(1)
+
+
+def case_attach_read_mt():
+    read_case(3)
+
+
+def case_attach_nanosleep():
+    t = Target("sleep", 1000)
+    try:
+        time.sleep(0.2)
+        r = attach(t.pid, "--duration", 0.05, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        check("stopped in a system call" in r.stderr, "the thread was in nanosleep()", r.stderr)
+        out = t.finish("")
+        m = re.search(r"slept ([\d.]+) ms", out)
+        check(m is not None and "interrupted" not in out, "nanosleep not interrupted", out)
+        ms = float(m.group(1))
+        check(1000 <= ms < 1250, "nanosleep sleeps its full time, not more", "%.1f ms" % ms)
+    finally:
+        t.kill()
+
+
+def case_attach_park():
+    t = Target("park")
+    try:
+        r = attach(t.pid, "--duration", 0.2, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        check("[1 moved]" in r.stderr, "one thread moved at start", r.stderr)
+        out = t.finish("")
+        check("moved 42" in out, "the parked thread ran on in the relocated code", out)
+    finally:
+        t.kill()
+
+
+def case_attach_parkback():
+    t = Target("parkback")
+    try:
+        r = attach(t.pid, "--duration", 0.2, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        check(re.search(r"attach: .*\[0 moved\]", r.stderr) and re.search(r"detach: .*\[1 moved\]", r.stderr),
+              "moved back at stop, not at start", r.stderr)
+        out = t.finish("")
+        check("moved 42" in out, "the thread ran on in the original code", out)
+    finally:
+        t.kill()
+
+
+def case_attach_leftover():
+    # a cuhook killed while tracing leaves the agent started: a new attach says so, --stop ends it
+    t = Target("loop", 2)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+        p.kill()
+        p.wait()
+        r = attach(t.pid, "--duration", 0.01)
+        expect_fail(r, "already tracing")
+        r = cuhook("attach", "--agent", A.agent, "--stop", t.pid)
+        check(r.returncode == 0, "--stop failed", r.stderr)
+        r = attach(t.pid, "--duration", 0.01)
+        check(r.returncode == 0, "attach after --stop", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_attach_sigint():
+    # Ctrl-C (SIGINT) to cuhook attach ends the window; the target goes on
+    t = Target("loop", 2)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=10)
+        check(p.returncode == 0, "clean detach on SIGINT", err)
+        check([l.split()[0] for l in trace_lines()] == ["start", "stop"], "stopped", repr(trace_lines()))
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_attach_target_exits():
+    t = Target("loop", 2)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+        t.finish()
+        _, err = p.communicate(timeout=10)
+        check(p.returncode == 0 and "exited" in err, "cuhook notices the exit", err)
+    finally:
+        t.kill()
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+def case_err_no_such_pid():
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    r = attach(pid_max + 1)
+    expect_fail(r, "no such process")
+    r = cuhook("attach", "--agent", A.agent, "notapid")
+    check(r.returncode == 2, "usage error")
+
+
+def case_err_permission():
+    if os.geteuid() != 0:
+        print("skip: needs root to run cuhook as another user")
+        return
+    t = Target("loop", 1)
+    try:
+        r = subprocess.run([A.cuhook, "attach", "--agent", A.agent, "-o", "/tmp/never", "--duration", "0.1",
+                            str(t.pid)], capture_output=True, text=True,
+                           preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
+        if "cannot find the agent" in r.stderr or "not found" in r.stderr:
+            print("skip: the build tree is not readable by uid 65534")
+            return
+        expect_fail(r, "permission denied.*(root|CAP_SYS_PTRACE)")
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_traced():
+    t = Target("traced")
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, r"already traced by process \d+")
+    finally:
+        t.kill()
+
+
+def case_err_static():
+    t = Target("loop", 1, exe=A.static_target)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, "statically linked")
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_seccomp():
+    base = baseline(2)
+    t = Target("seccomp", 2)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, "seccomp filter .* refuses openat")
+        time.sleep(0.2)
+        check(t.p.poll() is None, "target still running")
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_err_loader_lock():
+    base = baseline(2)
+    t = Target("lockheld", A.slowctor, 2)
+    try:
+        t0 = time.time()
+        r = attach(t.pid, "--duration", 0.1, "--call-timeout", 0.5)
+        expect_fail(r, "did not return within 0.5 s.*lock")
+        check(time.time() - t0 < 5, "gave up in time")
+        time.sleep(0.2)
+        check(t.p.poll() is None, "target still running")
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_err_ignored_sigsegv():
+    t = Target("ignsegv")
+    try:
+        expect_fail(attach(t.pid, "--duration", 0.1), "ignores SIGSEGV")
+    finally:
+        t.kill()
+
+
+def case_err_stopped():
+    t = Target("loop", 1)
+    try:
+        os.kill(t.pid, signal.SIGSTOP)
+        time.sleep(0.1)
+        expect_fail(attach(t.pid, "--duration", 0.1), "is stopped")
+        os.kill(t.pid, signal.SIGCONT)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+# ---- with the real agent (libcuhook.so) ----------------------------------------------------------
+
+def need_real(*what):
+    for w in ("real_agent",) + what:
+        if not getattr(A, w):
+            raise Skip("no --%s given" % w.replace("_", "-"))
+
+
+def trace_end_events(path):
+    """ENTRY + EXIT records per the END block of a trace.bin (trace_format.h), None if absent."""
+    import struct
+    data = open(path, "rb").read()
+    check(data[:8] == b"CUHOOKTR", "not a trace file", path)
+    pos = struct.unpack_from("<I", data, 12)[0]  # header_size
+    events = None
+    while pos + 16 <= len(data):
+        magic, btype, _, size, _ = struct.unpack_from("<IHHII", data, pos)
+        if magic != 0x4b424843 or pos + 16 + size > len(data):
+            break
+        if btype == 7:  # END
+            events = struct.unpack_from("<Q", data, pos + 16)[0]
+        pos += 16 + size
+    return events
+
+
+def case_real_park():
+    # a thread blocked in a system call inside the first bytes of a function the real agent
+    # patches: moved into the relocated copy, and its read() completes there
+    need_real("park_lib")
+    t = Target("realpark", A.park_lib)
+    out = os.path.join(TMP, "park.bin")
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.real_agent, "--opt", "lib=libinj_park.so*",
+                              "--funcs", "cuInj*", "-o", out, str(t.pid)], stderr=subprocess.PIPE, text=True)
+        err = ""
+        while "tracing process" not in err:
+            line = p.stderr.readline()
+            check(line != "", "attach failed", err)
+            err += line
+        check(re.search(r"attach: .*\[1 moved\]", err) is not None, "the blocked thread was moved", err)
+        t.p.stdin.write("go\n")
+        t.p.stdin.flush()
+        check(t.p.stdout.readline().strip() == "first 1 A", "the moved thread's read() got its byte")
+        check(t.p.stdout.readline().strip() == "ready2", "second read")
+        p.send_signal(signal.SIGINT)
+        _, err2 = p.communicate(timeout=10)
+        check(p.returncode == 0, "detach failed", err2)
+        rest = t.finish("go\n")
+        check("second 1 B" in rest and t.p.returncode == 0, "the traced read() completed after detach", rest)
+        ev = trace_end_events(out)
+        check(ev is not None and ev >= 1, "the trace was closed with events", str(ev))
+    finally:
+        t.kill()
+
+
+def driver_run(iters, attach_fn=None):
+    """driver_user on the stand-in libcuda; attach_fn(pid) runs while it does. Its output."""
+    p = subprocess.Popen([A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
+                         stdout=subprocess.PIPE, text=True)
+    if attach_fn:
+        time.sleep(0.3)
+        attach_fn(p.pid)
+    out, _ = p.communicate(timeout=300)
+    check(p.returncode == 0, "driver_user failed", out[-500:])
+    return out
+
+
+def driver_checksum(out):
+    m = re.search(r"checksum (0x[0-9a-f]+)", out)
+    check(m is not None, "no checksum from driver_user")
+    return m.group(1)
+
+
+def case_real_attach_driver():
+    need_real("driver_user", "fakecuda")
+    base = driver_run(300000)
+    out = os.path.join(TMP, "drv.bin")
+    res = {}
+
+    def att(pid):
+        res["r"] = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--duration", 0.3, pid)
+
+    got = driver_run(300000, att)
+    r = res["r"]
+    check(r.returncode == 0, "attach failed", r.stderr)
+    check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged by the attach")
+    calls = int(re.search(r"^calls (\d+)", got, re.M).group(1))
+    ev = trace_end_events(out)
+    check(ev is not None and 0 < ev // 2 < calls, "events only from the window: %s of %d calls" % (ev, calls))
+    print("  traced %d of %d calls; %s" % (ev // 2, calls, " | ".join(l for l in r.stderr.splitlines() if "stopped for" in l)))
+
+
+def case_real_cycles():
+    need_real("driver_user", "fakecuda")
+    iters = 1000000
+    base = driver_run(iters)
+    fails = []
+
+    def cycles(pid):
+        for i in range(50):
+            r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration", 0.01, pid)
+            if r.returncode != 0:
+                fails.append(r.stderr)
+                break
+
+    got = driver_run(iters, cycles)
+    check(not fails, "an attach/detach cycle failed", fails[0] if fails else "")
+    check(driver_checksum(got) == driver_checksum(base), "results unchanged after 50 cycles")
+
+
+def main():
+    global A, TMP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuhook", required=True)
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--static-target", required=True)
+    ap.add_argument("--slowctor", required=True)
+    ap.add_argument("--real-agent")
+    ap.add_argument("--park-lib")
+    ap.add_argument("--driver-user")
+    ap.add_argument("--fakecuda")
+    ap.add_argument("--case", action="append")
+    A = ap.parse_args()
+    for k in ("cuhook", "agent", "target", "static_target", "slowctor", "real_agent", "park_lib",
+              "driver_user", "fakecuda"):
+        if getattr(A, k):
+            setattr(A, k, os.path.abspath(getattr(A, k)))
+    names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))
+    passed = failed = skipped = 0
+    for n in names:
+        with tempfile.TemporaryDirectory(prefix="cuhook-inject-") as TMP:
+            os.chmod(TMP, 0o777)
+            t0 = time.time()
+            try:
+                globals()["case_" + n]()
+                passed += 1
+                print("ok   %s (%.2f s)" % (n, time.time() - t0), flush=True)
+            except Skip as e:
+                skipped += 1
+                print("skip %s: %s" % (n, e), flush=True)
+            except Exception as e:  # a failed check or anything unexpected
+                failed += 1
+                print("FAIL %s: %s: %s" % (n, type(e).__name__, e), flush=True)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else (77 if skipped and not passed else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
