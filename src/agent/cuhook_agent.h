@@ -35,8 +35,9 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags);
 
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so
- * the thread can be moved there before it resumes; otherwise `ip` unchanged. After
- * cuhook_agent_stop(), the reverse: an ip inside a relocated copy maps back to the original. */
+ * the thread can be moved there before it resumes; otherwise `ip` unchanged. No mapping is
+ * needed after cuhook_agent_stop(): a thread inside a relocated copy may stay there, since
+ * copies stay mapped and jump back into the function's (restored) body. */
 CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip);
 
 /* A NUL-terminated message describing the last failure (or the last start's summary). */

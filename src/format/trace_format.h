@@ -162,7 +162,8 @@ struct cuhook_note_block {
 
 struct cuhook_end_block {
 	uint64_t events;   /* ENTRY + EXIT records written */
-	uint64_t dropped;  /* records dropped (lossy mode or after a write error) */
+	uint64_t dropped;  /* records dropped (lossy mode, or a full ring when the writer is gone);
+	                      after a write error the file has no END block at all */
 	uint32_t threads;
 	uint32_t reserved;
 };
@@ -170,7 +171,8 @@ struct cuhook_end_block {
 /* ---- records inside an EVENTS block ------------------------------------------------------ */
 
 enum cuhook_rec_type {
-	CUHOOK_REC_PAD = 0,    /* skip `size` bytes (never written to files, tolerated by readers) */
+	CUHOOK_REC_PAD = 0,    /* ring only, never in files: skips to the ring's end; its length is
+	                          in `func` (it may exceed 16 bits) */
 	CUHOOK_REC_ENTRY = 1,  /* struct cuhook_rec_entry + nstack u64 */
 	CUHOOK_REC_EXIT = 2,   /* struct cuhook_rec_exit */
 	CUHOOK_REC_DATA = 3,   /* struct cuhook_rec_data: decoded arguments, follows an ENTRY or EXIT */
@@ -211,9 +213,9 @@ struct cuhook_rec_exit {
  * exit (cuMemAlloc's pointer, cuModuleGetFunction's handle) and strings (kernel names). */
 struct cuhook_rec_data {
 	struct cuhook_rec h;
-	uint16_t decoder;   /* enum cuhook_decoder_id */
+	uint16_t decoder;   /* index into cuhook_decoders (by name: see decoders.h) */
 	uint8_t nvalues;    /* u64 values that follow */
-	uint8_t at_exit;    /* 1: read at exit, 0: read at entry */
+	uint8_t at_exit;    /* 1: read at exit (the agent reads everything at exit, after success) */
 	uint16_t str_len;   /* bytes of string after the values (no NUL), padded to 8 */
 	uint16_t reserved;
 	/* uint64_t values[nvalues]; char str[str_len]; */
