@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -124,7 +125,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
-static void patch_one(const struct found_lib *f)
+static void patch_one(const struct found_lib *f, bool plan_only)
 {
 	char real[PATH_MAX];
 	if (!realpath(f->name, real))
@@ -160,16 +161,20 @@ static void patch_one(const struct found_lib *f)
 	snprintf(l->path, sizeof(l->path), "%s", real);
 	version_from_path(real, l->version, sizeof(l->version));
 	req.lib_id = l->lib_id;
-	if (hooks_patch_library(&req, &res) != 0) {
+	if ((plan_only ? hooks_plan_library(&req, &res) : hooks_patch_library(&req, &res)) != 0) {
 		agent_log(2, "%s: no dynamic symbol table; nothing patched", real);
 		return;
 	}
 	l->first_id = res.first_id;
 	l->count = res.count;
 	agent_nlibs++;
-	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
-	          real, res.patched, res.refused, res.filtered, freeze_stopped_threads(),
-	          freeze_moved_threads());
+	if (plan_only)
+		agent_log(0, "%s: %u functions planned, %u refused, %u filtered out", real, res.patched,
+		          res.refused, res.filtered);
+	else
+		agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
+		          real, res.patched, res.refused, res.filtered, freeze_stopped_threads(),
+		          freeze_moved_threads());
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
 			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)
@@ -177,17 +182,21 @@ static void patch_one(const struct found_lib *f)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
-void agent_scan_libraries(void)
+static void scan_libraries(bool plan_only)
 {
-	if (!active)
-		return;
 	struct scan s;
 	s.n = 0;
 	dl_iterate_phdr(scan_cb, &s);
 	pthread_mutex_lock(&agent_lock);
 	for (unsigned i = 0; i < s.n; i++)
-		patch_one(&s.libs[i]);
+		patch_one(&s.libs[i], plan_only);
 	pthread_mutex_unlock(&agent_lock);
+}
+
+void agent_scan_libraries(void)
+{
+	if (active)
+		scan_libraries(false);
 }
 
 static void on_fork_child(void)
@@ -202,8 +211,16 @@ static void on_fork_child(void)
 	writer_forget_after_fork();
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static int start(const struct cuhook_config *c, unsigned flags)
 {
+	double t0 = now_ms();
 	static bool once;
 	if (active) {
 		set_error("already tracing");
@@ -228,10 +245,14 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	active = 1;
 	threads_stopped_now = flags & CUHOOK_START_THREADS_STOPPED;
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
+	double t1 = now_ms();
 	agent_scan_libraries();
+	double t2 = now_ms();
 	if (loader_watch_install(threads_stopped_now) != 0)
 		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
 	threads_stopped_now = false;
+	agent_log(0, "started in %.2f ms: trace file and writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
+	          now_ms() - t0, t1 - t0, t2 - t1, now_ms() - t2);
 	bool any = false;
 	for (unsigned i = 0; i < agent_nlibs; i++)
 		any |= !agent_libs[i].internal;
@@ -318,6 +339,26 @@ int cuhook_agent_start(const char *options, unsigned flags)
 		return -EINVAL;
 	}
 	return start(&c, flags);
+}
+
+int cuhook_agent_prepare(const char *options)
+{
+	struct cuhook_config c;
+	char err[400];
+	config_defaults(&c);
+	int rc = options ? config_from_string(&c, options, err, sizeof(err))
+	                 : config_from_env(&c, err, sizeof(err));
+	if (rc != 0) {
+		set_error(err);
+		return -EINVAL;
+	}
+	if (active) {
+		set_error("already tracing");
+		return -EALREADY;
+	}
+	cfg = c;
+	scan_libraries(true);
+	return 0;
 }
 
 int cuhook_agent_stop(unsigned flags)

@@ -28,6 +28,12 @@ extern "C" {
 CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
 #define CUHOOK_START_THREADS_STOPPED 0x1u
 
+/* Optional, before cuhook_agent_start() and while the other threads still run: find and plan
+ * the functions of the libraries already loaded and write their stubs, without writing any
+ * jump. A later cuhook_agent_start() then only writes jumps, so the time every thread must be
+ * stopped for it is short. Same options as cuhook_agent_start(). */
+CUHOOK_API int cuhook_agent_prepare(const char *options);
+
 /* Stop tracing: restore every patched function's original bytes, flush all buffers, write the
  * END block and close the file. Stubs stay mapped (threads may still be inside them); threads
  * still inside traced calls return through them correctly. The agent can be started again. */

@@ -134,11 +134,20 @@ bool code_single_threaded(void)
 	return n == 1;
 }
 
+/* Registering for SYNC_CORE barriers can take tens of milliseconds (the kernel waits for a
+ * grace period): done once while planning, never while threads are stopped. */
+static int sync_core_registered;
+
+void code_sync_cores_prepare(void)
+{
+	if (!sync_core_registered)
+		sync_core_registered =
+		    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
+}
+
 void code_sync_cores(void)
 {
-	static int registered;
-	if (!registered)
-		registered = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
-	if (registered > 0)
+	code_sync_cores_prepare();
+	if (sync_core_registered > 0)
 		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
 }

@@ -35,6 +35,8 @@ bool code_single_threaded(void);
 /* Serialise instruction fetch on every core running a thread of this process after code was
  * modified (membarrier SYNC_CORE where the kernel has it; x86 keeps caches coherent anyway). */
 void code_sync_cores(void);
+/* The one-time (slow) registration code_sync_cores() needs; call it before stopping threads. */
+void code_sync_cores_prepare(void);
 
 /* Thread id of cuhook's writer thread, excluded by code_single_threaded(); 0 if none. */
 extern int code_writer_tid;

@@ -49,16 +49,30 @@ static int by_addr(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* The thunk: push $id; jmp *[rip+0]; .quad cuhook_entry_stub. Padded with int3. */
+/* The thunk, 24 bytes padded with int3: push $id; then a direct jmp rel32 to cuhook_entry_stub when
+ * the stub is within +-2 GB of the thunk (the usual case: the agent and the traced library are
+ * both mapped in the same region), else jmp *[rip+0]; .quad cuhook_entry_stub. The direct jump
+ * needs no load and no indirect-branch prediction. */
 static void write_thunk(uint8_t *slot, uint32_t id)
 {
 	memset(slot, 0xcc, HOOK_THUNK_SIZE);
 	slot[0] = 0x68;
 	memcpy(slot + 1, &id, 4);
+	uintptr_t stub = (uintptr_t)cuhook_entry_stub;
+	int64_t rel = (int64_t)(stub - ((uintptr_t)slot + 10));
+#ifndef CUHOOK_THUNK_INDIRECT
+	if (rel >= INT32_MIN && rel <= INT32_MAX) {
+		int32_t rel32 = (int32_t)rel;
+		slot[5] = 0xe9;
+		memcpy(slot + 6, &rel32, 4);
+		return;
+	}
+#else
+	(void)rel;
+#endif
 	slot[5] = 0xff;
 	slot[6] = 0x25;
 	memset(slot + 7, 0, 4);
-	uintptr_t stub = (uintptr_t)cuhook_entry_stub;
 	memcpy(slot + 11, &stub, 8);
 }
 
@@ -178,6 +192,7 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 		if (hc->addr + hc->size > hi)
 			hi = hc->addr + hc->size;
 	}
+	code_sync_cores_prepare();
 	if (!want)
 		return;
 	uint8_t *pool = near_alloc(lo, hi, want * HOOK_SLOT_SIZE);
@@ -224,6 +239,15 @@ static void count_result(struct patch_result *res)
 
 int hooks_patch_library(const struct patch_request *req, struct patch_result *res)
 {
+	if (hooks_plan_library(req, res) != 0)
+		return -1;
+	arm(res->first_id, res->count, req);
+	count_result(res);
+	return 0;
+}
+
+int hooks_plan_library(const struct patch_request *req, struct patch_result *res)
+{
 	memset(res, 0, sizeof(*res));
 	struct candidates c = {0};
 	if (symbols_for_each(req->base, req->phdr, req->phnum, collect, &c) < 0)
@@ -251,7 +275,6 @@ int hooks_patch_library(const struct patch_request *req, struct patch_result *re
 	}
 	free(c.v);
 	plan_ids(res->first_id, res->count, req);
-	arm(res->first_id, res->count, req);
 	count_result(res);
 	return 0;
 }
@@ -290,6 +313,7 @@ int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*o
 	}
 	int rc = plan_into_slot(cs, hc, pool, (uint32_t)id);
 	cs_close(&cs);
+	code_sync_cores_prepare();
 	mprotect(pool, HOOK_SLOT_SIZE, PROT_READ | PROT_EXEC);
 	if (rc != 0)
 		return -1;

@@ -77,6 +77,10 @@ struct patch_result {
  * cannot be patched safely are refused with a reason, never patched wrong. Serialise calls. */
 int hooks_patch_library(const struct patch_request *req, struct patch_result *res);
 
+/* The first half of hooks_patch_library: find, plan and write the stubs, but no jump yet (it
+ * reads code only, so it is safe while other threads run). hooks_rearm() writes the jumps. */
+int hooks_plan_library(const struct patch_request *req, struct patch_result *res);
+
 /* Patch again, after hooks_unpatch_all(), the library whose ids are [first, first+count)
  * (a second attach): stubs made before are reused, the filter may differ. */
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
