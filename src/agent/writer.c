@@ -374,6 +374,15 @@ void writer_close(void)
 	writer_wake();
 	pthread_join(W.thread, NULL);
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
+	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
+	 * discard one that our writes raised. */
+	sigset_t xfsz, old, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pending);
+	int was_pending = sigismember(&pending, SIGXFSZ);
 	round_once();
 	uint32_t threads = 0;
 	for (struct ring *r = thread_rings(); r; r = r->next) {
@@ -385,6 +394,13 @@ void writer_close(void)
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
 	close(W.fd);
 	W.fd = -1;
+	if (!was_pending) {
+		struct timespec zero = {0, 0};
+		sigpending(&pending);
+		if (sigismember(&pending, SIGXFSZ))
+			sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void writer_note(int level, const char *text)
