@@ -280,7 +280,10 @@ static void stop(bool unpatch, bool threads_stopped)
 static bool traced_by_cuhook(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	/* This thread's tracer: the injector may have let the other threads go meanwhile. */
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);

@@ -313,8 +313,12 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	W.events = W.dropped = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
-	for (struct ring *r = thread_rings(); r; r = r->next)
-		r->announced = 0; /* a new file (a second attach) names every thread again */
+	/* A new file (a second attach): name every thread again, and forget what a previous
+	 * session left in the rings (calls that were in flight when it stopped). */
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		r->announced = 0;
+		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	}
 	W.flush_ms = flush_ms ? flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
