@@ -15,6 +15,7 @@
 
 #include "cuhook_agent.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -91,10 +92,23 @@ static void remote_message(struct itarget *tg, struct ithread *th, uint64_t fn, 
 		mem_read_string(tg, p, buf, len);
 }
 
-/* dlopen(agent, RTLD_NOW) on thread th. */
-static int load_agent(struct itarget *tg, struct ithread *th, const struct maps *m,
+/* The remote dlopen is slow: most likely another (stopped) thread holds a lock it waits for,
+ * malloc's or the loader's. dlopen is made to run beside other threads, so let them run: the
+ * holder finishes and releases the lock. They are stopped again once dlopen has returned. */
+static void release_during_dlopen(struct rcall *rc)
+{
+	uint64_t t0 = inj_now_ns();
+	rc->th = threads_release_others(rc->tg, rc->th->tid);
+	inj_log("dlopen slow: the other threads run until it returns (released in %.2f ms)",
+	        (inj_now_ns() - t0) / 1e6);
+}
+
+/* dlopen(agent, RTLD_NOW) on thread *thp. The call may have released the other threads
+ * meanwhile; they are seized again before returning (*thp is then updated). */
+static int load_agent(struct itarget *tg, struct ithread **thp, const struct maps *m,
                       const struct cuhook_inject_opts *o)
 {
+	struct ithread *th = *thp;
 	uint64_t dlopen_fn = 0, dlerror_fn = 0;
 	unsigned mode = RTLD_NOW;
 	const char *lib = maps_find_object(m, "libc.so.6");
@@ -129,7 +143,24 @@ static int load_agent(struct itarget *tg, struct ithread *th, const struct maps 
 	if (!path)
 		return -1;
 	uint64_t args[2] = {path, mode}, handle = 0;
+	rc.on_slow = release_during_dlopen;
 	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
+	th = rc.th;
+	if (rc.slow && r == RC_OK) {
+		/* stop everyone again (the caller is still stopped and stays in tg) */
+		pid_t tid = th->tid;
+		if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+			return -1;
+		th = NULL;
+		for (int i = 0; i < tg->nth; i++)
+			if (tg->th[i].tid == tid)
+				th = &tg->th[i];
+		if (!th) {
+			inj_error("the thread that loaded the agent is gone");
+			return -1;
+		}
+		*thp = th;
+	}
 	if (r != RC_OK)
 		return -1;
 	char sc[64];
@@ -199,22 +230,75 @@ static int fixup_threads(struct itarget *tg, struct ithread *caller, const struc
 	return 0;
 }
 
+/* The thread that runs our remote calls competes for the CPU with everything else on the
+ * machine (the target's other threads are stopped, but the agent's writer and other processes
+ * are not), and each round trip waits for it to be scheduled. It gets our priority (nice -20,
+ * when we may) for the sequence, and its own back after. */
+struct boost {
+	pid_t tid;
+	int old;
+	bool set;
+};
+
+static void boost_thread(struct boost *b, pid_t tid)
+{
+	b->tid = tid;
+	errno = 0;
+	b->old = getpriority(PRIO_PROCESS, (id_t)tid);
+	b->set = errno == 0 && b->old > -20 && setpriority(PRIO_PROCESS, (id_t)tid, -20) == 0;
+}
+
+static void unboost(struct boost *b)
+{
+	if (b->set)
+		setpriority(PRIO_PROCESS, (id_t)b->tid, b->old);
+	b->set = false;
+}
+
+/* Threads the agent created during a boosted start (its writer) inherited nice -20 from the
+ * caller; they get the nice level the caller has normally, as without us. */
+static void unboost_new_threads(pid_t pid, const struct boost *b)
+{
+	if (!b->set)
+		return;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", pid);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		id_t tid = (id_t)atoi(e->d_name);
+		if (tid == 0 || (pid_t)tid == b->tid)
+			continue;
+		errno = 0;
+		if (getpriority(PRIO_PROCESS, tid) == -20 && errno == 0 && is_agent_thread(pid, (pid_t)tid))
+			setpriority(PRIO_PROCESS, tid, b->old);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads. */
 static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
 	struct maps m;
 	struct agent_api api;
 	int ret = -1;
-	struct ithread *caller = threads_pick_caller(tg);
-	if (!caller || maps_read(tg->pid, &m) < 0)
+	if (maps_read(tg->pid, &m) < 0)
 		return -1;
+	struct ithread *caller = threads_pick_caller(tg, &m);
+	if (!caller) {
+		maps_free(&m);
+		return -1;
+	}
+	struct boost boost;
+	boost_thread(&boost, caller->tid);
 
 	uint64_t t0 = inj_now_ns();
 	if (find_agent(tg->pid, &m, o->agent_path, &api) == 0) {
 		t->agent_reused = true;
 		inj_log("agent already loaded: %s", api.path);
 	} else {
-		if (check_agent_visible(tg->pid, o->agent_path) < 0 || load_agent(tg, caller, &m, o) < 0)
+		if (check_agent_visible(tg->pid, o->agent_path) < 0 || load_agent(tg, &caller, &m, o) < 0)
 			goto out;
 		maps_free(&m);
 		if (maps_read(tg->pid, &m) < 0)
@@ -255,7 +339,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) < 0) {
 		/* Threads inside overwritten bytes cannot be left there: take the patches out again. */
-		uint64_t a[1] = {0};
+		uint64_t a[1] = {CUHOOK_START_THREADS_STOPPED};
 		rcall_begin(&rc, tg, caller);
 		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
 		goto out;
@@ -263,6 +347,8 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	t->fixup_ns = inj_now_ns() - t0;
 	ret = 0;
 out:
+	unboost_new_threads(tg->pid, &boost);
+	unboost(&boost);
 	maps_free(&m);
 	return ret;
 }
@@ -272,9 +358,15 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 	struct maps m;
 	struct agent_api api;
 	int ret = -1;
-	struct ithread *caller = threads_pick_caller(tg);
-	if (!caller || maps_read(tg->pid, &m) < 0)
+	if (maps_read(tg->pid, &m) < 0)
 		return -1;
+	struct ithread *caller = threads_pick_caller(tg, &m);
+	if (!caller) {
+		maps_free(&m);
+		return -1;
+	}
+	struct boost boost;
+	boost_thread(&boost, caller->tid);
 	if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
 		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
 		goto out;
@@ -282,7 +374,9 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 	uint64_t t0 = inj_now_ns();
 	struct rcall rc;
 	rcall_begin(&rc, tg, caller);
-	uint64_t args[1] = {0}, rv = 0;
+	/* The same promise as for start: every other thread is stopped, so the agent may restore the
+	 * original bytes with plain writes (and needs no look at /proc for running threads). */
+	uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED}, rv = 0;
 	if (rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop") != RC_OK)
 		goto out;
 	t->call_ns = inj_now_ns() - t0;
@@ -298,6 +392,7 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		ret = 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
+	unboost(&boost);
 	maps_free(&m);
 	return ret;
 }

@@ -94,8 +94,13 @@ struct ithread *target_add_thread(struct itarget *tg, pid_t tid);
 int threads_seize_all(struct itarget *tg, int stop_timeout_ms);
 /* Write back moved registers, detach every thread, hand back the signals they got meanwhile. */
 void threads_detach_all(struct itarget *tg);
-/* The thread to run remote calls on: one not inside a system call if there is one. */
-struct ithread *threads_pick_caller(struct itarget *tg);
+struct maps;
+/* The thread to run remote calls on: the one least likely to hold a libc lock. */
+struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
+/* One of the agent's own threads (named "cuhook..."): left running by threads_seize_all. */
+bool is_agent_thread(pid_t pid, pid_t tid);
+/* Detach every thread but `keep` (which stays stopped, now tg->th[0], returned). */
+struct ithread *threads_release_others(struct itarget *tg, pid_t keep);
 
 /* ---- symbols (symbols.c) ---------------------------------------------------------------------- */
 
@@ -142,6 +147,11 @@ struct rcall {
 	uint64_t sp;                  /* lowest byte used so far */
 	int seccomp_denied;           /* system calls a seccomp filter trapped during the call */
 	long seccomp_nr;              /* the first of them */
+	/* Called once if the call has not returned after timeout_ms; it may release the other
+	 * threads (updating rc->th); the call then gets timeout_ms more. */
+	void (*on_slow)(struct rcall *rc);
+	void *ctx;
+	bool slow;                    /* on_slow was called */
 };
 
 void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th);

@@ -227,15 +227,24 @@ int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs,
 		int st;
 		int64_t left = timeout_ms - (int64_t)((inj_now_ns() - t0) / 1000000u);
 		int w = pt_wait(th->tid, &st, left > 0 ? (int)left : 0);
+		if (w == 0 && rc->on_slow && !rc->slow) {
+			rc->slow = true;
+			rc->on_slow(rc);
+			th = rc->th;
+			t0 = inj_now_ns();
+			continue;
+		}
 		if (w == 0) {
 			char where[1024];
 			int ok = abandon(rc, &xs, mask, where, sizeof(where));
-			inj_error("%s in process %d did not return within %.1f s: another thread (stopped "
-			          "by us) probably holds a lock it needs (the dynamic loader's or malloc's)%s. "
-			          "Backed out%s; the process goes on. Try again: the lock is usually free a "
-			          "moment later.",
-			          what, tg->pid, timeout_ms / 1000.0, where,
-			          ok == 0 ? "" : " (but the thread could not be put back: the process may be damaged)");
+			inj_error("%s in process %d did not return within %.1f s: %s holds a lock it "
+			          "needs (the dynamic loader's, malloc's, or the agent's)%s. Backed out: the "
+			          "thread %s. If the call had taken a lock itself, the process may now stall "
+			          "in it.",
+			          what, tg->pid, (rc->slow ? 2 : 1) * timeout_ms / 1000.0,
+			          rc->slow ? "some thread of the process (even running freely)" :
+			                     "another thread (stopped by us) probably",
+			          where, ok == 0 ? "was put back where it was" : "could not be put back: the process may be damaged");
 			return RC_TIMEOUT;
 		}
 		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {

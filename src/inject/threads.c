@@ -111,7 +111,7 @@ static char thread_state(pid_t pid, pid_t tid)
 }
 
 /* Is this one of the agent's own threads? The agent names them "cuhook..." (PR_SET_NAME). */
-static bool is_agent_thread(pid_t pid, pid_t tid)
+bool is_agent_thread(pid_t pid, pid_t tid)
 {
 	char p[96], comm[32] = "";
 	snprintf(p, sizeof(p), "/proc/%d/task/%d/comm", pid, tid);
@@ -232,13 +232,64 @@ void threads_detach_all(struct itarget *tg)
 	tg->nth = 0;
 }
 
-struct ithread *threads_pick_caller(struct itarget *tg)
+/* Is addr inside the C library or the dynamic loader (where the locks a remote call may need,
+ * malloc's and the loader's, are taken)? */
+static bool in_libc(const struct maps *m, uint64_t addr)
 {
-	/* A thread in user space needs no system-call restart care, so it is the first choice.
-	 * Threads in a system call work too (the registers, orig_rax included, are put back
-	 * exactly, so the kernel restarts the call as after a signal). */
+	const struct mapping *mp = maps_find_addr(m, addr);
+	if (!mp || !mp->path)
+		return false;
+	const char *b = strrchr(mp->path, '/');
+	b = b ? b + 1 : mp->path;
+	return !strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5) || !strncmp(b, "ld-linux", 8) ||
+	       !strncmp(b, "libpthread", 10) || !strncmp(b, "ld-musl", 7) || !strncmp(b, "libc.musl", 9);
+}
+
+struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
+{
+	/* The remote call (dlopen, the agent's start) takes malloc's and the loader's locks; if the
+	 * thread it runs on was stopped while holding one of them (inside malloc), it deadlocks on
+	 * itself. So, best first:
+	 *   0  running code outside libc and the loader: it holds no libc lock
+	 *   1  blocked in a system call other than futex (read, poll, nanosleep...): the wrappers
+	 *      hold no lock; the registers, orig_rax included, are put back exactly afterwards, so
+	 *      the kernel restarts the call as after a signal handler
+	 *   2  waiting in futex: for a lock (it might hold another) or a condition
+	 *   3  anything else (inside libc, maybe inside malloc) */
+	struct ithread *best = NULL;
+	int best_rank = 4;
+	for (int i = 0; i < tg->nth && best_rank > 0; i++) {
+		struct ithread *t = &tg->th[i];
+		int rank;
+		if (regs_in_restartable_syscall(&t->regs))
+			rank = t->regs.orig_rax == SYS_futex ? 2 : 1;
+		else if ((long)t->regs.orig_rax < 0 && !in_libc(m, t->regs.rip))
+			rank = 0;
+		else
+			rank = 3;
+		if (rank < best_rank) {
+			best = t;
+			best_rank = rank;
+		}
+	}
+	return best;
+}
+
+struct ithread *threads_release_others(struct itarget *tg, pid_t keep)
+{
+	struct ithread kept;
+	bool found = false;
 	for (int i = 0; i < tg->nth; i++)
-		if (!regs_in_restartable_syscall(&tg->th[i].regs))
-			return &tg->th[i];
-	return tg->nth ? &tg->th[0] : NULL;
+		if (tg->th[i].tid == keep) {
+			kept = tg->th[i];
+			tg->th[i] = tg->th[--tg->nth];
+			found = true;
+			break;
+		}
+	threads_detach_all(tg);
+	if (!found)
+		return NULL;
+	tg->th[0] = kept;
+	tg->nth = 1;
+	return &tg->th[0];
 }

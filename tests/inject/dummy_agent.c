@@ -74,8 +74,6 @@ static void *tick(void *arg)
 {
 	(void)arg;
 	atomic_store(&ticker_tid, (int)syscall(SYS_gettid));
-	/* the agent names its threads cuhook*: the injector leaves them running */
-	pthread_setname_np(pthread_self(), "cuhook-ticker");
 	while (!atomic_load(&ticker_stop)) {
 		out_line("tick\n");
 		usleep(10000);
@@ -100,8 +98,12 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	         flags, others_stopped(), options);
 	out_line(line);
 	atomic_store(&ticker_stop, 0);
-	if (!strstr(options, "ticker=0"))
+	if (!strstr(options, "ticker=0")) {
 		pthread_create(&ticker, NULL, tick, NULL);
+		/* The agent names its threads cuhook*, from here, before start returns: the injector
+		 * leaves them running (stop joins this one). */
+		pthread_setname_np(ticker, "cuhook-ticker");
+	}
 	atomic_store(&active, strstr(options, "ticker=0") ? 2 : 1);
 	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
 	return 0;

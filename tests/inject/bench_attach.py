@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Attach/detach latencies of `cuhook attach` with the real agent, on driver_user driving the
+stand-in libcuda (libcuda loaded and busy, as in the goal: attach to first event <= 100 ms,
+threads stopped <= 20 ms, detach <= 50 ms). A measurement, not a test: prints a table.
+
+  bench_attach.py --cuhook BUILD/src/cli/cuhook --agent BUILD/src/agent/libcuhook.so \
+      --driver-user BUILD/tests/targets/driver_user --fakecuda BUILD/tests/fakecuda/libcuda.so.1 \
+      [--threads 4] [--runs 10]
+
+attach->first event: from just before cuhook is started to the first ENTRY record of the trace
+(CLOCK_MONOTONIC; tsc converted through the trace's CLOCK blocks). stopped: how long the target's
+threads were held at attach and at detach (cuhook -v). detach: from the end of --duration to
+cuhook's exit, i.e. stop + unpatch + flush + detach, wall clock."""
+import argparse
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+
+STALE = [0]
+
+
+def first_event_monotonic(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"CUHOOKTR":
+        return None
+    header_size, _, _, clock_source = struct.unpack_from("<IIII", data, 12)
+    start_mono, start_tsc = struct.unpack_from("<QQ", data, 48)
+    clocks = [(start_tsc, start_mono)]
+    first = None
+    pos = header_size
+    while pos + 16 <= len(data):
+        magic, btype, _, size, _ = struct.unpack_from("<IHHII", data, pos)
+        if magic != 0x4b424843 or pos + 16 + size > len(data):
+            break
+        body = pos + 16
+        if btype == 1:  # CLOCK
+            clocks.append(struct.unpack_from("<QQ", data, body))
+        elif btype == 5:  # EVENTS
+            _, nrec = struct.unpack_from("<II", data, body)
+            r = body + 8
+            for _ in range(nrec):
+                rtype, _, rsize, _ = struct.unpack_from("<BBHI", data, r)
+                if rtype == 1:  # ENTRY: the tsc follows the record header
+                    ts = struct.unpack_from("<Q", data, r + 8)[0]
+                    if clock_source == 1 or ts >= start_tsc:
+                        first = ts if first is None else min(first, ts)
+                    else:
+                        STALE[0] += 1  # older than the trace itself: left over from a previous one
+                if rsize == 0:
+                    break
+                r += rsize
+        pos = body + size
+    if first is None:
+        return None
+    if clock_source == 1:  # timestamps are CLOCK_MONOTONIC ns already
+        return first
+    (t0, m0), (t1, m1) = clocks[0], clocks[-1]
+    if t1 == t0:
+        return None
+    return m0 + (first - t0) * (m1 - m0) / (t1 - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ("--cuhook", "--agent", "--driver-user", "--fakecuda"):
+        ap.add_argument(a, required=True)
+    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=10)
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        target = subprocess.Popen([a.driver_user, "--threads", str(a.threads), "--iters", "100000000",
+                                   a.fakecuda], stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        try:
+            for i in range(a.runs):
+                out = os.path.join(tmp, "t%d.bin" % i)
+                t0 = time.monotonic_ns()
+                p = subprocess.Popen([a.cuhook, "attach", "-v", "--agent", a.agent, "-o", out,
+                                      "--duration", "0.2", str(target.pid)], stderr=subprocess.PIPE, text=True)
+                err = p.communicate()[1]
+                t_end = time.monotonic_ns()
+                if p.returncode != 0:
+                    print(err, file=sys.stderr)
+                    return 1
+                att = re.search(r"attach: (\d+) threads stopped for ([\d.]+) ms", err)
+                det = re.search(r"detach: \d+ threads stopped for ([\d.]+) ms", err)
+                fe = first_event_monotonic(out)
+                rows.append({
+                    "first": (fe - t0) / 1e6 if fe else float("nan"),
+                    "stop_a": float(att.group(2)),
+                    "stop_d": float(det.group(1)),
+                    # wall time after the 200 ms window: stop, flush, detach, exit
+                    "detach": (t_end - t0) / 1e6 - 200 - ((fe - t0) / 1e6 if fe else 0),
+                    "reused": "reused" in err,
+                })
+        finally:
+            target.kill()
+            target.wait()
+    print("run  attach->first event  stopped(attach)  stopped(detach)  detach(wall)  agent")
+    for i, r in enumerate(rows):
+        print("%3d  %17.2f ms  %12.2f ms  %12.2f ms  %9.2f ms  %s" % (
+            i, r["first"], r["stop_a"], r["stop_d"], r["detach"], "reused" if r["reused"] else "dlopen"))
+    if STALE[0]:
+        print("note: %d ENTRY records older than their trace's start were ignored" % STALE[0])
+    for k, name in (("first", "attach->first event"), ("stop_a", "stopped at attach"),
+                    ("stop_d", "stopped at detach"), ("detach", "detach (wall)")):
+        v = [r[k] for r in rows if r[k] == r[k]]
+        if v:
+            print("%-20s median %.2f ms, max %.2f ms" % (name, statistics.median(v), max(v)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
