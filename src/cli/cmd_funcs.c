@@ -3,52 +3,17 @@
  * same relocation planner the agent runs in memory. */
 #include "commands.h"
 
+#include "elf_file.h"
 #include "glob_filter.h"
 #include "relocate.h"
 #include "trace_format.h"
 #include "x86_insn.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <getopt.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-struct fn {
-	char *name;
-	uint64_t addr, size;
-};
-
-static int by_addr(const void *a, const void *b)
-{
-	const struct fn *x = a, *y = b;
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-/* File bytes of [vaddr, vaddr+size) through the PT_LOAD segments; NULL if not all in the file. */
-static const uint8_t *bytes_at(Elf *e, const uint8_t *file, size_t file_size, uint64_t vaddr, uint64_t size)
-{
-	size_t n;
-	if (elf_getphdrnum(e, &n) != 0)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr + size <= ph.p_vaddr + ph.p_filesz) {
-			uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
-			if (off + size <= file_size)
-				return file + off;
-		}
-	}
-	return NULL;
-}
 
 static void usage(FILE *f)
 {
@@ -80,58 +45,34 @@ int cmd_funcs(int argc, char **argv)
 		return 2;
 	}
 	const char *path = argv[optind];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	struct elf_file ef;
+	int err = elf_file_open(&ef, path);
+	if (err == ELF_FILE_ERR_OPEN) {
 		fprintf(stderr, "cuhook funcs: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	off_t fsize = lseek(fd, 0, SEEK_END);
-	uint8_t *file = fsize > 0 ? malloc((size_t)fsize) : NULL;
-	if (!file || pread(fd, file, (size_t)fsize, 0) != fsize) {
+	if (err == ELF_FILE_ERR_READ) {
 		fprintf(stderr, "cuhook funcs: cannot read %s\n", path);
-		close(fd);
-		free(file);
 		return 1;
 	}
-	elf_version(EV_CURRENT);
-	Elf *e = elf_memory((char *)file, (size_t)fsize);
-	GElf_Ehdr eh;
-	if (!e || !gelf_getehdr(e, &eh) || eh.e_machine != EM_X86_64 || gelf_getclass(e) != ELFCLASS64) {
+	if (err != ELF_FILE_OK) {
 		fprintf(stderr, "cuhook funcs: %s is not an x86-64 ELF file\n", path);
-		if (e)
-			elf_end(e);
-		free(file);
-		close(fd);
 		return 1;
 	}
-	struct fn *fns = NULL;
-	size_t nf = 0, cap = 0;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t count = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-		for (size_t i = 1; d && i < count; i++) {
-			GElf_Sym s;
-			if (!gelf_getsym(d, (int)i, &s))
-				continue;
-			int bind = GELF_ST_BIND(s.st_info);
-			if (GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || !s.st_value ||
-			    (bind != STB_GLOBAL && bind != STB_WEAK))
-				continue;
-			const char *name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (!name || !glob_filter_match(filter, name))
-				continue;
-			if (nf == cap) {
-				cap = cap ? cap * 2 : 512;
-				fns = realloc(fns, cap * sizeof(*fns));
-			}
-			fns[nf++] = (struct fn){strdup(name), s.st_value, s.st_size};
-		}
+	struct elf_func *fns;
+	size_t na, nf = 0;
+	if (elf_file_funcs(&ef, &fns, &na) != 0) {
+		fprintf(stderr, "cuhook funcs: out of memory\n");
+		elf_file_close(&ef);
+		return 1;
 	}
-	qsort(fns, nf, sizeof(*fns), by_addr);
+	/* Keep the functions the filter passes, in address order (aliases next to each other). */
+	for (size_t i = 0; i < na; i++) {
+		if (glob_filter_match(filter, fns[i].name))
+			fns[nf++] = fns[i];
+		else
+			free(fns[i].name);
+	}
 
 	csh cs;
 	x86_open(&cs);
@@ -142,7 +83,7 @@ int cmd_funcs(int argc, char **argv)
 			p.status = CUHOOK_REFUSED_ALIAS;
 			snprintf(p.detail, sizeof(p.detail), "same address as %s", fns[i - 1].name);
 		} else {
-			const uint8_t *code = bytes_at(e, file, (size_t)fsize, fns[i].addr, fns[i].size);
+			const uint8_t *code = elf_file_bytes(&ef, fns[i].addr, fns[i].size);
 			if (!code) {
 				p.status = CUHOOK_REFUSED_TOO_SMALL;
 				snprintf(p.detail, sizeof(p.detail), "bytes not in the file");
@@ -159,7 +100,6 @@ int cmd_funcs(int argc, char **argv)
 			       p.status == CUHOOK_PATCHED ? "" : ": ", p.status == CUHOOK_PATCHED ? "" : p.detail);
 		else if (p.status != CUHOOK_PATCHED && p.status != CUHOOK_REFUSED_ALIAS)
 			printf("refused %-40s %s: %s\n", fns[i].name, cuhook_patch_status_names[p.status], p.detail);
-		free(fns[i].name);
 	}
 	cs_close(&cs);
 	printf("%s: %zu exported functions: %u patchable", path, nf, counts[CUHOOK_PATCHED]);
@@ -167,9 +107,7 @@ int cmd_funcs(int argc, char **argv)
 		if (counts[s])
 			printf(", %u %s", counts[s], cuhook_patch_status_names[s]);
 	printf("\n");
-	free(fns);
-	elf_end(e);
-	free(file);
-	close(fd);
+	elf_file_funcs_free(fns, nf);
+	elf_file_close(&ef);
 	return 0;
 }

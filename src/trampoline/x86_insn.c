@@ -25,6 +25,11 @@ static int64_t read_rel(const uint8_t *p, unsigned size)
 {
 	if (size == 1)
 		return (int8_t)p[0];
+	if (size == 2) {
+		int16_t h;
+		memcpy(&h, p, 2);
+		return h;
+	}
 	int32_t v;
 	memcpy(&v, p, 4);
 	return v;
@@ -43,9 +48,18 @@ static void classify_flow(struct decoded_insn *in)
 		return;
 	uint64_t next = in->addr + in->len;
 	uint8_t op = p[0];
+	/* The displacement of a near jmp/jcc/call is what follows the opcode: 4 bytes, or 2 when
+	 * an 0x66 prefix makes Capstone (and AMD CPUs) read rel16 where Intel CPUs read rel32.
+	 * Compilers never emit that; such an instruction cannot be moved: rip_unknown. */
+	unsigned rel = (unsigned)(end - p) - (op == 0x0f ? 2 : 1);
+	if ((op == 0xe8 || op == 0xe9 || (op == 0x0f && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x8f)) && rel != 4) {
+		in->rip_unknown = true;
+		if (rel != 2)
+			rel = 4;
+	}
 	if (op == 0xeb || op == 0xe9) {
 		in->flow = FLOW_JMP;
-		in->target = next + read_rel(end - (op == 0xeb ? 1 : 4), op == 0xeb ? 1 : 4);
+		in->target = next + read_rel(end - (op == 0xeb ? 1 : rel), op == 0xeb ? 1 : rel);
 	} else if (op >= 0x70 && op <= 0x7f) {
 		in->flow = FLOW_JCC;
 		in->cc = op & 0x0f;
@@ -53,10 +67,10 @@ static void classify_flow(struct decoded_insn *in)
 	} else if (op == 0x0f && p + 1 < end && p[1] >= 0x80 && p[1] <= 0x8f) {
 		in->flow = FLOW_JCC;
 		in->cc = p[1] & 0x0f;
-		in->target = next + read_rel(end - 4, 4);
+		in->target = next + read_rel(end - rel, rel);
 	} else if (op == 0xe8) {
 		in->flow = FLOW_CALL;
-		in->target = next + read_rel(end - 4, 4);
+		in->target = next + read_rel(end - rel, rel);
 	} else if (op >= 0xe0 && op <= 0xe3) {
 		in->flow = FLOW_LOOP;
 		in->target = next + read_rel(end - 1, 1);
@@ -89,11 +103,15 @@ bool x86_decode(csh cs, cs_insn *insn_buf, const uint8_t *code, size_t avail, ui
 	snprintf(out->text, sizeof(out->text), "%.15s %.46s", insn_buf->mnemonic, insn_buf->op_str);
 	classify_flow(out);
 	/* RIP-relative addressing: ModRM mod=00 rm=101 means [rip+disp32] in 64-bit mode. Read it
-	 * from the ModRM byte itself rather than trusting operand lists, which miss some forms. */
+	 * from the ModRM byte itself rather than trusting operand lists, which miss some forms.
+	 * The displacement is always 32 bits there; Capstone 4 reports disp_size 2 when the
+	 * instruction has an operand-size prefix (0x66, or VEX/EVEX pp=66: movdqa, pxor, xorpd...),
+	 * so only its offset is used. */
 	const cs_x86 *x = &insn_buf->detail->x86;
 	if (x->encoding.modrm_offset != 0) {
 		uint8_t modrm = code[x->encoding.modrm_offset];
-		if ((modrm & 0xc7) == 0x05 && x->encoding.disp_offset != 0 && x->encoding.disp_size == 4)
+		if ((modrm & 0xc7) == 0x05 && x->encoding.disp_offset != 0 &&
+		    x->encoding.disp_offset + 4u <= out->len)
 			out->rip_disp_off = x->encoding.disp_offset;
 	}
 	/* Belt and braces: an operand whose base is RIP must have been found above. */

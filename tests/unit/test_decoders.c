@@ -1,0 +1,71 @@
+/* Unit tests of the decoder table (src/format/decoders.c): lookup by name, and the table's own
+ * consistency (what the agent reads and the report labels must agree). */
+#include "unit.h"
+
+#include "decoders.h"
+
+static void find_known(void)
+{
+	static const char *const names[] = {"cuMemAlloc_v2", "cuModuleGetFunction", "cuGetProcAddress_v2",
+	                                    "cuLibraryGetKernel", "cuFuncGetName", "cuDeviceGet"};
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		unsigned id = cuhook_decoder_find(names[i]);
+		CHECK(id > 0 && id < cuhook_decoder_count, "%s: id %u", names[i], id);
+		if (id > 0 && id < cuhook_decoder_count)
+			CHECK(strcmp(cuhook_decoders[id].func, names[i]) == 0, "%s: entry %u is %s", names[i], id,
+			      cuhook_decoders[id].func);
+	}
+	unsigned id = cuhook_decoder_find("cuModuleGetFunction");
+	CHECK(cuhook_decoders[id].str_kind == CUHOOK_STR_ARG && cuhook_decoders[id].str_arg == 2,
+	      "cuModuleGetFunction reads the name in its 3rd argument");
+	CHECK(cuhook_decoders[id].out_arg[0] == 0 && cuhook_decoders[id].out_size[0] == 8,
+	      "cuModuleGetFunction writes a handle through its 1st argument");
+	id = cuhook_decoder_find("cuFuncGetName");
+	CHECK(cuhook_decoders[id].str_kind == CUHOOK_STR_DEREF, "cuFuncGetName returns a string");
+	id = cuhook_decoder_find("cuDeviceGet");
+	CHECK(cuhook_decoders[id].out_size[0] == 4, "CUdevice is an int");
+}
+
+static void find_unknown(void)
+{
+	CHECK(cuhook_decoder_find("cuInit") == 0, "cuInit has no decoder");
+	CHECK(cuhook_decoder_find("") == 0, "the empty name (entry 0's) is not found");
+	CHECK(cuhook_decoder_find("cumemalloc_v2") == 0, "case-sensitive");
+	CHECK(cuhook_decoder_find("cuMemAlloc_v") == 0, "no prefix match");
+	CHECK(cuhook_decoder_find("cuMemAlloc_v2 ") == 0, "no trailing blank");
+}
+
+/* Every entry is found at its own index (no duplicate names), and its fields are in range. */
+static void table_consistent(void)
+{
+	CHECK(cuhook_decoder_count > 1, "entries %u", cuhook_decoder_count);
+	CHECK(cuhook_decoders[0].func && cuhook_decoders[0].func[0] == 0, "entry 0 is the empty one");
+	for (unsigned i = 1; i < cuhook_decoder_count; i++) {
+		const struct cuhook_decoder *d = &cuhook_decoders[i];
+		CHECK(d->func && d->func[0], "entry %u has a name", i);
+		if (!d->func)
+			continue;
+		CHECK(cuhook_decoder_find(d->func) == i, "%s found at %u, not %u", d->func, cuhook_decoder_find(d->func), i);
+		CHECK(d->str_kind <= CUHOOK_STR_DEREF, "%s: str_kind %u", d->func, d->str_kind);
+		if (d->str_kind != CUHOOK_STR_NONE) {
+			CHECK(d->str_arg < 6, "%s: str_arg %u", d->func, d->str_arg);
+			CHECK(d->str_label != NULL, "%s: string without a label", d->func);
+		}
+		for (unsigned k = 0; k < CUHOOK_DECODER_MAX_OUT; k++) {
+			if (d->out_arg[k] == CUHOOK_NO_ARG)
+				continue;
+			CHECK(d->out_arg[k] < 6, "%s: out_arg[%u] %u", d->func, k, d->out_arg[k]);
+			CHECK(d->out_size[k] == 4 || d->out_size[k] == 8, "%s: out_size[%u] %u", d->func, k, d->out_size[k]);
+			CHECK(d->out_label[k] != NULL, "%s: out %u without a label", d->func, k);
+		}
+		CHECK(d->str_kind != CUHOOK_STR_NONE || d->out_arg[0] != CUHOOK_NO_ARG, "%s decodes nothing", d->func);
+	}
+}
+
+int main(void)
+{
+	RUN(find_known);
+	RUN(find_unknown);
+	RUN(table_consistent);
+	UNIT_EXIT();
+}
