@@ -17,6 +17,50 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* The assembly fast paths (stubs.S) read these structures through the offsets in stub_frame.h. */
+#define FAST_CHECK(c) _Static_assert(c, "stub_frame.h offsets out of date: " #c)
+FAST_CHECK(offsetof(struct thread_state, busy) == TS_BUSY);
+FAST_CHECK(offsetof(struct thread_state, depth) == TS_DEPTH);
+FAST_CHECK(offsetof(struct thread_state, no_record) == TS_NO_RECORD);
+FAST_CHECK(offsetof(struct thread_state, stack_lo) == TS_STACK_LO);
+FAST_CHECK(offsetof(struct thread_state, stack_hi) == TS_STACK_HI);
+FAST_CHECK(offsetof(struct thread_state, ring) == TS_RING);
+FAST_CHECK(offsetof(struct thread_state, busy_sp) == TS_BUSY_SP);
+FAST_CHECK(offsetof(struct thread_state, shadow) == TS_SHADOW);
+FAST_CHECK(sizeof(struct shadow_entry) == SH_SIZE);
+FAST_CHECK(offsetof(struct shadow_entry, ret) == SH_RET);
+FAST_CHECK(offsetof(struct shadow_entry, slot) == SH_SLOT);
+FAST_CHECK(offsetof(struct shadow_entry, id) == SH_ID);
+FAST_CHECK(offsetof(struct shadow_entry, has_args) == SH_HAS_ARGS);
+FAST_CHECK(offsetof(struct shadow_entry, args) == SH_ARGS);
+FAST_CHECK(offsetof(struct ring, head) == RING_HEAD);
+FAST_CHECK(offsetof(struct ring, dropped) == RING_DROPPED);
+FAST_CHECK(offsetof(struct ring, tail) == RING_TAIL);
+FAST_CHECK(offsetof(struct ring, size) == RING_SIZE);
+FAST_CHECK(offsetof(struct ring, data) == RING_DATA);
+FAST_CHECK(sizeof(struct hook_hot) == 1u << HOT_SHIFT);
+FAST_CHECK(offsetof(struct hook_hot, relocated) == HOT_RELOCATED);
+FAST_CHECK(offsetof(struct hook_hot, decoder) == HOT_DECODER);
+FAST_CHECK(offsetof(struct hook_hot, flags) == HOT_FLAGS);
+FAST_CHECK(HOOK_RECORD == FAST_HOOK_FLAGS);
+FAST_CHECK(SHADOW_MAX == FAST_SHADOW_MAX);
+FAST_CHECK(CUHOOK_REC_ENTRY == (FAST_ENTRY_HDR & 0xff) && CUHOOK_REC_EXIT == (FAST_EXIT_HDR & 0xff));
+FAST_CHECK(sizeof(struct cuhook_rec_entry) + CUHOOK_MAX_STACK_ARGS * 8 == FAST_ENTRY_LEN);
+FAST_CHECK(FAST_NSTACK_SHIFTED == CUHOOK_MAX_STACK_ARGS << 16);
+FAST_CHECK(offsetof(struct cuhook_rec_entry, tsc) == 8 && offsetof(struct cuhook_rec_entry, depth) == 16);
+FAST_CHECK(offsetof(struct cuhook_rec_entry, nstack) == 18 && offsetof(struct cuhook_rec_entry, regs) == 24);
+FAST_CHECK(sizeof(struct cuhook_rec_exit) == FAST_EXIT_LEN);
+FAST_CHECK(offsetof(struct cuhook_rec_exit, tsc) == 8 && offsetof(struct cuhook_rec_exit, depth) == 16);
+FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24);
+FAST_CHECK(sizeof(struct cuhook_decoder) == DEC_SIZE);
+FAST_CHECK(offsetof(struct cuhook_decoder, str_kind) == DEC_STR_KIND && CUHOOK_STR_NONE == 0);
+FAST_CHECK(offsetof(struct cuhook_decoder, out_arg) == DEC_OUT_ARG0 && DEC_OUT_ARG1 == DEC_OUT_ARG0 + 1);
+FAST_CHECK(offsetof(struct cuhook_decoder, out_size) == DEC_OUT_SIZE0 && CUHOOK_NO_ARG == CUHOOK_NO_ARG_BYTE);
+FAST_CHECK(CUHOOK_REC_DATA == (FAST_DATA_HDR & 0xff));
+FAST_CHECK(sizeof(struct cuhook_rec_data) + 8 == FAST_DATA_LEN);
+FAST_CHECK(offsetof(struct cuhook_rec_data, decoder) == 8 && offsetof(struct cuhook_rec_data, nvalues) == 10);
+FAST_CHECK(offsetof(struct cuhook_rec_data, at_exit) == 11 && offsetof(struct cuhook_rec_data, str_len) == 12);
+
 volatile int cuhook_recording;
 int cuhook_lossy;
 int cuhook_clock_monotonic;
@@ -118,6 +162,11 @@ static inline unsigned readable_stack_slots(const struct thread_state *ts, uintp
 	return n < CUHOOK_MAX_STACK_ARGS ? (unsigned)n : CUHOOK_MAX_STACK_ARGS;
 }
 
+static inline int on_thread_stack(const struct thread_state *ts, uintptr_t a)
+{
+	return a >= ts->stack_lo && a < ts->stack_hi;
+}
+
 uintptr_t cuhook_on_entry(struct entry_frame *f)
 {
 	const uint32_t id = (uint32_t)f->id;
@@ -130,10 +179,26 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		if (!ts)
 			return hh->relocated;
 	}
-	if (unlikely(ts->busy))
-		return hh->relocated;
+	const uintptr_t slot = (uintptr_t)&f->ret;
+	if (unlikely(ts->busy)) {
+		/* Busy because a handler of ours runs below us on this stack (a signal interrupted it):
+		 * pass through. Busy although the handler that set it lies below a frame we are now
+		 * above on the same stack: that handler was left by siglongjmp; it is gone. */
+		if (!(on_thread_stack(ts, slot) && on_thread_stack(ts, ts->busy_sp) && slot > ts->busy_sp))
+			return hh->relocated;
+	}
 	ts->busy = 1;
+	ts->busy_sp = (uintptr_t)f;
 	uint32_t d = ts->depth;
+	/* Shadow entries whose return slot is at or below this call's, on the same stack, belong to
+	 * frames that no longer exist (left by longjmp without returning): drop them, so depth and
+	 * the returns of live frames stay right. */
+	if (unlikely(d > 0 && ts->shadow[d - 1].slot <= slot)) {
+		while (d > 0 && ts->shadow[d - 1].slot <= slot && on_thread_stack(ts, slot) &&
+		       on_thread_stack(ts, ts->shadow[d - 1].slot))
+			d--;
+		ts->depth = d;
+	}
 	uint8_t rec_flags = 0;
 
 	if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording) && !ts->no_record) {
@@ -260,6 +325,44 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 	ring_commit(ts->ring, head, len);
 }
 
+/* The assembly exit fast path's DATA record. Most decoders read one or two out-parameters and
+ * no string (cuCtxGetCurrent, cuMemAlloc, cuStreamCreate...): written here without
+ * record_data's string and padding loops. */
+void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s)
+{
+	const uint16_t decoder = hooks_hot[s->id].decoder;
+	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
+	_Static_assert(CUHOOK_DECODER_MAX_OUT == 2, "values below");
+	if (unlikely(dec->str_kind != CUHOOK_STR_NONE || dec->out_arg[0] == CUHOOK_NO_ARG)) {
+		record_data(ts, s, decoder);
+		return;
+	}
+	const unsigned nval = dec->out_arg[1] != CUHOOK_NO_ARG ? 2 : 1;
+	const uint32_t len = sizeof(struct cuhook_rec_data) + nval * 8;
+	uint64_t head;
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
+	if (unlikely(!r))
+		return;
+	r->h.type = CUHOOK_REC_DATA;
+	r->h.flags = 0;
+	r->h.size = (uint16_t)len;
+	r->h.func = s->id;
+	r->decoder = decoder;
+	r->nvalues = (uint8_t)nval;
+	r->at_exit = 1;
+	r->str_len = 0;
+	r->reserved = 0;
+	uint64_t *v = (uint64_t *)(r + 1);
+	for (unsigned i = 0; i < nval; i++) {
+		const void *p = (const void *)s->args[dec->out_arg[i]];
+		uint64_t x = 0;
+		if (p)
+			x = dec->out_size[i] == 4 ? *(const uint32_t *)p : *(const uint64_t *)p;
+		v[i] = x;
+	}
+	ring_commit(ts->ring, head, len);
+}
+
 uintptr_t cuhook_on_exit(struct exit_frame *f)
 {
 	struct thread_state *ts = cuhook_tls;
@@ -276,10 +379,15 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 	const uintptr_t ret = s->ret;
 	const uint32_t id = s->id;
 	const struct hook_hot *hh = &hooks_hot[id];
-	if (likely(!ts->busy)) {
+	uint32_t busy = ts->busy;
+	if (unlikely(busy) && on_thread_stack(ts, slot) && on_thread_stack(ts, ts->busy_sp) &&
+	    slot > ts->busy_sp)
+		busy = 0; /* set by a handler left by siglongjmp (see cuhook_on_entry) */
+	if (likely(!busy)) {
 		/* busy before depth drops: a signal handler's traced calls pass through and cannot
 		 * overwrite the entry still being read. */
 		ts->busy = 1;
+		ts->busy_sp = (uintptr_t)f;
 		ts->depth = k - 1;
 		if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording)) {
 			uint64_t t = now();

@@ -13,6 +13,12 @@ struct ring;
 uintptr_t cuhook_on_entry(struct entry_frame *f);
 uintptr_t cuhook_on_exit(struct exit_frame *f);
 
+/* Called by cuhook_exit_stub's fast path, busy set, right after the EXIT record of a successful
+ * call to a function with a decoder: writes its DATA record. */
+struct thread_state;
+struct shadow_entry;
+void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s);
+
 /* Global switches, set by the agent (agent.c), read on every call. */
 extern volatile int cuhook_recording;      /* record events now */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */

@@ -44,6 +44,9 @@ struct thread_state {
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, to bound stack-argument reads */
 	struct ring *ring;
 	struct thread_state *next_free;
+	uintptr_t busy_sp;      /* stack pointer of the handler that set busy: a handler left by
+	                           siglongjmp (from a signal that interrupted it) leaves busy set; a
+	                           later call higher on the same stack knows it is stale */
 	struct shadow_entry shadow[SHADOW_MAX];
 };
 

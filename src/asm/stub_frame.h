@@ -1,37 +1,94 @@
 /* The stack frames that the assembly stubs (stubs.S) build and hand to the C handlers
- * (src/agent/record.c). One definition for both sides. */
+ * (src/agent/record.c), and the structure offsets the stubs' fast paths read. One definition for
+ * both sides; record.c checks every offset against the C structures (_Static_assert). */
 #ifndef CUHOOK_STUB_FRAME_H
 #define CUHOOK_STUB_FRAME_H
 
-/* Entry frame, lowest address first, as cuhook_entry_stub leaves it:
- *   saved status flags, r11, r10, r9, r8, rcx, rdx, rsi, rdi, rax,
+/* Entry frame, lowest address first, as cuhook_entry_stub leaves it for cuhook_on_entry:
+ *   r11, r9, r8, rsi, rdi (pushed by the slow path only),
+ *   saved status flags, rcx, r10, rdx, rax (pushed first: the fast path's scratch registers),
  *   hook id (pushed by the per-function thunk), the return address into the caller,
  *   then the caller's stack arguments (7th integer argument onward). */
-#define FRAME_FLAGS 0
-#define FRAME_R11 8
-#define FRAME_R10 16
-#define FRAME_R9 24
-#define FRAME_R8 32
-#define FRAME_RCX 40
-#define FRAME_RDX 48
-#define FRAME_RSI 56
-#define FRAME_RDI 64
+#define FRAME_R11 0
+#define FRAME_R9 8
+#define FRAME_R8 16
+#define FRAME_RSI 24
+#define FRAME_RDI 32
+#define FRAME_FLAGS 40
+#define FRAME_RCX 48
+#define FRAME_R10 56
+#define FRAME_RDX 64
 #define FRAME_RAX 72
 #define FRAME_ID 80
 #define FRAME_RET 88
 #define FRAME_STACK_ARGS 96
 
+/* The fast path's view of the same frame before the slow path's five pushes: offsets from rsp. */
+#define FAST_SAVED 40 /* bytes the fast path pushed: flags, rcx, r10, rdx, rax */
+#define EF_FLAGS (FRAME_FLAGS - FAST_SAVED)
+#define EF_RCX (FRAME_RCX - FAST_SAVED)
+#define EF_RDX (FRAME_RDX - FAST_SAVED)
+#define EF_ID (FRAME_ID - FAST_SAVED)
+#define EF_RET (FRAME_RET - FAST_SAVED)
+#define EF_STACK (FRAME_STACK_ARGS - FAST_SAVED)
+
+/* Offsets used by the fast paths (checked in record.c). */
+#define TS_BUSY 0           /* struct thread_state */
+#define TS_DEPTH 4
+#define TS_NO_RECORD 12
+#define TS_STACK_LO 16
+#define TS_STACK_HI 24
+#define TS_RING 32
+#define TS_BUSY_SP 48
+#define TS_SHADOW 56
+#define SH_SIZE 72          /* struct shadow_entry */
+#define SH_RET 0
+#define SH_SLOT 8
+#define SH_ID 16
+#define SH_HAS_ARGS 20
+#define SH_ARGS 24
+#define RING_HEAD 0         /* struct ring */
+#define RING_DROPPED 8
+#define RING_TAIL 64
+#define RING_SIZE 128
+#define RING_DATA 168
+#define HOT_SHIFT 4         /* struct hook_hot is 16 bytes */
+#define HOT_RELOCATED 0
+#define HOT_DECODER 8
+#define HOT_FLAGS 10
+#define FAST_HOOK_FLAGS 1   /* the only hooks_hot[].flags value the fast paths take: HOOK_RECORD */
+#define FAST_SHADOW_MAX 128 /* SHADOW_MAX */
+#define FAST_ENTRY_LEN 120  /* ENTRY record with CUHOOK_MAX_STACK_ARGS stack slots */
+#define FAST_EXIT_LEN 32    /* EXIT record */
+#define FAST_DATA_LEN 24    /* DATA record with one value and no string */
+#define DEC_SIZE 40         /* struct cuhook_decoder */
+#define DEC_STR_KIND 8
+#define DEC_OUT_ARG0 10
+#define DEC_OUT_ARG1 11
+#define DEC_OUT_SIZE0 12
+#define CUHOOK_NO_ARG_BYTE 0xff
+/* First 8 bytes of a record (struct cuhook_rec) without the function id (high 32 bits). */
+#define FAST_ENTRY_HDR (1 | (FAST_ENTRY_LEN << 16))  /* type ENTRY, flags 0, size */
+#define FAST_EXIT_HDR (2 | (FAST_EXIT_LEN << 16))    /* type EXIT, flags 0, size */
+#define FAST_DATA_HDR (3 | (FAST_DATA_LEN << 16))    /* type DATA, flags 0, size */
+#define FAST_NSTACK_SHIFTED (6 << 16)                /* nstack byte of the depth word */
+#define FAST_DATA_WORD ((1 << 16) | (1 << 24))       /* nvalues 1, at_exit 1 (decoder in bits 0-15) */
+
 #ifndef __ASSEMBLER__
 #include <stdint.h>
 
 struct entry_frame {
-	uint64_t flags, r11, r10, r9, r8, rcx, rdx, rsi, rdi, rax;
+	uint64_t r11, r9, r8, rsi, rdi, flags, rcx, r10, rdx, rax;
 	uint64_t id;
 	uint64_t ret;      /* the handler replaces it with cuhook_exit_stub to see the return */
 	uint64_t stack[];  /* caller's stack arguments */
 };
 
 _Static_assert(__builtin_offsetof(struct entry_frame, rdi) == FRAME_RDI, "frame layout");
+_Static_assert(__builtin_offsetof(struct entry_frame, flags) == FRAME_FLAGS, "frame layout");
+_Static_assert(__builtin_offsetof(struct entry_frame, rcx) == FRAME_RCX, "frame layout");
+_Static_assert(__builtin_offsetof(struct entry_frame, rax) == FRAME_RAX, "frame layout");
+_Static_assert(__builtin_offsetof(struct entry_frame, id) == FRAME_ID, "frame layout");
 _Static_assert(__builtin_offsetof(struct entry_frame, ret) == FRAME_RET, "frame layout");
 _Static_assert(__builtin_offsetof(struct entry_frame, stack) == FRAME_STACK_ARGS, "frame layout");
 

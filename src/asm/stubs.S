@@ -2,18 +2,56 @@
  * of the traced function's arguments beyond the x86-64 System V calling convention.
  *
  *   caller --call--> F: jmp thunk_F            (5 bytes written over F's first instructions)
- *   thunk_F:  push $id; jmp *cuhook_entry_stub (per function, in memory near F)
- *   cuhook_entry_stub: save registers, cuhook_on_entry(frame) -> address of F's relocated
- *                      prologue; restore; jmp there (which jumps back into F's body)
- *   F returns --ret--> cuhook_exit_stub (the entry handler swapped the return address)
- *   cuhook_exit_stub:  save rax/rdx, cuhook_on_exit(frame) -> the real return address; jmp there
+ *   thunk_F:  push $id; jmp cuhook_entry_stub  (per function, in memory near F)
+ *   cuhook_entry_stub: record the ENTRY, push the shadow-stack entry; then
+ *                      drop the caller's return address and `call` F's relocated prologue
+ *                      (which jumps back into F's body)
+ *   F returns --ret--> cuhook_exit_stub (the instruction after that call)
+ *   cuhook_exit_stub:  record the EXIT, pop the shadow-stack entry, put the real return address
+ *                      back where it was and `ret` to it
+ *
+ * Why `call` + `ret` rather than overwriting the return slot and `jmp`-ing back: the CPU
+ * predicts returns with its return stack buffer. Overwriting the slot makes F's ret mispredict
+ * (the buffer says "the caller"), and the exit stub's indirect jmp then predicts poorly too.
+ * With the call, the buffer holds "cuhook_exit_stub" on top of "the caller", both returns are
+ * predicted, and F sees exactly what it saw before: the same stack pointer, the same slot, the
+ * slot holding cuhook_exit_stub. The shadow stack still matches returns by slot (longjmp).
+ *
+ * Each stub has a fast path in assembly for the common case (thread state exists, not busy,
+ * recording, TSC clock, hook flags exactly HOOK_RECORD, room in the ring without wrapping, no
+ * drops to report, shadow stack not full, all six stack slots inside the thread's stack; at exit
+ * the top shadow entry matches; DATA records only for one-value, string-less decoders). It saves
+ * only the registers it uses. Anything else takes the slow path: the C handlers in record.c with
+ * the full frame (a HOOK_* flag added later is thus handled in C until a fast path learns it).
+ * A fast path bails out only before its first visible side effect (or after undoing `busy`),
+ * so the C handler always starts from a clean state.
  *
  * r11 carries the jump target: at a function's entry and after its return r11 holds nothing the
  * caller may rely on (the ABI's scratch register; glibc's lazy-binding trampoline uses it the
- * same way). The C handlers are built with -mgeneral-regs-only, so xmm0-7 (float arguments) and
- * xmm0/xmm1 (float results) pass through untouched; their rare libc calls go through
- * cuhook_call_saving_vectors. */
+ * same way). At exit only rax/rdx (and xmm0/xmm1) carry results; the other caller-saved
+ * general registers are free. Nothing here touches vector registers: the C handlers are built
+ * with -mgeneral-regs-only, so xmm0-7 (float arguments) and xmm0/xmm1 (float results) pass
+ * through untouched; their rare libc calls go through cuhook_call_saving_vectors. */
 #include "stub_frame.h"
+
+/* Measurement switches (docs/performance.md), all off in a normal build:
+ *   CUHOOK_NO_FAST_ENTRY, CUHOOK_NO_FAST_EXIT  every call through the C handlers
+ *   CUHOOK_JMP_HIJACK         overwrite the return slot and jmp back (the older scheme)
+ *   CUHOOK_BENCH_ENTRY_ONLY   fast entry records but does not take the return
+ *   CUHOOK_BENCH_NO_EXIT_RECORD  fast exit pops the shadow stack but records nothing
+ *   CUHOOK_BENCH_NO_ENTRY_RECORD fast entry checks and reserves but records nothing
+ *   CUHOOK_BENCH_NO_DATA      fast exit writes no DATA record (decoded out-parameters)
+ *   CUHOOK_BENCH_NO_STACK     fast entry records no stack slots (nstack 0)
+ * Build one with e.g. `meson configure -Dc_args=...` or by prepending the #define; see
+ * docs/performance.md for what each measures. */
+#ifdef CUHOOK_BENCH_NO_STACK
+#undef FAST_ENTRY_LEN
+#define FAST_ENTRY_LEN 72
+#undef FAST_ENTRY_HDR
+#define FAST_ENTRY_HDR (1 | (FAST_ENTRY_LEN << 16))
+#undef FAST_NSTACK_SHIFTED
+#define FAST_NSTACK_SHIFTED 0
+#endif
 
 	.text
 	.p2align 4
@@ -25,57 +63,370 @@ cuhook_entry_stub:
 	/* [rsp] = id, [rsp+8] = return address. rsp is 16-byte aligned here. */
 	.cfi_adjust_cfa_offset 8
 	push %rax              /* al = number of vector registers used by a varargs call */
-	push %rdi
-	push %rsi
 	push %rdx
-	push %rcx
-	push %r8
-	push %r9
 	push %r10              /* static chain pointer */
-	push %r11
-	.cfi_adjust_cfa_offset 72
+	push %rcx
 	/* The status flags, without pushf/popf (popf is slow): lahf gets SF ZF AF PF CF into ah,
 	 * seto gets OF into al. DF is 0 at any call boundary and nothing here changes it. */
 	lahf
 	seto %al
 	push %rax
-	.cfi_adjust_cfa_offset 8
+	.cfi_adjust_cfa_offset FAST_SAVED
+#ifndef CUHOOK_NO_FAST_ENTRY
+	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx. The argument registers
+	 * rdi, rsi, r8, r9 are only read. */
+	mov cuhook_tls@gottpoff(%rip), %r11
+	mov %fs:(%r11), %r11
+	test %r11, %r11
+	jz .Lentry_slow
+	cmpl $0, TS_BUSY(%r11)
+	jne .Lentry_slow
+	cmpl $0, TS_NO_RECORD(%r11)
+	jne .Lentry_slow
+	cmpl $0, cuhook_recording(%rip)
+	je .Lentry_slow
+	cmpl $0, cuhook_clock_monotonic(%rip)
+	jne .Lentry_slow
+	mov EF_ID(%rsp), %eax
+	shl $HOT_SHIFT, %rax
+	lea hooks_hot(%rip), %r10
+	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
+	jne .Lentry_slow                       /* any flag but HOOK_RECORD (callback, ...): C */
+	cmpl $FAST_SHADOW_MAX, TS_DEPTH(%r11)
+	jae .Lentry_slow                       /* entry-only degradation: C */
+	lea EF_STACK(%rsp), %rax               /* the caller's stack slots: all six in this thread's stack */
+	cmp TS_STACK_LO(%r11), %rax
+	jb .Lentry_slow
+	add $48, %rax
+	cmp TS_STACK_HI(%r11), %rax
+	ja .Lentry_slow
+	/* A shadow entry at or below this call's return slot belongs to a frame left by longjmp:
+	 * the C handler drops such entries. */
+	mov TS_DEPTH(%r11), %eax
+	test %eax, %eax
+	jz 1f
+	lea (%rax,%rax,8), %rcx                /* depth * 9; * 8 = depth * SH_SIZE */
+	mov TS_SHADOW+SH_SLOT-SH_SIZE(%r11,%rcx,8), %rcx   /* shadow[depth - 1].slot */
+	lea EF_RET(%rsp), %rax
+	cmp %rax, %rcx
+	jbe .Lentry_slow
+1:
+	/* busy before the ring is read: a signal handler's traced calls from here on pass through
+	 * (they cannot take the same ring space, nor land a record between this record's
+	 * timestamp and the record). Every later bail-out clears it. */
+	movl $1, TS_BUSY(%r11)
+	mov %rsp, TS_BUSY_SP(%r11)
+	mov TS_RING(%r11), %r10
+	cmpq $0, RING_DROPPED(%r10)
+	jne .Lentry_unbusy                     /* drops to report first: C */
+	mov RING_SIZE(%r10), %eax
+	sub $FAST_ENTRY_LEN, %eax              /* size - len */
+	jb .Lentry_unbusy
+	mov RING_HEAD(%r10), %rcx
+	sub RING_TAIL(%r10), %rcx              /* bytes in use */
+	cmp %rax, %rcx
+	ja .Lentry_unbusy                      /* full: C waits or drops */
+	mov RING_SIZE(%r10), %ecx
+	dec %ecx
+	and RING_HEAD(%r10), %ecx              /* pos */
+	cmp %rax, %rcx
+	ja .Lentry_unbusy                      /* would straddle the end: C pads */
+	add RING_DATA(%r10), %rcx              /* rcx = the record */
+#ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
+	rdtsc
+	shl $32, %rdx
+	or %rax, %rdx
+	mov %rdx, 8(%rcx)                      /* tsc */
+	mov EF_ID(%rsp), %eax
+	shl $32, %rax
+	or $FAST_ENTRY_HDR, %rax
+	mov %rax, 0(%rcx)                      /* type, flags 0, size, func */
+	mov TS_DEPTH(%r11), %eax
+	or $FAST_NSTACK_SHIFTED, %eax
+	mov %rax, 16(%rcx)                     /* depth, nstack 6, reserved 0 */
+	mov %rdi, 24(%rcx)
+	mov %rsi, 32(%rcx)
+	mov EF_RDX(%rsp), %rax
+	mov EF_RCX(%rsp), %rdx
+	mov %rax, 40(%rcx)
+	mov %rdx, 48(%rcx)
+	mov %r8, 56(%rcx)
+	mov %r9, 64(%rcx)
+#ifndef CUHOOK_BENCH_NO_STACK
+	mov EF_STACK+0(%rsp), %rax
+	mov EF_STACK+8(%rsp), %rdx
+	mov %rax, 72(%rcx)
+	mov %rdx, 80(%rcx)
+	mov EF_STACK+16(%rsp), %rax
+	mov EF_STACK+24(%rsp), %rdx
+	mov %rax, 88(%rcx)
+	mov %rdx, 96(%rcx)
+	mov EF_STACK+32(%rsp), %rax
+	mov EF_STACK+40(%rsp), %rdx
+	mov %rax, 104(%rcx)
+	mov %rdx, 112(%rcx)
+#endif
+	mov RING_HEAD(%r10), %rax
+	add $FAST_ENTRY_LEN, %rax
+	mov %rax, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
+#endif
+	mov EF_ID(%rsp), %edx
+	mov %rdx, %r10
+	shl $HOT_SHIFT, %r10
+	lea hooks_hot(%rip), %rax
+	add %rax, %r10                         /* r10 = &hooks_hot[id] */
+#ifdef CUHOOK_BENCH_ENTRY_ONLY
+	movl $0, TS_BUSY(%r11)
+	mov HOT_RELOCATED(%r10), %r11
+	jmp .Lentry_plain
+#endif
+	/* Shadow-stack entry. */
+	mov TS_DEPTH(%r11), %eax
+	lea (%rax,%rax,8), %rcx
+	lea TS_SHADOW(%r11,%rcx,8), %rcx       /* rcx = &shadow[depth] (SH_SIZE = 72) */
+	mov EF_RET(%rsp), %rax
+	mov %rax, SH_RET(%rcx)
+	lea EF_RET(%rsp), %rax
+	mov %rax, SH_SLOT(%rcx)
+	cmpw $0, HOT_DECODER(%r10)
+	jne .Lentry_args
+	mov %rdx, SH_ID(%rcx)                  /* id, has_args 0 */
+.Lentry_push:
+	incl TS_DEPTH(%r11)                    /* after the entry is complete (signal safety) */
+	movl $0, TS_BUSY(%r11)
+	mov HOT_RELOCATED(%r10), %r11
+#ifdef CUHOOK_JMP_HIJACK
+	lea cuhook_exit_stub(%rip), %rax
+	mov %rax, EF_RET(%rsp)
+#endif
+	jmp .Lentry_hijack
+.Lentry_args:                                  /* a decoder reads them at exit */
+	bts $32, %rdx
+	mov %rdx, SH_ID(%rcx)                  /* id, has_args 1 */
+	mov %rdi, SH_ARGS+0(%rcx)
+	mov %rsi, SH_ARGS+8(%rcx)
+	mov EF_RDX(%rsp), %rax
+	mov %rax, SH_ARGS+16(%rcx)
+	mov EF_RCX(%rsp), %rax
+	mov %rax, SH_ARGS+24(%rcx)
+	mov %r8, SH_ARGS+32(%rcx)
+	mov %r9, SH_ARGS+40(%rcx)
+	jmp .Lentry_push
+.Lentry_unbusy:
+	movl $0, TS_BUSY(%r11)
+#endif
+.Lentry_slow:
+	push %rdi
+	push %rsi
+	push %r8
+	push %r9
+	push %r11
+	.cfi_adjust_cfa_offset 40
 	mov %rsp, %rdi         /* struct entry_frame * ; rsp is 16-byte aligned for the call */
 	call cuhook_on_entry
 	mov %rax, %r11         /* where to continue: the relocated prologue */
-	pop %rax
-	.cfi_adjust_cfa_offset -8
-	add $0x7f, %al         /* OF = (al == 1) */
-	sahf                   /* the other status flags */
-	lea 8(%rsp), %rsp      /* skip saved r11 (lea keeps the flags) */
-	pop %r10
+	lea cuhook_exit_stub(%rip), %rax
+	cmp %rax, FRAME_RET(%rsp)              /* did the handler take the return? */
+	lea 8(%rsp), %rsp      /* skip saved r11 (lea and pop keep the flags) */
 	pop %r9
 	pop %r8
-	pop %rcx
-	pop %rdx
 	pop %rsi
 	pop %rdi
+	.cfi_adjust_cfa_offset -40
+	je .Lentry_hijack
+.Lentry_plain:
+	pop %rax
+	add $0x7f, %al         /* OF = (al == 1) */
+	sahf                   /* the other status flags */
+	pop %rcx
+	pop %r10
+	pop %rdx
 	pop %rax
 	lea 8(%rsp), %rsp      /* drop the id */
-	.cfi_adjust_cfa_offset -80
-	jmp *%r11
+	.cfi_adjust_cfa_offset -48
+	jmp *%r11              /* not traced to its return: straight in */
+	.cfi_adjust_cfa_offset 48
+.Lentry_hijack:
+	pop %rax
+	add $0x7f, %al
+	sahf
+	pop %rcx
+	pop %r10
+	pop %rdx
+	pop %rax
+#ifdef CUHOOK_JMP_HIJACK
+	lea 8(%rsp), %rsp
 	.cfi_endproc
+	jmp *%r11
+	.p2align 4
+#else
+	lea 16(%rsp), %rsp     /* drop the id and the return address (kept in the shadow stack) */
+	.cfi_adjust_cfa_offset -56
+	/* The FDE ends before the call: F's return address (cuhook_exit_stub) then points just past
+	 * it, outside any unwind information, as with an overwritten return slot. */
+	.cfi_endproc
+	call *%r11             /* pushes cuhook_exit_stub into the same slot */
+#endif
 	.size cuhook_entry_stub, .-cuhook_entry_stub
 
-	.p2align 4
+	/* Must directly follow the call above. */
 	.globl cuhook_exit_stub
 	.hidden cuhook_exit_stub
 	.type cuhook_exit_stub, @function
 cuhook_exit_stub:
-	/* Reached by the traced function's ret. rsp is the caller's, 16-byte aligned. */
+	/* Reached by the traced function's ret. rsp is the caller's, 16-byte aligned; the slot
+	 * just below it is where the real return address goes back. */
 	push %rax
-	push %rdx
+	push %rdx              /* struct exit_frame; rsp is 16-byte aligned */
+#ifndef CUHOOK_NO_FAST_EXIT
+	/* Fast path. Scratch: every caller-saved register but rax and rdx (xmm untouched). */
+	mov cuhook_tls@gottpoff(%rip), %r11
+	mov %fs:(%r11), %r11
+	cmpl $0, TS_BUSY(%r11)
+	jne .Lexit_slow
+	movl $1, TS_BUSY(%r11)                 /* busy, then the clock (see the entry) */
+	mov %rsp, TS_BUSY_SP(%r11)
+#ifndef CUHOOK_BENCH_NO_EXIT_RECORD
+	rdtsc                                  /* early: on Intel its latency overlaps the checks */
+	shl $32, %rdx
+	or %rax, %rdx
+	mov %rdx, %r9                          /* r9 = tsc */
+#endif
+	mov TS_DEPTH(%r11), %esi
+	sub $1, %esi                           /* k - 1 */
+	jb .Lexit_unbusy
+	lea (%rsi,%rsi,8), %rdi
+	lea TS_SHADOW(%r11,%rdi,8), %rdi       /* rdi = &shadow[depth - 1] */
+	lea 8(%rsp), %rax                      /* the return address slot */
+	cmp %rax, SH_SLOT(%rdi)
+	jne .Lexit_unbusy                      /* frames left by longjmp: C searches */
+	cmpl $0, cuhook_recording(%rip)
+	je .Lexit_unbusy
+	cmpl $0, cuhook_clock_monotonic(%rip)
+	jne .Lexit_unbusy
+	mov SH_ID(%rdi), %eax
+	shl $HOT_SHIFT, %rax
+	lea hooks_hot(%rip), %rdx
+	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%rdx,%rax)
+	jne .Lexit_unbusy                      /* any flag but HOOK_RECORD: C */
+	mov TS_RING(%r11), %r10
+	cmpq $0, RING_DROPPED(%r10)
+	jne .Lexit_unbusy
+	mov RING_SIZE(%r10), %eax
+	sub $FAST_EXIT_LEN, %eax
+	jb .Lexit_unbusy
+	mov RING_HEAD(%r10), %rcx
+	sub RING_TAIL(%r10), %rcx
+	cmp %rax, %rcx
+	ja .Lexit_unbusy
+	mov RING_SIZE(%r10), %ecx
+	dec %ecx
+	and RING_HEAD(%r10), %ecx
+	cmp %rax, %rcx
+	ja .Lexit_unbusy
+	add RING_DATA(%r10), %rcx              /* rcx = the record */
+	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
+	mov %esi, TS_DEPTH(%r11)               /* pop */
+#ifndef CUHOOK_BENCH_NO_EXIT_RECORD
+	mov %r9, 8(%rcx)                       /* tsc */
+	mov SH_ID(%rdi), %eax
+	shl $32, %rax
+	or $FAST_EXIT_HDR, %rax
+	mov %rax, 0(%rcx)                      /* type EXIT, flags 0, size, func */
+	mov %rsi, 16(%rcx)                     /* depth, reserved 0 */
+	mov 8(%rsp), %rax
+	mov %rax, 24(%rcx)                     /* ret */
+	mov RING_HEAD(%r10), %rax
+	add $FAST_EXIT_LEN, %rax
+	mov %rax, RING_HEAD(%r10)              /* commit */
+#ifndef CUHOOK_BENCH_NO_DATA
+	cmpl $0, SH_HAS_ARGS(%rdi)
+	jne .Lexit_data
+#endif
+#endif
+.Lexit_done:
+	movl $0, TS_BUSY(%r11)
+	pop %rdx
+	pop %rax
+#ifdef CUHOOK_JMP_HIJACK
+	jmp *%r8
+#else
+	push %r8
+	ret                    /* predicted: the buffer's next entry is the caller's call */
+#endif
+.Lexit_data:                   /* a function with a decoder: its out-parameters after success */
+	cmpl $0, 8(%rsp)       /* the low 32 bits of rax (CUresult) */
+	jne .Lexit_done
+	/* The usual decoder (one out-parameter, no string) here; any other in C. */
+	mov SH_ID(%rdi), %r9d
+	mov %r9, %rax
+	shl $HOT_SHIFT, %rax
+	lea hooks_hot(%rip), %rdx
+	movzwl HOT_DECODER(%rdx,%rax), %esi
+	imul $DEC_SIZE, %rsi, %rax
+	add cuhook_decoders@GOTPCREL(%rip), %rax   /* rax = &cuhook_decoders[decoder] */
+	cmpb $0, DEC_STR_KIND(%rax)
+	jne .Lexit_data_c
+	cmpb $CUHOOK_NO_ARG_BYTE, DEC_OUT_ARG1(%rax)
+	jne .Lexit_data_c
+	movzbl DEC_OUT_ARG0(%rax), %edx
+	cmp $5, %edx
+	ja .Lexit_data_c
+	mov SH_ARGS(%rdi,%rdx,8), %rdx         /* the out-parameter's address */
+	test %rdx, %rdx
+	jz 2f                                  /* NULL: value 0 */
+	cmpb $4, DEC_OUT_SIZE0(%rax)
+	je 1f
+	mov (%rdx), %rdx
+	jmp 2f
+1:	mov (%rdx), %edx
+2:	mov RING_SIZE(%r10), %eax
+	sub $FAST_DATA_LEN, %rax
+	jb .Lexit_data_c
+	mov RING_HEAD(%r10), %rcx
+	sub RING_TAIL(%r10), %rcx
+	cmp %rax, %rcx
+	ja .Lexit_data_c
+	mov RING_SIZE(%r10), %ecx
+	dec %ecx
+	and RING_HEAD(%r10), %ecx
+	cmp %rax, %rcx
+	ja .Lexit_data_c
+	add RING_DATA(%r10), %rcx              /* rcx = the record */
+	shl $32, %r9
+	or $FAST_DATA_HDR, %r9
+	mov %r9, 0(%rcx)                       /* type DATA, flags 0, size, func */
+	or $FAST_DATA_WORD, %rsi
+	mov %rsi, 8(%rcx)                      /* decoder, nvalues 1, at_exit 1, str_len 0, reserved 0 */
+	mov %rdx, 16(%rcx)
+	mov RING_HEAD(%r10), %rax
+	add $FAST_DATA_LEN, %rax
+	mov %rax, RING_HEAD(%r10)              /* commit */
+	jmp .Lexit_done
+.Lexit_data_c:
+	push %r8
+	push %r11              /* rsp stays 16-byte aligned */
+	mov %rdi, %rsi         /* the shadow entry: intact while busy */
+	mov %r11, %rdi
+	call cuhook_exit_data  /* C, general registers only: xmm0/xmm1 pass through */
+	pop %r11
+	pop %r8
+	jmp .Lexit_done
+.Lexit_unbusy:
+	movl $0, TS_BUSY(%r11)
+#endif
+.Lexit_slow:
 	mov %rsp, %rdi         /* struct exit_frame * */
 	call cuhook_on_exit    /* returns the real return address */
 	mov %rax, %r11
 	pop %rdx
 	pop %rax
+#ifdef CUHOOK_JMP_HIJACK
 	jmp *%r11
+#else
+	push %r11
+	ret
+#endif
 	.size cuhook_exit_stub, .-cuhook_exit_stub
 
 /* uintptr_t cuhook_call_saving_vectors(uintptr_t (*fn)(void *), void *arg) */
