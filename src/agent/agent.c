@@ -9,6 +9,7 @@
 #include "freeze.h"
 #include "hooks.h"
 #include "loader_watch.h"
+#include "nvfd.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -140,6 +141,8 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		struct agent_lib *l = &agent_libs[i];
 		if (l->base != f->base || strcmp(l->path, real) != 0)
 			continue;
+		if (plan_only)
+			return; /* planned already (an earlier prepare or start): its stubs exist */
 		/* Known from an earlier start (a second attach): patched now? */
 		bool armed = false;
 		for (uint32_t id = l->first_id; id < l->first_id + l->count && !armed; id++)
@@ -199,16 +202,56 @@ void agent_scan_libraries(void)
 		scan_libraries(false);
 }
 
+/* follow=1: the fork child traces into a file of its own (FILE.PID), with a writer of its own,
+ * started here, in the child's atfork handler, before fork() returns to the program.
+ *
+ * Why creating a thread here is safe: glibc runs the atfork child handlers after it has made
+ * the child consistent again: malloc's arena locks, the loader's locks (dl_load_lock and the TLS
+ * one) and stdio's list lock are reset, the stacks of the threads that do not exist in the child
+ * are reclaimed, and the thread list holds the forking thread alone. pthread_create needs just
+ * that (a stack from mmap or the cache, clone), and the child goes on multi-threaded the same
+ * way a Python child that starts threads after os.fork() does. What glibc cannot reset are
+ * locks of other code that a vanished thread held; the writer takes only the agent's own
+ * (agent_lock, the rings' registry lock, the notes lock), and those are re-initialised first.
+ * The forking thread's ring, a copy of the parent's, is registered again under the child's tid
+ * (thread_state_after_fork_child) and emptied by writer_open: the child's file holds the calls
+ * the child makes, none of the parent's. A child that execs right away loses the thread with
+ * the rest of the image; its file (header and tables only) is replaced by the new image's when
+ * cuhook run --follow injects that (docs/injection.md).
+ *
+ * vfork() and clone() without CLONE_THREAD run no atfork handler: a vfork child shares the
+ * parent's memory (its agent, its writer) until it execs, which is all it may do. */
+static void start_in_fork_child(void)
+{
+	char path[PATH_MAX], err[400];
+	config_output_path(&cfg, path, sizeof(path));
+	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	if (rc != 0) {
+		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
+		return;
+	}
+	active = 1;
+	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
+	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
+	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
+}
+
 static void on_fork_child(void)
 {
-	/* The child stops tracing (docs/agent.md): only the forking thread exists, the writer does
-	 * not, and the trace file is the parent's. Hooks stay in place and pass calls through. */
+	/* Without follow the child stops tracing (docs/agent.md): only the forking thread exists,
+	 * the writer does not, and the trace file is the parent's. Hooks stay in place and pass
+	 * calls through. With follow, it then starts a trace of its own. */
+	int saved_errno = errno;
+	bool follow = active && cfg.follow;
 	cuhook_recording = 0;
 	cuhook_writer_alive = 0;
 	active = 0;
 	pthread_mutex_init(&agent_lock, NULL);
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
+	if (follow)
+		start_in_fork_child();
+	errno = saved_errno;
 }
 
 static double now_ms(void)
@@ -250,12 +293,14 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	double t2 = now_ms();
 	if (loader_watch_install(threads_stopped_now) != 0)
 		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
+	if (cfg.ioctl)
+		nvfd_install(cfg.ioctl_paths, threads_stopped_now);
 	threads_stopped_now = false;
 	agent_log(0, "started in %.2f ms: trace file and writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
 	          now_ms() - t0, t1 - t0, t2 - t1, now_ms() - t2);
 	bool any = false;
 	for (unsigned i = 0; i < agent_nlibs; i++)
-		any |= !agent_libs[i].internal;
+		any |= !agent_libs[i].internal && !agent_libs[i].ioctl;
 	if (!any)
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
 	snprintf(last_error, sizeof(last_error), "tracing to %s", path);

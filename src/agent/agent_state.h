@@ -15,6 +15,7 @@ struct agent_lib {
 	uintptr_t base;
 	uint32_t first_id, count;  /* hook ids of its functions */
 	bool internal;             /* hooked for cuhook's own use (dlopen watch) */
+	bool ioctl;                /* libc listed for its traced ioctl (CUHOOK_LIB_IOCTL) */
 	char path[PATH_MAX];
 	char version[64];
 };

@@ -14,6 +14,7 @@ void config_defaults(struct cuhook_config *c)
 	/* cudbg* are the debugger's entry points, not the API. */
 	strcpy(c->funcs, "cu*,-cudbg*");
 	strcpy(c->lib, "libcuda.so*");
+	strcpy(c->ioctl_paths, "/dev/nvidia*");
 	c->buffer_kb = 1024;
 	c->flush_ms = 50;
 }
@@ -97,12 +98,24 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 	}
 	if (!strcmp(key, "disable"))
 		return set_bool(&c->disable, v, key, err, errlen);
+	if (!strcmp(key, "ioctl"))
+		return set_bool(&c->ioctl, v, key, err, errlen);
+	if (!strcmp(key, "ioctl_paths")) {
+		if (!*v) {
+			snprintf(err, errlen, "'ioctl_paths' must not be empty");
+			return -1;
+		}
+		return set_str(c->ioctl_paths, sizeof(c->ioctl_paths), v, key, err, errlen);
+	}
+	if (!strcmp(key, "follow"))
+		return set_bool(&c->follow, v, key, err, errlen);
 	snprintf(err, errlen, "unknown option '%s'", key);
 	return -1;
 }
 
 static const char *const env_keys[] = {"output", "funcs", "lib", "buffer_kb", "drop", "flush_ms",
-                                        "clock", "verbose", "disable"};
+                                        "clock", "verbose", "disable", "follow", "ioctl",
+                                        "ioctl_paths"};
 
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 {
@@ -153,13 +166,27 @@ int config_from_string(struct cuhook_config *c, const char *opts, char *err, siz
 void config_output_path(const struct cuhook_config *c, char *out, size_t len)
 {
 	size_t o = 0;
+	bool has_pid = false;
 	for (const char *p = c->output; *p && o + 1 < len; p++) {
 		if (p[0] == '%' && p[1] == 'p') {
 			o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
 			p++;
+			has_pid = true;
 		} else {
 			out[o++] = *p;
 		}
 	}
 	out[o < len ? o : len - 1] = 0;
+	if (!c->follow || has_pid)
+		return;
+	/* One file per process: ".PID" before the extension of the file name (a leading dot is a
+	 * hidden file's, not an extension). */
+	char *base = strrchr(out, '/');
+	base = base ? base + 1 : out;
+	char *dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		dot = out + strlen(out);
+	char ext[PATH_MAX];
+	snprintf(ext, sizeof(ext), "%s", dot);
+	snprintf(dot, len - (size_t)(dot - out), ".%d%s", (int)getpid(), ext);
 }

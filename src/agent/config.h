@@ -18,13 +18,18 @@ struct cuhook_config {
 	bool monotonic;          /* clock=monotonic instead of tsc */
 	int verbose;             /* verbose: 0 quiet, 1 summary, 2 every refusal */
 	bool disable;            /* disable: do nothing */
+	bool ioctl;              /* ioctl: also trace ioctls on NVIDIA device files */
+	char ioctl_paths[1024];  /* ioctl_paths: globs of the device files' paths */
+	bool follow;             /* follow: fork children trace into a file of their own, and every
+	                            file name gets ".PID" before its extension */
 };
 
 void config_defaults(struct cuhook_config *c);
 /* Returns 0, or -1 with a message in err for an unknown key or a bad value. */
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
-/* Expand %p in c->output. */
+/* Expand %p in c->output; with follow (and no %p), insert ".PID" before the extension of the
+ * file name (trace.bin -> trace.1234.bin; no extension: trace -> trace.1234). */
 void config_output_path(const struct cuhook_config *c, char *out, size_t len);
 
 #endif

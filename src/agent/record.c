@@ -7,6 +7,7 @@
 
 #include "decoders.h"
 #include "hooks.h"
+#include "nvfd.h"
 #include "stub_frame.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -171,9 +172,15 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 {
 	const uint32_t id = (uint32_t)f->id;
 	const struct hook_hot *hh = &hooks_hot[id];
+	/* The ioctl watch (nvfd.h): an ioctl on a file that is not an NVIDIA device passes straight
+	 * through; the fd-changing calls update the fd table. Needs no thread state. */
+	if (unlikely(hh->flags & (HOOK_IOCTL | HOOK_FDOP)) && !nvfd_entry(hh, f))
+		return hh->relocated;
 	struct thread_state *ts = cuhook_tls;
 	if (unlikely(!ts)) {
-		if (!cuhook_recording && !(hh->flags & HOOK_CALLBACK))
+		/* fd calls never create thread state: in a thread without it their entry side is
+		 * enough (nvfd.h), and a vfork child must not make the parent's */
+		if ((!cuhook_recording && !(hh->flags & HOOK_CALLBACK)) || (hh->flags & HOOK_FDOP))
 			return hh->relocated;
 		ts = (struct thread_state *)cuhook_call_saving_vectors(thread_state_create, NULL);
 		if (!ts)
@@ -239,7 +246,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 				st[i] = f->stack[i];
 		}
 		ring_commit(ts->ring, head, len);
-	} else if (!(hh->flags & HOOK_CALLBACK) || ts->no_record) {
+	} else if (!(hh->flags & (HOOK_CALLBACK | HOOK_FDOP)) || ts->no_record) {
 		ts->busy = 0;
 		return hh->relocated;
 	}
@@ -249,8 +256,8 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		s->ret = f->ret;
 		s->slot = (uintptr_t)&f->ret;
 		s->id = id;
-		s->has_args = hh->decoder != 0;
-		if (hh->decoder) {
+		s->has_args = hh->decoder != 0 || (hh->flags & HOOK_FDOP);
+		if (s->has_args) {
 			s->args[0] = f->rdi;
 			s->args[1] = f->rsi;
 			s->args[2] = f->rdx;
@@ -363,6 +370,51 @@ void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s)
 	ring_commit(ts->ring, head, len);
 }
 
+/* The DATA record of an ioctl on an NVIDIA device file (decoders.h, the "ioctl" decoder): after a
+ * successful call the argument struct's first bytes (and the struct an XFER_CMD points to),
+ * which the driver has just read and written; after a failed one, errno. The report decodes
+ * everything from the request code. */
+static __attribute__((noinline)) void record_ioctl_data(struct thread_state *ts, const struct shadow_entry *s,
+                                                        uint64_t ret)
+{
+	const uint8_t *arg = (const uint8_t *)s->args[2];
+	const uint8_t *inner = NULL;
+	unsigned n = 0, ni = 0;
+	uint64_t err = 0;
+	if ((int)ret == 0) {
+		n = nvfd_arg_bytes(s->args[1], (uintptr_t)arg);
+		ni = nvfd_xfer_bytes(s->args[1], arg, n, &inner);
+	} else {
+		err = cuhook_call_saving_vectors(nvfd_errno, NULL);
+	}
+	const uint32_t len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + 2 * 8 + n + ni);
+	uint64_t head;
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
+	if (!r)
+		return;
+	r->h.type = CUHOOK_REC_DATA;
+	r->h.flags = 0;
+	r->h.size = (uint16_t)len;
+	r->h.func = s->id;
+	r->decoder = hooks_hot[s->id].decoder;
+	r->nvalues = 2;
+	r->at_exit = 1;
+	r->str_len = (uint16_t)(n + ni);
+	r->reserved = 0;
+	uint64_t *v = (uint64_t *)(r + 1);
+	v[0] = n;
+	v[1] = err;
+	uint8_t *d = (uint8_t *)(v + 2);
+	unsigned i = 0;
+	for (unsigned k = 0; k < n; k++)
+		d[i++] = arg[k];
+	for (unsigned k = 0; k < ni; k++)
+		d[i++] = inner[k];
+	for (; i < len - sizeof(*r) - 2 * 8; i++)
+		d[i] = 0;
+	ring_commit(ts->ring, head, len);
+}
+
 uintptr_t cuhook_on_exit(struct exit_frame *f)
 {
 	struct thread_state *ts = cuhook_tls;
@@ -403,10 +455,14 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 				x->depth = (uint16_t)(k - 1);
 				x->ret = f->rax;
 				ring_commit(ts->ring, head, sizeof(*x));
-				if (unlikely(s->has_args) && (uint32_t)f->rax == 0)
+				if (unlikely(hh->flags & HOOK_IOCTL))
+					record_ioctl_data(ts, s, f->rax);
+				else if (unlikely(s->has_args) && (uint32_t)f->rax == 0)
 					record_data(ts, s, hh->decoder);
 			}
 		}
+		if (unlikely(hh->flags & HOOK_FDOP))
+			nvfd_exit(hh, s->args, f->rax);
 		if (unlikely(hh->flags & HOOK_CALLBACK))
 			cuhook_call_saving_vectors(record_run_callback, (void *)(uintptr_t)id);
 		ts->busy = 0;

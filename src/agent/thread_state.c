@@ -162,4 +162,18 @@ void thread_state_after_fork_child(void)
 	rings = NULL;
 	free_rings = NULL;
 	free_states = NULL;
+	/* The forking thread goes on here with its state (it may even be inside traced calls, whose
+	 * returns its shadow stack knows): its ring is registered again, under its new tid, so that
+	 * a writer the child starts (follow) drains what it records. What the ring holds is the
+	 * parent's; a new trace forgets it (writer_open). */
+	struct thread_state *ts = cuhook_tls;
+	if (ts && ts->ring) {
+		ts->tid = (uint32_t)gettid();
+		ts->ring->tid = ts->tid;
+		ts->ring->dead = 0;
+		ts->ring->dropped = 0; /* the parent's to report */
+		ts->ring->dropped_total = 0;
+		ts->ring->next = NULL;
+		rings = ts->ring;
+	}
 }

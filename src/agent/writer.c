@@ -114,7 +114,8 @@ static void put_tables(void)
 {
 	for (; W.libs_written < agent_nlibs; W.libs_written++) {
 		const struct agent_lib *l = &agent_libs[W.libs_written];
-		struct cuhook_lib_block b = {l->lib_id, l->internal ? CUHOOK_LIB_INTERNAL : 0, l->base,
+		struct cuhook_lib_block b = {l->lib_id,
+		                             (l->internal ? CUHOOK_LIB_INTERNAL : 0) | (l->ioctl ? CUHOOK_LIB_IOCTL : 0), l->base,
 		                             (uint32_t)strlen(l->path), (uint32_t)strlen(l->version)};
 		char buf[sizeof(l->path) + sizeof(l->version)];
 		memcpy(buf, l->path, b.path_len);

@@ -27,6 +27,10 @@ static void usage(FILE *f)
 	        "      --color, --no-color  force ANSI colors on or off (default: on for a terminal\n"
 	        "                        unless NO_COLOR is set)\n"
 	        "      --strict          exit with status 3 if a trace is truncated or damaged\n"
+	        "      --separate        several files: one report after the other, each on its own\n"
+	        "                        time axis (default: one report over all processes)\n"
+	        "      --align CLOCK     several files: line them up by realtime (default: each\n"
+	        "                        trace's realtime - monotonic offset) or monotonic (one machine)\n"
 	        "  -h, --help\n"
 	        "\n"
 	        "Exit status: 0 reported; 1 a file could not be read as a trace (missing, empty, not a\n"
@@ -98,7 +102,7 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT };
+	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN };
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
@@ -113,6 +117,8 @@ int cmd_report(int argc, char **argv)
 		{"color", no_argument, 0, O_COLOR},
 		{"no-color", no_argument, 0, O_NOCOLOR},
 		{"strict", no_argument, 0, O_STRICT},
+		{"separate", no_argument, 0, O_SEPARATE},
+		{"align", required_argument, 0, O_ALIGN},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -178,6 +184,19 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_STRICT:
 			o.strict = 1;
+			break;
+		case O_SEPARATE:
+			o.separate = 1;
+			break;
+		case O_ALIGN:
+			if (!strcmp(optarg, "realtime"))
+				o.align_monotonic = 0;
+			else if (!strcmp(optarg, "monotonic"))
+				o.align_monotonic = 1;
+			else {
+				fprintf(stderr, "cuhook report: --align wants realtime or monotonic, not '%s'\n", optarg);
+				return RP_EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			usage(stdout);

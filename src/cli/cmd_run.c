@@ -1,14 +1,19 @@
-/* cuhook run [-o FILE] [--funcs GLOBS] [options] -- PROG ARGS...
+/* cuhook run [-o FILE] [--funcs GLOBS] [--follow] [options] -- PROG ARGS...
  *
  * Start PROG with the agent in it, then step aside: PROG runs untraced at full speed, with our
  * stdin/stdout/stderr, and our exit status is its. No LD_PRELOAD, no LD_AUDIT, no environment
- * variable: the agent is loaded at PROG's entry point by a remote dlopen (src/inject). */
+ * variable: the agent is loaded at PROG's entry point by a remote dlopen (src/inject).
+ *
+ * --follow: PROG's children too, one trace file per process (FILE with .PID before its
+ * extension). cuhook then stays the tracer of the whole tree, for its fork/exec events only,
+ * until every process of it has ended (src/inject/follow.c). */
 #include "commands.h"
 #include "inject.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +24,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: cuhook run [-o FILE] [--funcs GLOBS] [options] -- PROG ARGS...\n"
+	        "usage: cuhook run [-o FILE] [--funcs GLOBS] [--follow] [options] -- PROG ARGS...\n"
 	        "Run PROG with its CUDA driver calls traced. The exit status is PROG's; signals sent to\n"
 	        "cuhook are passed on to PROG.\n\n"
+	        "  --follow              trace the processes PROG starts too (fork, exec), one file per\n"
+	        "                        process: FILE with .PID before its extension (trace.1234.bin);\n"
+	        "                        cuhook returns when all of them have ended\n"
 	        "%s"
 	        "Default output: trace.bin in the current directory. If the agent cannot be put into\n"
 	        "PROG, PROG is not run and the exit status is 125 (126/127: PROG cannot be executed).\n",
@@ -66,6 +74,7 @@ static int exit_like(int status)
 int cmd_run(int argc, char **argv)
 {
 	struct cuhook_inject_cli cli = {0};
+	bool follow = false;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -82,8 +91,8 @@ int cmd_run(int argc, char **argv)
 			return 0;
 		}
 		if (!strcmp(argv[i], "--follow")) {
-			fprintf(stderr, "cuhook run: --follow is not supported yet\n");
-			return 2;
+			follow = true;
+			continue;
 		}
 		if (argv[i][0] == '-') {
 			fprintf(stderr, "cuhook run: unknown option '%s'\n", argv[i]);
@@ -100,10 +109,19 @@ int cmd_run(int argc, char **argv)
 
 	struct cuhook_inject_opts o = {0};
 	char agent[PATH_MAX], options[8192];
+	if (follow) {
+		/* every process's agent: a file of its own, fork children included */
+		if (cli.nextra >= (int)(sizeof(cli.extra) / sizeof(cli.extra[0]))) {
+			fprintf(stderr, "cuhook run: too many --opt with --follow\n");
+			return 2;
+		}
+		cli.extra[cli.nextra++] = "follow=1";
+	}
 	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
 	    cuhook_inject_cli_options(&cli, "trace.bin", options, sizeof(options)) < 0)
 		return 2;
 	o.agent_options = options;
+	o.follow = follow;
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -132,6 +150,13 @@ int cmd_run(int argc, char **argv)
 		if (held & (1 << fwd_sigs[k]))
 			kill(pid, fwd_sigs[k]);
 
+	if (follow) {
+		if (cuhook_inject_follow(pid, &o, &status) < 0) {
+			fprintf(stderr, "cuhook run: %s\n", cuhook_inject_error());
+			return 125;
+		}
+		return exit_like(status);
+	}
 	for (;;) {
 		pid_t r = waitpid(pid, &status, 0);
 		if (r == pid && (WIFEXITED(status) || WIFSIGNALED(status)))

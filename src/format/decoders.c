@@ -57,6 +57,10 @@ const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "cuGetProcAddress_v2", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
 	{.func = "cuGetProcAddress", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
 	{.func = "cuGetExportTable", OUT1(0, 8, "table")},
+	/* libc's ioctl on NVIDIA device files (agent option ioctl=1): raw argument bytes, decoded by
+	 * the report; the two values are written by the agent's own rule (decoders.h) */
+	{.func = "ioctl", .str_kind = CUHOOK_STR_RAW, .str_arg = 2, .str_label = "arg",
+	 .out_arg = {NONE, NONE}, .out_label = {"arg_bytes", "errno"}},
 };
 
 const unsigned cuhook_decoder_count = sizeof(cuhook_decoders) / sizeof(cuhook_decoders[0]);

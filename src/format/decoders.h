@@ -18,7 +18,25 @@ enum cuhook_str_kind {
 	CUHOOK_STR_NONE = 0,
 	CUHOOK_STR_ARG = 1,    /* args[str_arg] is a const char * (an input, e.g. a kernel name) */
 	CUHOOK_STR_DEREF = 2,  /* *(const char **)args[str_arg]: a string the call returned */
+	CUHOOK_STR_RAW = 3,    /* raw bytes, not text: the agent copies them with its own rule
+	                          (the "ioctl" decoder: the argument struct at args[str_arg], see
+	                          below); readers show them in hex or decode them */
 };
+
+/* The "ioctl" decoder (libc's ioctl, traced with the agent option ioctl=1 on NVIDIA device files
+ * only). Its DATA record, written at every EXIT, has
+ *   values[0] "arg_bytes": how many bytes of the argument struct (argp, args[2]) follow;
+ *   values[1] "errno":     errno when the ioctl returned non-zero, else 0;
+ *   str: values[0] bytes copied from argp after the call, then, for the NVIDIA frontend's
+ *        NV_ESC_IOCTL_XFER_CMD ('F', 211), the bytes of the struct its pointer names
+ *        (str_len - values[0] of them).
+ * Bytes are read only when the ioctl returned 0 (the driver has just read and written them):
+ * at most CUHOOK_IOCTL_MAX_BYTES of _IOC_SIZE(request) for requests that encode a size, and for
+ * the nvidia-uvm driver's raw request numbers (1..2047 and 0x30000001, which carry no size) up
+ * to CUHOOK_IOCTL_MAX_BYTES without crossing argp's page; nothing for other raw numbers (their
+ * argument may not be a pointer). Every decoding (names, RM classes and commands, status codes)
+ * happens in the report, from the request code. */
+#define CUHOOK_IOCTL_MAX_BYTES 64
 
 struct cuhook_decoder {
 	const char *func;                          /* exact exported name */

@@ -87,6 +87,10 @@ struct cuhook_lib_block {
 };
 
 #define CUHOOK_LIB_INTERNAL 0x1u /* hooked for cuhook's own use (dlopen watch), not traced */
+#define CUHOOK_LIB_IOCTL 0x2u    /* libc, listed for its traced `ioctl` (agent option ioctl=1):
+                                    its calls are ioctls on NVIDIA device files, nested under the
+                                    driver calls that made them; each EXIT is followed by a DATA
+                                    record of decoder "ioctl" (decoders.h, CUHOOK_STR_RAW) */
 
 /* Functions found in a library: patched ones get events; refused ones are listed with a reason
  * so the report can say what was not traced. Ids are dense, global to the file, and a FUNCS block

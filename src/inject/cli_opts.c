@@ -37,6 +37,8 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 	if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
 		if (!(c->output = VALUE()))
 			return -1;
+	} else if (!strcmp(a, "--ioctl")) {
+		c->ioctl = 1;
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = VALUE()))
 			return -1;
@@ -107,6 +109,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		if (append(buf, len, &pos, "output", abs) < 0)
 			return -1;
 	}
+	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
+		return -1;
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	for (int i = 0; i < c->nextra; i++)
@@ -136,10 +140,19 @@ int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inj
 
 void cuhook_inject_print_times(const char *what, const struct cuhook_inject_times *t)
 {
+	char load[64];
+	if (t->beside || (!t->agent_reused && !t->load_ns))
+		load[0] = 0; /* not in the stopped time (told after), or none (a detach) */
+	else
+		snprintf(load, sizeof(load), "%s %.2f, ", t->agent_reused ? "agent reused" : "dlopen",
+		         t->load_ns / 1e6);
 	fprintf(stderr,
-	        "cuhook: %s: %d thread%s stopped for %.2f ms (stop %.2f, %s %.2f, call %.2f, fixup %.2f "
-	        "[%d moved], detach %.2f)\n",
+	        "cuhook: %s: %d thread%s stopped for %.2f ms (stop %.2f, %scall %.2f, fixup %.2f "
+	        "[%d moved], detach %.2f)",
 	        what, t->nthreads, t->nthreads == 1 ? "" : "s", t->stopped_ns / 1e6, t->seize_ns / 1e6,
-	        t->agent_reused ? "agent reused" : "dlopen", t->load_ns / 1e6, t->call_ns / 1e6,
-	        t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
+	        load, t->call_ns / 1e6, t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
+	if (t->beside)
+		fprintf(stderr, "; before, while they ran: dlopen %.2f, prepare %.2f", t->load_ns / 1e6,
+		        t->prepare_ns / 1e6);
+	fputc('\n', stderr);
 }

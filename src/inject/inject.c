@@ -1,6 +1,9 @@
 /* The injection sequences (docs/injection.md has them in prose):
  *
- * attach:  check  ->  seize + interrupt every thread  ->  [remote dlopen(agent)]  ->
+ * attach:  check  ->  seize + interrupt every thread (to choose the thread for remote calls)  ->
+ *          when the agent must be loaded: let every other thread run again, then remote
+ *          dlopen(agent) and remote cuhook_agent_prepare(options) on the chosen thread alone,
+ *          then seize + interrupt every thread again  ->
  *          remote cuhook_agent_start(options, THREADS_STOPPED)  ->  fix up each thread's ip  ->
  *          detach every thread
  * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
@@ -41,6 +44,7 @@
 struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
+	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
 };
 
 const char *cuhook_inject_error(void)
@@ -62,6 +66,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->fixup_ip = target_symbol(pid, m, path, "cuhook_agent_fixup_ip");
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
+	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
 }
 
@@ -92,6 +97,12 @@ static void remote_message(struct itarget *tg, struct ithread *th, uint64_t fn, 
 		mem_read_string(tg, p, buf, len);
 }
 
+static void slow_beside(struct rcall *rc)
+{
+	(void)rc;
+	inj_log("dlopen slow while the other threads run: waiting once more");
+}
+
 /* The remote dlopen is slow: most likely another (stopped) thread holds a lock it waits for,
  * malloc's or the loader's. dlopen is made to run beside other threads, so let them run: the
  * holder finishes and releases the lock. They are stopped again once dlopen has returned. */
@@ -103,10 +114,10 @@ static void release_during_dlopen(struct rcall *rc)
 	        (inj_now_ns() - t0) / 1e6);
 }
 
-/* dlopen(agent, RTLD_NOW) on thread *thp. The call may have released the other threads
- * meanwhile; they are seized again before returning (*thp is then updated). */
+/* dlopen(agent, RTLD_NOW) on thread *thp. If the call is slow, the other threads are let run
+ * (*released is then true, and *thp updated): the caller stops them again. */
 static int load_agent(struct itarget *tg, struct ithread **thp, const struct maps *m,
-                      const struct cuhook_inject_opts *o)
+                      const struct cuhook_inject_opts *o, bool *released)
 {
 	struct ithread *th = *thp;
 	uint64_t dlopen_fn = 0, dlerror_fn = 0;
@@ -143,24 +154,13 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 	if (!path)
 		return -1;
 	uint64_t args[2] = {path, mode}, handle = 0;
-	rc.on_slow = release_during_dlopen;
+	/* With the other threads running already, a slow dlopen just gets a second timeout. */
+	rc.on_slow = *released ? slow_beside : release_during_dlopen;
 	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
 	th = rc.th;
-	if (rc.slow && r == RC_OK) {
-		/* stop everyone again (the caller is still stopped and stays in tg) */
-		pid_t tid = th->tid;
-		if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
-			return -1;
-		th = NULL;
-		for (int i = 0; i < tg->nth; i++)
-			if (tg->th[i].tid == tid)
-				th = &tg->th[i];
-		if (!th) {
-			inj_error("the thread that loaded the agent is gone");
-			return -1;
-		}
-		*thp = th;
-	}
+	*thp = th;
+	if (rc.slow)
+		*released = true;
 	if (r != RC_OK)
 		return -1;
 	char sc[64];
@@ -277,8 +277,58 @@ static void unboost_new_threads(pid_t pid, const struct boost *b)
 		closedir(d);
 }
 
-/* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads. */
-static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+static void already_tracing_error(pid_t pid)
+{
+	inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
+	          "or one was killed before it could stop it, or the process was started with the "
+	          "agent in constructor mode (CUHOOK_* variables). Stop that first.", pid);
+}
+
+/* The thread of tg with this tid (pointers into tg->th do not survive threads_seize_all). */
+static struct ithread *thread_by_tid(struct itarget *tg, pid_t tid)
+{
+	for (int i = 0; i < tg->nth; i++)
+		if (tg->th[i].tid == tid)
+			return &tg->th[i];
+	return NULL;
+}
+
+/* cuhook_agent_prepare(options) on the caller, while the other threads run: the agent plans
+ * and writes its stubs (it only reads code), so that start, later, only writes jumps. */
+static int prepare_agent(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
+                         const struct cuhook_inject_opts *o)
+{
+	struct rcall rc;
+	rcall_begin(&rc, tg, caller);
+	uint64_t opts = rcall_push_string(&rc, o->agent_options ? o->agent_options : "");
+	if (!opts)
+		return -1;
+	uint64_t args[1] = {opts}, rv = 0;
+	if (rcall_invoke(&rc, api->prepare, args, 1, &rv, call_timeout(o), "cuhook_agent_prepare") != RC_OK)
+		return -1;
+	int r = (int)(uint32_t)rv;
+	if (r == -EALREADY) {
+		already_tracing_error(tg->pid);
+		return -1;
+	}
+	if (r < 0) {
+		char msg[1024];
+		remote_message(tg, caller, api->last_error, msg, sizeof(msg), call_timeout(o));
+		inj_error("the agent in process %d could not prepare: %s (%s)", tg->pid, msg, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads.
+ *
+ * beside: when the agent must be loaded, do it (and cuhook_agent_prepare) while the other
+ * threads run, holding only the thread that makes the calls; then stop them all again for the
+ * start. The time every thread is stopped is then the start's (a few jumps) instead of dlopen +
+ * planning every function of libcuda (tens of ms). Not for a spawned program at its entry
+ * point: there nothing may run before the agent is started. */
+static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
+                       bool beside)
 {
 	struct maps m;
 	struct agent_api api;
@@ -290,15 +340,30 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		maps_free(&m);
 		return -1;
 	}
+	pid_t caller_tid = caller->tid;
 	struct boost boost;
 	boost_thread(&boost, caller->tid);
+	bool released = false;
 
 	uint64_t t0 = inj_now_ns();
 	if (find_agent(tg->pid, &m, o->agent_path, &api) == 0) {
+		/* Nothing long to do before the start: its stubs are there from the first time. */
 		t->agent_reused = true;
 		inj_log("agent already loaded: %s", api.path);
 	} else {
-		if (check_agent_visible(tg->pid, o->agent_path) < 0 || load_agent(tg, &caller, &m, o) < 0)
+		if (check_agent_visible(tg->pid, o->agent_path) < 0)
+			goto out;
+		if (beside && tg->nth > 1) {
+			uint64_t r0 = inj_now_ns();
+			int n = tg->nth;
+			caller = threads_release_others(tg, caller_tid);
+			released = true;
+			inj_log("%d other thread%s run again while the agent is loaded and prepared (first stop "
+			        "%.2f ms, released in %.2f ms)", n - 1, n == 2 ? "" : "s",
+			        (inj_now_ns() - tg->first_stop_ns) / 1e6, (inj_now_ns() - r0) / 1e6);
+			t0 = inj_now_ns();
+		}
+		if (load_agent(tg, &caller, &m, o, &released) < 0)
 			goto out;
 		maps_free(&m);
 		if (maps_read(tg->pid, &m) < 0)
@@ -309,6 +374,29 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 			goto out;
 		}
 		t->load_ns = inj_now_ns() - t0;
+		if (released && api.prepare) {
+			t0 = inj_now_ns();
+			if (prepare_agent(tg, caller, &api, o) < 0)
+				goto out;
+			t->prepare_ns = inj_now_ns() - t0;
+			inj_log("agent prepared in %.2f ms", t->prepare_ns / 1e6);
+		}
+	}
+	t->beside = released;
+	if (released) {
+		/* Everyone stops again, for the start: the stopped time counts from here. */
+		tg->first_stop_ns = 0;
+		if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+			goto out;
+		caller = thread_by_tid(tg, caller_tid);
+		if (!caller) {
+			inj_error("the thread that loaded the agent is gone");
+			goto out;
+		}
+		t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+		t->nthreads = tg->nth;
+		inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s",
+		        t->seize_ns / 1e6);
 	}
 
 	t0 = inj_now_ns();
@@ -325,9 +413,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
 	t->call_ns = inj_now_ns() - t0;
 	if (r == -EALREADY) {
-		inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
-		          "or one was killed before it could stop it, or the process was started with the "
-		          "agent in constructor mode (CUHOOK_* variables). Stop that first.", tg->pid);
+		already_tracing_error(tg->pid);
 		goto out;
 	}
 	if (r < 0) {
@@ -450,9 +536,14 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	return r;
 }
 
+static int attach_body(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	return start_agent(tg, o, t, true);
+}
+
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, start_agent);
+	return with_process_stopped(pid, o, t, attach_body);
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
@@ -523,6 +614,55 @@ static bool is_entry_trap(pid_t pid, int st, uint64_t entry)
 	return ptrace(PTRACE_GETREGS, pid, 0, &r) == 0 && r.rip == entry + 1;
 }
 
+int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig)
+{
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", tg->pid);
+	*entry = auxv_entry(tg->pid);
+	if (elf_check_x86_64(exe, what) < 0)
+		return -1;
+	if (elf_has_interp(exe) == 0) {
+		inj_error("%s is statically linked: no dynamic loader and no dlopen to load the agent with",
+		          what);
+		return -1;
+	}
+	if (!*entry || (tg->memfd < 0 && mem_open(tg) < 0)) {
+		inj_error("cannot find the entry point of %s", what);
+		return -1;
+	}
+	/* A breakpoint at the program's entry point: by then the dynamic loader has mapped and
+	 * relocated every library and run their constructors (libc is initialised, dlopen works),
+	 * and not one instruction of the program itself has run. */
+	uint8_t int3 = 0xcc;
+	if (mem_read(tg, *entry, orig, 1) < 0 || mem_write(tg, *entry, &int3, 1) < 0)
+		return -1;
+	return 0;
+}
+
+int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+                    struct cuhook_inject_times *t)
+{
+	pid_t pid = tg->pid;
+	uint64_t stop0 = inj_now_ns();
+	struct ithread *main_th = target_add_thread(tg, pid);
+	if (!main_th || mem_write(tg, entry, &orig, 1) < 0 || pt_getregs(pid, &main_th->regs) < 0)
+		return -1;
+	main_th->regs.rip = entry; /* back onto the restored instruction */
+	main_th->regs_dirty = true;
+	main_th->stopped = true;
+	if (pt_setregs(pid, &main_th->regs) < 0)
+		return -1;
+	/* Library constructors may have started threads: stop them too. */
+	tg->first_stop_ns = stop0;
+	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	t->seize_ns = inj_now_ns() - stop0;
+	t->nthreads = tg->nth;
+	/* Nothing of the program may run before the agent is started: everything in one stop (a
+	 * program has one thread here, or a few that its libraries' constructors started). */
+	return start_agent(tg, o, t, false);
+}
+
 pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
                           struct cuhook_inject_times *t, int *exit_status)
 {
@@ -533,6 +673,8 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	sigset_t old;
 	sigprocmask(SIG_SETMASK, NULL, &old);
 	inj_block_sigchld();
+	if (o->follow)
+		follow_begin();
 
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -577,28 +719,9 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 
 	struct itarget tg;
 	target_init(&tg, pid);
-	char exe[64];
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
-	char what[PATH_MAX + 32];
-	snprintf(what, sizeof(what), "%s", argv[0]);
-	uint64_t entry = auxv_entry(pid);
-	if (elf_check_x86_64(exe, what) < 0)
-		goto fail;
-	if (elf_has_interp(exe) == 0) {
-		inj_error("%s is statically linked: no dynamic loader and no dlopen to load the agent with",
-		          argv[0]);
-		goto fail;
-	}
-	if (!entry || mem_open(&tg) < 0) {
-		inj_error("cannot find the entry point of %s", argv[0]);
-		goto fail;
-	}
-
-	/* A breakpoint at the program's entry point: by then the dynamic loader has mapped and
-	 * relocated every library and run their constructors (libc is initialised, dlopen works),
-	 * and not one instruction of the program itself has run. */
-	uint8_t orig, int3 = 0xcc;
-	if (mem_read(&tg, entry, &orig, 1) < 0 || mem_write(&tg, entry, &int3, 1) < 0)
+	uint64_t entry;
+	uint8_t orig;
+	if (entry_breakpoint(&tg, argv[0], &entry, &orig) < 0)
 		goto fail;
 	pt_cont(pid, 0);
 	r = run_until(pid, exit_status, is_entry_trap, entry);
@@ -608,32 +731,19 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 		target_free(&tg);
 		return -1;
 	}
-	uint64_t stop0 = inj_now_ns();
-	struct ithread *main_th = target_add_thread(&tg, pid);
-	if (!main_th || mem_write(&tg, entry, &orig, 1) < 0 || pt_getregs(pid, &main_th->regs) < 0)
-		goto fail;
-	main_th->regs.rip = entry; /* back onto the restored instruction */
-	main_th->regs_dirty = true;
-	main_th->stopped = true;
-	if (pt_setregs(pid, &main_th->regs) < 0)
-		goto fail;
-	/* Library constructors may have started threads: stop them too. */
-	tg.first_stop_ns = stop0;
-	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0)
-		goto fail_released;
-	t->seize_ns = inj_now_ns() - stop0;
-	t->nthreads = tg.nth;
-	if (start_agent(&tg, o, t) < 0)
+	if (inject_at_entry(&tg, entry, orig, o, t) < 0)
 		goto fail;
 	uint64_t d0 = inj_now_ns();
-	threads_detach_all(&tg);
+	if (o->follow)
+		threads_resume_all(&tg, INJ_FOLLOW_OPTIONS); /* still ours: cuhook_inject_follow() */
+	else
+		threads_detach_all(&tg);
 	finish_times(&tg, t, d0);
 	target_free(&tg);
 	return pid;
 
 fail:
 	threads_detach_all(&tg);
-fail_released:
 	target_free(&tg);
 	/* The user asked for a traced run; one without the agent (or with a half-set-up one) is not
 	 * what they asked for. */

@@ -13,22 +13,28 @@ struct cuhook_inject_opts {
 	const char *agent_options; /* "output=...;funcs=..." for cuhook_agent_start() */
 	int call_timeout_ms;       /* a remote call that takes longer is abandoned (0: 3000) */
 	int verbose;               /* phases and timings on stderr */
+	bool follow;               /* spawn: stay the tracer of the program and its descendants (the
+	                            * options then hold follow=1), see cuhook_inject_follow() */
 };
 
 /* What one attach or detach took, for --verbose and the benchmarks. */
 struct cuhook_inject_times {
-	uint64_t seize_ns;   /* first PTRACE_INTERRUPT until every thread stopped */
+	uint64_t seize_ns;   /* first PTRACE_INTERRUPT until every thread stopped (the last stop) */
 	uint64_t load_ns;    /* remote dlopen (0 when the agent was already there) */
+	uint64_t prepare_ns; /* remote cuhook_agent_prepare (0 when not called) */
 	uint64_t call_ns;    /* remote cuhook_agent_start / _stop */
 	uint64_t fixup_ns;   /* remote fixup_ip calls and moving threads */
 	uint64_t detach_ns;  /* PTRACE_DETACH of every thread */
-	uint64_t stopped_ns; /* first thread stopped until the last one resumed */
+	uint64_t stopped_ns; /* first thread stopped until the last one resumed, for the last stop */
 	int nthreads;
 	int moved;           /* threads whose ip was moved */
 	bool agent_reused;   /* the agent was already loaded (an earlier attach or run) */
+	bool beside;         /* dlopen (and prepare) ran while the other threads ran: not part of
+	                      * the stopped time */
 };
 
-/* Stop every thread of pid, load the agent if it is not there yet, call
+/* Stop every thread of pid; if the agent is not there yet, let them run again while one of them
+ * loads it and calls cuhook_agent_prepare(agent_options), then stop them all again; call
  * cuhook_agent_start(agent_options, CUHOOK_START_THREADS_STOPPED), move threads parked in
  * patched bytes, and let the process go. 0, or -1 and cuhook_inject_error() says why; on -1 the
  * process has been released unharmed (or, for RC_CRASH-like failures, the message says it may
@@ -45,6 +51,17 @@ int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct c
  * ended (it could not be executed), is its wait status. */
 pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
                           struct cuhook_inject_times *t, int *exit_status);
+
+/* After cuhook_inject_spawn() with o->follow: trace the program's process tree, event-only
+ * (fork, vfork, clone, exec; signals passed on), and put the agent into every new program a
+ * process of the tree execs, at its entry point, as spawn does. Processes that fork without
+ * exec are the agent's business (follow=1). Returns when no process of the tree is left: 0 and
+ * *status = the program's own wait status, or -1 with a message. */
+int cuhook_inject_follow(pid_t pid, const struct cuhook_inject_opts *o, int *status);
+
+/* The trace file of process pid under follow: `output` with %p expanded, or else with ".PID"
+ * before the extension of the file name (what the agent's follow=1 does). */
+void cuhook_follow_file_name(const char *output, pid_t pid, char *buf, size_t len);
 
 /* Refuse what cannot work before touching the process (no such PID, a debugger attached, not
  * x86-64, a static binary, strict seccomp, stopped). 0 or -1 with a message. */
@@ -65,6 +82,7 @@ struct cuhook_inject_cli {
 	int nextra;
 	double call_timeout;       /* --call-timeout SEC */
 	int verbose;               /* -v / --verbose */
+	int ioctl;                 /* --ioctl: also trace ioctls on NVIDIA device files */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -82,6 +100,7 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 #define CUHOOK_INJECT_CLI_HELP \
 	"  -o, --output FILE     trace file (made absolute; the target writes it)\n" \
 	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*')\n" \
+	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
 	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \
 	"  --agent PATH          use this agent library instead of the installed libcuhook.so\n" \

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
@@ -99,6 +100,9 @@ struct maps;
 struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
 /* One of the agent's own threads (named "cuhook..."): left running by threads_seize_all. */
 bool is_agent_thread(pid_t pid, pid_t tid);
+/* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
+ * with PTRACE_CONT (cuhook run --follow). */
+void threads_resume_all(struct itarget *tg, long options);
 /* Detach every thread but `keep` (which stays stopped, now tg->th[0], returned). */
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep);
 
@@ -175,6 +179,28 @@ enum rcall_result {
  * rc->seccomp_denied afterwards. */
 int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
                  int timeout_ms, const char *what);
+
+/* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
+
+struct cuhook_inject_opts;
+struct cuhook_inject_times;
+/* Right after an exec of tg->pid (stopped): check that the new image can take the agent, find
+ * its entry point and put an int3 there (opening tg->memfd). 0, or -1 with a message naming
+ * the program as `what`. */
+int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig);
+/* tg->pid stopped on that int3 (empty tg): put the byte back, stop every thread, load and start
+ * the agent, fix up. 0: every thread stopped in tg, for the caller to detach or resume; -1 with
+ * a message (the threads still in tg, if any, are stopped). */
+int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+                    struct cuhook_inject_times *t);
+
+/* ---- following a process tree (follow.c) ------------------------------------------------------ */
+
+/* What cuhook run --follow keeps on every task of the tree: fork, vfork, clone and exec events. */
+#define INJ_FOLLOW_OPTIONS                                                                        \
+	(PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+/* Remember when following began (a trace file older than that is not one of this run's). */
+void follow_begin(void);
 
 /* ---- checks (checks.c) ------------------------------------------------------------------------ */
 

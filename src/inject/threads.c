@@ -124,6 +124,21 @@ bool is_agent_thread(pid_t pid, pid_t tid)
 	return strncmp(comm, "cuhook", 6) == 0;
 }
 
+/* Is this thread traced by us already? */
+static bool traced_by_us(pid_t pid, pid_t tid)
+{
+	char p[96], buf[4096];
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/status", pid, tid);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *t = strstr(buf, "TracerPid:");
+	return t && atoi(t + 10) == (int)getpid();
+}
+
 int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 {
 	for (int round = 0;; round++) {
@@ -145,6 +160,8 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 			r = pt_seize(tids[i]);
 			if (r == -ESRCH)
 				continue; /* exited since the listing */
+			if (r == -EPERM && traced_by_us(tg->pid, tids[i]))
+				r = 0; /* ours already (cuhook run --follow traces every thread): interrupt it */
 			if (r == -EPERM) {
 				/* A zombie thread (a leader that called pthread_exit) cannot be seized, and
 				 * needs not be: it runs no code. */
@@ -223,6 +240,28 @@ void threads_detach_all(struct itarget *tg)
 		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 			fprintf(stderr, "cuhook: warning: cannot detach thread %d: %s\n", t->tid,
 			        strerror(errno));
+		for (int k = 1; k < t->npending; k++)
+			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+		t->stopped = false;
+		t->regs_dirty = false;
+		t->npending = 0;
+	}
+	tg->nth = 0;
+}
+
+void threads_resume_all(struct itarget *tg, long options)
+{
+	for (int i = 0; i < tg->nth; i++) {
+		struct ithread *t = &tg->th[i];
+		if (!t->stopped && pt_wait_first_stop(tg, t, 500) != 0)
+			continue;
+		if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+			fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
+			        t->tid, strerror(errno));
+		ptrace(PTRACE_SETOPTIONS, t->tid, 0, (void *)options);
+		int sig = t->npending ? t->pending[0] : 0;
+		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
+			fprintf(stderr, "cuhook: warning: cannot resume thread %d: %s\n", t->tid, strerror(errno));
 		for (int k = 1; k < t->npending; k++)
 			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
 		t->stopped = false;

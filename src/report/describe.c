@@ -2,6 +2,7 @@
  * the exporters' "args". Only what the name tells us how to read (categories.h) is interpreted;
  * everything else falls back to the decoded DATA values. */
 #include "report.h"
+#include "nvioctl.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -115,6 +116,16 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 	if (!len)
 		return 0;
 	buf[0] = 0;
+	if (fi->ioctl) { /* an NVIDIA ioctl: the request, its struct's fields, the status */
+		struct rp_ioctl io;
+		rp_ioctl_decode(t, c, &io);
+		pos = rp_ioctl_describe(&io, buf, len);
+		if (c->flags & TR_CALL_NO_EXIT)
+			pos = put(buf, len, pos, " (entry only)");
+		else if (c->flags & TR_CALL_UNFINISHED)
+			pos = put(buf, len, pos, " (no exit)");
+		return pos;
+	}
 	switch (fi->kind) {
 	case RP_KIND_LAUNCH:
 		pos = describe_launch(v, c, fi, buf, len, pos);

@@ -3,6 +3,7 @@
  * (categories, transfers, stages, gaps, slowest calls, findings). Stable keys: tests and
  * scripts parse it. Times are integer nanoseconds where exact, floats where averaged. */
 #include "report.h"
+#include "nvioctl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +189,8 @@ static int write_one(FILE *f, struct rp_view *v)
 		kv_str(f, "path", t->libs[i].path);
 		fprintf(f, ", ");
 		kv_str(f, "version", t->libs[i].version);
-		fprintf(f, ", \"internal\": %s}", (t->libs[i].flags & CUHOOK_LIB_INTERNAL) ? "true" : "false");
+		fprintf(f, ", \"internal\": %s%s}", (t->libs[i].flags & CUHOOK_LIB_INTERNAL) ? "true" : "false",
+		        (t->libs[i].flags & CUHOOK_LIB_IOCTL) ? ", \"ioctl\": true" : "");
 	}
 	fprintf(f, "%s],\n", t->nlibs ? "\n  " : "");
 	fprintf(f, "  \"threads\": [");
@@ -222,10 +224,69 @@ static int write_one(FILE *f, struct rp_view *v)
 	write_slowest(f, v);
 	write_findings(f, fd, nfd);
 	write_refused(f, v);
+	if (v->has_ioctl) {
+		struct rp_ioc_summary s;
+		if (rp_ioctl_summary(v, &s) == 0) {
+			fprintf(f, ",\n  ");
+			rp_ioctl_write_json(f, v, &s);
+			rp_ioctl_summary_free(&s);
+		}
+	}
 	fprintf(f, "\n}");
 	free(fs);
 	free(a);
 	free(fd);
+	return 0;
+}
+
+/* "merged": the traces on one time axis: how they were lined up, each process's place and share,
+ * the API summary over all of them (functions matched by name). */
+static int write_merged(FILE *f, struct rp_view *views, unsigned n)
+{
+	struct rp_mstat *ms;
+	uint32_t nms;
+	struct rp_analysis *a = malloc(sizeof(*a));
+	if (!a || rp_merged_stats(views, n, &ms, &nms)) {
+		free(a);
+		return -1;
+	}
+	int64_t span = 0;
+	for (unsigned k = 0; k < n; k++) {
+		int64_t e = rp_rel(&views[k], views[k].t1);
+		if (e > span)
+			span = e;
+	}
+	fprintf(f, ",\n\"merged\": {\n  \"time_axis\": \"%s\", \"span_ns\": %lld,\n  \"processes\": [",
+	        views[0].axis_realtime ? "realtime" : "monotonic", (long long)span);
+	for (unsigned k = 0; k < n; k++) {
+		struct rp_view *v = &views[k];
+		if (rp_analyze(v, a)) {
+			free(a);
+			free(ms);
+			return -1;
+		}
+		fprintf(f, "%s\n    {\"pid\": %u, ", k ? "," : "", v->t->pid);
+		kv_str(f, "file", v->t->path);
+		fprintf(f, ", \"offset_ns\": %lld, \"realtime_offset_ns\": %lld, \"duration_ns\": %lld, "
+		           "\"selected_calls\": %u, \"api_ns\": %lld}",
+		        (long long)v->shift, (long long)v->t->realtime_offset_ns, (long long)(v->t1 - v->t0), v->nsel,
+		        (long long)a->api_time);
+	}
+	fprintf(f, "\n  ],\n  \"functions\": [");
+	for (uint32_t i = 0; i < nms; i++) {
+		const struct rp_fstat *s = &ms[i].s;
+		fprintf(f, "%s\n    {", i ? "," : "");
+		kv_str(f, "name", ms[i].name);
+		fprintf(f, ", \"category\": \"%s\", \"processes\": %u, \"calls\": %llu, \"timed_calls\": %llu, "
+		           "\"failed\": %llu, \"total_ns\": %lld, \"avg_ns\": %.1f, \"med_ns\": %.1f, \"min_ns\": %lld, "
+		           "\"max_ns\": %lld, \"stddev_ns\": %.1f}",
+		        rp_cat_names[ms[i].cat], ms[i].nproc, (unsigned long long)s->calls, (unsigned long long)s->timed,
+		        (unsigned long long)s->failed, (long long)s->total, s->avg, s->med, (long long)s->min,
+		        (long long)s->max, s->stddev);
+	}
+	fprintf(f, "%s]\n}", nms ? "\n  " : "");
+	free(a);
+	free(ms);
 	return 0;
 }
 
@@ -244,6 +305,9 @@ int rp_write_json(FILE *f, struct rp_view *views, unsigned n)
 		if (write_one(f, &views[i]))
 			return -1;
 	}
-	fprintf(f, "\n]}\n");
+	fprintf(f, "\n]");
+	if (rp_merged(views, n) && write_merged(f, views, n))
+		return -1;
+	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
 }

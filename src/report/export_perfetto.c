@@ -133,7 +133,6 @@ struct writer {
 	FILE *f;
 	struct pb pkt, ev, sub;
 	char buf[1024];
-	int64_t origin;
 };
 
 static uint64_t process_uuid(unsigned k, uint32_t pid)
@@ -155,7 +154,7 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 	pb_uint(ev, TE_TYPE, (uint64_t)type);
 	pb_uint(ev, TE_TRACK, thread_uuid(k, t->threads[c->thread].tid));
 	if (type != SLICE_END) {
-		pb_str(ev, TE_CATEGORY, rp_cat_names[v->fi[c->func].cat]);
+		pb_str(ev, TE_CATEGORY, rp_call_category(v, c->func));
 		pb_str(ev, TE_NAME, tr_func_name(t, c->func));
 		size_t l = rp_describe_call(v, c, w->buf, sizeof(w->buf));
 		if (l) {
@@ -222,24 +221,24 @@ static int thread_slices(struct writer *w, struct rp_view *v, unsigned k, uint32
 			continue;
 		while (nopen && t->calls[open[nopen - 1]].end_ns <= c->start_ns) {
 			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, o->end_ns - w->origin);
+			event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
 		}
 		if (!tr_call_timed(c)) {
-			event(w, v, k, c, INSTANT, c->start_ns - w->origin);
+			event(w, v, k, c, INSTANT, rp_rel(v, c->start_ns));
 			continue;
 		}
 		/* a child that outlives its parent (corrupt times) would break the nesting: close the
 		 * open calls that end before it does */
 		while (nopen && t->calls[open[nopen - 1]].end_ns < c->end_ns) {
 			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, c->start_ns - w->origin);
+			event(w, v, k, o, SLICE_END, rp_rel(v, c->start_ns));
 		}
-		event(w, v, k, c, SLICE_BEGIN, c->start_ns - w->origin);
+		event(w, v, k, c, SLICE_BEGIN, rp_rel(v, c->start_ns));
 		open[nopen++] = calls[i];
 	}
 	while (nopen) {
 		const struct tr_call *o = &t->calls[open[--nopen]];
-		event(w, v, k, o, SLICE_END, o->end_ns - w->origin);
+		event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
 	}
 	free(open);
 	return 0;
@@ -250,10 +249,6 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	struct writer w;
 	memset(&w, 0, sizeof(w));
 	w.f = f;
-	w.origin = views[0].t0;
-	for (unsigned k = 1; k < n; k++)
-		if (views[k].t0 < w.origin)
-			w.origin = views[k].t0;
 	int rc = 0;
 	for (unsigned k = 0; k < n && !rc; k++) {
 		struct rp_view *v = &views[k];
@@ -263,8 +258,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 			rc = -1;
 			break;
 		}
-		for (uint32_t i = 0; i < v->nsel; i++)
-			selected[v->sel[i]] = 1;
+		for (uint32_t i = 0; i < v->nxsel; i++)
+			selected[v->xsel[i]] = 1;
 		for (uint32_t th = 0; th < v->t->nthreads && !rc; th++)
 			rc = thread_slices(&w, v, k, th, selected);
 		free(selected);

@@ -2,21 +2,13 @@
  * track per thread, for chrome://tracing and ui.perfetto.dev) and folded (stack;stack value
  * lines for flame graph tools). The native Perfetto protobuf is in export_perfetto.c.
  *
- * With several files, times are relative to the earliest trace start among them (all traces of
- * one machine share CLOCK_MONOTONIC), so processes line up. */
+ * With several files, times are on their common axis (rp_align: from the earliest trace start,
+ * traces lined up by their realtime clocks), so processes line up; with --separate each trace
+ * keeps its own axis. */
 #include "report.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int64_t origin(const struct rp_view *views, unsigned n)
-{
-	int64_t o = views[0].t0;
-	for (unsigned i = 1; i < n; i++)
-		if (views[i].t0 < o)
-			o = views[i].t0;
-	return o;
-}
 
 /* ---- jsonl ------------------------------------------------------------------------------------- */
 
@@ -27,13 +19,12 @@ static int64_t origin(const struct rp_view *views, unsigned n)
  * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). */
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 {
-	int64_t o = origin(views, n);
 	char buf[1024];
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
-		for (uint32_t i = 0; i < v->nsel; i++) {
-			uint32_t ci = v->sel[i];
+		for (uint32_t i = 0; i < v->nxsel; i++) {
+			uint32_t ci = v->xsel[i];
 			const struct tr_call *c = &t->calls[ci];
 			const struct tr_thread *th = &t->threads[c->thread];
 			fprintf(f, "{\"pid\":%u,\"tid\":%u,\"thread\":", t->pid, th->tid);
@@ -46,10 +37,10 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 			fprintf(f, ",\"func\":");
 			const char *name = tr_func_name(t, c->func);
 			rp_json_str(f, name, strlen(name));
-			fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_cat_names[v->fi[c->func].cat],
-			        (long long)(c->start_ns - o));
+			fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_call_category(v, c->func),
+			        (long long)rp_rel(v, c->start_ns));
 			if (tr_call_timed(c))
-				fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)(c->end_ns - o),
+				fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)rp_rel(v, c->end_ns),
 				        (long long)tr_call_dur(c), c->depth, (unsigned long long)c->ret);
 			else
 				fprintf(f, "\"end_ns\":null,\"dur_ns\":null,\"depth\":%u,\"ret\":null", c->depth);
@@ -73,16 +64,16 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 static void us(FILE *f, int64_t ns)
 {
 	/* microseconds with 3 decimals, exact for integer ns */
+	uint64_t u = (uint64_t)ns;
 	if (ns < 0) {
 		putc('-', f);
-		ns = -ns;
+		u = -u;
 	}
-	fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
+	fprintf(f, "%llu.%03llu", (unsigned long long)(u / 1000), (unsigned long long)(u % 1000));
 }
 
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
-	int64_t o = origin(views, n);
 	char buf[1024];
 	int first = 1;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
@@ -105,14 +96,14 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 				fprintf(f, "\"%u\"", th->tid);
 			fprintf(f, "}}");
 		}
-		for (uint32_t i = 0; i < v->nsel; i++) {
-			const struct tr_call *c = &t->calls[v->sel[i]];
+		for (uint32_t i = 0; i < v->nxsel; i++) {
+			const struct tr_call *c = &t->calls[v->xsel[i]];
 			const char *name = tr_func_name(t, c->func);
 			fprintf(f, ",\n{\"name\":");
 			rp_json_str(f, name, strlen(name));
-			fprintf(f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", rp_cat_names[v->fi[c->func].cat], t->pid,
+			fprintf(f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", rp_call_category(v, c->func), t->pid,
 			        t->threads[c->thread].tid);
-			us(f, c->start_ns - o);
+			us(f, rp_rel(v, c->start_ns));
 			if (tr_call_timed(c)) {
 				fprintf(f, ",\"ph\":\"X\",\"dur\":");
 				us(f, tr_call_dur(c));
@@ -228,8 +219,8 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 			if (c->parent != TR_NONE && tr_call_timed(c))
 				child[c->parent] = rp_sat_add(child[c->parent], tr_call_dur(c));
 		}
-		for (uint32_t i = 0; i < v->nsel && !rc; i++) {
-			uint32_t ci = v->sel[i];
+		for (uint32_t i = 0; i < v->nxsel && !rc; i++) {
+			uint32_t ci = v->xsel[i];
 			const struct tr_call *c = &t->calls[ci];
 			if (!tr_call_timed(c))
 				continue;

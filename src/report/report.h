@@ -50,8 +50,13 @@ struct rp_opts {
 	int strict;                /* --strict: exit RP_EXIT_TRUNCATED if a trace is damaged */
 	const char *functions;     /* --functions GLOB[,GLOB...] */
 	const char *threads;       /* --thread TID|NAME[,...] */
-	int has_range;             /* --time-range: [range_start, range_end) from the trace start */
+	int has_range;             /* --time-range: [range_start, range_end) from the trace start
+	                              (several files: from the start of the common time axis) */
 	int64_t range_start_ns, range_end_ns;
+	int separate;              /* --separate: several files give one report after the other,
+	                              each on its own time axis (the behaviour before merging) */
+	int align_monotonic;       /* --align monotonic: line files up by CLOCK_MONOTONIC (one
+	                              machine) instead of CLOCK_REALTIME (default) */
 };
 
 /* Functions whose DATA records name kernels (view.c builds handle -> name from them). */
@@ -65,6 +70,8 @@ struct rp_finfo {
 	uint8_t kind;              /* enum rp_kind */
 	uint8_t submission;        /* hands work to the GPU */
 	uint8_t names_kernel;      /* enum rp_namer: gives a kernel handle its name */
+	uint8_t ioctl;             /* libc's ioctl on NVIDIA device files (a CUHOOK_LIB_IOCTL
+	                              library): the driver boundary, not an API function */
 	int8_t alloc_arg, alloc_arg2;
 	struct rp_xfer x;
 	struct rp_launch l;
@@ -74,9 +81,20 @@ struct rp_finfo {
 struct rp_view {
 	struct tr_trace *t;
 	const struct rp_opts *o;
-	uint32_t *sel;             /* selected calls (indices in t->calls), sorted by start time */
+	uint32_t *sel;             /* selected API calls (indices in t->calls), sorted by start time:
+	                              every section's statistics; ioctls are not among them */
 	uint32_t nsel;
+	uint32_t *xsel;            /* every selected call, ioctls included (the call-by-call exports
+	                              and the ioctl section); the same array as sel when the trace
+	                              has no ioctl */
+	uint32_t nxsel;
+	int has_ioctl;             /* the trace has a CUHOOK_LIB_IOCTL library */
 	int64_t t0, t1;            /* the trace's span, absolute ns: tracing start .. last record */
+	int64_t shift;             /* where t0 lies on the common time axis of several files (ns
+	                              from the earliest start, >= 0); 0 for one file */
+	int64_t base;              /* t0 - shift: an absolute time minus base is its time on the
+	                              common axis (rp_rel) */
+	int axis_realtime;         /* several files lined up by their realtime offsets */
 	struct rp_finfo *fi;       /* per function id: what the name says (categories.h) */
 	uint8_t *thread_dup;       /* per thread: another thread has the same name */
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
@@ -85,9 +103,33 @@ struct rp_view {
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
+/* The same with the trace's start at `shift` ns on the common axis of several files. */
+int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, int64_t shift, char *err,
+                    size_t errlen);
+/* The start of a trace's span (rp_view.t0) before a view exists. */
+int64_t rp_trace_t0(const struct tr_trace *t);
+/* Line several traces up on one axis: shift[k] = ns from the earliest start to trace k's start,
+ * by each trace's realtime - monotonic offset (or by CLOCK_MONOTONIC alone with --align
+ * monotonic, or when a trace has no realtime pair). Returns 1 if realtime was used. */
+int rp_align(struct tr_trace *const *traces, unsigned n, const struct rp_opts *o, int64_t *shift);
+/* Several views make one merged report (not --separate). */
+static inline int rp_merged(const struct rp_view *views, unsigned n)
+{
+	return n > 1 && !views[0].o->separate;
+}
+/* An absolute time (ns) on the common axis: ns - base, saturating (hostile files). */
+static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(ns, v->base, &r))
+		return ns > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 void rp_view_free(struct rp_view *v);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
+/* The category name of a function for the exports: rp_cat_names[], or "ioctl". */
+const char *rp_call_category(const struct rp_view *v, uint32_t func);
 /* "main", or "worker/1234" when several threads share the name, or "1234" without a name. */
 const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf, size_t len);
 
@@ -107,6 +149,14 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *n);
 /* The middle value(s) of d[0..n), n > 0, in O(n) (reorders d): *lo == *hi for an odd n, the
  * two middle values for an even n. */
 void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi);
+/* The API summary over several traces: functions matched by name. */
+struct rp_mstat {
+	const char *name;
+	uint8_t cat;               /* enum rp_cat */
+	uint32_t nproc;            /* traces with a selected call of it */
+	struct rp_fstat s;         /* s.func: id in the first trace that has it (not meaningful) */
+};
+int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **out, uint32_t *nout);
 
 /* ---- analysis.c ---- */
 struct rp_cat_stat {
@@ -194,8 +244,12 @@ uint64_t rp_call_bytes(const struct rp_view *v, const struct tr_call *c, int *kn
 
 /* ---- outputs ---- */
 int rp_write_text(FILE *f, struct rp_view *v);
-/* The timeline section of the text report (text_timeline.c). */
-void rp_text_timeline(FILE *f, struct rp_view *v);
+/* One text report over several traces: a header per process, the merged API summary with the
+ * processes' share, one timeline, then each process's own sections. */
+int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime);
+/* The timeline section of the text report (text_timeline.c): the threads of every view, rows
+ * grouped by process, on the common time axis. */
+void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_json(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_csv(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n);

@@ -30,6 +30,7 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 		status = RP_EXIT_ERROR;
 		goto done;
 	}
+	int ntraces = 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct tr_trace *t = tr_open(files[i], err, sizeof(err));
 		if (!t) {
@@ -37,19 +38,35 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 			status = RP_EXIT_ERROR;
 			continue;
 		}
-		traces[nviews] = t;
-		if (rp_view_init(&views[nviews], t, o, err, sizeof(err))) {
+		traces[ntraces++] = t;
+	}
+	/* Several files: one time axis (report.h, rp_align); --separate: each on its own. */
+	int64_t *shift = calloc((size_t)ntraces + 1, sizeof(*shift));
+	if (!shift) {
+		fprintf(stderr, "cuhook report: out of memory\n");
+		status = RP_EXIT_ERROR;
+		goto done;
+	}
+	int realtime = 0;
+	if (ntraces > 1 && !o->separate)
+		realtime = rp_align(traces, (unsigned)ntraces, o, shift);
+	for (int i = 0; i < ntraces; i++) {
+		struct tr_trace *t = traces[i];
+		traces[i] = NULL;
+		if (rp_view_init_at(&views[nviews], t, o, shift[i], err, sizeof(err))) {
 			fprintf(stderr, "cuhook report: %s\n", err);
 			tr_close(t);
-			traces[nviews] = NULL;
 			status = RP_EXIT_ERROR;
 			continue;
 		}
+		views[nviews].axis_realtime = realtime;
+		traces[nviews] = t;
 		warn_damage(t);
 		if (t->truncated || t->errors)
 			damaged = 1;
 		nviews++;
 	}
+	free(shift);
 	if (!nviews)
 		goto done;
 	out = stdout;
@@ -64,6 +81,10 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	int rc = 0;
 	switch (o->format) {
 	case RP_FMT_TEXT:
+		if (nviews > 1 && !o->separate) {
+			rc = rp_write_text_merged(out, views, (unsigned)nviews, realtime);
+			break;
+		}
 		for (int i = 0; i < nviews && !rc; i++) {
 			if (i)
 				fprintf(out, "\n\n");
@@ -101,10 +122,11 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	if (status == RP_EXIT_OK && damaged && o->strict)
 		status = RP_EXIT_TRUNCATED;
 done:
-	for (int i = 0; i < nviews; i++) {
+	for (int i = 0; i < nviews; i++)
 		rp_view_free(&views[i]);
-		tr_close(traces[i]);
-	}
+	for (int i = 0; i < nfiles; i++)
+		if (traces[i])
+			tr_close(traces[i]);
 	free(views);
 	free(traces);
 	return status;

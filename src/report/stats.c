@@ -181,3 +181,152 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout
 	*nout = n;
 	return 0;
 }
+
+/* ---- several traces: the merged API summary --------------------------------------------------- */
+
+struct name_ref {
+	const char *name;
+	uint32_t view, func;
+};
+
+static int cmp_name_ref(const void *pa, const void *pb)
+{
+	const struct name_ref *a = pa, *b = pb;
+	int r = strcmp(a->name, b->name);
+	if (!r)
+		r = (a->view > b->view) - (a->view < b->view);
+	if (!r)
+		r = (a->func > b->func) - (a->func < b->func);
+	return r;
+}
+
+static int cmp_mstat(const void *pa, const void *pb)
+{
+	const struct rp_mstat *a = pa, *b = pb;
+	int r = 0;
+	switch (sort_key) {
+	case RP_SORT_TOTAL:
+		r = (a->s.total < b->s.total) - (a->s.total > b->s.total);
+		break;
+	case RP_SORT_CALLS:
+		r = (a->s.calls < b->s.calls) - (a->s.calls > b->s.calls);
+		break;
+	case RP_SORT_AVG:
+		r = (a->s.avg < b->s.avg) - (a->s.avg > b->s.avg);
+		break;
+	case RP_SORT_MED:
+		r = (a->s.med < b->s.med) - (a->s.med > b->s.med);
+		break;
+	case RP_SORT_MIN:
+		r = (a->s.min < b->s.min) - (a->s.min > b->s.min);
+		break;
+	case RP_SORT_MAX:
+		r = (a->s.max < b->s.max) - (a->s.max > b->s.max);
+		break;
+	case RP_SORT_NAME:
+		break;
+	}
+	return r ? r : strcmp(a->name, b->name);
+}
+
+/* Functions of every trace matched by name (ids differ between traces); the statistics are
+ * computed on the durations of all of them together, exactly as for one trace. */
+int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **out, uint32_t *nout)
+{
+	*out = NULL;
+	*nout = 0;
+	size_t nrefs = 0, ntimed = 0;
+	uint32_t **idx = calloc((size_t)n + 1, sizeof(*idx));   /* per view: func id -> merged index */
+	uint64_t **cnt = calloc((size_t)n + 1, sizeof(*cnt));   /* per view: selected calls per func */
+	struct name_ref *refs = NULL;
+	struct rp_mstat *ms = NULL;
+	uint64_t *pos = NULL;
+	int64_t *durs = NULL;
+	int rc = -1;
+	if (!idx || !cnt)
+		goto out;
+	for (unsigned k = 0; k < n; k++) {
+		const struct tr_trace *t = views[k].t;
+		idx[k] = malloc(((size_t)t->nfuncs + 1) * sizeof(**idx));
+		cnt[k] = calloc((size_t)t->nfuncs + 1, sizeof(**cnt));
+		if (!idx[k] || !cnt[k])
+			goto out;
+		for (uint32_t i = 0; i < views[k].nsel; i++) {
+			const struct tr_call *c = &t->calls[views[k].sel[i]];
+			if (!cnt[k][c->func]++)
+				nrefs++;
+			ntimed += tr_call_timed(c);
+		}
+	}
+	refs = malloc((nrefs + 1) * sizeof(*refs));
+	ms = calloc(nrefs + 1, sizeof(*ms));
+	pos = calloc(nrefs + 1, sizeof(*pos));
+	durs = malloc((ntimed + 1) * sizeof(*durs));
+	if (!refs || !ms || !pos || !durs)
+		goto out;
+	size_t r = 0;
+	for (unsigned k = 0; k < n; k++)
+		for (uint32_t f = 0; f < views[k].t->nfuncs; f++)
+			if (cnt[k][f])
+				refs[r++] = (struct name_ref){tr_func_name(views[k].t, f), k, f};
+	qsort(refs, nrefs, sizeof(*refs), cmp_name_ref);
+	uint32_t m = 0;
+	for (size_t i = 0; i < nrefs; i++) {
+		if (!i || strcmp(refs[i].name, refs[i - 1].name)) {
+			ms[m].name = refs[i].name;
+			ms[m].cat = views[refs[i].view].fi[refs[i].func].cat;
+			ms[m].s.func = refs[i].func;
+			m++;
+		}
+		idx[refs[i].view][refs[i].func] = m - 1;
+		ms[m - 1].nproc += !(i && !strcmp(refs[i].name, refs[i - 1].name) && refs[i].view == refs[i - 1].view);
+	}
+	for (unsigned k = 0; k < n; k++) {
+		const struct tr_trace *t = views[k].t;
+		for (uint32_t i = 0; i < views[k].nsel; i++) {
+			const struct tr_call *c = &t->calls[views[k].sel[i]];
+			struct rp_fstat *s = &ms[idx[k][c->func]].s;
+			s->calls++;
+			if (tr_call_timed(c)) {
+				s->timed++;
+				if ((uint32_t)c->ret)
+					s->failed++;
+			}
+		}
+	}
+	uint64_t sum = 0;
+	for (uint32_t j = 0; j < m; j++) {
+		pos[j] = sum;
+		sum += ms[j].s.timed;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		const struct tr_trace *t = views[k].t;
+		for (uint32_t i = 0; i < views[k].nsel; i++) {
+			const struct tr_call *c = &t->calls[views[k].sel[i]];
+			if (tr_call_timed(c))
+				durs[pos[idx[k][c->func]]++] = tr_call_dur(c);
+		}
+	}
+	for (uint32_t j = 0; j < m; j++)
+		one_func(&ms[j].s, durs + pos[j] - ms[j].s.timed, ms[j].s.timed);
+	sort_key = views[0].o->sort;
+	qsort(ms, m, sizeof(*ms), cmp_mstat);
+	*out = ms;
+	*nout = m;
+	ms = NULL;
+	rc = 0;
+out:
+	if (idx)
+		for (unsigned k = 0; k < n; k++)
+			free(idx[k]);
+	if (cnt)
+		for (unsigned k = 0; k < n; k++)
+			free(cnt[k]);
+	free(idx);
+	free(cnt);
+	free(refs);
+	free(ms);
+	free(pos);
+	free(durs);
+	return rc;
+}

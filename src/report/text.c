@@ -2,6 +2,7 @@
  * stages, slowest calls, findings, host gaps, nesting, timeline, functions not traced.
  * Every section reads the view and the analysis; none computes statistics itself. */
 #include "report.h"
+#include "nvioctl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ static const struct tr_lib *main_lib(const struct tr_trace *t)
 {
 	const struct tr_lib *first = NULL;
 	for (uint32_t i = 0; i < t->nlibs; i++) {
-		if (t->libs[i].flags & CUHOOK_LIB_INTERNAL)
+		if (t->libs[i].flags & (CUHOOK_LIB_INTERNAL | CUHOOK_LIB_IOCTL))
 			continue;
 		if (strstr(t->libs[i].path, "libcuda"))
 			return &t->libs[i];
@@ -41,11 +42,23 @@ static int lib_internal(const struct tr_trace *t, uint32_t lib_id)
 	return 0;
 }
 
-static void write_header(FILE *f, const struct rp_view *v)
+/* libc listed for its traced ioctl: not a driver library (the header counts it apart) */
+static int lib_ioctl(const struct tr_trace *t, uint32_t lib_id)
+{
+	for (uint32_t i = 0; i < t->nlibs; i++)
+		if (t->libs[i].id == lib_id)
+			return (t->libs[i].flags & CUHOOK_LIB_IOCTL) != 0;
+	return 0;
+}
+
+static void write_header(FILE *f, const struct rp_view *v, int merged)
 {
 	const struct tr_trace *t = v->t;
 	char b[32];
-	fprintf(f, "%scuhook report: %s%s\n", BOLD(v), t->path, RESET(v));
+	if (merged)
+		fprintf(f, "\n%sprocess %u: %s%s\n", BOLD(v), t->pid, t->path, RESET(v));
+	else
+		fprintf(f, "%scuhook report: %s%s\n", BOLD(v), t->path, RESET(v));
 	fprintf(f, "  program    %s\n", t->cmdline[0] ? t->cmdline : "?");
 	if (t->exe[0])
 		fprintf(f, "  executable %s\n", t->exe);
@@ -58,28 +71,41 @@ static void write_header(FILE *f, const struct rp_view *v)
 			fprintf(f, "  started    %s\n", when);
 	}
 	fprintf(f, "  duration   %s\n", rp_fmt_dur(b, sizeof(b), (double)(v->t1 - v->t0)));
+	if (merged)
+		fprintf(f, "  starts at  +%s on the common time axis\n", rp_fmt_dur(b, sizeof(b), (double)v->shift));
 	const struct tr_lib *lib = main_lib(t);
 	if (lib)
 		fprintf(f, "  driver     %s%s%s%s\n", lib->path, lib->version[0] ? " (" : "", lib->version,
 		        lib->version[0] ? ")" : "");
-	uint32_t patched = 0, other = 0;
+	uint32_t patched = 0, other = 0, ioctl_hooked = 0;
 	for (uint32_t i = 0; i < t->nfuncs; i++) {
 		if (!t->funcs[i].defined || lib_internal(t, t->funcs[i].lib_id))
 			continue;
+		if (lib_ioctl(t, t->funcs[i].lib_id)) {
+			ioctl_hooked += t->funcs[i].status == CUHOOK_PATCHED;
+			continue;
+		}
 		if (t->funcs[i].status == CUHOOK_PATCHED)
 			patched++;
 		else
 			other++;
 	}
-	fprintf(f, "  functions  %u traced, %u not traced\n", patched, other);
+	fprintf(f, "  functions  %u traced, %u not traced%s\n", patched, other,
+	        ioctl_hooked ? "; and libc's ioctl, on NVIDIA device files" : "");
 	fprintf(f, "  threads    %u", t->nthreads);
 	for (uint32_t i = 0; i < t->nthreads && i < 8; i++)
 		fprintf(f, "%s%u%s%s", i ? ", " : ": ", t->threads[i].tid, t->threads[i].name[0] ? " " : "",
 		        t->threads[i].name);
 	fprintf(f, "%s\n", t->nthreads > 8 ? ", ..." : "");
 	fprintf(f, "  events     %llu (%u calls", (unsigned long long)(t->nentry + t->nexit), t->ncalls);
-	if (v->nsel != t->ncalls)
-		fprintf(f, ", %u selected", v->nsel);
+	if (v->has_ioctl) {
+		uint32_t nio = 0;
+		for (uint32_t i = 0; i < t->ncalls; i++)
+			nio += v->fi[t->calls[i].func].ioctl;
+		fprintf(f, ", of which %u ioctl%s", nio, nio == 1 ? "" : "s");
+	}
+	if (v->nxsel != t->ncalls)
+		fprintf(f, ", %u selected", v->nxsel);
 	fprintf(f, ")\n");
 	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
 	        RESET(v), t->dropped ? " records lost (lossy mode or write errors): counts are lower bounds" : "");
@@ -110,20 +136,24 @@ static void write_header(FILE *f, const struct rp_view *v)
 
 /* ---- API summary ------------------------------------------------------------------------------ */
 
-enum { COL_PCT, COL_TOTAL, COL_CALLS, COL_AVG, COL_MED, COL_MIN, COL_MAX, COL_STD, COL_NAME, NCOLS };
+enum { COL_PCT, COL_TOTAL, COL_CALLS, COL_AVG, COL_MED, COL_MIN, COL_MAX, COL_STD, COL_PROCS, COL_NAME, NCOLS };
 
-static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n)
+/* One trace: fs[n]. Several (ms != NULL): ms[n], with names and a column of how many processes
+ * called the function. */
+static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n,
+                          const struct rp_mstat *ms, int none_selected)
 {
 	static const char *const heads[NCOLS] = {"Time (%)", "Total Time", "Num Calls", "Avg", "Med",
-	                                          "Min", "Max", "StdDev", "Name"};
-	section(f, v, "CUDA driver API summary");
+	                                          "Min", "Max", "StdDev", "Procs", "Name"};
+	section(f, v, ms ? "CUDA driver API summary (all processes)" : "CUDA driver API summary");
 	if (!n) {
-		fprintf(f, "  no calls%s\n", v->nsel != v->t->ncalls ? " selected" : " traced");
+		fprintf(f, "  no calls%s\n", none_selected ? " selected" : " traced");
 		return;
 	}
+#define FS(i) (ms ? &ms[i].s : &fs[i])
 	int64_t sum = 0;
 	for (uint32_t i = 0; i < n; i++)
-		sum = rp_sat_add(sum, fs[i].total);
+		sum = rp_sat_add(sum, FS(i)->total);
 	/* Cells first, so every column gets the width of its widest cell. */
 	char(*cells)[NCOLS][40] = calloc(n, sizeof(*cells));
 	if (!cells)
@@ -132,8 +162,10 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 	for (int c = 0; c < NCOLS; c++)
 		w[c] = (int)strlen(heads[c]);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct rp_fstat *s = &fs[i];
+		const struct rp_fstat *s = FS(i);
 		char(*r)[40] = cells[i];
+		if (ms)
+			snprintf(r[COL_PROCS], 40, "%u", ms[i].nproc);
 		snprintf(r[COL_PCT], 40, "%.1f", sum ? 100.0 * (double)s->total / (double)sum : 0.0);
 		snprintf(r[COL_CALLS], 40, "%llu", (unsigned long long)s->calls);
 		if (s->timed) {
@@ -156,9 +188,12 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 	}
 	fprintf(f, " ");
 	for (int c = 0; c < NCOLS; c++)
-		fprintf(f, "  %s%*s%s", BOLD(v), c == COL_NAME ? 0 : w[c], heads[c], RESET(v));
+		if (ms || c != COL_PROCS)
+			fprintf(f, "  %s%*s%s", BOLD(v), c == COL_NAME ? 0 : w[c], heads[c], RESET(v));
 	fprintf(f, "\n ");
 	for (int c = 0; c < NCOLS; c++) {
+		if (!ms && c == COL_PROCS)
+			continue;
 		int l = c == COL_NAME ? (int)strlen(heads[c]) : w[c];
 		fprintf(f, "  ");
 		for (int k = 0; k < l; k++)
@@ -168,9 +203,10 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 	for (uint32_t i = 0; i < n; i++) {
 		fprintf(f, " ");
 		for (int c = 0; c < COL_NAME; c++)
-			fprintf(f, "  %*s", w[c], cells[i][c]);
-		const struct rp_fstat *s = &fs[i];
-		fprintf(f, "  %s", tr_func_name(v->t, s->func));
+			if (ms || c != COL_PROCS)
+				fprintf(f, "  %*s", w[c], cells[i][c]);
+		const struct rp_fstat *s = FS(i);
+		fprintf(f, "  %s", ms ? ms[i].name : tr_func_name(v->t, s->func));
 		if (s->timed < s->calls)
 			fprintf(f, " %s(%llu without exit)%s", DIM(v), (unsigned long long)(s->calls - s->timed), RESET(v));
 		if (s->failed)
@@ -178,6 +214,7 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 		fprintf(f, "\n");
 	}
 	free(cells);
+#undef FS
 }
 
 /* ---- functions not traced --------------------------------------------------------------------- */
@@ -407,6 +444,26 @@ static void write_nesting(FILE *f, const struct rp_view *v, const struct rp_anal
 		        a->nest[i].count == 1 ? "" : "s", rp_fmt_dur(b, sizeof(b), (double)a->nest[i].child_time));
 }
 
+/* Everything after the API summary but the timeline: one trace's analysis. */
+static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis *a, const struct rp_finding *fd,
+                           unsigned nfd)
+{
+	write_categories(f, v, a);
+	write_transfers(f, v, a);
+	write_stages(f, v, a);
+	write_slowest(f, v);
+	write_findings(f, v, fd, nfd);
+	write_gaps(f, v, a);
+	write_nesting(f, v, a);
+	if (v->has_ioctl) {
+		struct rp_ioc_summary s;
+		if (rp_ioctl_summary(v, &s) == 0) {
+			rp_ioctl_write_text(f, v, &s);
+			rp_ioctl_summary_free(&s);
+		}
+	}
+}
+
 int rp_write_text(FILE *f, struct rp_view *v)
 {
 	struct rp_fstat *fs;
@@ -419,19 +476,93 @@ int rp_write_text(FILE *f, struct rp_view *v)
 		return -1;
 	}
 	unsigned nfd = rp_findings(v, a, fs, n, fd, RP_MAX_FINDINGS);
-	write_header(f, v);
-	write_summary(f, v, fs, n);
-	write_categories(f, v, a);
-	write_transfers(f, v, a);
-	write_stages(f, v, a);
-	write_slowest(f, v);
-	write_findings(f, v, fd, nfd);
-	write_gaps(f, v, a);
-	write_nesting(f, v, a);
-	rp_text_timeline(f, v);
+	write_header(f, v, 0);
+	write_summary(f, v, fs, n, NULL, v->nsel != v->t->ncalls);
+	write_sections(f, v, a, fd, nfd);
+	rp_text_timeline(f, v, 1);
 	write_refused(f, v);
 	free(fs);
 	free(a);
 	free(fd);
 	return ferror(f) ? -1 : 0;
+}
+
+/* Several traces, one report: what they are and how they line up, a header per process, the
+ * processes side by side, the API summary over all of them, one timeline, then each process's
+ * own analysis (its times there are from its own start). */
+int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime)
+{
+	struct rp_view *v0 = &views[0];
+	struct rp_analysis *a = calloc(n, sizeof(*a));
+	struct rp_mstat *ms = NULL;
+	uint32_t nms = 0;
+	int rc = -1;
+	char b1[32], b2[32], b3[32];
+	if (!a || rp_merged_stats(views, n, &ms, &nms))
+		goto out;
+	for (unsigned k = 0; k < n; k++)
+		if (rp_analyze(&views[k], &a[k]))
+			goto out;
+	int64_t end = 0, api = 0;
+	uint64_t calls = 0, sel = 0, threads = 0;
+	for (unsigned k = 0; k < n; k++) {
+		struct rp_view *v = &views[k];
+		int64_t e = rp_rel(v, v->t1);
+		if (e > end)
+			end = e;
+		api = rp_sat_add(api, a[k].api_time);
+		calls += v->t->ncalls;
+		sel += v->nsel;
+		threads += v->t->nthreads;
+	}
+	fprintf(f, "%scuhook report: %u processes%s\n", BOLD(v0), n, RESET(v0));
+	fprintf(f, "  time axis  %s\n",
+	        realtime ? "CLOCK_REALTIME (each trace's realtime - monotonic offset at its start)"
+	                 : v0->o->align_monotonic ? "CLOCK_MONOTONIC (--align monotonic: one machine)"
+	                                          : "CLOCK_MONOTONIC (a trace has no realtime clock pair)");
+	fprintf(f, "  span       %s (earliest start to the last event)\n", rp_fmt_dur(b1, sizeof(b1), (double)end));
+	fprintf(f, "  threads    %llu\n", (unsigned long long)threads);
+	fprintf(f, "  calls      %llu", (unsigned long long)calls);
+	if (sel != calls)
+		fprintf(f, " (%llu selected API calls)", (unsigned long long)sel);
+	fprintf(f, "\n");
+	for (unsigned k = 0; k < n; k++)
+		write_header(f, &views[k], 1);
+
+	section(f, v0, "Processes");
+	fprintf(f, "  %8s  %12s  %12s  %7s  %8s  %12s  %7s  %s\n", "pid", "start", "duration", "threads", "calls",
+	        "API time", "API (%)", "program");
+	for (unsigned k = 0; k < n; k++) {
+		struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		char start[40];
+		snprintf(start, sizeof(start), "+%s", rp_fmt_dur(b1, sizeof(b1), (double)v->shift));
+		fprintf(f, "  %8u  %12s  %12s  %7u  %8u  %12s  %7.1f  %s\n", t->pid, start,
+		        rp_fmt_dur(b2, sizeof(b2), (double)(v->t1 - v->t0)), t->nthreads, v->nsel,
+		        rp_fmt_dur(b3, sizeof(b3), (double)a[k].api_time),
+		        api > 0 ? 100.0 * (double)a[k].api_time / (double)api : 0.0, t->cmdline[0] ? t->cmdline : "?");
+	}
+
+	write_summary(f, v0, NULL, nms, ms, calls != sel);
+	rp_text_timeline(f, views, n);
+
+	for (unsigned k = 0; k < n; k++) {
+		struct rp_view *v = &views[k];
+		struct rp_fstat *fs;
+		uint32_t nfs;
+		struct rp_finding fd[RP_MAX_FINDINGS];
+		if (rp_func_stats(v, &fs, &nfs))
+			goto out;
+		unsigned nfd = rp_findings(v, &a[k], fs, nfs, fd, RP_MAX_FINDINGS);
+		free(fs);
+		fprintf(f, "\n\n%s== process %u (%s): its own analysis, times from its start ==%s\n", BOLD(v), v->t->pid,
+		        v->t->cmdline[0] ? v->t->cmdline : "?", RESET(v));
+		write_sections(f, v, &a[k], fd, nfd);
+		write_refused(f, v);
+	}
+	rc = ferror(f) ? -1 : 0;
+out:
+	free(ms);
+	free(a);
+	return rc;
 }

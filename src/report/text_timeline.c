@@ -35,109 +35,142 @@ static int class_of(uint8_t cat)
 
 #define MAX_ROWS 64
 
-void rp_text_timeline(FILE *f, struct rp_view *v)
+/* Rows: the threads with selected calls, view after view (so grouped by process), in thread
+ * order, at most MAX_ROWS in all. Columns: the common time axis (one view: its own span). */
+void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 {
-	const struct tr_trace *t = v->t;
-	unsigned w = v->o->width ? v->o->width : 100;
-	int64_t span = v->t1 - v->t0;
-	if (span <= 0 || !v->nsel)
+	const struct rp_view *v0 = &views[0];
+	unsigned w = v0->o->width ? v0->o->width : 100;
+	int64_t span = 0;
+	uint64_t nsel = 0;
+	for (unsigned k = 0; k < n; k++) {
+		int64_t e = rp_rel(&views[k], views[k].t1);
+		if (e > span)
+			span = e;
+		nsel += views[k].nsel;
+	}
+	if (span <= 0 || !nsel)
 		return;
-	/* rows: threads with selected calls, in thread order, at most MAX_ROWS */
-	uint32_t *row = malloc(((size_t)t->nthreads + 1) * sizeof(*row));
+	uint32_t **row = calloc(n, sizeof(*row));
 	uint32_t nrows = 0, hidden = 0;
+	double *acc = NULL;
 	if (!row)
 		return;
-	for (uint32_t i = 0; i < t->nthreads; i++)
-		row[i] = TR_NONE;
-	for (uint32_t i = 0; i < v->nsel; i++) {
-		uint32_t th = t->calls[v->sel[i]].thread;
-		if (row[th] != TR_NONE)
-			continue;
-		if (nrows < MAX_ROWS)
-			row[th] = nrows++;
-		else {
-			row[th] = TR_NONE - 1;
-			hidden++;
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		row[k] = malloc(((size_t)t->nthreads + 1) * sizeof(**row));
+		if (!row[k])
+			goto out;
+		for (uint32_t i = 0; i < t->nthreads; i++)
+			row[k][i] = TR_NONE;
+		/* in thread order (the order of the header's thread list) */
+		for (uint32_t i = 0; i < v->nsel; i++)
+			row[k][t->calls[v->sel[i]].thread] = TR_NONE - 2;
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			if (row[k][i] == TR_NONE)
+				continue;
+			if (nrows < MAX_ROWS)
+				row[k][i] = nrows++;
+			else {
+				row[k][i] = TR_NONE - 1;
+				hidden++;
+			}
 		}
 	}
-	double *acc = calloc((size_t)nrows * w * CL_COUNT, sizeof(*acc));
-	if (!acc) {
-		free(row);
-		return;
-	}
+	acc = calloc((size_t)nrows * w * CL_COUNT, sizeof(*acc));
+	if (!acc)
+		goto out;
 	double colw = (double)span / w;
-	for (uint32_t i = 0; i < v->nsel; i++) {
-		const struct tr_call *c = &t->calls[v->sel[i]];
-		uint32_t r = row[c->thread];
-		if (c->parent != TR_NONE || r >= nrows)
-			continue;
-		int cl = class_of(v->fi[c->func].cat);
-		double s = (double)(c->start_ns - v->t0), e = (double)(c->end_ns - v->t0);
-		if (s < 0)
-			s = 0;
-		if (e > (double)span)
-			e = (double)span;
-		unsigned c0 = s / colw >= w ? w - 1 : (unsigned)(s / colw);
-		double *a = acc + ((size_t)r * w) * CL_COUNT;
-		if (e <= s) {
-			/* no duration (entry-only): still visible when nothing else happens there */
-			a[c0 * CL_COUNT + cl] += 1e-3;
-			continue;
-		}
-		unsigned c1 = e / colw >= w ? w - 1 : (unsigned)(e / colw);
-		for (unsigned k = c0; k <= c1; k++) {
-			double lo = k * colw, hi = lo + colw;
-			double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
-			if (ov > 0)
-				a[k * CL_COUNT + cl] += ov;
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		for (uint32_t i = 0; i < v->nsel; i++) {
+			const struct tr_call *c = &t->calls[v->sel[i]];
+			uint32_t r = row[k][c->thread];
+			if (c->parent != TR_NONE || r >= nrows)
+				continue;
+			int cl = class_of(v->fi[c->func].cat);
+			double s = (double)rp_rel(v, c->start_ns), e = (double)rp_rel(v, c->end_ns);
+			if (s < 0)
+				s = 0;
+			if (s > (double)span)
+				s = (double)span;
+			if (e > (double)span)
+				e = (double)span;
+			unsigned c0 = s / colw >= w ? w - 1 : (unsigned)(s / colw);
+			double *a = acc + ((size_t)r * w) * CL_COUNT;
+			if (e <= s) {
+				/* no duration (entry-only): still visible when nothing else happens there */
+				a[c0 * CL_COUNT + cl] += 1e-3;
+				continue;
+			}
+			unsigned c1 = e / colw >= w ? w - 1 : (unsigned)(e / colw);
+			for (unsigned q = c0; q <= c1; q++) {
+				double lo = q * colw, hi = lo + colw;
+				double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
+				if (ov > 0)
+					a[q * CL_COUNT + cl] += ov;
+			}
 		}
 	}
-	int color = v->o->color;
+	int color = v0->o->color;
 	char b[32];
-	fprintf(f, "\n%sTimeline%s (%s per column)\n", color ? "\033[1m" : "", color ? "\033[0m" : "",
-	        rp_fmt_dur(b, sizeof(b), colw));
+	fprintf(f, "\n%sTimeline%s (%s per column%s)\n", color ? "\033[1m" : "", color ? "\033[0m" : "",
+	        rp_fmt_dur(b, sizeof(b), colw), n > 1 ? ", all processes on one time axis" : "");
 	fprintf(f, "  legend: ");
 	static const char *const names[CL_COUNT] = {"no driver call", "init/context/module", "memory", "transfer",
 	                                            "kernel launch", "sync", "other"};
-	for (int k = 1; k < CL_COUNT; k++)
-		fprintf(f, "%s%c%s %s  ", color ? cl_color[k] : "", cl_char[k], color ? "\033[0m" : "", names[k]);
+	for (int q = 1; q < CL_COUNT; q++)
+		fprintf(f, "%s%c%s %s  ", color ? cl_color[q] : "", cl_char[q], color ? "\033[0m" : "", names[q]);
 	fprintf(f, ". %s\n", names[0]);
 	char label[32];
 	int lw = 6;
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		if (row[i] >= nrows)
-			continue;
-		int l = (int)strlen(rp_thread_label(v, i, label, sizeof(label)));
-		if (l > lw)
-			lw = l;
-	}
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		if (row[i] >= nrows)
-			continue;
-		rp_thread_label(v, i, label, sizeof(label));
-		fprintf(f, "  %-*s |", lw, label);
-		const double *a = acc + ((size_t)row[i] * w) * CL_COUNT;
-		int cur = -1;
-		for (unsigned k = 0; k < w; k++) {
-			int best = CL_NONE;
-			double bv = 0;
-			for (int cl = 1; cl < CL_COUNT; cl++)
-				if (a[k * CL_COUNT + cl] > bv) {
-					bv = a[k * CL_COUNT + cl];
-					best = cl;
-				}
-			if (color && best != cur) {
-				fprintf(f, "\033[0m%s", cl_color[best]);
-				cur = best;
-			}
-			putc(cl_char[best], f);
+	for (unsigned k = 0; k < n; k++)
+		for (uint32_t i = 0; i < views[k].t->nthreads; i++) {
+			if (row[k][i] >= nrows)
+				continue;
+			int l = (int)strlen(rp_thread_label(&views[k], i, label, sizeof(label))) + (n > 1 ? 2 : 0);
+			if (l > lw)
+				lw = l;
 		}
-		fprintf(f, "%s|\n", color ? "\033[0m" : "");
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_view *v = &views[k];
+		const struct tr_trace *t = v->t;
+		int shown = 0;
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			if (row[k][i] >= nrows)
+				continue;
+			if (n > 1 && !shown++)
+				fprintf(f, "  pid %u %s\n", t->pid, t->cmdline[0] ? t->cmdline : "?");
+			rp_thread_label(v, i, label, sizeof(label));
+			fprintf(f, "  %s%-*s |", n > 1 ? "  " : "", n > 1 ? lw - 2 : lw, label);
+			const double *a = acc + ((size_t)row[k][i] * w) * CL_COUNT;
+			int cur = -1;
+			for (unsigned q = 0; q < w; q++) {
+				int best = CL_NONE;
+				double bv = 0;
+				for (int cl = 1; cl < CL_COUNT; cl++)
+					if (a[q * CL_COUNT + cl] > bv) {
+						bv = a[q * CL_COUNT + cl];
+						best = cl;
+					}
+				if (color && best != cur) {
+					fprintf(f, "\033[0m%s", cl_color[best]);
+					cur = best;
+				}
+				putc(cl_char[best], f);
+			}
+			fprintf(f, "%s|\n", color ? "\033[0m" : "");
+		}
 	}
 	if (hidden)
 		fprintf(f, "  (%u more thread%s not shown)\n", hidden, hidden == 1 ? "" : "s");
 	rp_fmt_dur(b, sizeof(b), (double)span);
 	fprintf(f, "  %*s 0%*s\n", lw, "", (int)w, b);
-	free(acc);
+out:
+	for (unsigned k = 0; k < n; k++)
+		free(row[k]);
 	free(row);
+	free(acc);
 }

@@ -409,6 +409,23 @@ static void setup_clock(struct tr_trace *t, const struct clock_pairs *cp)
 	t->ns_per_tick = 1.0;
 }
 
+/* realtime - monotonic from a pair sampled together: the header's, else the first CLOCK block's.
+ * Both values must be within TR_NS_LIMIT, so the offset fits an int64_t with room to spare. */
+static void setup_realtime(struct tr_trace *t, const struct clock_pairs *cp)
+{
+	const uint64_t lim = (uint64_t)TR_NS_LIMIT;
+	t->has_realtime = 0;
+	t->realtime_offset_ns = 0;
+	if (t->start_realtime_ns && t->start_realtime_ns <= lim && t->start_monotonic_ns <= lim) {
+		t->has_realtime = 1;
+		t->realtime_offset_ns = (int64_t)t->start_realtime_ns - (int64_t)t->start_monotonic_ns;
+	} else if (t->nclock && cp->first.realtime_ns && cp->first.realtime_ns <= lim &&
+	           cp->first.monotonic_ns <= lim) {
+		t->has_realtime = 1;
+		t->realtime_offset_ns = (int64_t)cp->first.realtime_ns - (int64_t)cp->first.monotonic_ns;
+	}
+}
+
 /* Times are kept within +-TR_NS_LIMIT so that the difference of any two never overflows
  * (clock_ns0 is clamped the same way by setup_clock). */
 static inline int64_t tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
@@ -840,6 +857,7 @@ static int decode(struct tr_trace *t, char *err, size_t errlen)
 			                       "cleanly (killed, or still running)");
 	}
 	setup_clock(t, &cp);
+	setup_realtime(t, &cp);
 	t->first_ns = INT64_MAX;
 	t->last_ns = INT64_MIN;
 	if (reserve_calls(t) || pass_events(t, stop))
@@ -1050,8 +1068,9 @@ const char *tr_data_value_label(const struct tr_data *d, unsigned i)
 	if (!d->decoder || d->decoder >= cuhook_decoder_count || i >= CUHOOK_DECODER_MAX_OUT)
 		return NULL;
 	const struct cuhook_decoder *dec = &cuhook_decoders[d->decoder];
-	/* Values are the out-parameters, read at exit, in out_arg order. */
-	if (!d->at_exit || dec->out_arg[i] == CUHOOK_NO_ARG)
+	/* Values are the out-parameters, read at exit, in out_arg order; a raw-bytes decoder
+	 * ("ioctl") labels values the agent computes by its own rule. */
+	if (!d->at_exit || (dec->out_arg[i] == CUHOOK_NO_ARG && dec->str_kind != CUHOOK_STR_RAW))
 		return NULL;
 	return dec->out_label[i];
 }
@@ -1101,6 +1120,13 @@ size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, ch
 			if (pos)
 				pos = append(buf, len, pos, ";");
 			pos = append(buf, len, pos, "%s=", label ? label : "str");
+			if (d->decoder && d->decoder < cuhook_decoder_count &&
+			    cuhook_decoders[d->decoder].str_kind == CUHOOK_STR_RAW) {
+				/* raw bytes (an ioctl's argument struct): hex, two digits a byte */
+				for (uint16_t i = 0; i < d->str_len && pos + 2 < len; i++)
+					pos = append(buf, len, pos, "%02x", (unsigned char)d->str[i]);
+				continue;
+			}
 			for (uint16_t i = 0; i < d->str_len && pos + 1 < len; i++) {
 				unsigned char ch = (unsigned char)d->str[i];
 				buf[pos++] = (ch < 0x20 || ch == 0x7f || ch == ';' || ch == '=') ? '?' : (char)ch;

@@ -126,6 +126,12 @@ struct tr_trace {
 	int64_t clock_ns0;
 	double ns_per_tick;
 	int clock_guessed;        /* TSC clock but no two distinct clock pairs: 1 tick taken as 1 ns */
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC at the trace start, from the header's start pair (or the
+	 * first CLOCK block when the header has no realtime): what lines up traces of different
+	 * processes or machines (cuhook report with several files). has_realtime = 0 when neither
+	 * gives a plausible pair. */
+	int has_realtime;
+	int64_t realtime_offset_ns;
 	/* tables */
 	struct tr_lib *libs;
 	uint32_t nlibs;

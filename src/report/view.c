@@ -176,6 +176,8 @@ static int build_selection(struct rp_view *v)
 	uint32_t *lens = calloc((size_t)nth + 1, sizeof(*lens));
 	if (!v->sel || !heap || !lists || !lens)
 		goto oom;
+	if (v->has_ioctl && !(v->xsel = malloc(((size_t)t->ncalls + 1) * sizeof(*v->xsel))))
+		goto oom;
 	/* --functions once per function id rather than once per call */
 	if (v->o->functions && *v->o->functions) {
 		func_ok = malloc(t->nfuncs + 1);
@@ -203,12 +205,14 @@ static int build_selection(struct rp_view *v)
 		const struct tr_call *c = &t->calls[ci];
 		int ok = 1;
 		if (o->has_range) {
-			int64_t rel = c->start_ns - v->t0;
+			int64_t rel = rp_rel(v, c->start_ns);
 			ok = rel >= o->range_start_ns && rel < o->range_end_ns;
 		}
 		if (ok && func_ok)
 			ok = func_ok[c->func];
-		if (ok)
+		if (ok && v->xsel)
+			v->xsel[v->nxsel++] = ci;
+		if (ok && !v->fi[c->func].ioctl)
 			v->sel[v->nsel++] = ci;
 		if (++h->pos < lens[h->thread])
 			h->start = t->calls[lists[h->thread][h->pos]].start_ns;
@@ -220,6 +224,10 @@ static int build_selection(struct rp_view *v)
 	free(heap);
 	free(lists);
 	free(lens);
+	if (!v->has_ioctl) {
+		v->xsel = v->sel;
+		v->nxsel = v->nsel;
+	}
 	return 0;
 oom:
 	free(func_ok);
@@ -273,15 +281,52 @@ const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf,
 	return buf;
 }
 
+int64_t rp_trace_t0(const struct tr_trace *t)
+{
+	int64_t t0 = t->start_monotonic_ns > (uint64_t)TR_NS_LIMIT ? 0 : (int64_t)t->start_monotonic_ns;
+	if (t->ncalls && t->first_ns < t0)
+		t0 = t->first_ns;
+	return t0;
+}
+
+/* Realtime alignment: the trace's start on a realtime axis is t0 + (realtime - monotonic). All
+ * terms are within +-2^62, computed in 128 bits; a shift beyond TR_NS_LIMIT (only hostile files:
+ * traces 146 years apart) is clamped. */
+int rp_align(struct tr_trace *const *traces, unsigned n, const struct rp_opts *o, int64_t *shift)
+{
+	int realtime = !o->align_monotonic;
+	for (unsigned k = 0; k < n; k++)
+		if (!traces[k]->has_realtime)
+			realtime = 0;
+	__int128 origin = 0;
+	for (unsigned k = 0; k < n; k++) {
+		__int128 key = (__int128)rp_trace_t0(traces[k]) + (realtime ? traces[k]->realtime_offset_ns : 0);
+		if (!k || key < origin)
+			origin = key;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		__int128 key = (__int128)rp_trace_t0(traces[k]) + (realtime ? traces[k]->realtime_offset_ns : 0);
+		__int128 d = key - origin;
+		shift[k] = d > TR_NS_LIMIT ? TR_NS_LIMIT : (int64_t)d;
+	}
+	return realtime;
+}
+
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen)
+{
+	return rp_view_init_at(v, t, o, 0, err, errlen);
+}
+
+int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, int64_t shift, char *err,
+                    size_t errlen)
 {
 	memset(v, 0, sizeof(*v));
 	v->t = t;
 	v->o = o;
-	v->t0 = t->start_monotonic_ns > (uint64_t)TR_NS_LIMIT ? 0 : (int64_t)t->start_monotonic_ns;
-	if (t->ncalls && t->first_ns < v->t0)
-		v->t0 = t->first_ns;
+	v->t0 = rp_trace_t0(t);
 	v->t1 = t->ncalls && t->last_ns > v->t0 ? t->last_ns : v->t0;
+	v->shift = shift < 0 ? 0 : shift > TR_NS_LIMIT ? TR_NS_LIMIT : shift;
+	v->base = v->t0 - v->shift; /* t0 >= -2^62, shift <= 2^62: fits */
 	v->fi = calloc((size_t)t->nfuncs + 1, sizeof(*v->fi));
 	if (!v->fi)
 		goto oom;
@@ -302,6 +347,12 @@ int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o,
 		fi->alloc_arg = (int8_t)a;
 		fi->alloc_arg2 = (int8_t)b;
 		fi->names_kernel = namer_of(name);
+		for (uint32_t k = 0; k < t->nlibs; k++)
+			if (t->libs[k].id == t->funcs[i].lib_id && (t->libs[k].flags & CUHOOK_LIB_IOCTL) &&
+			    t->funcs[i].defined) {
+				fi->ioctl = 1;
+				v->has_ioctl = 1;
+			}
 	}
 	if (find_dup_names(v) || build_names(v) || build_selection(v))
 		goto oom;
@@ -312,8 +363,15 @@ oom:
 	return -1;
 }
 
+const char *rp_call_category(const struct rp_view *v, uint32_t func)
+{
+	return v->fi[func].ioctl ? "ioctl" : rp_cat_names[v->fi[func].cat];
+}
+
 void rp_view_free(struct rp_view *v)
 {
+	if (v->xsel != v->sel)
+		free(v->xsel);
 	free(v->sel);
 	free(v->fi);
 	free(v->thread_dup);

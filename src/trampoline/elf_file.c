@@ -68,13 +68,20 @@ void elf_file_close(struct elf_file *f)
 
 const uint8_t *elf_file_bytes(const struct elf_file *f, uint64_t vaddr, uint64_t size)
 {
+	/* Every sum below could wrap with a hostile file's symbol or segment values (st_value near
+	 * 2^64, p_offset + p_filesz past 2^64): compare differences only. */
 	for (size_t i = 0; i < f->nsegs; i++) {
 		const struct elf_segment *s = &f->segs[i];
-		if (vaddr >= s->vaddr && vaddr + size <= s->vaddr + s->filesz) {
-			uint64_t off = s->offset + (vaddr - s->vaddr);
-			if (off + size <= f->size)
-				return f->data + off;
-		}
+		if (vaddr < s->vaddr)
+			continue;
+		uint64_t in = vaddr - s->vaddr;
+		if (in > s->filesz || size > s->filesz - in)
+			continue;
+		if (s->offset > f->size || in > f->size - s->offset)
+			continue;
+		uint64_t off = s->offset + in;
+		if (size <= f->size - off)
+			return f->data + off;
 	}
 	return NULL;
 }

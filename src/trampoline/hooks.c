@@ -294,6 +294,13 @@ int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
 int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
                          const struct patch_request *how)
 {
+	return hooks_patch_internal_ex(name, addr, size, HOOK_CALLBACK, 0, 0, 0, on_exit, how);
+}
+
+int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
+                            uint16_t decoder, uint32_t lib_id, void (*on_exit)(void),
+                            const struct patch_request *how)
+{
 	int id = new_id();
 	if (id < 0)
 		return -1;
@@ -317,7 +324,10 @@ int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*o
 	mprotect(pool, HOOK_SLOT_SIZE, PROT_READ | PROT_EXEC);
 	if (rc != 0)
 		return -1;
-	hh->flags = HOOK_CALLBACK;
+	hh->flags = flags;
+	hh->aux = aux;
+	hh->decoder = decoder;
+	hh->lib_id = lib_id;
 	hh->relocated = (uintptr_t)pool + HOOK_THUNK_SIZE;
 	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;

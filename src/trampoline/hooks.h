@@ -20,12 +20,18 @@
 /* hooks_hot[].flags */
 #define HOOK_RECORD 0x1u       /* record entry/exit events */
 #define HOOK_CALLBACK 0x2u     /* call hooks_cold[].on_exit after the function returns */
+#define HOOK_IOCTL 0x4u        /* libc's ioctl (with HOOK_RECORD): recorded only when its fd is an
+                                  NVIDIA device file (src/agent/nvfd.h); at exit a DATA record with
+                                  the argument's raw bytes. The stubs' fast paths never take it. */
+#define HOOK_FDOP 0x8u         /* an internal hook on a libc call that closes, replaces or creates
+                                  file descriptors: hooks_hot[].aux (NVFD_OP_*) says which fd the
+                                  ioctl fd table forgets, at entry and at exit. Not recorded. */
 
 struct hook_hot {
 	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */
 	uint16_t decoder;      /* cuhook_decoders index, 0 = none */
 	uint8_t flags;         /* HOOK_* */
-	uint8_t reserved;
+	uint8_t aux;           /* HOOK_FDOP: which descriptor the call affects (NVFD_OP_*) */
 	uint32_t lib_id;
 };
 
@@ -90,6 +96,13 @@ int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
  * `on_exit` run after every call returns. Returns the id, or -1. */
 int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
                          const struct patch_request *how);
+
+/* The same with the hot fields chosen by the caller (flags such as HOOK_IOCTL | HOOK_RECORD or
+ * HOOK_FDOP, aux, decoder) and lib_id set before the jump is written: for the ioctl watch
+ * (src/agent/nvfd.c). on_exit may be NULL. */
+int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
+                            uint16_t decoder, uint32_t lib_id, void (*on_exit)(void),
+                            const struct patch_request *how);
 
 /* Write the jump of an internal hook again after hooks_unpatch_all() (its stub is reused). */
 int hooks_rearm_internal(uint32_t id, const struct patch_request *how);

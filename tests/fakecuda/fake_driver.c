@@ -559,3 +559,162 @@ HIDDEN int impl_cuFakeCallback(int (*cb)(int, void *), int x, void *arg)
 	int r = cb(x, arg);
 	return r + 1;
 }
+
+/* ==== ioctl tests (tests/ioctl) ==================================================================
+ * Bodies of the entry points that fake_entry.S's "ioctl tests" block adds: libcuda-like traffic
+ * on files named like NVIDIA's device files (fakecuda.h). Every ioctl goes through libc's ioctl,
+ * as libcuda's do. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static int nv_fds[3] = {-1, -1, -1};
+static const char *const nv_names[3] = {"nvidiactl", "nvidia0", "nvidia-uvm"};
+
+HIDDEN CUresult impl_cuFakeNvOpen(const char *dir)
+{
+	if (!dir)
+		return FAKE_ERROR_INVALID_VALUE;
+	for (int i = 0; i < 3; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, nv_names[i]);
+		nv_fds[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (nv_fds[i] < 0)
+			return FAKE_ERROR_NOT_FOUND;
+	}
+	/* both requests are made whatever the first one's result (the same ioctls either way) */
+	struct fake_nv_version v;
+	memset(&v, 0, sizeof(v));
+	snprintf(v.version, sizeof(v.version), "%s", FAKE_NV_VERSION);
+	int a = ioctl(nv_fds[0], FAKE_NV_CHECK_VERSION, &v);
+	int ctl = nv_fds[0];
+	int b = ioctl(nv_fds[1], FAKE_NV_REGISTER_FD, &ctl);
+	return a || b || v.reply != 1 ? FAKE_ERROR_ILLEGAL_ADDRESS : FAKE_SUCCESS;
+}
+
+HIDDEN int impl_cuFakeNvFd(int which)
+{
+	return which >= 0 && which < 3 ? nv_fds[which] : -1;
+}
+
+HIDDEN CUresult impl_cuFakeNvAlloc(unsigned hClient, unsigned hParent, unsigned hClass, unsigned *hNew)
+{
+	struct fake_nvos21 p;
+	memset(&p, 0, sizeof(p));
+	p.hRoot = hClient;
+	p.hObjectParent = hParent;
+	p.hClass = hClass;
+	if (ioctl(nv_fds[0], FAKE_NV_RM_ALLOC, &p) != 0)
+		return FAKE_ERROR_ILLEGAL_ADDRESS;
+	if (hNew)
+		*hNew = p.hObjectNew;
+	return (CUresult)p.status;
+}
+
+static CUresult nv_control(unsigned hClient, unsigned hObject, unsigned cmd, void *params, unsigned size, int xfer)
+{
+	struct fake_nvos54 p;
+	memset(&p, 0, sizeof(p));
+	p.hClient = hClient;
+	p.hObject = hObject;
+	p.cmd = cmd;
+	p.params = (uint64_t)(uintptr_t)params;
+	p.paramsSize = size;
+	int rc;
+	if (xfer) {
+		struct fake_nv_xfer x = {0x2a, sizeof(p), (uint64_t)(uintptr_t)&p};
+		rc = ioctl(nv_fds[0], FAKE_NV_XFER, &x);
+	} else {
+		rc = ioctl(nv_fds[0], FAKE_NV_RM_CONTROL, &p);
+	}
+	return rc != 0 ? FAKE_ERROR_ILLEGAL_ADDRESS : (CUresult)p.status;
+}
+
+HIDDEN CUresult impl_cuFakeNvControl(unsigned hClient, unsigned hObject, unsigned cmd, void *params, unsigned size)
+{
+	return nv_control(hClient, hObject, cmd, params, size, 0);
+}
+
+HIDDEN CUresult impl_cuFakeNvControlXfer(unsigned hClient, unsigned hObject, unsigned cmd, void *params, unsigned size)
+{
+	return nv_control(hClient, hObject, cmd, params, size, 1);
+}
+
+HIDDEN CUresult impl_cuFakeNvFree(unsigned hClient, unsigned hParent, unsigned hObject)
+{
+	struct fake_nvos00 p = {hClient, hParent, hObject, 0};
+	if (ioctl(nv_fds[0], FAKE_NV_RM_FREE, &p) != 0)
+		return FAKE_ERROR_ILLEGAL_ADDRESS;
+	return (CUresult)p.status;
+}
+
+HIDDEN CUresult impl_cuFakeNvUvm(unsigned hClient)
+{
+	struct { uint64_t flags; uint32_t rmStatus, pad; } init = {0, 0xffffffffu, 0};
+	int a = ioctl(nv_fds[2], FAKE_UVM_INITIALIZE, &init);
+	struct { uint8_t uuid[16]; uint8_t numa; uint8_t pad[3]; int32_t node, fd; uint32_t hClient, hSmc, rmStatus; }
+	    reg;
+	memset(&reg, 0, sizeof(reg));
+	for (int i = 0; i < 16; i++)
+		reg.uuid[i] = (uint8_t)(0xa0 + i);
+	reg.fd = nv_fds[0];
+	reg.hClient = hClient;
+	reg.rmStatus = 0xffffffffu;
+	int b = ioctl(nv_fds[2], FAKE_UVM_REGISTER_GPU, &reg);
+	if (a || b)
+		return FAKE_ERROR_ILLEGAL_ADDRESS;
+	return (CUresult)(init.rmStatus | reg.rmStatus);
+}
+
+HIDDEN CUresult impl_cuFakeNvNested(unsigned hClient, unsigned hObject, unsigned cmd)
+{
+	/* through the exported (patched) entry, so that each is a traced call with its ioctl inside */
+	static CUresult (*volatile control)(unsigned, unsigned, unsigned, void *, unsigned) = cuFakeNvControl;
+	uint32_t params[4] = {0};
+	CUresult a = control(hClient, hObject, cmd, params, sizeof(params));
+	CUresult b = control(hClient, hObject, cmd, params, sizeof(params));
+	return a | b;
+}
+
+HIDDEN CUresult impl_cuFakeNvUnknown(void)
+{
+	uint64_t buf[8] = {0};
+	int failed = 0;
+	failed += ioctl(nv_fds[0], FAKE_NV_UNKNOWN_F, buf) != 0;
+	failed += ioctl(nv_fds[0], FAKE_NV_UNKNOWN_RAW, buf) != 0;
+	return (CUresult)failed;
+}
+
+HIDDEN CUresult impl_cuFakeNvNotDevice(const char *dir)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	int n = -1;
+	int rc = ioctl(p[0], FIONREAD, &n);
+	close(p[0]);
+	close(p[1]);
+	if (rc != 0 || n != 0)
+		return FAKE_ERROR_INVALID_VALUE;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/other.dat", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return FAKE_ERROR_NOT_FOUND;
+	struct fake_nvos54 c;
+	memset(&c, 0, sizeof(c));
+	rc = ioctl(fd, FAKE_NV_RM_CONTROL, &c); /* not a device: fails, and is not NVIDIA's */
+	close(fd);
+	return rc == 0 ? FAKE_ERROR_INVALID_VALUE : FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuFakeNvClose(void)
+{
+	for (int i = 0; i < 3; i++) {
+		if (nv_fds[i] >= 0)
+			close(nv_fds[i]);
+		nv_fds[i] = -1;
+	}
+	return FAKE_SUCCESS;
+}

@@ -291,3 +291,20 @@ fake_serial:
 	DRIVER_FN cuFakeRecurse, impl_cuFakeRecurse
 	DRIVER_FN cuFakeCallback, impl_cuFakeCallback
 	.section .note.GNU-stack, "", @progbits
+
+/* ==== ioctl tests (tests/ioctl) =================================================================
+ * Added for tests/ioctl; the usual libcuda prologue, C bodies in fake_driver.c (same block): the
+ * functions that issue ioctls on the stand-in's "NVIDIA device files" (fakecuda.h). */
+	.text
+	DRIVER_FN cuFakeNvOpen, impl_cuFakeNvOpen
+	DRIVER_FN cuFakeNvFd, impl_cuFakeNvFd
+	DRIVER_FN cuFakeNvAlloc, impl_cuFakeNvAlloc
+	DRIVER_FN cuFakeNvControl, impl_cuFakeNvControl
+	DRIVER_FN cuFakeNvControlXfer, impl_cuFakeNvControlXfer
+	DRIVER_FN cuFakeNvFree, impl_cuFakeNvFree
+	DRIVER_FN cuFakeNvUvm, impl_cuFakeNvUvm
+	DRIVER_FN cuFakeNvNested, impl_cuFakeNvNested
+	DRIVER_FN cuFakeNvUnknown, impl_cuFakeNvUnknown
+	DRIVER_FN cuFakeNvNotDevice, impl_cuFakeNvNotDevice
+	DRIVER_FN cuFakeNvClose, impl_cuFakeNvClose
+	.section .note.GNU-stack, "", @progbits

@@ -165,3 +165,72 @@ int cuFakeCallback(int (*cb)(int, void *), int x, void *arg);
 #endif
 
 #endif
+
+/* ==== ioctl tests (tests/ioctl) =================================================================
+ * Entry points that talk to "NVIDIA device files" as libcuda does: through libc's ioctl, with
+ * request numbers encoded the NVIDIA way (facts from open-gpu-kernel-modules: frontend requests
+ * 'F' 200 + n, resource manager escapes 'F' 0x27.., nvidia-uvm's raw numbers). The files are
+ * regular files named nvidiactl, nvidia0 and nvidia-uvm in a directory the caller gives; the
+ * tests point the agent's ioctl_paths at them, and tests/ioctl/ioctl_user.c can answer the
+ * requests the way the kernel driver would (a seccomp trap). Without it every request fails with
+ * ENOTTY, as ioctls on regular files do; every function then returns FAKE_ERROR_ILLEGAL_ADDRESS
+ * (a failed ioctl) or the RM status it got, and never crashes. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* _IOWR('F', nr, size) */
+#define FAKE_NV_IOWR(nr, size) ((3u << 30) | ((unsigned)(size) << 16) | (0x46u << 8) | (unsigned)(nr))
+#define FAKE_NV_REGISTER_FD FAKE_NV_IOWR(201, 4)      /* {int ctl_fd} */
+#define FAKE_NV_CHECK_VERSION FAKE_NV_IOWR(210, 72)   /* {u32 cmd, reply; char version[64]} */
+#define FAKE_NV_XFER FAKE_NV_IOWR(211, 16)            /* {u32 cmd, size; u64 ptr} */
+#define FAKE_NV_RM_FREE FAKE_NV_IOWR(0x29, 16)        /* NVOS00 */
+#define FAKE_NV_RM_CONTROL FAKE_NV_IOWR(0x2a, 32)     /* NVOS54 */
+#define FAKE_NV_RM_ALLOC FAKE_NV_IOWR(0x2b, 32)       /* NVOS21 */
+#define FAKE_NV_UNKNOWN_F FAKE_NV_IOWR(0x99, 8)       /* 'F', no such escape */
+#define FAKE_NV_UNKNOWN_RAW 0x00012345u               /* nobody's request */
+#define FAKE_UVM_INITIALIZE 0x30000001u               /* {u64 flags; u32 rmStatus} */
+#define FAKE_UVM_REGISTER_GPU 37u                     /* {uuid[16]; bool; s32 node; s32 fd;
+                                                         u32 hClient, hSmcPartRef; u32 rmStatus} */
+#define FAKE_NV_VERSION "580.159.04"
+#define FAKE_NV_BAD_CLASS 0xdeadu                     /* RM_ALLOC of it: NV_ERR_INVALID_CLASS */
+#define FAKE_NV_BAD_CMD 0xbad0bad0u                   /* RM_CONTROL of it: NV_ERR_NOT_SUPPORTED */
+#define FAKE_NV_HANDLE_BASE 0xcaf00000u               /* the n-th new handle is BASE + n */
+
+/* nvos.h layouts the stand-in and its "kernel" share */
+struct fake_nvos21 { uint32_t hRoot, hObjectParent, hObjectNew, hClass; uint64_t pAllocParms;
+                     uint32_t paramsSize, status; };
+struct fake_nvos54 { uint32_t hClient, hObject, cmd, flags; uint64_t params; uint32_t paramsSize, status; };
+struct fake_nvos00 { uint32_t hRoot, hObjectParent, hObjectOld, status; };
+struct fake_nv_version { uint32_t cmd, reply; char version[64]; };
+struct fake_nv_xfer { uint32_t cmd, size; uint64_t ptr; };
+
+/* Open dir/nvidiactl, dir/nvidia0, dir/nvidia-uvm (created if needed), check the version string
+ * on nvidiactl and register nvidiactl's fd on nvidia0: 2 ioctls (both made whatever the first
+ * one's result, as in every function here that makes several). 0, or FAKE_ERROR_* */
+CUresult cuFakeNvOpen(const char *dir);
+/* The fd of nvidiactl (0), nvidia0 (1), nvidia-uvm (2), -1 when closed. */
+int cuFakeNvFd(int which);
+/* RM_ALLOC of hClass under hParent (client hClient): *hNew gets the driver's new handle. Returns
+ * the RM status (FAKE_ERROR_ILLEGAL_ADDRESS when the ioctl itself failed). 1 ioctl. */
+CUresult cuFakeNvAlloc(unsigned hClient, unsigned hParent, unsigned hClass, unsigned *hNew);
+/* RM_CONTROL cmd on hObject with params (size bytes): the RM status. 1 ioctl. */
+CUresult cuFakeNvControl(unsigned hClient, unsigned hObject, unsigned cmd, void *params, unsigned size);
+/* The same control passed through XFER_CMD. 1 ioctl. */
+CUresult cuFakeNvControlXfer(unsigned hClient, unsigned hObject, unsigned cmd, void *params, unsigned size);
+/* RM_FREE of hObject. 1 ioctl. */
+CUresult cuFakeNvFree(unsigned hClient, unsigned hParent, unsigned hObject);
+/* UVM_INITIALIZE, then UVM_REGISTER_GPU on nvidia-uvm: 2 ioctls. */
+CUresult cuFakeNvUvm(unsigned hClient);
+/* cuFakeNvControl(cmd) twice through its exported entry: ioctls at depth 2. */
+CUresult cuFakeNvNested(unsigned hClient, unsigned hObject, unsigned cmd);
+/* A request no table knows ('F' 0x99) and a raw one (0x12345) on nvidiactl: both fail with
+ * ENOTTY; returns how many failed (2). 2 ioctls. */
+CUresult cuFakeNvUnknown(void);
+/* ioctls on files that are not devices: FIONREAD on a pipe (returns its count, 0) and an RM
+ * request on dir/other.dat (fails). None is an NVIDIA ioctl. Returns 0. */
+CUresult cuFakeNvNotDevice(const char *dir);
+/* Close the three files (libc's close). */
+CUresult cuFakeNvClose(void);
+#ifdef __cplusplus
+}
+#endif

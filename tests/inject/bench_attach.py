@@ -5,7 +5,11 @@ threads stopped <= 20 ms, detach <= 50 ms). A measurement, not a test: prints a 
 
   bench_attach.py --cuhook BUILD/src/cli/cuhook --agent BUILD/src/agent/libcuhook.so \
       --driver-user BUILD/tests/targets/driver_user --fakecuda BUILD/tests/fakecuda/libcuda.so.1 \
-      [--threads 4] [--runs 10]
+      [--threads 4] [--runs 10] [--fresh]
+
+--fresh: a new target for every run, so that every attach loads the agent (dlopen + prepare while
+the target's threads run, then start with them stopped); without it, runs after the first reuse
+the agent loaded by the first.
 
 attach->first event: from just before cuhook is started to the first ENTRY record of the trace
 (CLOCK_MONOTONIC; tsc converted through the trace's CLOCK blocks). stopped: how long the target's
@@ -72,14 +76,24 @@ def main():
         ap.add_argument(a, required=True)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--fresh", action="store_true")
     a = ap.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        target = subprocess.Popen([a.driver_user, "--threads", str(a.threads), "--iters", "100000000",
-                                   a.fakecuda], stdout=subprocess.DEVNULL)
+
+    def new_target():
+        t = subprocess.Popen([a.driver_user, "--threads", str(a.threads), "--iters", "100000000",
+                              a.fakecuda], stdout=subprocess.DEVNULL)
         time.sleep(0.5)
+        return t
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = new_target()
         try:
             for i in range(a.runs):
+                if a.fresh and i > 0:
+                    target.kill()
+                    target.wait()
+                    target = new_target()
                 out = os.path.join(tmp, "t%d.bin" % i)
                 t0 = time.monotonic_ns()
                 p = subprocess.Popen([a.cuhook, "attach", "-v", "--agent", a.agent, "-o", out,
@@ -92,7 +106,10 @@ def main():
                 att = re.search(r"attach: (\d+) threads stopped for ([\d.]+) ms", err)
                 det = re.search(r"detach: \d+ threads stopped for ([\d.]+) ms", err)
                 fe = first_event_monotonic(out)
+                beside = re.search(r"while they ran: dlopen ([\d.]+), prepare ([\d.]+)", err)
                 rows.append({
+                    "dlopen": float(beside.group(1)) if beside else float("nan"),
+                    "prepare": float(beside.group(2)) if beside else float("nan"),
                     "first": (fe - t0) / 1e6 if fe else float("nan"),
                     "stop_a": float(att.group(2)),
                     "stop_d": float(det.group(1)),
@@ -103,13 +120,16 @@ def main():
         finally:
             target.kill()
             target.wait()
-    print("run  attach->first event  stopped(attach)  stopped(detach)  detach(wall)  agent")
+    print("run  attach->first event  stopped(attach)  stopped(detach)  detach(wall)  agent   "
+          "dlopen+prepare beside")
     for i, r in enumerate(rows):
-        print("%3d  %17.2f ms  %12.2f ms  %12.2f ms  %9.2f ms  %s" % (
-            i, r["first"], r["stop_a"], r["stop_d"], r["detach"], "reused" if r["reused"] else "dlopen"))
+        print("%3d  %17.2f ms  %12.2f ms  %12.2f ms  %9.2f ms  %-6s  %.2f + %.2f ms" % (
+            i, r["first"], r["stop_a"], r["stop_d"], r["detach"], "reused" if r["reused"] else "dlopen",
+            r["dlopen"], r["prepare"]))
     if STALE[0]:
         print("note: %d ENTRY records older than their trace's start were ignored" % STALE[0])
     for k, name in (("first", "attach->first event"), ("stop_a", "stopped at attach"),
+                    ("dlopen", "dlopen (beside)"), ("prepare", "prepare (beside)"),
                     ("stop_d", "stopped at detach"), ("detach", "detach (wall)")):
         v = [r[k] for r in rows if r[k] == r[k]]
         if v:

@@ -1,12 +1,15 @@
 /* A stand-in for libcuhook.so with the same five API functions, for testing the injector on its
  * own. It patches nothing; it writes what it was told into the output file:
  *
+ *   prepare pid=P others_stopped=S options=...           one line per cuhook_agent_prepare
  *   start pid=P flags=F others_stopped=S options=...     one line per cuhook_agent_start
  *   tick                                                 every 10 ms while started (a thread)
  *   stop pid=P                                           one line per cuhook_agent_stop
  *
  * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
- * which is the CUHOOK_START_THREADS_STOPPED promise. Its fixup_ip maps the test target's
+ * which is the CUHOOK_START_THREADS_STOPPED promise; for prepare, 0 is expected (the other
+ * threads run meanwhile). The option prepare_ms=N makes prepare take N ms, like planning a large
+ * libcuda. Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
  * inj_park_from to inj_park_to while started, and inj_back_from to inj_back_to when stopped, so
  * the injector's moving of parked threads can be tested without the real agent. */
 #include "cuhook_agent.h"
@@ -108,6 +111,30 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
 	return 0;
 }
+
+#ifndef DUMMY_NO_PREPARE
+CUHOOK_API int cuhook_agent_prepare(const char *options)
+{
+	if (atomic_load(&active)) {
+		snprintf(last_error, sizeof(last_error), "already started");
+		return -EALREADY;
+	}
+	const char *o = options ? strstr(options, "output=") : NULL;
+	if (!o) {
+		snprintf(last_error, sizeof(last_error), "dummy agent: no output= in '%s'", options ? options : "(null)");
+		return -EINVAL;
+	}
+	snprintf(output, sizeof(output), "%.*s", (int)strcspn(o + 7, ";"), o + 7);
+	char line[8192];
+	snprintf(line, sizeof(line), "prepare pid=%d others_stopped=%d options=%s\n", (int)getpid(),
+	         others_stopped(), options);
+	out_line(line);
+	const char *ms = strstr(options, "prepare_ms=");
+	if (ms)
+		usleep((useconds_t)atoi(ms + 11) * 1000);
+	return 0;
+}
+#endif
 
 CUHOOK_API int cuhook_agent_stop(unsigned flags)
 {

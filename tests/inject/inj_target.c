@@ -47,6 +47,7 @@ uint64_t inj_work(uint64_t x);
 
 static atomic_int stop_workers;
 static atomic_long rounds_done, mismatches;
+static atomic_int first_done; /* workers that have their first round's checksum */
 
 static void *worker(void *arg)
 {
@@ -61,9 +62,10 @@ static void *worker(void *arg)
 				nanosleep(&ts, NULL);
 			}
 		}
-		if (r == 0)
+		if (r == 0) {
 			first = acc;
-		else if (acc != first)
+			atomic_fetch_add(&first_done, 1);
+		} else if (acc != first)
 			atomic_fetch_add(&mismatches, 1);
 		atomic_fetch_add(&rounds_done, 1);
 	}
@@ -78,8 +80,9 @@ static void start_workers(int n)
 	nworkers = n < 64 ? n : 64;
 	for (int i = 0; i < nworkers; i++)
 		pthread_create(&workers[i], NULL, worker, (void *)(uintptr_t)(i + 1));
-	/* every worker has finished one round: the checksums exist before anyone attaches */
-	while (atomic_load(&rounds_done) < nworkers)
+	/* every worker has finished one round: the checksums exist before anyone attaches (counted
+	 * per worker: on a loaded machine one worker may do two rounds before another starts) */
+	while (atomic_load(&first_done) < nworkers)
 		usleep(1000);
 }
 

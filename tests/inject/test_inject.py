@@ -67,12 +67,14 @@ def attach(pid, *extra, out=None, timeout=60):
     return cuhook("attach", "--agent", A.agent, "-o", out, *extra, pid, timeout=timeout)
 
 
-def trace_lines(path=None):
+def trace_lines(path=None, prepare=False):
+    """The dummy agent's lines, without its ticks (and its prepare lines unless asked for)."""
     path = path or os.path.join(TMP, "trace.txt")
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [l.rstrip("\n") for l in f if not l.startswith("tick")]
+        return [l.rstrip("\n") for l in f
+                if not l.startswith("tick") and (prepare or not l.startswith("prepare"))]
 
 
 def parse_loop(out):
@@ -186,6 +188,138 @@ def case_run_static():
     expect_fail(r, "statically linked")
 
 
+# ---- run --follow --------------------------------------------------------------------------------
+
+def report_calls(path):
+    """(pid, {function: calls}, events, has END) of a trace, through cuhook report --format json."""
+    import json
+    r = cuhook("report", "--format", "json", path)
+    check(r.returncode == 0, "cuhook report %s failed" % path, r.stderr)
+    rep = json.loads(r.stdout)
+    calls = {f["name"]: f["calls"] for f in rep.get("functions", []) if f.get("calls")}
+    return rep["pid"], calls, rep.get("events"), "truncated" not in r.stderr
+
+
+def follow_traces(d):
+    """{file name: (pid, calls, events, closed)} for every trace file in d."""
+    return {f: report_calls(os.path.join(d, f)) for f in sorted(os.listdir(d)) if ".bin" in f}
+
+
+def roles(out):
+    """{role: [pids]} from inj_follow's "pid P role R" lines."""
+    got = {}
+    for m in re.finditer(r"^pid (\d+) role (\w+)$", out, re.M):
+        got.setdefault(m.group(2), []).append(int(m.group(1)))
+    return got
+
+
+def follow_run(*prog, rc=0):
+    d = os.path.join(TMP, "follow")
+    os.makedirs(d, exist_ok=True)
+    r = cuhook("run", "--follow", "--agent", A.real_agent, "-o", os.path.join(d, "t.bin"), "--",
+               A.follow_target, *prog)
+    check(r.returncode == rc, "exit status %d expected" % rc, "%d %s" % (r.returncode, r.stderr))
+    return d, r
+
+
+def case_follow_fork():
+    # a child forked without exec traces into a file of its own (the agent's follow=1); the
+    # parent's file holds the parent's calls only; the program's exit status is cuhook's
+    need_real("follow_target", "fakecuda")
+    d, r = follow_run("fork", A.fakecuda, 100, 50, 5, rc=5)
+    ro = roles(r.stdout)
+    parent, child = ro["parent"][0], ro["child"][0]
+    tr = follow_traces(d)
+    check(sorted(tr) == sorted(["t.%d.bin" % parent, "t.%d.bin" % child]), "one trace per process",
+          repr(sorted(tr)))
+    pid, calls, events, closed = tr["t.%d.bin" % parent]
+    check(pid == parent and calls == {"cuFakeConstA": 200} and events == 400 and closed,
+          "the parent's trace: its own 200 calls", repr(tr["t.%d.bin" % parent]))
+    pid, calls, events, closed = tr["t.%d.bin" % child]
+    check(pid == child and calls == {"cuFakeConstB": 50, "cuFakeConstC": 50} and events == 200 and closed,
+          "the child's trace: its own calls, both threads", repr(tr["t.%d.bin" % child]))
+
+
+def case_follow_exec():
+    # fork + exec and posix_spawn (vfork) of another traced program: each new program gets the
+    # agent at its entry point; the fork child's calls before its exec stay in FILE.PID-1
+    need_real("follow_target", "fakecuda")
+    d, r = follow_run("exec", A.fakecuda, 100, 30, A.follow_target, "calls", A.fakecuda, "cuFakeConstB", 40)
+    ro = roles(r.stdout)
+    parent = ro["execparent"][0]
+    kids = ro["calls"]
+    check(len(kids) == 2, "two exec'd children", r.stdout)
+    tr = follow_traces(d)
+    forked = [k for k in kids if os.path.exists(os.path.join(d, "t.%d-1.bin" % k))]
+    check(len(forked) == 1, "the fork child's earlier trace set aside", repr(sorted(tr)))
+    want = {"t.%d.bin" % parent: (parent, {"cuFakeConstA": 100}),
+            "t.%d-1.bin" % forked[0]: (forked[0], {"cuFakeConstC": 30})}
+    for k in kids:
+        want["t.%d.bin" % k] = (k, {"cuFakeConstB": 40})
+    check(sorted(tr) == sorted(want), "one trace per program run", "%r vs %r" % (sorted(tr), sorted(want)))
+    for f, (pid, calls) in want.items():
+        got = tr[f]
+        check(got[0] == pid and got[1] == calls and got[2] == 2 * sum(calls.values()),
+              "%s: exact calls" % f, repr(got))
+        check(got[3] or f.endswith("-1.bin"), "%s closed" % f, repr(got))
+
+
+def case_follow_signals():
+    # exit codes and signals as without --follow (dummy agent: no agent-side following needed)
+    out = os.path.join(TMP, "t")
+    r = cuhook("run", "--follow", "--agent", A.agent, "-o", out, "--", A.target, "exit", 7)
+    check(r.returncode == 7, "exit 7 expected", "%d %s" % (r.returncode, r.stderr))
+    r = cuhook("run", "--follow", "--agent", A.agent, "-o", out, "--", A.target, "kill", 15)
+    check(r.returncode in (-15, 143), "death by SIGTERM expected", "%d %s" % (r.returncode, r.stderr))
+    p = subprocess.Popen([A.cuhook, "run", "--follow", "--agent", A.agent, "-o", out, "--",
+                          A.target, "sigint"], stdout=subprocess.PIPE, text=True)
+    check(p.stdout.readline().startswith("ready"), "target ready")
+    p.send_signal(signal.SIGINT)
+    o, _ = p.communicate(timeout=10)
+    check("sigint 1" in o and p.returncode == 3, "one SIGINT passed on, exit 3", "%s %d" % (o, p.returncode))
+    # a group-stop (SIGSTOP) holds the program until SIGCONT, as without a tracer
+    p = subprocess.Popen([A.cuhook, "run", "--follow", "--agent", A.agent, "-o", out, "--",
+                          A.target, "loop", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    check(line.startswith("ready"), "target ready", line)
+    pid = int(line.split()[1])
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.3)
+
+    def state(tid):
+        st = open("/proc/%d/task/%d/stat" % (pid, tid)).read()
+        return st[st.rindex(")") + 2]
+
+    tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    states = [state(t) for t in tids]
+    check(all(s in "tT" for s in states), "every thread stopped by SIGSTOP", repr(states))
+    os.kill(pid, signal.SIGCONT)
+    time.sleep(0.3)
+    states = [state(t) for t in tids]
+    check(not all(s in "tT" for s in states), "running again after SIGCONT", repr(states))
+    o, _ = p.communicate("quit\n", timeout=20)
+    _, mism, _ = parse_loop(o)
+    check(p.returncode == 0 and mism == 0, "program unharmed", o)
+    # the program's exit status, but only once its descendants have ended too
+    t0 = time.time()
+    r = cuhook("run", "--follow", "--agent", A.agent, "-o", out, "--", "sh", "-c",
+               "(sleep 0.5; exit 0) & exit 4")
+    check(r.returncode == 4 and time.time() - t0 >= 0.5, "exit 4 after the child's end",
+          "%d after %.2f s %s" % (r.returncode, time.time() - t0, r.stderr))
+
+
+def case_follow_no_flag():
+    # without --follow, as before: one file, the parent's calls only
+    need_real("follow_target", "fakecuda")
+    d = os.path.join(TMP, "nofollow")
+    os.makedirs(d)
+    r = cuhook("run", "--agent", A.real_agent, "-o", os.path.join(d, "t.bin"), "--", A.follow_target, "fork",
+               A.fakecuda, 100, 50)
+    check(r.returncode == 0, "run failed", r.stderr)
+    tr = follow_traces(d)
+    check(list(tr) == ["t.bin"] and tr["t.bin"][1] == {"cuFakeConstA": 200}, "the parent's trace only", repr(tr))
+
+
 # ---- attach ------------------------------------------------------------------------------------
 
 def case_attach_loop():
@@ -206,6 +340,62 @@ def case_attach_loop():
         _, mism, ck = parse_loop(t.finish())
         check(mism == 0, "no round of the target changed its result")
         check(ck == base, "checksum unchanged", "%s vs %s" % (ck, base))
+    finally:
+        t.kill()
+
+
+def stopped_ms(stderr, what="attach"):
+    m = re.search(what + r": (\d+) threads? stopped for ([\d.]+) ms \(stop ([\d.]+), (.*)\)", stderr)
+    check(m is not None, "verbose timings of the %s" % what, stderr)
+    return int(m.group(1)), float(m.group(2)), m.group(4)
+
+
+def case_attach_prepare():
+    # dlopen and prepare run while the other threads run; the stopped time printed by -v is the
+    # final stop's alone (the dummy's prepare takes 300 ms: it must not be in it)
+    base = baseline(4)
+    t = Target("loop", 4)
+    try:
+        r = attach(t.pid, "--duration", 0.2, "-v", "--opt", "prepare_ms=300")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        lines = trace_lines(prepare=True)
+        check([l.split()[0] for l in lines] == ["prepare", "start", "stop"], "prepare, start, stop", repr(lines))
+        check("others_stopped=0" in lines[0], "the other threads ran during prepare", lines[0])
+        check("prepare_ms=300" in lines[0], "prepare got the options", lines[0])
+        check("flags=1 others_stopped=1" in lines[1], "every other thread stopped during start", lines[1])
+        n, ms, _ = stopped_ms(r.stderr)
+        check(n == 5, "5 threads stopped at the end", r.stderr)
+        m = re.search(r"before, while they ran: dlopen ([\d.]+), prepare ([\d.]+)", r.stderr)
+        check(m is not None and float(m.group(2)) >= 300, "prepare's 300 ms told apart", r.stderr)
+        check(ms < 150, "stopped time counts the final stop only: %.2f ms" % ms, r.stderr)
+        # a second attach reuses the agent: no prepare, one stop, "agent reused" in it
+        r = attach(t.pid, "--duration", 0.05, "-v", "--opt", "prepare_ms=300")
+        check(r.returncode == 0, "second attach failed", r.stderr)
+        _, ms, inner = stopped_ms(r.stderr)
+        check("agent reused" in inner and "while they ran" not in r.stderr, "reused, in the stop", r.stderr)
+        check([l.split()[0] for l in trace_lines(prepare=True)] == ["prepare", "start", "stop", "start", "stop"],
+              "no prepare the second time", repr(trace_lines(prepare=True)))
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_attach_noprepare():
+    # an agent without cuhook_agent_prepare: dlopen still runs beside the other threads, start
+    # does the rest with every thread stopped
+    t = Target("loop", 3)
+    try:
+        r = cuhook("attach", "--agent", A.agent_noprep, "-o", os.path.join(TMP, "trace.txt"), "--duration",
+                   0.1, "-v", t.pid)
+        check(r.returncode == 0, "attach failed", r.stderr)
+        lines = trace_lines(prepare=True)
+        check([l.split()[0] for l in lines] == ["start", "stop"], "start, stop", repr(lines))
+        check("flags=1 others_stopped=1" in lines[0], "every other thread stopped during start", lines[0])
+        n, _, _ = stopped_ms(r.stderr)
+        check(n == 4 and "before, while they ran: dlopen" in r.stderr, "dlopen outside the stop", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
     finally:
         t.kill()
 
@@ -557,6 +747,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--agent", required=True)
+    ap.add_argument("--agent-noprep")
     ap.add_argument("--target", required=True)
     ap.add_argument("--static-target", required=True)
     ap.add_argument("--slowctor", required=True)
@@ -564,10 +755,11 @@ def main():
     ap.add_argument("--park-lib")
     ap.add_argument("--driver-user")
     ap.add_argument("--fakecuda")
+    ap.add_argument("--follow-target")
     ap.add_argument("--case", action="append")
     A = ap.parse_args()
-    for k in ("cuhook", "agent", "target", "static_target", "slowctor", "real_agent", "park_lib",
-              "driver_user", "fakecuda"):
+    for k in ("cuhook", "agent", "agent_noprep", "target", "static_target", "slowctor", "real_agent", "park_lib",
+              "driver_user", "fakecuda", "follow_target"):
         if getattr(A, k):
             setattr(A, k, os.path.abspath(getattr(A, k)))
     names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))

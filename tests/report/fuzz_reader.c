@@ -54,6 +54,28 @@ static void run_report(struct tr_trace *t)
 	rp_write_folded(devnull, &v, 1);
 	rp_write_perfetto(devnull, &v, 1);
 	rp_view_free(&v);
+	/* several files on one axis: the trace twice, the second at an offset (its own realtime
+	 * alignment is exercised by rp_align) */
+	if (rnd() % 4 == 0) {
+		struct tr_trace *two[2] = {t, t};
+		int64_t shift[2];
+		struct rp_view vs[2];
+		rp_align(two, 2, &o, shift);
+		if (rp_view_init_at(&vs[0], t, &o, shift[0], err, sizeof(err)))
+			return;
+		if (rp_view_init_at(&vs[1], t, &o, (int64_t)(rnd() % 5000000), err, sizeof(err))) {
+			rp_view_free(&vs[0]);
+			return;
+		}
+		rp_write_text_merged(devnull, vs, 2, 1);
+		rp_write_json(devnull, vs, 2);
+		rp_write_csv(devnull, vs, 2);
+		rp_write_jsonl(devnull, vs, 2);
+		rp_write_chrome(devnull, vs, 2);
+		rp_write_perfetto(devnull, vs, 2);
+		rp_view_free(&vs[0]);
+		rp_view_free(&vs[1]);
+	}
 }
 
 /* Open len bytes; a prefix shorter than the file must never be reported as complete. */

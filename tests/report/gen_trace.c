@@ -3,6 +3,7 @@
  * find in them (--expect FILE, JSON), computed here from what was written.
  *
  *   gen_trace basic OUT [--tsc] [--one-clock] [--no-end] [--expect FILE]
+ *                       [--pid N] [--mono-offset NS] [--real-offset NS]
  *       two threads, nested calls, an entry-only call, DATA records, a DROP, refused
  *       functions, known pipeline stages (see the timeline in scenario_basic())
  *   gen_trace big OUT [--calls N] [--threads T] [--tsc]
@@ -10,7 +11,10 @@
  *   gen_trace kernels OUT
  *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
  *   gen_trace nocalls OUT
- *       header, library and functions, no events */
+ *       header, library and functions, no events
+ * --mono-offset and --real-offset move the trace's CLOCK_MONOTONIC and CLOCK_REALTIME (header
+ * and CLOCK blocks) by NS, as another process of another machine started at another time would
+ * have them; --pid replaces the scenario's pid. Event times follow the monotonic clock. */
 #include "trace_format.h"
 #include "decoders.h"
 
@@ -57,9 +61,10 @@ static void buf_pad8(struct buf *b)
 static struct buf file;
 static uint32_t seq;
 static int use_tsc;
-static const uint64_t START_NS = 5000000000ull;  /* monotonic time at the trace start */
+static uint64_t START_NS = 5000000000ull;  /* monotonic time at the trace start */
 static const uint64_t START_TSC = 1000000ull;     /* tsc at the trace start; 2 ticks per ns */
-static const uint64_t START_REAL = 1700000000000000000ull;
+static uint64_t START_REAL = 1700000000000000000ull;
+static uint32_t pid_override;
 
 static uint64_t stamp(uint64_t rel_ns)
 {
@@ -78,7 +83,7 @@ static void file_header(uint32_t pid, const char *const *argv, const char *exe)
 	h.cmdline_len = (uint32_t)cl.len;
 	h.exe_len = (uint32_t)strlen(exe);
 	h.header_size = (uint32_t)CUHOOK_ALIGN8(sizeof(h) + h.cmdline_len + h.exe_len);
-	h.pid = pid;
+	h.pid = pid_override ? pid_override : pid;
 	h.ppid = 1;
 	h.clock_source = use_tsc ? CUHOOK_CLOCK_TSC : CUHOOK_CLOCK_MONOTONIC;
 	h.start_realtime_ns = START_REAL;
@@ -596,6 +601,12 @@ int main(int argc, char **argv)
 			expect = argv[++i];
 		else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
 			ncalls = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
+			pid_override = (uint32_t)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--mono-offset") && i + 1 < argc)
+			START_NS += strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--real-offset") && i + 1 < argc)
+			START_REAL += strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else {

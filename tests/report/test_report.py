@@ -444,15 +444,113 @@ def test_stages():
 
 
 def test_multi():
-    a, b = gen("basic"), gen("noend", "basic", "--no-end")
+    """Several files, one report: two processes whose clocks differ (another machine: monotonic
+    777 s apart) but whose realtime clocks say B started 1.5 ms after A."""
+    a, b = gen("basic"), gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000",
+                               "--real-offset", "1500000")
+    shift = 1500000
+    # json: the per-trace objects as before, plus "merged"
     out, _ = run(["report", "--format", "json", a, b])
     j = json.loads(out)
     eq(len(j["traces"]), 2, "traces in json")
-    eq([t["truncated"] for t in j["traces"]], [False, True], "per-trace truncated")
+    m = j["merged"]
+    eq(m["time_axis"], "realtime", "time axis")
+    eq([(p["pid"], p["offset_ns"]) for p in m["processes"]], [(4242, 0), (5151, shift)], "offsets")
+    eq(m["span_ns"], shift + 3250000, "merged span")
+    mf = {f["name"]: f for f in m["functions"]}
+    eq(set(mf), set(BASIC_CALLS), "merged functions")
+    for name, (calls, total) in BASIC_CALLS.items():
+        eq((mf[name]["calls"], mf[name]["total_ns"], mf[name]["processes"]), (2 * calls, 2 * total, 2),
+           f"merged {name}")
+    # csv: a pid column, every call of both files, in start order on the common axis
     out, _ = run(["report", "--format", "csv", a, b])
-    eq(len(out.splitlines()), 1 + 27 * 2, "CSV rows of two files")
-    out, _ = run(["report", "--no-color", a, b])
-    eq(out.count("cuhook report: "), 2, "two text reports")
+    lines = out.splitlines()
+    eq(lines[0], "pid,tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "merged CSV header")
+    rows = [ln.split(",") for ln in lines[1:]]
+    eq(len(rows), 27 * 2, "CSV rows == calls of both files")
+    starts = [int(r[3]) for r in rows]
+    eq(starts, sorted(starts), "CSV rows in start order")
+    ra = [r for r in rows if r[0] == "4242"]
+    rb = [r for r in rows if r[0] == "5151"]
+    eq(len(ra), 27, "rows of A")
+    eq([int(r[3]) - shift for r in rb], [int(r[3]) for r in ra], "B's rows = A's moved by the offset")
+    eq((rb[0][2], int(rb[0][3]), int(rb[0][4])), ("cuInit", 1000 + shift, 101000 + shift), "B's first call")
+    # chrome: both pids, B's events shifted by exactly the offset
+    out, _ = run(["report", "--format", "chrome", a, b])
+    ev = json.loads(out)["traceEvents"]
+    eq(sorted({e["pid"] for e in ev}), [4242, 5151], "chrome pids")
+    eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"),
+       ["./infer", "./infer"], "chrome process names")
+    sync = {e["pid"]: e for e in ev if e.get("name") == "cuCtxSynchronize"}
+    eq((sync[4242]["ts"], sync[5151]["ts"], sync[5151]["tid"]), (1700.0, 3200.0, 1000), "chrome ts aligned")
+    eq(len([e for e in ev if e["ph"] in ("X", "i")]), 54, "chrome events")
+    # --align monotonic: the raw monotonic clocks (777 s apart) line them up instead
+    out, _ = run(["report", "--format", "chrome", "--align", "monotonic", a, b])
+    sync = {e["pid"]: e for e in json.loads(out)["traceEvents"] if e.get("name") == "cuCtxSynchronize"}
+    eq((sync[4242]["ts"], sync[5151]["ts"]), (1700.0, 777001700.0), "chrome ts, monotonic axis")
+    run(["report", "--align", "nonsense", a, b], rc=2)
+    # jsonl: pid and shifted times
+    out, _ = run(["report", "--format", "jsonl", a, b])
+    lines = [json.loads(ln) for ln in out.splitlines()]
+    eq(len(lines), 54, "jsonl lines")
+    gf = {x["pid"]: x for x in lines if x["func"] == "cuModuleGetFunction"}
+    eq((gf[4242]["start_ns"], gf[5151]["start_ns"]), (801000, 801000 + shift), "jsonl start")
+    # perfetto: a process track per file
+    pf = os.path.join(TMP, "multi.pftrace")
+    run(["report", "--format", "perfetto", "-o", pf, a, b])
+    with open(pf, "rb") as f:
+        packets = parse_protobuf(f.read())
+    descriptors = 0
+    begins = []
+    for _, _, p in packets:
+        for fn, _, val in parse_protobuf(p):
+            if fn == 60:
+                descriptors += 1
+    eq(descriptors, 6, "perfetto track descriptors (2 processes + 4 threads)")
+    # the text report: one report, the timeline on one axis. Width 95 over 4.75 ms: 50 us per
+    # column, B's rows are A's moved right by 30 columns.
+    out, _ = run(["report", "--no-color", "--width", "95", a, b])
+    eq(out.count("cuhook report: "), 1, "one text report")
+    check("cuhook report: 2 processes" in out, "merged title")
+    check(re.search(r"^process 4242: .*\n(.*\n)*?  starts at  \+0 ns on the common time axis$", out, re.M),
+          "A's offset")
+    check(re.search(r"^process 5151: .*\n(.*\n)*?  starts at  \+1\.500 ms on the common time axis$", out, re.M),
+          "B's offset")
+    check("Timeline (50.000 us per column, all processes on one time axis)" in out, "timeline scale")
+    tl = re.findall(r"^(  pid \d+ .*|    (?:main|worker) +\|.*\|)$", out, re.M)
+    eq([ln.split()[0] + (" " + ln.split()[1] if ln.startswith("  pid") else "") for ln in tl],
+       ["pid 4242", "main", "worker", "pid 5151", "main", "worker"], "timeline rows grouped by process")
+    row = lambda ln: ln.split("|")[1]
+    amain, awork, bmain, bwork = row(tl[1]), row(tl[2]), row(tl[4]), row(tl[5])
+    eq(len(amain), 95, "timeline width")
+    eq(amain, "IIIII.IIIIIIIIIIM.T.T...K.K.K.K...SSSSSSSSSSSSSSSSSSSS..TT..M.I.I" + "." * 30, "A's main row")
+    eq(bmain, "." * 30 + amain[:65], "B's main row = A's moved by 1.5 ms")
+    eq(bwork, "." * 30 + awork[:65], "B's worker row = A's moved by 1.5 ms")
+    summary = re.search(r"CUDA driver API summary \(all processes\)\n.*\n.*\n((?:   .*\n)+)", out).group(1)
+    launch = [ln for ln in summary.splitlines() if ln.endswith(" cuLaunchKernel")][0].split()
+    eq((launch[3], launch[-2]), ("8", "2"), "merged summary: calls and processes of cuLaunchKernel")
+    # B first: the origin is the earliest start whichever file comes first
+    a2 = gen("later", "basic", "--pid", "1", "--real-offset", "2000000")
+    out, _ = run(["report", "--format", "csv", a2, b])
+    rows = [ln.split(",") for ln in out.splitlines()[1:]]
+    eq((rows[0][0], rows[0][3]), ("5151", "1000"), "earliest process first")
+    eq([int(r[3]) for r in rows if r[0] == "1"][0], 1000 + 500000, "later process 0.5 ms after B")
+    # --separate: the old behaviour, one report after the other, each on its own axis
+    out, _ = run(["report", "--no-color", "--separate", a, b])
+    eq(out.count("cuhook report: "), 2, "two text reports with --separate")
+    out, _ = run(["report", "--format", "csv", "--separate", a, b])
+    lines = out.splitlines()
+    check(lines[0].startswith("tid,func,"), "--separate CSV has no pid column")
+    eq(len(lines), 1 + 27 * 2, "CSV rows of two files")
+    eq([ln.split(",")[2] for ln in lines[1:] if ln.split(",")[1] == "cuInit"], ["1000", "1000"],
+       "--separate: each file from its own start")
+    out, _ = run(["report", "--format", "json", "--separate", a, b])
+    check("merged" not in json.loads(out), "--separate json has no merged object")
+    # a truncated file among them is still merged, and flagged
+    c = gen("noend", "basic", "--no-end")
+    out, _ = run(["report", "--format", "json", a, c])
+    eq([t["truncated"] for t in json.loads(out)["traces"]], [False, True], "per-trace truncated")
 
 
 def test_errors():

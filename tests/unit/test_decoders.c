@@ -24,6 +24,12 @@ static void find_known(void)
 	CHECK(cuhook_decoders[id].str_kind == CUHOOK_STR_DEREF, "cuFuncGetName returns a string");
 	id = cuhook_decoder_find("cuDeviceGet");
 	CHECK(cuhook_decoders[id].out_size[0] == 4, "CUdevice is an int");
+	/* libc's ioctl (agent option ioctl=1): raw argument bytes, two values the agent computes */
+	id = cuhook_decoder_find("ioctl");
+	CHECK(id > 0 && cuhook_decoders[id].str_kind == CUHOOK_STR_RAW && cuhook_decoders[id].str_arg == 2,
+	      "ioctl copies the raw struct at its 3rd argument");
+	CHECK(id > 0 && cuhook_decoders[id].out_arg[0] == CUHOOK_NO_ARG && cuhook_decoders[id].out_label[0] &&
+	      cuhook_decoders[id].out_label[1], "ioctl's values are labelled but read by the agent's own rule");
 }
 
 static void find_unknown(void)
@@ -46,7 +52,7 @@ static void table_consistent(void)
 		if (!d->func)
 			continue;
 		CHECK(cuhook_decoder_find(d->func) == i, "%s found at %u, not %u", d->func, cuhook_decoder_find(d->func), i);
-		CHECK(d->str_kind <= CUHOOK_STR_DEREF, "%s: str_kind %u", d->func, d->str_kind);
+		CHECK(d->str_kind <= CUHOOK_STR_RAW, "%s: str_kind %u", d->func, d->str_kind);
 		if (d->str_kind != CUHOOK_STR_NONE) {
 			CHECK(d->str_arg < 6, "%s: str_arg %u", d->func, d->str_arg);
 			CHECK(d->str_label != NULL, "%s: string without a label", d->func);

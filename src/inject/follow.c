@@ -1,0 +1,349 @@
+/* cuhook run --follow: the program's whole process tree, one trace file per process.
+ *
+ * cuhook stays the tracer of every task of the tree, event-only: PTRACE_O_TRACEFORK, TRACEVFORK,
+ * TRACECLONE (new tasks, threads included, are traced from their first instruction, so that
+ * what they fork or exec is seen too) and TRACEEXEC. Everything else runs freely; a signal
+ * that stops a task on its way in is passed on at once, and a group-stop (SIGSTOP, Ctrl-Z) is
+ * kept with PTRACE_LISTEN until SIGCONT.
+ *
+ * Two ways a process gets a trace of its own:
+ *  - it execs a program: at the exec event an int3 goes at the new image's entry point and,
+ *    when it hits, the agent is put in exactly as `cuhook run` does (inject_at_entry), with the
+ *    same options; follow=1 makes the agent write FILE.PID;
+ *  - it forks without exec: the child inherits the agent, started, and (follow=1) the agent's
+ *    atfork handler opens FILE.CHILDPID and starts a writer in the child (src/agent/agent.c).
+ *    Nothing to do here.
+ * A process that execs after its earlier image wrote a trace: that file is renamed
+ * FILE.PID-1.EXT (-2...) so the new image's FILE.PID does not overwrite it; an earlier image
+ * that recorded no call (a fork child that execs at once) leaves nothing behind. */
+#include "inject.h"
+#include "internal.h"
+
+#include "trace_format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct timespec follow_t0; /* CLOCK_REALTIME when following began */
+
+void follow_begin(void)
+{
+	clock_gettime(CLOCK_REALTIME, &follow_t0);
+}
+
+/* A process whose new image waits for its entry breakpoint. */
+struct pending {
+	pid_t pid;
+	uint64_t entry;
+	uint8_t orig;
+	char exe[PATH_MAX];
+};
+
+static struct pending *pend;
+static int npend, cap_pend;
+
+static struct pending *pending_find(pid_t pid)
+{
+	for (int i = 0; i < npend; i++)
+		if (pend[i].pid == pid)
+			return &pend[i];
+	return NULL;
+}
+
+static void pending_drop(pid_t pid)
+{
+	for (int i = 0; i < npend; i++)
+		if (pend[i].pid == pid) {
+			pend[i] = pend[--npend];
+			return;
+		}
+}
+
+static struct pending *pending_add(pid_t pid)
+{
+	pending_drop(pid);
+	if (npend == cap_pend) {
+		int cap = cap_pend ? cap_pend * 2 : 8;
+		struct pending *n = realloc(pend, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		pend = n;
+		cap_pend = cap;
+	}
+	struct pending *p = &pend[npend++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+void cuhook_follow_file_name(const char *output, pid_t pid, char *buf, size_t len)
+{
+	/* The same rule as the agent's config_output_path() with follow=1. */
+	size_t o = 0;
+	bool has_pid = false;
+	for (const char *p = output; *p && o + 1 < len; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			o += (size_t)snprintf(buf + o, len - o, "%d", (int)pid);
+			p++;
+			has_pid = true;
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o < len ? o : len - 1] = 0;
+	if (has_pid)
+		return;
+	char *base = strrchr(buf, '/');
+	base = base ? base + 1 : buf;
+	char *dot = strrchr(base, '.');
+	if (!dot || dot == base)
+		dot = buf + strlen(buf);
+	char ext[PATH_MAX];
+	snprintf(ext, sizeof(ext), "%s", dot);
+	snprintf(dot, len - (size_t)(dot - buf), ".%d%s", (int)pid, ext);
+}
+
+/* The output= value of the agent options. */
+static void options_output(const char *opts, char *buf, size_t len)
+{
+	buf[0] = 0;
+	const char *o = opts ? strstr(opts, "output=") : NULL;
+	while (o && o != opts && o[-1] != ';')
+		o = strstr(o + 1, "output=");
+	if (o)
+		snprintf(buf, len, "%.*s", (int)strcspn(o + 7, ";"), o + 7);
+}
+
+/* A trace file of process pid: 1 if it holds recorded calls (an EVENTS block), 0 if not, -1 if
+ * it is not such a file. */
+static int trace_has_events(const char *path, pid_t pid)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct cuhook_file_header h;
+	int ret = -1;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    memcmp(h.magic, CUHOOK_TRACE_MAGIC, sizeof(h.magic)) != 0 || h.pid != (uint32_t)pid)
+		goto out;
+	ret = 0;
+	for (off_t pos = h.header_size;;) {
+		struct cuhook_block b;
+		if (pread(fd, &b, sizeof(b), pos) != (ssize_t)sizeof(b) || b.magic != CUHOOK_BLOCK_MAGIC)
+			break;
+		if (b.type == CUHOOK_BLOCK_EVENTS) {
+			ret = 1;
+			break;
+		}
+		pos += (off_t)sizeof(b) + b.size;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/* pid has just exec'd: its earlier image is gone, and with it any writer of FILE.PID. Keep a
+ * trace that image recorded under another name; drop one with nothing in it. */
+static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *o)
+{
+	char out[PATH_MAX], f[PATH_MAX + 32];
+	options_output(o->agent_options, out, sizeof(out));
+	if (!out[0])
+		return;
+	cuhook_follow_file_name(out, pid, f, sizeof(f));
+	struct stat sb;
+	if (stat(f, &sb) != 0)
+		return;
+	/* Older than this run: a file of an earlier run and a recycled pid, replaced as usual. */
+	if (sb.st_mtim.tv_sec < follow_t0.tv_sec ||
+	    (sb.st_mtim.tv_sec == follow_t0.tv_sec && sb.st_mtim.tv_nsec < follow_t0.tv_nsec))
+		return;
+	int ev = trace_has_events(f, pid);
+	if (ev < 0)
+		return;
+	if (ev == 0) {
+		unlink(f);
+		return;
+	}
+	/* FILE.PID.EXT -> FILE.PID-N.EXT, the first N free */
+	const char *base = strrchr(f, '/');
+	base = base ? base + 1 : f;
+	const char *dot = strrchr(base, '.');
+	size_t stem = dot && dot != base ? (size_t)(dot - f) : strlen(f);
+	for (int n = 1; n < 1000; n++) {
+		char g[PATH_MAX + 48];
+		snprintf(g, sizeof(g), "%.*s-%d%s", (int)stem, f, n, f + stem);
+		if (access(g, F_OK) == 0)
+			continue;
+		if (rename(f, g) == 0)
+			inj_log("process %d exec'd: the trace of its earlier program is now %s", pid, g);
+		return;
+	}
+}
+
+static void warn_untraced(pid_t pid, const char *exe, const char *why)
+{
+	fprintf(stderr, "cuhook: process %d (%s) is not traced: %s\n", pid, exe, why);
+}
+
+/* PTRACE_EVENT_EXEC of pid (the thread that exec'd now has the process's id). */
+static void on_exec(pid_t pid, const struct cuhook_inject_opts *o)
+{
+	pending_drop(pid); /* an image that exec'd before reaching its entry point */
+	set_aside_earlier_trace(pid, o);
+	char exe[PATH_MAX], link[64];
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+	snprintf(exe + (n > 0 ? n : 0), sizeof(exe) - (size_t)(n > 0 ? n : 0), "%s", n > 0 ? "" : "?");
+	inj_log("process %d execs %s", pid, exe);
+
+	struct itarget tg;
+	target_init(&tg, pid);
+	inj_error_clear();
+	uint64_t entry;
+	uint8_t orig;
+	if (entry_breakpoint(&tg, exe, &entry, &orig) < 0) {
+		/* Not traced itself (static, not x86-64...); what it execs later may be. */
+		warn_untraced(pid, exe, inj_error_text());
+		target_free(&tg);
+		pt_cont(pid, 0);
+		return;
+	}
+	target_free(&tg);
+	struct pending *p = pending_add(pid);
+	if (!p) {
+		/* cannot remember it: take the breakpoint out again */
+		target_init(&tg, pid);
+		if (mem_open(&tg) == 0)
+			mem_write(&tg, entry, &orig, 1);
+		target_free(&tg);
+		warn_untraced(pid, exe, "out of memory");
+		pt_cont(pid, 0);
+		return;
+	}
+	p->entry = entry;
+	p->orig = orig;
+	snprintf(p->exe, sizeof(p->exe), "%s", exe);
+	/* Until the agent is in: should cuhook die, this process dies too rather than run on into
+	 * the breakpoint. */
+	ptrace(PTRACE_SETOPTIONS, pid, 0, (void *)(long)(INJ_FOLLOW_OPTIONS | PTRACE_O_EXITKILL));
+	pt_cont(pid, 0);
+}
+
+/* pid stopped by SIGTRAP: our entry breakpoint? Then put the agent in. */
+static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
+{
+	struct pending *p = pending_find(pid);
+	struct user_regs_struct r;
+	if (!p || ptrace(PTRACE_GETREGS, pid, 0, &r) != 0 || r.rip != p->entry + 1)
+		return false;
+	struct pending pe = *p;
+	pending_drop(pid);
+
+	struct itarget tg;
+	target_init(&tg, pid);
+	inj_error_clear();
+	struct cuhook_inject_times t;
+	memset(&t, 0, sizeof(t));
+	if (mem_open(&tg) < 0 || inject_at_entry(&tg, pe.entry, pe.orig, o, &t) < 0) {
+		/* The threads still stopped in tg go on (the main one back on its restored entry
+		 * instruction), traced for what they fork and exec, without the agent. Those that
+		 * could not be stopped were detached: the process then runs on untraced. */
+		warn_untraced(pid, pe.exe, inj_error_text());
+		if (tg.memfd < 0)
+			pt_cont(pid, 0);
+		threads_resume_all(&tg, INJ_FOLLOW_OPTIONS);
+		target_free(&tg);
+		return true;
+	}
+	uint64_t d0 = inj_now_ns();
+	threads_resume_all(&tg, INJ_FOLLOW_OPTIONS);
+	t.detach_ns = inj_now_ns() - d0;
+	t.stopped_ns = inj_now_ns() - tg.first_stop_ns;
+	target_free(&tg);
+	if (o->verbose) {
+		char what[PATH_MAX + 64];
+		snprintf(what, sizeof(what), "exec %d (%s)", pid, pe.exe);
+		cuhook_inject_print_times(what, &t);
+	}
+	return true;
+}
+
+int cuhook_inject_follow(pid_t pid, const struct cuhook_inject_opts *o, int *status)
+{
+	inj_verbose = o->verbose;
+	bool have_status = false;
+	for (;;) {
+		int st;
+		pid_t tid = waitpid(-1, &st, __WALL);
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD)
+				break; /* no task of the tree is left */
+			inj_error("waiting for the traced processes: %s", strerror(errno));
+			return -1;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (tid == pid) {
+				*status = st;
+				have_status = true;
+			}
+			pending_drop(tid);
+			continue;
+		}
+		if (!WIFSTOPPED(st))
+			continue;
+		int sig = WSTOPSIG(st), event = st >> 16;
+		switch (event) {
+		case PTRACE_EVENT_FORK:
+		case PTRACE_EVENT_VFORK:
+		case PTRACE_EVENT_CLONE: {
+			unsigned long child = 0;
+			ptrace(PTRACE_GETEVENTMSG, tid, 0, &child);
+			if (event != PTRACE_EVENT_CLONE)
+				inj_log("task %d %s process %lu", tid, event == PTRACE_EVENT_FORK ? "forked" : "vforked",
+				        child);
+			pt_cont(tid, 0);
+			break;
+		}
+		case PTRACE_EVENT_EXEC:
+			on_exec(tid, o);
+			break;
+		case PTRACE_EVENT_STOP:
+			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+				/* group-stop: stay stopped, as without us; SIGCONT ends it */
+				ptrace(PTRACE_LISTEN, tid, 0, 0);
+			} else {
+				/* a new task's first stop (or a leftover interrupt): it may carry options
+				 * inherited from an injection window (EXITKILL) */
+				ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)(long)INJ_FOLLOW_OPTIONS);
+				pt_cont(tid, 0);
+			}
+			break;
+		case 0:
+			if (sig == SIGTRAP && on_trap(tid, o))
+				break;
+			pt_cont(tid, sig); /* the process's signal: on its way */
+			break;
+		default:
+			pt_cont(tid, 0);
+			break;
+		}
+	}
+	if (!have_status) {
+		inj_error("the program's exit status was lost");
+		return -1;
+	}
+	return 0;
+}

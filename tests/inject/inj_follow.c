@@ -1,0 +1,141 @@
+/* inj_follow: a process tree for `cuhook run --follow` (tests/inject/test_inject.py, follow_*).
+ * Every process calls functions of the stand-in libcuda that no other process of the tree calls,
+ * so a trace tells whose calls it holds, and checks every result itself.
+ *
+ *   calls LIB FN N [EXIT]      FN (cuFakeConstA/B/C) N times, then exit EXIT (default 0)
+ *   fork LIB N M [EXIT]        cuFakeConstA N times; fork: the child calls cuFakeConstB M times
+ *                              and, on a second thread, cuFakeConstC M times, then exits 0;
+ *                              the parent waits for it, calls cuFakeConstA N times more, exits
+ *                              EXIT (3 if the child failed)
+ *   exec LIB N K PROG ARGS...  cuFakeConstA N times; then a fork child that calls cuFakeConstC K
+ *                              times, waits 300 ms (its writer writes them) and execs PROG ARGS;
+ *                              and a posix_spawn (vfork) of PROG ARGS; waits for both, exits 0 if
+ *                              both exited 0 (else 3)
+ * Prints "pid P role R" for each process (roles: calls, parent, child, execparent). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void *lib;
+static int wrong;
+
+typedef int (*const_fn)(void);
+
+static const_fn fn(const char *name)
+{
+	const_fn f = (const_fn)(uintptr_t)dlsym(lib, name);
+	if (!f) {
+		fprintf(stderr, "inj_follow: %s: %s\n", name, dlerror());
+		exit(2);
+	}
+	return f;
+}
+
+static int expect(const char *name)
+{
+	return !strcmp(name, "cuFakeConstA") ? 0 : !strcmp(name, "cuFakeConstB") ? 0x5a : 999;
+}
+
+static void call(const char *name, long n)
+{
+	const_fn f = fn(name);
+	int want = expect(name);
+	for (long i = 0; i < n; i++)
+		if (f() != want)
+			wrong++;
+}
+
+static void role(const char *r)
+{
+	printf("pid %d role %s\n", (int)getpid(), r);
+	fflush(stdout);
+}
+
+static long child_m;
+
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	call("cuFakeConstC", child_m);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: inj_follow calls|fork|exec LIB ...\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "inj_follow: %s\n", dlerror());
+		return 2;
+	}
+	if (!strcmp(mode, "calls") && argc >= 5) {
+		role("calls");
+		call(argv[3], atol(argv[4]));
+		return wrong ? 3 : argc > 5 ? atoi(argv[5]) : 0;
+	}
+	if (!strcmp(mode, "fork") && argc >= 5) {
+		long n = atol(argv[3]);
+		child_m = atol(argv[4]);
+		role("parent");
+		call("cuFakeConstA", n);
+		fflush(stdout);
+		pid_t c = fork();
+		if (c < 0)
+			return 2;
+		if (c == 0) {
+			role("child");
+			call("cuFakeConstB", child_m);
+			pthread_t t;
+			if (pthread_create(&t, NULL, child_thread, NULL) != 0)
+				_exit(2);
+			pthread_join(t, NULL);
+			exit(wrong ? 3 : 0); /* exit(): the agent's destructor closes the child's trace */
+		}
+		int st;
+		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			wrong++;
+		call("cuFakeConstA", n);
+		return wrong ? 3 : argc > 5 ? atoi(argv[5]) : 0;
+	}
+	if (!strcmp(mode, "exec") && argc >= 6) {
+		long n = atol(argv[3]), k = atol(argv[4]);
+		char **prog = argv + 5;
+		role("execparent");
+		call("cuFakeConstA", n);
+		fflush(stdout);
+		pid_t c = fork();
+		if (c < 0)
+			return 2;
+		if (c == 0) {
+			call("cuFakeConstC", k);
+			struct timespec ts = {0, 300000000};
+			nanosleep(&ts, NULL);
+			execv(prog[0], prog);
+			perror("inj_follow: execv");
+			_exit(127);
+		}
+		pid_t s;
+		if (posix_spawn(&s, prog[0], NULL, NULL, prog, environ) != 0)
+			return 2;
+		int st1, st2;
+		if (waitpid(c, &st1, 0) != c || waitpid(s, &st2, 0) != s)
+			return 2;
+		int ok = WIFEXITED(st1) && WEXITSTATUS(st1) == 0 && WIFEXITED(st2) && WEXITSTATUS(st2) == 0;
+		return wrong || !ok ? 3 : 0;
+	}
+	fprintf(stderr, "inj_follow: bad arguments\n");
+	return 2;
+}
