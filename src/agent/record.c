@@ -284,6 +284,28 @@ static inline unsigned copy_str(char *dst, const char *src, unsigned max)
 	return n;
 }
 
+/* Reserve a DATA record of `nvalues` values and `str_len` string bytes for hook `id`, with its
+ * header filled in; *len is its padded size. NULL if it must be dropped. */
+static inline struct cuhook_rec_data *reserve_data(struct thread_state *ts, uint32_t id, uint16_t decoder,
+                                                   unsigned nvalues, unsigned str_len, uint32_t *len,
+                                                   uint64_t *head)
+{
+	*len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + nvalues * 8 + str_len);
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, *len, head);
+	if (!r)
+		return NULL;
+	r->h.type = CUHOOK_REC_DATA;
+	r->h.flags = 0;
+	r->h.size = (uint16_t)*len;
+	r->h.func = id;
+	r->decoder = decoder;
+	r->nvalues = (uint8_t)nvalues;
+	r->at_exit = 1;
+	r->str_len = (uint16_t)str_len;
+	r->reserved = 0;
+	return r;
+}
+
 /* Out-parameters and strings of a known function, read after it succeeded (a pointer the
  * driver just wrote through, or a string it just read, is valid; before the call it may not
  * be, and the driver would have rejected it rather than crash). */
@@ -303,20 +325,11 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 	for (unsigned i = 0; i < CUHOOK_DECODER_MAX_OUT; i++)
 		if (dec->out_arg[i] != CUHOOK_NO_ARG)
 			nval = i + 1;
-	uint32_t len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + nval * 8 + slen);
+	uint32_t len;
 	uint64_t head;
-	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
+	struct cuhook_rec_data *r = reserve_data(ts, s->id, decoder, nval, slen, &len, &head);
 	if (!r)
 		return;
-	r->h.type = CUHOOK_REC_DATA;
-	r->h.flags = 0;
-	r->h.size = (uint16_t)len;
-	r->h.func = s->id;
-	r->decoder = decoder;
-	r->nvalues = (uint8_t)nval;
-	r->at_exit = 1;
-	r->str_len = (uint16_t)slen;
-	r->reserved = 0;
 	uint64_t *v = (uint64_t *)(r + 1);
 	for (unsigned i = 0; i < nval; i++) {
 		uint64_t x = 0;
@@ -387,20 +400,11 @@ static __attribute__((noinline)) void record_ioctl_data(struct thread_state *ts,
 	} else {
 		err = cuhook_call_saving_vectors(nvfd_errno, NULL);
 	}
-	const uint32_t len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + 2 * 8 + n + ni);
+	uint32_t len;
 	uint64_t head;
-	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
+	struct cuhook_rec_data *r = reserve_data(ts, s->id, hooks_hot[s->id].decoder, 2, n + ni, &len, &head);
 	if (!r)
 		return;
-	r->h.type = CUHOOK_REC_DATA;
-	r->h.flags = 0;
-	r->h.size = (uint16_t)len;
-	r->h.func = s->id;
-	r->decoder = hooks_hot[s->id].decoder;
-	r->nvalues = 2;
-	r->at_exit = 1;
-	r->str_len = (uint16_t)(n + ni);
-	r->reserved = 0;
 	uint64_t *v = (uint64_t *)(r + 1);
 	v[0] = n;
 	v[1] = err;
