@@ -726,12 +726,12 @@ def case_real_attach_driver():
 
 def case_real_cycles():
     need_real("driver_user", "fakecuda")
-    iters = 1000000
+    iters = 3000000
     base = driver_run(iters)
     fails = []
 
     def cycles(pid):
-        for i in range(50):
+        for i in range(100):
             r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration", 0.01, pid)
             if r.returncode != 0:
                 fails.append(r.stderr)
@@ -739,7 +739,7 @@ def case_real_cycles():
 
     got = driver_run(iters, cycles)
     check(not fails, "an attach/detach cycle failed", fails[0] if fails else "")
-    check(driver_checksum(got) == driver_checksum(base), "results unchanged after 50 cycles")
+    check(driver_checksum(got) == driver_checksum(base), "results unchanged after 100 cycles")
 
 
 def main():
