@@ -621,6 +621,32 @@ def test_sigkill(ctx):
     pr.check(n == rep.get("calls"), f"csv has {n} rows, json says {rep.get('calls')} calls")
 
 
+# ---- 6b. the target crashes on its own --------------------------------------------------------
+
+def test_crash(ctx):
+    """A target that dies of SIGSEGV by itself: it still dies the same way traced, and the calls
+    it made before cuhook's last flush (a 300 ms pause after 4000 calls lets the writer drain)
+    survive in the trace as an exact prefix."""
+    pr = ctx.problems
+    args = ["--iters", "0", "--pause-after", "4000", "--pause-ms", "300", "--crash-after", "5000"]
+    plain = run_target(ctx, "rt_loop", args, traced=False)
+    pr.check(plain.returncode == -signal.SIGSEGV, f"untraced rt_loop: {describe_status(plain.returncode)}, "
+                                                   "expected SIGSEGV")
+    trace = fresh(ctx.path("crashed.bin"))
+    p = run_target(ctx, "rt_loop", args, traced=True, output=trace)
+    pr.check(p.returncode == -signal.SIGSEGV, f"traced rt_loop: {describe_status(p.returncode)}, "
+                                               "expected SIGSEGV as untraced")
+    need_file(trace, "the trace of the crashed process")
+    rep = report_json(ctx, trace, strict=False, want_rc=0)
+    print(f"crashed after 5000 calls: {rep.get('calls')} calls in the trace, truncated={rep.get('truncated')}")
+    pr.check(rep.get("truncated") is True, f"truncated is {rep.get('truncated')}, expected true (no END block)")
+    pr.check(4000 <= rep.get("calls", 0) <= 5000,
+             f"{rep.get('calls')} calls in the trace; the 4000 made before the pause must survive (at most 5000)")
+    rows = report_csv(ctx, trace, strict=False)
+    n = check_prefix_rows(ctx, "crashed trace", rows, 5000)
+    pr.check(n == rep.get("calls"), f"csv has {n} rows, json says {rep.get('calls')} calls")
+
+
 # ---- 7. longjmp -------------------------------------------------------------------------------
 
 def test_longjmp(ctx):
@@ -682,7 +708,7 @@ def test_longjmp(ctx):
 
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
-         "sigkill": test_sigkill,
+         "sigkill": test_sigkill, "crash": test_crash,
          "longjmp": test_longjmp}
 
 

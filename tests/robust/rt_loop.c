@@ -11,6 +11,8 @@
  *                     updated after every call): readable after a SIGKILL
  *   --exit CODE       exit status on success (default 0): must come out unchanged
  *   --throttle K      sleep 100 us after every K calls (keeps an endless run's trace small)
+ *   --crash-after K   after K calls, crash (a store through a null pointer): a target that
+ *                     dies on its own, with cuhook's flushes behind it
  * prints: "calls N", "checksum 0x...", "bad N" (wrong results; exit 3 if any) */
 #include "robust_common.h"
 
@@ -33,8 +35,10 @@ int main(int argc, char **argv)
 	const char *progress_path = rt_opt(argc, argv, "--progress");
 	int code = (int)rt_opt_long(argc, argv, "--exit", 0);
 	long throttle = rt_opt_long(argc, argv, "--throttle", 0);
+	long crash_after = rt_opt_long(argc, argv, "--crash-after", -1);
 
 	volatile uint64_t *progress = NULL;
+	static volatile uintptr_t progress_null; /* 0: the address the crash writes to */
 	if (progress_path) {
 		int fd = open(progress_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0 || ftruncate(fd, 4096) != 0) {
@@ -71,6 +75,8 @@ int main(int argc, char **argv)
 			struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
 			nanosleep(&ts, NULL);
 		}
+		if (i + 1 == crash_after)
+			*(volatile int *)(uintptr_t)progress_null = 1;
 	}
 	printf("calls %ld\nchecksum 0x%016llx\nbad %ld\n", n, sum, bad);
 	return bad ? 3 : code;
