@@ -25,8 +25,9 @@
 #include "trace_format.h"
 
 #define TR_NONE UINT32_MAX
-/* Converted times are clamped to +-2^62 ns, so any difference of two fits in an int64_t. */
-#define TR_NS_LIMIT (INT64_C(1) << 62)
+/* Converted times are clamped to +-(2^62 - 1) ns, so any difference of two fits in an int64_t
+ * (with +-2^62, 2^62 - -2^62 = 2^63 did not: found by tests/fuzz/fuzz_trace, docs/fuzzing.md). */
+#define TR_NS_LIMIT ((INT64_C(1) << 62) - 1)
 /* A call whose EXIT comes later than this after its ENTRY (3.3 days) has a corrupt time: it is
  * kept with a zero duration and TR_CALL_CLAMPED. Sums of durations can still exceed int64_t in a
  * hostile file (2^15 such calls), so the report adds them with rp_sat_add(). */
