@@ -7,19 +7,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-static size_t put(char *buf, size_t len, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static size_t put(char *buf, size_t len, size_t pos, const char *fmt, ...)
-{
-	if (pos + 1 >= len)
-		return pos;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return pos;
-	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
-}
 
 /* A string from the trace (not NUL-terminated), control characters shown as '?'. */
 static size_t put_str(char *buf, size_t len, size_t pos, const char *s, uint16_t n)
@@ -72,17 +59,17 @@ static size_t describe_launch(const struct rp_view *v, const struct tr_call *c, 
 	if (rp_kernel_name(v, f, &name, &n))
 		pos = put_str(buf, len, pos, name, n);
 	else
-		pos = put(buf, len, pos, "function 0x%llx", (unsigned long long)f);
+		pos = rp_put(buf, len, pos, "function 0x%llx", (unsigned long long)f);
 	if (fi->l.direct_layout) {
-		pos = put(buf, len, pos, " grid (%u,%u,%u)", (unsigned)tr_call_arg(c, 1),
+		pos = rp_put(buf, len, pos, " grid (%u,%u,%u)", (unsigned)tr_call_arg(c, 1),
 		          (unsigned)tr_call_arg(c, 2), (unsigned)tr_call_arg(c, 3));
 		if (tr_call_nargs(c) >= 9)
-			pos = put(buf, len, pos, " block (%u,%u,%u) smem %u stream 0x%llx",
+			pos = rp_put(buf, len, pos, " block (%u,%u,%u) smem %u stream 0x%llx",
 			          (unsigned)tr_call_arg(c, 4), (unsigned)tr_call_arg(c, 5),
 			          (unsigned)tr_call_arg(c, 6), (unsigned)tr_call_arg(c, 7),
 			          (unsigned long long)tr_call_arg(c, 8));
 		else
-			pos = put(buf, len, pos, " block (%u,%u,?)", (unsigned)tr_call_arg(c, 4),
+			pos = rp_put(buf, len, pos, " block (%u,%u,?)", (unsigned)tr_call_arg(c, 4),
 			          (unsigned)tr_call_arg(c, 5));
 	}
 	return pos;
@@ -94,16 +81,16 @@ static size_t describe_xfer(const struct rp_view *v, const struct tr_call *c, co
 	char b[32];
 	int known;
 	uint64_t bytes = rp_call_bytes(v, c, &known);
-	pos = put(buf, len, pos, "%s", rp_dir_names[fi->x.dir]);
+	pos = rp_put(buf, len, pos, "%s", rp_dir_names[fi->x.dir]);
 	if (known) {
-		pos = put(buf, len, pos, " %s", rp_fmt_bytes(b, sizeof(b), (double)bytes));
+		pos = rp_put(buf, len, pos, " %s", rp_fmt_bytes(b, sizeof(b), (double)bytes));
 		if (!fi->x.async && tr_call_timed(c) && tr_call_dur(c) > 0 && bytes)
-			pos = put(buf, len, pos, " %.2f GB/s", (double)bytes / (double)tr_call_dur(c));
+			pos = rp_put(buf, len, pos, " %.2f GB/s", (double)bytes / (double)tr_call_dur(c));
 	}
 	if (fi->x.async)
-		pos = put(buf, len, pos, " async");
+		pos = rp_put(buf, len, pos, " async");
 	if (fi->x.stream_arg >= 0)
-		pos = put(buf, len, pos, " stream 0x%llx", (unsigned long long)tr_call_arg(c, (unsigned)fi->x.stream_arg));
+		pos = rp_put(buf, len, pos, " stream 0x%llx", (unsigned long long)tr_call_arg(c, (unsigned)fi->x.stream_arg));
 	return pos;
 }
 
@@ -121,9 +108,9 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 		rp_ioctl_decode(t, c, &io);
 		pos = rp_ioctl_describe(&io, buf, len);
 		if (c->flags & TR_CALL_NO_EXIT)
-			pos = put(buf, len, pos, " (entry only)");
+			pos = rp_put(buf, len, pos, " (entry only)");
 		else if (c->flags & TR_CALL_UNFINISHED)
-			pos = put(buf, len, pos, " (no exit)");
+			pos = rp_put(buf, len, pos, " (no exit)");
 		return pos;
 	}
 	switch (fi->kind) {
@@ -137,14 +124,14 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 		int known;
 		uint64_t bytes = rp_call_bytes(v, c, &known);
 		uint64_t p;
-		pos = put(buf, len, pos, "%s", rp_fmt_bytes(b, sizeof(b), (double)bytes));
+		pos = rp_put(buf, len, pos, "%s", rp_fmt_bytes(b, sizeof(b), (double)bytes));
 		if (tr_call_data_value(t, c, "dptr", &p) || tr_call_data_value(t, c, "hostptr", &p) ||
 		    tr_call_data_value(t, c, "handle", &p))
-			pos = put(buf, len, pos, " -> 0x%llx", (unsigned long long)p);
+			pos = rp_put(buf, len, pos, " -> 0x%llx", (unsigned long long)p);
 		break;
 	}
 	case RP_KIND_RELEASE:
-		pos = put(buf, len, pos, "0x%llx", (unsigned long long)tr_call_arg(c, 0));
+		pos = rp_put(buf, len, pos, "0x%llx", (unsigned long long)tr_call_arg(c, 0));
 		break;
 	default: {
 		/* names and handles the decoder table read: "name=vecAdd function=0x.." */
@@ -153,20 +140,20 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 		for (char *s = d; *s; s++)
 			if (*s == ';')
 				*s = ' ';
-		pos = put(buf, len, pos, "%s", d);
+		pos = rp_put(buf, len, pos, "%s", d);
 		/* synchronizing on a stream or an event: which one */
 		if (fi->cat == RP_CAT_SYNC && strstr(tr_func_name(t, c->func), "Stream"))
-			pos = put(buf, len, pos, "%sstream 0x%llx", pos ? " " : "", (unsigned long long)tr_call_arg(c, 0));
+			pos = rp_put(buf, len, pos, "%sstream 0x%llx", pos ? " " : "", (unsigned long long)tr_call_arg(c, 0));
 		else if (fi->cat == RP_CAT_SYNC && strstr(tr_func_name(t, c->func), "Event"))
-			pos = put(buf, len, pos, "%sevent 0x%llx", pos ? " " : "", (unsigned long long)tr_call_arg(c, 0));
+			pos = rp_put(buf, len, pos, "%sevent 0x%llx", pos ? " " : "", (unsigned long long)tr_call_arg(c, 0));
 		break;
 	}
 	}
 	if (tr_call_timed(c) && (uint32_t)c->ret)
-		pos = put(buf, len, pos, "%s-> error %u", pos ? " " : "", (unsigned)c->ret);
+		pos = rp_put(buf, len, pos, "%s-> error %u", pos ? " " : "", (unsigned)c->ret);
 	else if (c->flags & TR_CALL_NO_EXIT)
-		pos = put(buf, len, pos, "%s(entry only)", pos ? " " : "");
+		pos = rp_put(buf, len, pos, "%s(entry only)", pos ? " " : "");
 	else if (c->flags & TR_CALL_UNFINISHED)
-		pos = put(buf, len, pos, "%s(no exit)", pos ? " " : "");
+		pos = rp_put(buf, len, pos, "%s(no exit)", pos ? " " : "");
 	return pos;
 }

@@ -591,19 +591,6 @@ void rp_ioctl_decode(const struct tr_trace *t, const struct tr_call *c, struct r
 	}
 }
 
-static size_t put(char *buf, size_t len, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static size_t put(char *buf, size_t len, size_t pos, const char *fmt, ...)
-{
-	if (pos + 1 >= len)
-		return pos;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return pos;
-	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
-}
 
 const char *rp_ioctl_label(const struct rp_ioctl *io, char *buf, size_t len)
 {
@@ -636,37 +623,37 @@ size_t rp_ioctl_describe(const struct rp_ioctl *io, char *buf, size_t len)
 	if (!len)
 		return 0;
 	buf[0] = 0;
-	pos = put(buf, len, pos, "%s", rp_ioctl_label(io, l, sizeof(l)));
+	pos = rp_put(buf, len, pos, "%s", rp_ioctl_label(io, l, sizeof(l)));
 	if (!io->name && !io->xfer && io->dir) /* an _IOC-encoded request no table knows: its fields */
-		pos = put(buf, len, pos, " (request 0x%08x: type 0x%02x nr 0x%02x size %u dir %u)", io->request,
+		pos = rp_put(buf, len, pos, " (request 0x%08x: type 0x%02x nr 0x%02x size %u dir %u)", io->request,
 		          (io->request >> 8) & 0xff, io->request & 0xff, (io->request >> 16) & 0x3fff, io->dir);
 	if (io->extra[0])
-		pos = put(buf, len, pos, " %s", io->extra);
+		pos = rp_put(buf, len, pos, " %s", io->extra);
 	if (io->has_cmd) {
 		const char *n = rp_nv_ctrl_name(io->cmd);
-		pos = put(buf, len, pos, " cmd 0x%08x%s%s", io->cmd, n ? " " : "", n ? n : "");
+		pos = rp_put(buf, len, pos, " cmd 0x%08x%s%s", io->cmd, n ? " " : "", n ? n : "");
 	}
 	if (io->has_class) {
 		const char *n = rp_nv_class_name(io->hclass);
-		pos = put(buf, len, pos, " class 0x%x%s%s", io->hclass, n ? " " : "", n ? n : "");
+		pos = rp_put(buf, len, pos, " class 0x%x%s%s", io->hclass, n ? " " : "", n ? n : "");
 	}
 	if (io->esc && (io->hclient || io->hobject))
-		pos = put(buf, len, pos, " client 0x%x object 0x%x", io->hclient, io->hobject);
+		pos = rp_put(buf, len, pos, " client 0x%x object 0x%x", io->hclient, io->hobject);
 	if (io->has_new && io->hnew && (io->esc == ESC_ALLOC || io->esc == ESC_ALLOC_MEMORY || io->esc == ESC_ALLOC_OBJECT ||
 	                    io->esc == ESC_ALLOC_CONTEXT_DMA2 || io->esc == ESC_DUP_OBJECT))
-		pos = put(buf, len, pos, " -> 0x%x", io->hnew);
+		pos = rp_put(buf, len, pos, " -> 0x%x", io->hnew);
 	if (io->has_status) {
 		const char *n = rp_nv_status_name(io->status);
 		if (n)
-			pos = put(buf, len, pos, " %s", n);
+			pos = rp_put(buf, len, pos, " %s", n);
 		else
-			pos = put(buf, len, pos, " status 0x%x", io->status);
+			pos = rp_put(buf, len, pos, " status 0x%x", io->status);
 	}
 	if (io->failed) {
 		const char *n = rp_errno_name(io->err);
-		pos = put(buf, len, pos, " -> -1");
+		pos = rp_put(buf, len, pos, " -> -1");
 		if (io->err)
-			pos = put(buf, len, pos, " %s%s%d%s", n ? n : "", n ? " (" : "errno ", io->err, n ? ")" : "");
+			pos = rp_put(buf, len, pos, " %s%s%d%s", n ? n : "", n ? " (" : "errno ", io->err, n ? ")" : "");
 	}
 	return pos;
 }

@@ -2,6 +2,8 @@
 #include "report.h"
 
 #include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,4 +137,17 @@ int rp_glob_list_match(const char *globs, const char *name)
 		p = comma + 1;
 	}
 	return 0;
+}
+
+size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...)
+{
+	if (pos + 1 >= len)
+		return pos;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return pos;
+	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
 }
