@@ -375,31 +375,31 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
+/* The API's options string, or the environment when it is NULL. */
+static int parse_options(const char *options, struct cuhook_config *c)
+{
+	char err[400];
+	config_defaults(c);
+	int rc = options ? config_from_string(c, options, err, sizeof(err))
+	                 : config_from_env(c, err, sizeof(err));
+	if (rc != 0)
+		set_error(err);
+	return rc;
+}
+
 int cuhook_agent_start(const char *options, unsigned flags)
 {
 	struct cuhook_config c;
-	char err[400];
-	config_defaults(&c);
-	int rc = options ? config_from_string(&c, options, err, sizeof(err))
-	                 : config_from_env(&c, err, sizeof(err));
-	if (rc != 0) {
-		set_error(err);
+	if (parse_options(options, &c) != 0)
 		return -EINVAL;
-	}
 	return start(&c, flags);
 }
 
 int cuhook_agent_prepare(const char *options)
 {
 	struct cuhook_config c;
-	char err[400];
-	config_defaults(&c);
-	int rc = options ? config_from_string(&c, options, err, sizeof(err))
-	                 : config_from_env(&c, err, sizeof(err));
-	if (rc != 0) {
-		set_error(err);
+	if (parse_options(options, &c) != 0)
 		return -EINVAL;
-	}
 	if (active) {
 		set_error("already tracing");
 		return -EALREADY;
