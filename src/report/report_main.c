@@ -3,6 +3,8 @@
  * damaged one is reported on what could be read, with a warning on stderr. */
 #include "report.h"
 
+#include <unistd.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,21 @@ static void warn_damage(const struct tr_trace *t)
 		        t->nerror_msgs ? t->error_msgs[0] : "?");
 }
 
+/* Progress on a terminal for traces big enough to take a moment (the reader calls this every
+ * 64 MiB of events); the line is erased when a file is done. */
+static void show_progress(const char *path, uint64_t done, uint64_t total)
+{
+	if (done >= total)
+		fprintf(stderr, "\r\033[K");
+	else
+		fprintf(stderr, "\rcuhook report: reading %s: %3.0f%%", path, total ? 100.0 * (double)done / (double)total : 0);
+	fflush(stderr);
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
+	if (isatty(2))
+		tr_progress = show_progress;
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;

@@ -789,17 +789,26 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 	return 0;
 }
 
+void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
+
 static int pass_events(struct tr_trace *t, uint64_t stop)
 {
 	const uint8_t *m = t->map_;
 	uint64_t off = ((const struct cuhook_file_header *)m)->header_size;
+	uint64_t next_report = 64ull << 20;
 	/* Pass 1 validated every block header before `stop`. */
 	while (off < stop) {
 		const struct cuhook_block *b = (const void *)(m + off);
 		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, m + off + sizeof(*b), b->size, off))
 			return -1;
 		off += sizeof(*b) + b->size;
+		if (tr_progress && off >= next_report) {
+			tr_progress(t->path, off, stop);
+			next_report = off + (64ull << 20);
+		}
 	}
+	if (tr_progress && stop >= (64ull << 20))
+		tr_progress(t->path, stop, stop);
 	return 0;
 }
 

@@ -184,6 +184,10 @@ struct tr_trace {
 /* Open and decode a trace file. Returns the trace (possibly marked truncated / with errors), or
  * NULL with a one-line reason in err when the file cannot be read as a trace at all: missing,
  * empty, not a trace (bad magic), unsupported version, header cut or corrupt, out of memory. */
+/* Optional: called while a big trace is decoded (every 64 MiB of events, then once at the end
+ * with done == total), for a progress indicator. NULL (the default): silent. */
+extern void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
+
 struct tr_trace *tr_open(const char *path, char *err, size_t errlen);
 
 /* The same for bytes in memory (fuzzers, tests). The buffer is copied. */
