@@ -310,6 +310,31 @@ def test_diskfull(ctx):
              f"/dev/full: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
     print(f"/dev/full: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
 
+    # (d) A real full filesystem: a 64 KiB tmpfs (needs mount rights: root, as CI; skipped with a
+    # note otherwise). The writer gets ENOSPC mid-run.
+    mnt = ctx.path("tmpfs")
+    os.makedirs(mnt, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        print("tmpfs: cannot mount here (not root?): case (d) not run")
+        return
+    try:
+        args = ["--iters", "200000", "--pause-after", "200", "--pause-ms", "300", "--exit", "42"]
+        plain = untraced(ctx, "rt_loop", args, want_rc=42)
+        trace = os.path.join(mnt, "t.bin")
+        p = run_target(ctx, "rt_loop", args, traced=True, output=trace)
+        want = "cuhook: writing the trace failed (No space left on device); tracing stopped, the program goes on"
+        print(f"tmpfs full: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
+        same_behaviour(ctx, "full tmpfs", plain, p)
+        pr.check(p.stderr.splitlines() == [want],
+                 f"full tmpfs: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
+        need_file(trace, "the trace on the full tmpfs")
+        rows = report_csv(ctx, trace, strict=False)
+        n = check_prefix_rows(ctx, "full tmpfs trace", rows, 200000)
+        pr.check(n >= 200, f"full tmpfs: {n} calls, expected at least the 200 made before the pause")
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+
 
 # ---- 3. fork ----------------------------------------------------------------------------------
 
