@@ -36,15 +36,18 @@ static void usage(FILE *f)
 	        CUHOOK_INJECT_CLI_HELP);
 }
 
-static volatile pid_t child = -1;
+static volatile pid_t child = -1;   /* the program, once it runs on its own */
+static volatile pid_t spawned = -1; /* the program, from its fork on */
 static volatile sig_atomic_t held; /* signals that came before the child ran on its own */
 
 static void forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	/* A terminal's Ctrl-C (or hangup, or Ctrl-\) goes to the whole foreground process group,
-	 * the program included: passing it on as well would deliver it twice. */
-	if (si->si_code == SI_KERNEL && child > 0 && getpgid(child) == getpgrp())
+	 * the program included: passing it on as well would deliver it twice. The program's pid is
+	 * known from its fork on, not only once the injection is over: the terminal may reach it
+	 * (and us) in between. */
+	if (si->si_code == SI_KERNEL && spawned > 0 && getpgid(spawned) == getpgrp())
 		return;
 	if (child > 0)
 		kill(child, sig);
@@ -122,6 +125,7 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	o.agent_options = options;
 	o.follow = follow;
+	o.spawned = &spawned;
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));

@@ -694,6 +694,8 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 		fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
+	if (o->spawned)
+		*o->spawned = pid;
 
 	int st;
 	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {

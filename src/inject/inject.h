@@ -15,6 +15,8 @@ struct cuhook_inject_opts {
 	int verbose;               /* phases and timings on stderr */
 	bool follow;               /* spawn: stay the tracer of the program and its descendants (the
 	                            * options then hold follow=1), see cuhook_inject_follow() */
+	volatile pid_t *spawned;   /* spawn: set to the program's pid right after fork (for a signal
+	                            * handler that must know it before the injection is over) */
 };
 
 /* What one attach or detach took, for --verbose and the benchmarks. */
