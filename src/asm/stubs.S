@@ -53,6 +53,25 @@
 #define FAST_NSTACK_SHIFTED 0
 #endif
 
+/* Room for a record of `len` bytes in the thread's ring (r10), without wrapping: rcx = where it
+ * goes, or a jump to `full` (a full ring, or a record that would straddle its end: the C
+ * handlers wait, drop or pad). Clobbers rax. */
+.macro RING_RESERVE len, full
+	mov RING_SIZE(%r10), %eax
+	sub $\len, %eax                       /* size - len */
+	jb \full
+	mov RING_HEAD(%r10), %rcx
+	sub RING_TAIL(%r10), %rcx              /* bytes in use */
+	cmp %rax, %rcx
+	ja \full                              /* full */
+	mov RING_SIZE(%r10), %ecx
+	dec %ecx
+	and RING_HEAD(%r10), %ecx              /* pos */
+	cmp %rax, %rcx
+	ja \full                              /* would straddle the end */
+	add RING_DATA(%r10), %rcx
+.endm
+
 	.text
 	.p2align 4
 	.globl cuhook_entry_stub
@@ -119,19 +138,7 @@ cuhook_entry_stub:
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
 	jne .Lentry_unbusy                     /* drops to report first: C */
-	mov RING_SIZE(%r10), %eax
-	sub $FAST_ENTRY_LEN, %eax              /* size - len */
-	jb .Lentry_unbusy
-	mov RING_HEAD(%r10), %rcx
-	sub RING_TAIL(%r10), %rcx              /* bytes in use */
-	cmp %rax, %rcx
-	ja .Lentry_unbusy                      /* full: C waits or drops */
-	mov RING_SIZE(%r10), %ecx
-	dec %ecx
-	and RING_HEAD(%r10), %ecx              /* pos */
-	cmp %rax, %rcx
-	ja .Lentry_unbusy                      /* would straddle the end: C pads */
-	add RING_DATA(%r10), %rcx              /* rcx = the record */
+	RING_RESERVE FAST_ENTRY_LEN, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
 #ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
 	rdtsc
 	shl $32, %rdx
@@ -312,19 +319,7 @@ cuhook_exit_stub:
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
 	jne .Lexit_unbusy
-	mov RING_SIZE(%r10), %eax
-	sub $FAST_EXIT_LEN, %eax
-	jb .Lexit_unbusy
-	mov RING_HEAD(%r10), %rcx
-	sub RING_TAIL(%r10), %rcx
-	cmp %rax, %rcx
-	ja .Lexit_unbusy
-	mov RING_SIZE(%r10), %ecx
-	dec %ecx
-	and RING_HEAD(%r10), %ecx
-	cmp %rax, %rcx
-	ja .Lexit_unbusy
-	add RING_DATA(%r10), %rcx              /* rcx = the record */
+	RING_RESERVE FAST_EXIT_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
 	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
 	mov %esi, TS_DEPTH(%r11)               /* pop */
 #ifndef CUHOOK_BENCH_NO_EXIT_RECORD
@@ -380,19 +375,7 @@ cuhook_exit_stub:
 	mov (%rdx), %rdx
 	jmp 2f
 1:	mov (%rdx), %edx
-2:	mov RING_SIZE(%r10), %eax
-	sub $FAST_DATA_LEN, %rax
-	jb .Lexit_data_c
-	mov RING_HEAD(%r10), %rcx
-	sub RING_TAIL(%r10), %rcx
-	cmp %rax, %rcx
-	ja .Lexit_data_c
-	mov RING_SIZE(%r10), %ecx
-	dec %ecx
-	and RING_HEAD(%r10), %ecx
-	cmp %rax, %rcx
-	ja .Lexit_data_c
-	add RING_DATA(%r10), %rcx              /* rcx = the record */
+2:	RING_RESERVE FAST_DATA_LEN, .Lexit_data_c   /* rcx = the record, or to .Lexit_data_c */
 	shl $32, %r9
 	or $FAST_DATA_HDR, %r9
 	mov %r9, 0(%rcx)                       /* type DATA, flags 0, size, func */
