@@ -16,7 +16,11 @@
 #include <stdint.h>
 
 #define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
-#define CUHOOK_TRACE_VERSION 1u
+#define CUHOOK_TRACE_VERSION 2u
+/* Version 2 added CUHOOK_RF_VALUE (an EXIT record carrying its call's decoded value, in place of
+ * a following DATA record). Readers accept versions 1 and 2; version 1 files simply never have
+ * the flag. */
+#define CUHOOK_TRACE_VERSION_MIN 1u
 
 /* ---- file header ------------------------------------------------------------------------ */
 
@@ -192,6 +196,12 @@ struct cuhook_rec {
 
 #define CUHOOK_RF_NO_EXIT 0x1u /* ENTRY: no EXIT will follow (shadow stack full, or recursion
                                   too deep): the call is recorded entry-only */
+#define CUHOOK_RF_VALUE 0x2u   /* EXIT (version 2): the record is a struct cuhook_rec_exit_value:
+                                  the call's one decoded value (its function's decoder, FUNCS
+                                  entry, with one out-parameter and no string) follows `ret`.
+                                  Means exactly what the same EXIT followed by a DATA record of
+                                  that decoder with nvalues 1, at_exit 1, str_len 0 means; it
+                                  saves the agent a record per decoded call. */
 
 #define CUHOOK_MAX_STACK_ARGS 6
 
@@ -199,7 +209,9 @@ struct cuhook_rec_entry {
 	struct cuhook_rec h;
 	uint64_t tsc;
 	uint16_t depth;     /* nesting depth of traced calls on this thread, 0 = outermost */
-	uint8_t nstack;     /* stack argument slots that follow regs (0..CUHOOK_MAX_STACK_ARGS) */
+	uint8_t nstack;     /* stack argument slots that follow regs (0..CUHOOK_MAX_STACK_ARGS): the
+	                       agent records 6 for a function of unknown signature and, for the
+	                       CUDA API functions cuda.h declares, only those the function takes */
 	uint8_t reserved[5];
 	uint64_t regs[6];   /* rdi, rsi, rdx, rcx, r8, r9: the integer argument registers */
 	/* uint64_t stack[nstack]: the caller's stack slots above the return address (args 7..) */
@@ -211,6 +223,11 @@ struct cuhook_rec_exit {
 	uint16_t depth;
 	uint8_t reserved[6];
 	uint64_t ret;       /* rax */
+};
+
+struct cuhook_rec_exit_value {   /* an EXIT with CUHOOK_RF_VALUE */
+	struct cuhook_rec_exit x;
+	uint64_t value;
 };
 
 /* Values the decoder table (src/format/decoders.h) reads for known functions: out-parameters at

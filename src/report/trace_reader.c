@@ -191,9 +191,9 @@ static int parse_header(struct tr_trace *t, char *err, size_t errlen)
 	uint32_t version;
 	memcpy(&version, m + 8, 4);
 	t->version = version;
-	if (version != CUHOOK_TRACE_VERSION) {
-		fail(err, errlen, "%s: unsupported trace version %u (this cuhook reads version %u)",
-		     t->path, version, CUHOOK_TRACE_VERSION);
+	if (version < CUHOOK_TRACE_VERSION_MIN || version > CUHOOK_TRACE_VERSION) {
+		fail(err, errlen, "%s: unsupported trace version %u (this cuhook reads versions %u to %u)",
+		     t->path, version, CUHOOK_TRACE_VERSION_MIN, CUHOOK_TRACE_VERSION);
 		return -1;
 	}
 	if (size < sizeof(struct cuhook_file_header)) {
@@ -606,6 +606,25 @@ static inline void note_time(struct tr_trace *t, int64_t ns)
 		t->last_ns = ns;
 }
 
+/* Decoded values of call ci: `nvalues` values, then str_len string bytes, in the mapping. */
+static int add_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, unsigned nvalues,
+                    const uint64_t *values, unsigned str_len)
+{
+	if (t->ndata == t->data_cap_ &&
+	    grow((void **)&t->data, &t->data_cap_, t->ndata + 1, sizeof(*t->data)))
+		return -1;
+	struct tr_data *td = &t->data[t->ndata++];
+	td->call = ci;
+	td->decoder = t->funcs[func].decoder;
+	td->at_exit = at_exit ? 1 : 0;
+	td->nvalues = (uint8_t)nvalues;
+	td->values = values;
+	td->str = (const char *)(values + nvalues);
+	td->str_len = (uint16_t)str_len;
+	t->calls[ci].ndata++;
+	return 0;
+}
+
 /* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
 static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off)
 {
@@ -686,7 +705,8 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 		}
 		case CUHOOK_REC_EXIT: {
 			const struct cuhook_rec_exit *x = (const void *)q;
-			if (r->size < sizeof(*x)) {
+			const int has_value = (r->flags & CUHOOK_RF_VALUE) != 0;
+			if (r->size < sizeof(*x) || (has_value && r->size < sizeof(struct cuhook_rec_exit_value))) {
 				t->bad_records++;
 				add_error(t, "corrupt EXIT record (size %u)", r->size);
 				th->last_rec_ = LAST_SKIPPED;
@@ -724,6 +744,13 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			t->nexit++;
 			th->last_exit_ = (uint32_t)(c - t->calls);
 			th->last_rec_ = LAST_EXIT;
+			if (has_value) {
+				/* The same as a DATA record of one value after this EXIT. */
+				const struct cuhook_rec_exit_value *xv = (const void *)q;
+				t->ndata_recs++;
+				if (add_data(t, th->last_exit_, r->func, 1, 1, &xv->value, 0))
+					return -1;
+			}
 			break;
 		}
 		case CUHOOK_REC_DATA: {
@@ -746,18 +773,8 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 				t->errors++;
 				break;
 			}
-			if (t->ndata == t->data_cap_ &&
-			    grow((void **)&t->data, &t->data_cap_, t->ndata + 1, sizeof(*t->data)))
+			if (add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len))
 				return -1;
-			struct tr_data *td = &t->data[t->ndata++];
-			td->call = ci;
-			td->decoder = t->funcs[r->func].decoder;
-			td->at_exit = d->at_exit ? 1 : 0;
-			td->nvalues = d->nvalues;
-			td->values = (const uint64_t *)(d + 1);
-			td->str = (const char *)(td->values + d->nvalues);
-			td->str_len = d->str_len;
-			t->calls[ci].ndata++;
 			break;
 		}
 		case CUHOOK_REC_DROP: {

@@ -148,7 +148,7 @@ struct tr_trace {
 	uint32_t nnotes;
 	/* totals */
 	uint64_t nentry, nexit;   /* ENTRY and EXIT records decoded: events = nentry + nexit */
-	uint64_t ndata_recs, ndrop_recs;
+	uint64_t ndata_recs, ndrop_recs; /* DATA records (and EXIT records carrying a value) */
 	uint64_t dropped;         /* sum of DROP counts */
 	uint64_t nblocks;
 	int has_end;

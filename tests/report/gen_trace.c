@@ -225,6 +225,26 @@ static void exit_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret
 	n_exit++;
 }
 
+/* Version 2's EXIT carrying its call's one decoded value (CUHOOK_RF_VALUE): the report must
+ * read it exactly as an EXIT followed by a one-value DATA record. */
+static void exit_value_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret, uint64_t value)
+{
+	struct cuhook_rec_exit_value x;
+	memset(&x, 0, sizeof(x));
+	t->depth--;
+	x.x.h.type = CUHOOK_REC_EXIT;
+	x.x.h.flags = CUHOOK_RF_VALUE;
+	x.x.h.size = sizeof(x);
+	x.x.h.func = func;
+	x.x.tsc = stamp(rel_ns);
+	x.x.depth = t->depth;
+	x.x.ret = ret;
+	x.value = value;
+	buf_add(&t->recs, &x, sizeof(x));
+	t->nrecs++;
+	n_exit++;
+}
+
 static void data_rec(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
                      const uint64_t *values, const char *str)
 {
@@ -379,8 +399,12 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 	exp_calls[F_GETFUNC]++, exp_timed[F_GETFUNC]++, exp_total[F_GETFUNC] += 1000;
 	for (uint64_t i = 0; i < 3; i++) {
 		entry(&m, F_ALLOC, 810000 + i * 10000, (uint64_t[6]){0x7ffc0050 + 8 * i, MiB}, 0, NULL, 0);
-		exit_rec(&m, F_ALLOC, 812000 + i * 10000, 0);
-		data_rec(&m, F_ALLOC, NAME(F_ALLOC), 1, 1, (uint64_t[]){0x7f0000000000ull + i * MiB}, NULL);
+		if (i == 1) { /* the agent's fast path writes this form */
+			exit_value_rec(&m, F_ALLOC, 812000 + i * 10000, 0, 0x7f0000000000ull + i * MiB);
+		} else {
+			exit_rec(&m, F_ALLOC, 812000 + i * 10000, 0);
+			data_rec(&m, F_ALLOC, NAME(F_ALLOC), 1, 1, (uint64_t[]){0x7f0000000000ull + i * MiB}, NULL);
+		}
 		exp_calls[F_ALLOC]++, exp_timed[F_ALLOC]++, exp_total[F_ALLOC] += 2000;
 	}
 	flush(&m);

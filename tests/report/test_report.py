@@ -569,11 +569,20 @@ def test_errors():
         f.write(b"NOTATRACE" + good[9:])
     _, err = run(["report", bad], rc=1)
     check("not a cuhook trace" in err, f"bad magic message: {err}")
-    v2 = os.path.join(TMP, "v2.bin")
-    with open(v2, "wb") as f:
-        f.write(good[:8] + (2).to_bytes(4, "little") + good[12:])
-    _, err = run(["report", v2], rc=1)
-    check("unsupported trace version 2" in err, f"version message: {err}")
+    v9 = os.path.join(TMP, "v9.bin")
+    with open(v9, "wb") as f:
+        f.write(good[:8] + (9).to_bytes(4, "little") + good[12:])
+    _, err = run(["report", v9], rc=1)
+    check("unsupported trace version 9" in err, f"version message: {err}")
+    # a version-1 trace (taken on the H200 before version 2 existed) still reads
+    v1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "h200-matmul100.bin")
+    out, _ = run(["report", "--format", "json", v1], rc=0)
+    eq(json.loads(out)["events"], 6708, "version-1 trace: events")
+    v0 = os.path.join(TMP, "v0.bin")
+    with open(v0, "wb") as f:
+        f.write(good[:8] + (0).to_bytes(4, "little") + good[12:])
+    _, err = run(["report", v0], rc=1)
+    check("unsupported trace version 0" in err, f"version 0 message: {err}")
     _, err = run(["report", TMP], rc=1)
     check("is a directory" in err, f"directory message: {err}")
     run(["report"], rc=2)
