@@ -4,6 +4,7 @@
 #include "cuhook_agent.h"
 
 #include "agent_state.h"
+#include "arity.h"
 #include "config.h"
 #include "decoders.h"
 #include "freeze.h"
@@ -79,10 +80,12 @@ static void detect_xsave(void)
 	cuhook_xsave_size = b + 64;
 }
 
-static uint8_t classify(const char *name, uint16_t *decoder, void *ctx)
+static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 {
 	(void)ctx;
-	*decoder = (uint16_t)cuhook_decoder_find(name);
+	hh->decoder = (uint16_t)cuhook_decoder_find(name);
+	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
+	hh->fast_out = record_fast_out(hh->decoder);
 	return HOOK_RECORD;
 }
 
@@ -129,6 +132,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 static void patch_one(const struct found_lib *f, bool plan_only)
 {
 	char real[PATH_MAX];
+	record_init(); /* the stubs' TLS offset, before any of their jumps exists */
 	if (!realpath(f->name, real))
 		snprintf(real, sizeof(real), "%s", f->name);
 	struct patch_request req = {

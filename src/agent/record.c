@@ -28,7 +28,8 @@ FAST_CHECK(offsetof(struct thread_state, stack_hi) == TS_STACK_HI);
 FAST_CHECK(offsetof(struct thread_state, ring) == TS_RING);
 FAST_CHECK(offsetof(struct thread_state, busy_sp) == TS_BUSY_SP);
 FAST_CHECK(offsetof(struct thread_state, shadow) == TS_SHADOW);
-FAST_CHECK(sizeof(struct shadow_entry) == SH_SIZE);
+FAST_CHECK(sizeof(struct shadow_entry) == 1u << SH_SHIFT);
+FAST_CHECK(offsetof(struct thread_state, shadow) % 64 == 0);
 FAST_CHECK(offsetof(struct shadow_entry, ret) == SH_RET);
 FAST_CHECK(offsetof(struct shadow_entry, slot) == SH_SLOT);
 FAST_CHECK(offsetof(struct shadow_entry, id) == SH_ID);
@@ -36,36 +37,58 @@ FAST_CHECK(offsetof(struct shadow_entry, has_args) == SH_HAS_ARGS);
 FAST_CHECK(offsetof(struct shadow_entry, args) == SH_ARGS);
 FAST_CHECK(offsetof(struct ring, head) == RING_HEAD);
 FAST_CHECK(offsetof(struct ring, dropped) == RING_DROPPED);
-FAST_CHECK(offsetof(struct ring, tail) == RING_TAIL);
+FAST_CHECK(offsetof(struct ring, limit) == RING_LIMIT);
 FAST_CHECK(offsetof(struct ring, size) == RING_SIZE);
 FAST_CHECK(offsetof(struct ring, data) == RING_DATA);
+FAST_CHECK(offsetof(struct ring, tail) == 64);
 FAST_CHECK(sizeof(struct hook_hot) == 1u << HOT_SHIFT);
 FAST_CHECK(offsetof(struct hook_hot, relocated) == HOT_RELOCATED);
 FAST_CHECK(offsetof(struct hook_hot, decoder) == HOT_DECODER);
 FAST_CHECK(offsetof(struct hook_hot, flags) == HOT_FLAGS);
+FAST_CHECK(offsetof(struct hook_hot, nstack) == HOT_NSTACK);
+FAST_CHECK(offsetof(struct hook_hot, fast_out) == HOT_FAST_OUT);
+FAST_CHECK(SHADOW_ARGS <= FAST_OUT_ARG + 1 && SHADOW_ARGS == CUHOOK_DECODER_ARGS);
 FAST_CHECK(HOOK_RECORD == FAST_HOOK_FLAGS);
 FAST_CHECK(SHADOW_MAX == FAST_SHADOW_MAX);
-FAST_CHECK(CUHOOK_REC_ENTRY == (FAST_ENTRY_HDR & 0xff) && CUHOOK_REC_EXIT == (FAST_EXIT_HDR & 0xff));
-FAST_CHECK(sizeof(struct cuhook_rec_entry) + CUHOOK_MAX_STACK_ARGS * 8 == FAST_ENTRY_LEN);
-FAST_CHECK(FAST_NSTACK_SHIFTED == CUHOOK_MAX_STACK_ARGS << 16);
+FAST_CHECK(CUHOOK_REC_ENTRY == CUHOOK_REC_ENTRY_TYPE);
+FAST_CHECK(CUHOOK_REC_EXIT == (FAST_EXIT_HDR & 0xff) && CUHOOK_REC_EXIT == (FAST_EXITV_HDR & 0xff));
+FAST_CHECK(CUHOOK_RF_VALUE << 8 == (FAST_EXITV_HDR & 0xff00));
+FAST_CHECK(sizeof(struct cuhook_rec_entry) == FAST_ENTRY_BASE);
+FAST_CHECK(FAST_ENTRY_BASE + CUHOOK_MAX_STACK_ARGS * 8 == FAST_ENTRY_MAX);
+FAST_CHECK(HOOK_STACK_DEFAULT == CUHOOK_MAX_STACK_ARGS);
 FAST_CHECK(offsetof(struct cuhook_rec_entry, tsc) == 8 && offsetof(struct cuhook_rec_entry, depth) == 16);
 FAST_CHECK(offsetof(struct cuhook_rec_entry, nstack) == 18 && offsetof(struct cuhook_rec_entry, regs) == 24);
 FAST_CHECK(sizeof(struct cuhook_rec_exit) == FAST_EXIT_LEN);
+FAST_CHECK(sizeof(struct cuhook_rec_exit_value) == FAST_EXITV_LEN);
 FAST_CHECK(offsetof(struct cuhook_rec_exit, tsc) == 8 && offsetof(struct cuhook_rec_exit, depth) == 16);
-FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24);
-FAST_CHECK(sizeof(struct cuhook_decoder) == DEC_SIZE);
-FAST_CHECK(offsetof(struct cuhook_decoder, str_kind) == DEC_STR_KIND && CUHOOK_STR_NONE == 0);
-FAST_CHECK(offsetof(struct cuhook_decoder, out_arg) == DEC_OUT_ARG0 && DEC_OUT_ARG1 == DEC_OUT_ARG0 + 1);
-FAST_CHECK(offsetof(struct cuhook_decoder, out_size) == DEC_OUT_SIZE0 && CUHOOK_NO_ARG == CUHOOK_NO_ARG_BYTE);
-FAST_CHECK(CUHOOK_REC_DATA == (FAST_DATA_HDR & 0xff));
-FAST_CHECK(sizeof(struct cuhook_rec_data) + 8 == FAST_DATA_LEN);
-FAST_CHECK(offsetof(struct cuhook_rec_data, decoder) == 8 && offsetof(struct cuhook_rec_data, nvalues) == 10);
-FAST_CHECK(offsetof(struct cuhook_rec_data, at_exit) == 11 && offsetof(struct cuhook_rec_data, str_len) == 12);
+FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24 && offsetof(struct cuhook_rec_exit_value, value) == 32);
 
-volatile int cuhook_recording;
 int cuhook_lossy;
-int cuhook_clock_monotonic;
 volatile int cuhook_writer_alive;
+
+void record_init(void)
+{
+	uintptr_t off;
+	__asm__("movq cuhook_tls@gottpoff(%%rip), %0" : "=r"(off));
+	cuhook_tls_offset = off;
+}
+
+/* Early, before anything can arm a hook (the agent's own constructor included). */
+__attribute__((constructor(101))) static void record_init_early(void)
+{
+	record_init();
+}
+
+uint8_t record_fast_out(uint16_t decoder)
+{
+	if (!decoder || decoder >= cuhook_decoder_count)
+		return 0;
+	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
+	if (dec->str_kind != CUHOOK_STR_NONE || dec->out_arg[0] >= SHADOW_ARGS ||
+	    dec->out_arg[1] != CUHOOK_NO_ARG || (dec->out_size[0] != 4 && dec->out_size[0] != 8))
+		return 0;
+	return (uint8_t)(FAST_OUT_VALID | (dec->out_size[0] == 4 ? FAST_OUT_4BYTE : 0) | dec->out_arg[0]);
+}
 
 static inline uint64_t now(void)
 {
@@ -75,12 +98,31 @@ static inline uint64_t now(void)
 	return cuhook_call_saving_vectors(record_monotonic_ns, NULL);
 }
 
+static __attribute__((noinline, cold)) void ring_kick_writer(void)
+{
+	if (cuhook_writer_alive)
+		cuhook_call_saving_vectors(record_kick_writer, NULL);
+}
+
 /* Reserve `need` bytes (a multiple of 8) in the ring, padding to its end if a record would
  * straddle it. Returns NULL when full. The record becomes visible to the writer at commit. */
 static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
 {
 	uint64_t head = r->head;
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	/* Half full: wake the writer now rather than at its next flush_ms tick, so a thread that
+	 * records faster than the ring drains at that pace never waits for it. The fast paths come
+	 * here when they pass `limit`: at half full (once per tail value), then only when full. */
+	const uint32_t half = r->size / 2;
+	if (head - tail >= half) {
+		if (r->kicked != tail + 1) {
+			r->kicked = tail + 1;
+			ring_kick_writer();
+		}
+		r->limit = tail + r->size;
+	} else {
+		r->limit = tail + half;
+	}
 	uint32_t pos = (uint32_t)head & (r->size - 1);
 	uint32_t to_end = r->size - pos;
 	uint32_t total = need <= to_end ? need : need + to_end;
@@ -211,6 +253,8 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording) && !ts->no_record) {
 		uint64_t t = now();
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
+		if (nstack > hh->nstack)
+			nstack = hh->nstack;
 		uint32_t len = sizeof(struct cuhook_rec_entry) + nstack * 8;
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
@@ -263,7 +307,6 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 			s->args[2] = f->rdx;
 			s->args[3] = f->rcx;
 			s->args[4] = f->r8;
-			s->args[5] = f->r9;
 		}
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ts->depth = d + 1;

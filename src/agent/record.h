@@ -19,11 +19,22 @@ struct thread_state;
 struct shadow_entry;
 void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s);
 
-/* Global switches, set by the agent (agent.c), read on every call. */
+/* Global switches, set by the agent (agent.c), read on every call. The first three share one
+ * cache line (defined in stubs.S) with the copy of cuhook_tls's TLS offset the stubs use, so a
+ * call reads one line of globals; the fast paths test recording == 1 and clock_monotonic == 0
+ * with one 8-byte compare, so cuhook_recording is only ever 0 or 1. */
 extern volatile int cuhook_recording;      /* record events now */
-extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern int cuhook_clock_monotonic;         /* timestamps from CLOCK_MONOTONIC, not rdtsc */
+extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the thread pointer */
+extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
+
+/* Sets cuhook_tls_offset; the agent calls it before it arms any hook (idempotent). */
+void record_init(void);
+
+/* hooks_hot[].fast_out for a decoder: nonzero when the exit fast path can write its one value
+ * inline in the EXIT record (one out-parameter, no string). */
+uint8_t record_fast_out(uint16_t decoder);
 
 /* Rare paths, called through cuhook_call_saving_vectors (record_slow.c). */
 struct ring_wait_arg {
@@ -31,6 +42,7 @@ struct ring_wait_arg {
 	uint32_t need;
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
+uintptr_t record_kick_writer(void *unused);
 uintptr_t record_run_callback(void *hook_id);
 uintptr_t record_monotonic_ns(void *unused);
 

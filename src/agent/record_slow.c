@@ -27,6 +27,13 @@ uintptr_t record_wait_for_space(void *p)
 	return 0;
 }
 
+uintptr_t record_kick_writer(void *unused)
+{
+	(void)unused;
+	writer_wake();
+	return 0;
+}
+
 uintptr_t record_run_callback(void *hook_id)
 {
 	void (*cb)(void) = hooks_cold[(uintptr_t)hook_id].on_exit;

@@ -10,32 +10,42 @@
 #include <stdint.h>
 
 #define SHADOW_MAX 128
+#define SHADOW_ARGS 5 /* argument registers a shadow entry keeps: decoders read indices 0..4 */
 
+/* One cache line: a call touches exactly one entry. */
 struct shadow_entry {
 	uintptr_t ret;         /* the caller's real return address */
 	uintptr_t slot;        /* where it was on the stack (to match returns after longjmp) */
 	uint32_t id;           /* hook id */
 	uint32_t has_args;
-	uint64_t args[6];      /* argument registers, kept only for hooks with a decoder */
+	uint64_t args[SHADOW_ARGS]; /* argument registers, kept only for hooks with a decoder */
 };
 
+/* Laid out for the cost of a call in a busy program, where little of this stays in the nearer
+ * caches between two driver calls: everything the producer touches per record is in the first
+ * cache line; the line the writer writes (tail) is read only when `limit` says the ring may be
+ * full. */
 struct ring {
-	/* producer side */
+	/* producer side, one line */
 	_Alignas(64) uint64_t head;       /* bytes ever written; published with release */
 	uint64_t dropped;                 /* records dropped and not yet reported in a DROP record */
+	uint64_t limit;                   /* tail + size as the producer last read it: tail only
+	                                     grows, so head + len <= limit means there is room */
+	uint8_t *data;
+	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
+	uint32_t size;                    /* power of two; fixed (the writer reads it too) */
 	/* consumer side */
 	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer */
 	uint64_t dropped_total;           /* for the END block */
 	/* fixed */
-	_Alignas(64) uint32_t size;       /* power of two */
-	uint32_t tid;
+	_Alignas(64) uint32_t tid;
 	char name[16];
 	uint32_t announced;               /* writer wrote its THREAD block */
 	uint32_t dead;                    /* thread exited: drain, then recycle */
 	struct ring *next;                /* registry of all rings (writer walks it) */
-	uint8_t *data;
 };
 
+/* The first cache line is what every call reads; then the shadow stack, one line per entry. */
 struct thread_state {
 	uint32_t busy;          /* inside a handler: nested traced calls pass through */
 	uint32_t depth;         /* shadow stack entries in use */
@@ -47,7 +57,7 @@ struct thread_state {
 	uintptr_t busy_sp;      /* stack pointer of the handler that set busy: a handler left by
 	                           siglongjmp (from a signal that interrupted it) leaves busy set; a
 	                           later call higher on the same stack knows it is stale */
-	struct shadow_entry shadow[SHADOW_MAX];
+	_Alignas(64) struct shadow_entry shadow[SHADOW_MAX];
 };
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));

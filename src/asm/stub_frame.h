@@ -40,8 +40,8 @@
 #define TS_STACK_HI 24
 #define TS_RING 32
 #define TS_BUSY_SP 48
-#define TS_SHADOW 56
-#define SH_SIZE 72          /* struct shadow_entry */
+#define TS_SHADOW 64
+#define SH_SHIFT 6          /* struct shadow_entry is 64 bytes */
 #define SH_RET 0
 #define SH_SLOT 8
 #define SH_ID 16
@@ -49,30 +49,31 @@
 #define SH_ARGS 24
 #define RING_HEAD 0         /* struct ring */
 #define RING_DROPPED 8
-#define RING_TAIL 64
-#define RING_SIZE 128
-#define RING_DATA 168
+#define RING_LIMIT 16
+#define RING_DATA 24
+#define RING_SIZE 40
 #define HOT_SHIFT 4         /* struct hook_hot is 16 bytes */
 #define HOT_RELOCATED 0
 #define HOT_DECODER 8
 #define HOT_FLAGS 10
+#define HOT_NSTACK 14       /* stack slots to record (arity table) */
+#define HOT_FAST_OUT 15     /* the fast exit's decoded value: FAST_OUT_* */
+#define FAST_OUT_VALID 0x80 /* one out-parameter, no string: written inline in the EXIT record */
+#define FAST_OUT_4BYTE 0x08 /* the value is 4 bytes (else 8) */
+#define FAST_OUT_ARG 0x07   /* its argument index (< SHADOW_ARGS) */
 #define FAST_HOOK_FLAGS 1   /* the only hooks_hot[].flags value the fast paths take: HOOK_RECORD */
 #define FAST_SHADOW_MAX 128 /* SHADOW_MAX */
-#define FAST_ENTRY_LEN 120  /* ENTRY record with CUHOOK_MAX_STACK_ARGS stack slots */
+#define FAST_ENTRY_BASE 72 /* ENTRY record without stack slots; + 8 per slot */
+#define FAST_ENTRY_MAX 120  /* with CUHOOK_MAX_STACK_ARGS slots: what the fast entry reserves */
+#define CUHOOK_REC_ENTRY_TYPE 1
 #define FAST_EXIT_LEN 32    /* EXIT record */
-#define FAST_DATA_LEN 24    /* DATA record with one value and no string */
-#define DEC_SIZE 40         /* struct cuhook_decoder */
-#define DEC_STR_KIND 8
-#define DEC_OUT_ARG0 10
-#define DEC_OUT_ARG1 11
-#define DEC_OUT_SIZE0 12
-#define CUHOOK_NO_ARG_BYTE 0xff
+#define FAST_EXITV_LEN 40   /* EXIT record with its decoded value (CUHOOK_RF_VALUE) */
 /* First 8 bytes of a record (struct cuhook_rec) without the function id (high 32 bits). */
-#define FAST_ENTRY_HDR (1 | (FAST_ENTRY_LEN << 16))  /* type ENTRY, flags 0, size */
-#define FAST_EXIT_HDR (2 | (FAST_EXIT_LEN << 16))    /* type EXIT, flags 0, size */
-#define FAST_DATA_HDR (3 | (FAST_DATA_LEN << 16))    /* type DATA, flags 0, size */
-#define FAST_NSTACK_SHIFTED (6 << 16)                /* nstack byte of the depth word */
-#define FAST_DATA_WORD ((1 << 16) | (1 << 24))       /* nvalues 1, at_exit 1 (decoder in bits 0-15) */
+#define FAST_EXIT_HDR (2 | (FAST_EXIT_LEN << 16))                 /* type EXIT, flags 0, size */
+#define FAST_EXITV_HDR (2 | (2 << 8) | (FAST_EXITV_LEN << 16))    /* type EXIT, CUHOOK_RF_VALUE, size */
+/* The entry stub keeps the hook's stack-slot count in byte 4 of the thunk's id slot (the id is
+ * a 32-bit value; the slot is the stub's own and is dropped before the function runs). */
+#define EF_NSTACK_BYTE 4
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -41,36 +41,44 @@
  *   CUHOOK_BENCH_NO_EXIT_RECORD  fast exit pops the shadow stack but records nothing
  *   CUHOOK_BENCH_NO_ENTRY_RECORD fast entry checks and reserves but records nothing
  *   CUHOOK_BENCH_NO_DATA      fast exit writes no DATA record (decoded out-parameters)
- *   CUHOOK_BENCH_NO_STACK     fast entry records no stack slots (nstack 0)
  * Build one with e.g. `meson configure -Dc_args=...` or by prepending the #define; see
  * docs/performance.md for what each measures. */
-#ifdef CUHOOK_BENCH_NO_STACK
-#undef FAST_ENTRY_LEN
-#define FAST_ENTRY_LEN 72
-#undef FAST_ENTRY_HDR
-#define FAST_ENTRY_HDR (1 | (FAST_ENTRY_LEN << 16))
-#undef FAST_NSTACK_SHIFTED
-#define FAST_NSTACK_SHIFTED 0
-#endif
-
 /* Room for a record of `len` bytes in the thread's ring (r10), without wrapping: rcx = where it
- * goes, or a jump to `full` (a full ring, or a record that would straddle its end: the C
- * handlers wait, drop or pad). Clobbers rax. */
+ * goes, or a jump to `full`. Only the ring's producer line is read: `limit` is the tail as last
+ * seen plus the size, so a ring that looks full may only need a fresh look at the tail, which
+ * the C handlers take (and they wait, drop or pad). Clobbers rax. */
 .macro RING_RESERVE len, full
-	mov RING_SIZE(%r10), %eax
-	sub $\len, %eax                       /* size - len */
-	jb \full
-	mov RING_HEAD(%r10), %rcx
-	sub RING_TAIL(%r10), %rcx              /* bytes in use */
-	cmp %rax, %rcx
-	ja \full                              /* full */
+	mov RING_HEAD(%r10), %rax
+	lea \len(%rax), %rcx
+	cmp RING_LIMIT(%r10), %rcx
+	ja \full                              /* full, or the tail moved since it was read */
 	mov RING_SIZE(%r10), %ecx
 	dec %ecx
-	and RING_HEAD(%r10), %ecx              /* pos */
-	cmp %rax, %rcx
+	and %eax, %ecx                         /* pos (the size is at most 2^31) */
+	lea \len(%rcx), %eax
+	cmp RING_SIZE(%r10), %eax
 	ja \full                              /* would straddle the end */
 	add RING_DATA(%r10), %rcx
 .endm
+
+/* The switches every call reads, in one cache line (see record.h). */
+	.data
+	.p2align 6
+	.globl cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset
+	.hidden cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset
+	.type cuhook_recording, @object
+	.type cuhook_clock_monotonic, @object
+	.type cuhook_tls_offset, @object
+cuhook_recording:
+	.long 0
+	.size cuhook_recording, 4
+cuhook_clock_monotonic:
+	.long 0
+	.size cuhook_clock_monotonic, 4
+cuhook_tls_offset:
+	.quad 0
+	.size cuhook_tls_offset, 8
+	.p2align 6
 
 	.text
 	.p2align 4
@@ -94,7 +102,7 @@ cuhook_entry_stub:
 #ifndef CUHOOK_NO_FAST_ENTRY
 	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx. The argument registers
 	 * rdi, rsi, r8, r9 are only read. */
-	mov cuhook_tls@gottpoff(%rip), %r11
+	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
 	test %r11, %r11
 	jz .Lentry_slow
@@ -102,30 +110,33 @@ cuhook_entry_stub:
 	jne .Lentry_slow
 	cmpl $0, TS_NO_RECORD(%r11)
 	jne .Lentry_slow
-	cmpl $0, cuhook_recording(%rip)
-	je .Lentry_slow
-	cmpl $0, cuhook_clock_monotonic(%rip)
+	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
 	jne .Lentry_slow
 	mov EF_ID(%rsp), %eax
 	shl $HOT_SHIFT, %rax
 	lea hooks_hot(%rip), %r10
 	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
 	jne .Lentry_slow                       /* any flag but HOOK_RECORD (callback, ...): C */
+	movzbl HOT_NSTACK(%r10,%rax), %edx
+	mov %dl, EF_ID+EF_NSTACK_BYTE(%rsp)    /* kept for the record (stub_frame.h) */
 	cmpl $FAST_SHADOW_MAX, TS_DEPTH(%r11)
 	jae .Lentry_slow                       /* entry-only degradation: C */
+	test %edx, %edx
+	jz 1f                                  /* no stack arguments to read */
 	lea EF_STACK(%rsp), %rax               /* the caller's stack slots: all six in this thread's stack */
 	cmp TS_STACK_LO(%r11), %rax
 	jb .Lentry_slow
 	add $48, %rax
 	cmp TS_STACK_HI(%r11), %rax
 	ja .Lentry_slow
+1:
 	/* A shadow entry at or below this call's return slot belongs to a frame left by longjmp:
 	 * the C handler drops such entries. */
 	mov TS_DEPTH(%r11), %eax
 	test %eax, %eax
 	jz 1f
-	lea (%rax,%rax,8), %rcx                /* depth * 9; * 8 = depth * SH_SIZE */
-	mov TS_SHADOW+SH_SLOT-SH_SIZE(%r11,%rcx,8), %rcx   /* shadow[depth - 1].slot */
+	shl $SH_SHIFT, %rax
+	mov TS_SHADOW+SH_SLOT-(1<<SH_SHIFT)(%r11,%rax), %rcx   /* shadow[depth - 1].slot */
 	lea EF_RET(%rsp), %rax
 	cmp %rax, %rcx
 	jbe .Lentry_slow
@@ -138,19 +149,15 @@ cuhook_entry_stub:
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
 	jne .Lentry_unbusy                     /* drops to report first: C */
-	RING_RESERVE FAST_ENTRY_LEN, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
+	/* Room for the longest ENTRY: the six stack slots are copied whole (fewer stores than a
+	 * loop) and only FAST_ENTRY_BASE + 8 * nstack bytes are committed. */
+	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
 #ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
 	rdtsc
 	shl $32, %rdx
 	or %rax, %rdx
 	mov %rdx, 8(%rcx)                      /* tsc */
-	mov EF_ID(%rsp), %eax
-	shl $32, %rax
-	or $FAST_ENTRY_HDR, %rax
-	mov %rax, 0(%rcx)                      /* type, flags 0, size, func */
-	mov TS_DEPTH(%r11), %eax
-	or $FAST_NSTACK_SHIFTED, %eax
-	mov %rax, 16(%rcx)                     /* depth, nstack 6, reserved 0 */
+	prefetchw 256(%rcx)                    /* the lines the next calls' records will need */
 	mov %rdi, 24(%rcx)
 	mov %rsi, 32(%rcx)
 	mov EF_RDX(%rsp), %rax
@@ -159,23 +166,37 @@ cuhook_entry_stub:
 	mov %rdx, 48(%rcx)
 	mov %r8, 56(%rcx)
 	mov %r9, 64(%rcx)
-#ifndef CUHOOK_BENCH_NO_STACK
+	movzbl EF_ID+EF_NSTACK_BYTE(%rsp), %edx
+	test %edx, %edx
+	jz 1f
 	mov EF_STACK+0(%rsp), %rax
-	mov EF_STACK+8(%rsp), %rdx
 	mov %rax, 72(%rcx)
-	mov %rdx, 80(%rcx)
+	mov EF_STACK+8(%rsp), %rax
+	mov %rax, 80(%rcx)
 	mov EF_STACK+16(%rsp), %rax
-	mov EF_STACK+24(%rsp), %rdx
 	mov %rax, 88(%rcx)
-	mov %rdx, 96(%rcx)
+	mov EF_STACK+24(%rsp), %rax
+	mov %rax, 96(%rcx)
 	mov EF_STACK+32(%rsp), %rax
-	mov EF_STACK+40(%rsp), %rdx
 	mov %rax, 104(%rcx)
-	mov %rdx, 112(%rcx)
-#endif
-	mov RING_HEAD(%r10), %rax
-	add $FAST_ENTRY_LEN, %rax
-	mov %rax, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
+	mov EF_STACK+40(%rsp), %rax
+	mov %rax, 112(%rcx)
+1:	mov TS_DEPTH(%r11), %eax
+	shl $16, %edx
+	or %edx, %eax
+	mov %rax, 16(%rcx)                     /* depth, nstack, reserved 0 */
+	shr $16, %edx
+	lea FAST_ENTRY_BASE/8(%rdx), %edx
+	shl $19, %edx                          /* size = 8 * (FAST_ENTRY_BASE/8 + nstack), at bit 16 */
+	or $CUHOOK_REC_ENTRY_TYPE, %edx
+	mov EF_ID(%rsp), %eax                  /* the id: the slot's low 32 bits */
+	shl $32, %rax
+	or %rdx, %rax
+	mov %rax, 0(%rcx)                      /* type, flags 0, size, func */
+	shr $16, %edx                          /* size */
+	movzwl %dx, %edx
+	add RING_HEAD(%r10), %rdx
+	mov %rdx, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
 #endif
 	mov EF_ID(%rsp), %edx
 	mov %rdx, %r10
@@ -188,9 +209,9 @@ cuhook_entry_stub:
 	jmp .Lentry_plain
 #endif
 	/* Shadow-stack entry. */
-	mov TS_DEPTH(%r11), %eax
-	lea (%rax,%rax,8), %rcx
-	lea TS_SHADOW(%r11,%rcx,8), %rcx       /* rcx = &shadow[depth] (SH_SIZE = 72) */
+	mov TS_DEPTH(%r11), %ecx
+	shl $SH_SHIFT, %rcx
+	lea TS_SHADOW(%r11,%rcx), %rcx         /* rcx = &shadow[depth] */
 	mov EF_RET(%rsp), %rax
 	mov %rax, SH_RET(%rcx)
 	lea EF_RET(%rsp), %rax
@@ -217,7 +238,6 @@ cuhook_entry_stub:
 	mov EF_RCX(%rsp), %rax
 	mov %rax, SH_ARGS+24(%rcx)
 	mov %r8, SH_ARGS+32(%rcx)
-	mov %r9, SH_ARGS+40(%rcx)
 	jmp .Lentry_push
 .Lentry_unbusy:
 	movl $0, TS_BUSY(%r11)
@@ -287,7 +307,7 @@ cuhook_exit_stub:
 	push %rdx              /* struct exit_frame; rsp is 16-byte aligned */
 #ifndef CUHOOK_NO_FAST_EXIT
 	/* Fast path. Scratch: every caller-saved register but rax and rdx (xmm untouched). */
-	mov cuhook_tls@gottpoff(%rip), %r11
+	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
 	cmpl $0, TS_BUSY(%r11)
 	jne .Lexit_slow
@@ -302,23 +322,29 @@ cuhook_exit_stub:
 	mov TS_DEPTH(%r11), %esi
 	sub $1, %esi                           /* k - 1 */
 	jb .Lexit_unbusy
-	lea (%rsi,%rsi,8), %rdi
-	lea TS_SHADOW(%r11,%rdi,8), %rdi       /* rdi = &shadow[depth - 1] */
+	mov %esi, %edi
+	shl $SH_SHIFT, %rdi
+	lea TS_SHADOW(%r11,%rdi), %rdi         /* rdi = &shadow[depth - 1] */
 	lea 8(%rsp), %rax                      /* the return address slot */
 	cmp %rax, SH_SLOT(%rdi)
 	jne .Lexit_unbusy                      /* frames left by longjmp: C searches */
-	cmpl $0, cuhook_recording(%rip)
-	je .Lexit_unbusy
-	cmpl $0, cuhook_clock_monotonic(%rip)
+	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
 	jne .Lexit_unbusy
 	mov SH_ID(%rdi), %eax
 	shl $HOT_SHIFT, %rax
-	lea hooks_hot(%rip), %rdx
-	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%rdx,%rax)
+	lea hooks_hot(%rip), %r8
+	add %rax, %r8                          /* r8 = &hooks_hot[id] */
+	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r8)
 	jne .Lexit_unbusy                      /* any flag but HOOK_RECORD: C */
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
 	jne .Lexit_unbusy
+	xor %edx, %edx                         /* edx 1: a DATA record from C follows the EXIT */
+#if !defined(CUHOOK_BENCH_NO_EXIT_RECORD) && !defined(CUHOOK_BENCH_NO_DATA)
+	cmpl $0, SH_HAS_ARGS(%rdi)
+	jne .Lexit_args
+#endif
+.Lexit_plain:
 	RING_RESERVE FAST_EXIT_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
 	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
 	mov %esi, TS_DEPTH(%r11)               /* pop */
@@ -334,10 +360,8 @@ cuhook_exit_stub:
 	mov RING_HEAD(%r10), %rax
 	add $FAST_EXIT_LEN, %rax
 	mov %rax, RING_HEAD(%r10)              /* commit */
-#ifndef CUHOOK_BENCH_NO_DATA
-	cmpl $0, SH_HAS_ARGS(%rdi)
-	jne .Lexit_data
-#endif
+	test %edx, %edx
+	jnz .Lexit_data_c
 #endif
 .Lexit_done:
 	movl $0, TS_BUSY(%r11)
@@ -349,41 +373,38 @@ cuhook_exit_stub:
 	push %r8
 	ret                    /* predicted: the buffer's next entry is the caller's call */
 #endif
-.Lexit_data:                   /* a function with a decoder: its out-parameters after success */
-	cmpl $0, 8(%rsp)       /* the low 32 bits of rax (CUresult) */
-	jne .Lexit_done
-	/* The usual decoder (one out-parameter, no string) here; any other in C. */
-	mov SH_ID(%rdi), %r9d
-	mov %r9, %rax
-	shl $HOT_SHIFT, %rax
-	lea hooks_hot(%rip), %rdx
-	movzwl HOT_DECODER(%rdx,%rax), %esi
-	imul $DEC_SIZE, %rsi, %rax
-	add cuhook_decoders@GOTPCREL(%rip), %rax   /* rax = &cuhook_decoders[decoder] */
-	cmpb $0, DEC_STR_KIND(%rax)
-	jne .Lexit_data_c
-	cmpb $CUHOOK_NO_ARG_BYTE, DEC_OUT_ARG1(%rax)
-	jne .Lexit_data_c
-	movzbl DEC_OUT_ARG0(%rax), %edx
-	cmp $5, %edx
-	ja .Lexit_data_c
-	mov SH_ARGS(%rdi,%rdx,8), %rdx         /* the out-parameter's address */
-	test %rdx, %rdx
+.Lexit_args:                   /* a function with a decoder: its out-parameter after success */
+	cmpl $0, 8(%rsp)       /* the low 32 bits of rax (CUresult): failed, nothing to read */
+	jne .Lexit_plain
+	movzbl HOT_FAST_OUT(%r8), %ecx
+	mov $1, %edx
+	test $FAST_OUT_VALID, %cl
+	jz .Lexit_plain        /* not one plain value: the C writes the DATA record */
+	mov %ecx, %eax
+	and $FAST_OUT_ARG, %eax
+	mov SH_ARGS(%rdi,%rax,8), %rax         /* the out-parameter's address */
+	test %rax, %rax
 	jz 2f                                  /* NULL: value 0 */
-	cmpb $4, DEC_OUT_SIZE0(%rax)
-	je 1f
-	mov (%rdx), %rdx
+	test $FAST_OUT_4BYTE, %cl
+	jnz 1f
+	mov (%rax), %rax
 	jmp 2f
-1:	mov (%rdx), %edx
-2:	RING_RESERVE FAST_DATA_LEN, .Lexit_data_c   /* rcx = the record, or to .Lexit_data_c */
-	shl $32, %r9
-	or $FAST_DATA_HDR, %r9
-	mov %r9, 0(%rcx)                       /* type DATA, flags 0, size, func */
-	or $FAST_DATA_WORD, %rsi
-	mov %rsi, 8(%rcx)                      /* decoder, nvalues 1, at_exit 1, str_len 0, reserved 0 */
-	mov %rdx, 16(%rcx)
+1:	mov (%rax), %eax
+2:	mov %rax, %rdx                         /* rdx = the value */
+	RING_RESERVE FAST_EXITV_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
+	mov SH_RET(%rdi), %r8
+	mov %esi, TS_DEPTH(%r11)               /* pop */
+	mov %r9, 8(%rcx)                       /* tsc */
+	mov SH_ID(%rdi), %eax
+	shl $32, %rax
+	or $FAST_EXITV_HDR, %rax
+	mov %rax, 0(%rcx)                      /* type EXIT, CUHOOK_RF_VALUE, size, func */
+	mov %rsi, 16(%rcx)                     /* depth, reserved 0 */
+	mov 8(%rsp), %rax
+	mov %rax, 24(%rcx)                     /* ret */
+	mov %rdx, 32(%rcx)                     /* value */
 	mov RING_HEAD(%r10), %rax
-	add $FAST_DATA_LEN, %rax
+	add $FAST_EXITV_LEN, %rax
 	mov %rax, RING_HEAD(%r10)              /* commit */
 	jmp .Lexit_done
 .Lexit_data_c:

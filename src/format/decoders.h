@@ -38,6 +38,10 @@ enum cuhook_str_kind {
  * happens in the report, from the request code. */
 #define CUHOOK_IOCTL_MAX_BYTES 64
 
+/* Decoders read arguments 0..CUHOOK_DECODER_ARGS-1 only: the agent keeps that many argument
+ * registers of a decoded call until its exit (the shadow stack entry is one cache line). */
+#define CUHOOK_DECODER_ARGS 5
+
 struct cuhook_decoder {
 	const char *func;                          /* exact exported name */
 	uint8_t str_kind;                          /* enum cuhook_str_kind */

@@ -210,9 +210,10 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 			continue;
 		}
 		if (plan_into_slot(cs, hc, pool + slot * HOOK_SLOT_SIZE, id) == 0) {
-			uint16_t decoder = 0;
-			hh->flags = req->classify ? req->classify(hc->name, &decoder, req->ctx) : HOOK_RECORD;
-			hh->decoder = decoder;
+			hh->decoder = 0;
+			hh->nstack = HOOK_STACK_DEFAULT;
+			hh->fast_out = 0;
+			hh->flags = req->classify ? req->classify(hc->name, hh, req->ctx) : HOOK_RECORD;
 			hh->relocated = (uintptr_t)hc->slot + HOOK_THUNK_SIZE;
 		}
 		slot++;
@@ -266,7 +267,7 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 		hc->addr = c.v[i].addr;
 		hc->size = (uint32_t)c.v[i].size;
 		hc->status = CUHOOK_SKIPPED_FILTER;
-		hh->lib_id = req->lib_id;
+		hh->lib_id = (uint16_t)req->lib_id;
 		res->count++;
 		if (i > 0 && c.v[i].addr == c.v[i - 1].addr) {
 			hc->status = CUHOOK_REFUSED_ALIAS;
@@ -327,7 +328,8 @@ int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8
 	hh->flags = flags;
 	hh->aux = aux;
 	hh->decoder = decoder;
-	hh->lib_id = lib_id;
+	hh->lib_id = (uint16_t)lib_id;
+	hh->nstack = HOOK_STACK_DEFAULT;
 	hh->relocated = (uintptr_t)pool + HOOK_THUNK_SIZE;
 	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;

@@ -32,8 +32,13 @@ struct hook_hot {
 	uint16_t decoder;      /* cuhook_decoders index, 0 = none */
 	uint8_t flags;         /* HOOK_* */
 	uint8_t aux;           /* HOOK_FDOP: which descriptor the call affects (NVFD_OP_*) */
-	uint32_t lib_id;
+	uint16_t lib_id;
+	uint8_t nstack;        /* caller's stack slots to record at entry (0..6; 6 by default) */
+	uint8_t fast_out;      /* 0, or how the fast exit stub reads the one decoded value
+	                          (stub_frame.h FAST_OUT_*); set by the classifier */
 };
+
+#define HOOK_STACK_DEFAULT 6 /* stack slots recorded for a function of unknown signature */
 
 struct hook_cold {
 	const char *name;      /* owned copy */
@@ -69,8 +74,9 @@ struct patch_request {
 	int (*freeze)(void);
 	void (*thaw)(void);
 	/* Called for each function that will be hooked, before any jump is written: returns the
-	 * HOOK_* flags and sets *decoder. */
-	uint8_t (*classify)(const char *name, uint16_t *decoder, void *ctx);
+	 * HOOK_* flags and may set hh's decoder, nstack and fast_out (which start as 0,
+	 * HOOK_STACK_DEFAULT and 0). */
+	uint8_t (*classify)(const char *name, struct hook_hot *hh, void *ctx);
 	void *ctx;
 };
 

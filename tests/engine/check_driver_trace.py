@@ -163,6 +163,24 @@ def check_launches(by_tid, log_launches, problems):
                 return
 
 
+def check_stack_slots(by_tid, problems):
+    """Stack slots are recorded as the function's arity says (scripts/gen_arity.py): exactly 5
+    for cuLaunchKernel (11 parameters), none for a function cuda.h declares with at most six,
+    all six for one it does not declare (signature unknown)."""
+    want = {"cuLaunchKernel": 5, "cuCtxGetCurrent": 0, "cuMemAlloc_v2": 0, "cuFakeOuter": 6}
+    seen = set()
+    for rows in by_tid.values():
+        for r in rows:
+            n = want.get(r["func"])
+            if n is None:
+                continue
+            got = sum(1 for k in range(6) if r[f"stack{k}"] != "")
+            if not problems.check(got == n, f"{r['func']}: {got} stack slots recorded, want {n}"):
+                return
+            seen.add(r["func"])
+    problems.check(seen == set(want), f"stack slots: no rows of {sorted(set(want) - seen)}")
+
+
 def check_nesting(by_tid, problems):
     """cuFakeInner at depth 1 exactly once inside each cuFakeOuter, with the argument the outer
     body computed (3 * x) and its own result (arg ^ 0x1234)."""
@@ -229,6 +247,7 @@ def check_csv(rows, log_path, problems):
     main_tid = next((t for t, cs in log_calls.items() if any(n == "cuInit" for n, _ in cs)), None)
     check_sequences(by_tid, log_calls, problems)
     check_launches(by_tid, log_launches, problems)
+    check_stack_slots(by_tid, problems)
     check_nesting(by_tid, problems)
     check_decoded(rows, main_tid, problems)
 

@@ -54,13 +54,13 @@ static void table_consistent(void)
 		CHECK(cuhook_decoder_find(d->func) == i, "%s found at %u, not %u", d->func, cuhook_decoder_find(d->func), i);
 		CHECK(d->str_kind <= CUHOOK_STR_RAW, "%s: str_kind %u", d->func, d->str_kind);
 		if (d->str_kind != CUHOOK_STR_NONE) {
-			CHECK(d->str_arg < 6, "%s: str_arg %u", d->func, d->str_arg);
+			CHECK(d->str_arg < CUHOOK_DECODER_ARGS, "%s: str_arg %u", d->func, d->str_arg);
 			CHECK(d->str_label != NULL, "%s: string without a label", d->func);
 		}
 		for (unsigned k = 0; k < CUHOOK_DECODER_MAX_OUT; k++) {
 			if (d->out_arg[k] == CUHOOK_NO_ARG)
 				continue;
-			CHECK(d->out_arg[k] < 6, "%s: out_arg[%u] %u", d->func, k, d->out_arg[k]);
+			CHECK(d->out_arg[k] < CUHOOK_DECODER_ARGS, "%s: out_arg[%u] %u", d->func, k, d->out_arg[k]);
 			CHECK(d->out_size[k] == 4 || d->out_size[k] == 8, "%s: out_size[%u] %u", d->func, k, d->out_size[k]);
 			CHECK(d->out_label[k] != NULL, "%s: out %u without a label", d->func, k);
 		}
