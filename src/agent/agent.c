@@ -132,7 +132,6 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 static void patch_one(const struct found_lib *f, bool plan_only)
 {
 	char real[PATH_MAX];
-	record_init(); /* the stubs' TLS offset, before any of their jumps exists */
 	if (!realpath(f->name, real))
 		snprintf(real, sizeof(real), "%s", f->name);
 	struct patch_request req = {

@@ -66,17 +66,14 @@ FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24 && offsetof(struct cuhook
 int cuhook_lossy;
 volatile int cuhook_writer_alive;
 
-void record_init(void)
+/* The stubs read cuhook_tls through this copy of its offset (record.h). Set before anything can
+ * arm a hook: priority 101 runs before the agent's own constructor, and every start comes
+ * later still. */
+__attribute__((constructor(101))) static void record_tls_offset_init(void)
 {
 	uintptr_t off;
 	__asm__("movq cuhook_tls@gottpoff(%%rip), %0" : "=r"(off));
 	cuhook_tls_offset = off;
-}
-
-/* Early, before anything can arm a hook (the agent's own constructor included). */
-__attribute__((constructor(101))) static void record_init_early(void)
-{
-	record_init();
 }
 
 uint8_t record_fast_out(uint16_t decoder)
@@ -388,42 +385,11 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 	ring_commit(ts->ring, head, len);
 }
 
-/* The assembly exit fast path's DATA record. Most decoders read one or two out-parameters and
- * no string (cuCtxGetCurrent, cuMemAlloc, cuStreamCreate...): written here without
- * record_data's string and padding loops. */
+/* Called by the exit fast path for a decoded function whose value it does not write itself
+ * (hooks_hot[].fast_out 0: two values, or a string): the full DATA record. */
 void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s)
 {
-	const uint16_t decoder = hooks_hot[s->id].decoder;
-	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
-	_Static_assert(CUHOOK_DECODER_MAX_OUT == 2, "values below");
-	if (unlikely(dec->str_kind != CUHOOK_STR_NONE || dec->out_arg[0] == CUHOOK_NO_ARG)) {
-		record_data(ts, s, decoder);
-		return;
-	}
-	const unsigned nval = dec->out_arg[1] != CUHOOK_NO_ARG ? 2 : 1;
-	const uint32_t len = sizeof(struct cuhook_rec_data) + nval * 8;
-	uint64_t head;
-	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, len, &head);
-	if (unlikely(!r))
-		return;
-	r->h.type = CUHOOK_REC_DATA;
-	r->h.flags = 0;
-	r->h.size = (uint16_t)len;
-	r->h.func = s->id;
-	r->decoder = decoder;
-	r->nvalues = (uint8_t)nval;
-	r->at_exit = 1;
-	r->str_len = 0;
-	r->reserved = 0;
-	uint64_t *v = (uint64_t *)(r + 1);
-	for (unsigned i = 0; i < nval; i++) {
-		const void *p = (const void *)s->args[dec->out_arg[i]];
-		uint64_t x = 0;
-		if (p)
-			x = dec->out_size[i] == 4 ? *(const uint32_t *)p : *(const uint64_t *)p;
-		v[i] = x;
-	}
-	ring_commit(ts->ring, head, len);
+	record_data(ts, s, hooks_hot[s->id].decoder);
 }
 
 /* The DATA record of an ioctl on an NVIDIA device file (decoders.h, the "ioctl" decoder): after a

@@ -14,7 +14,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f);
 uintptr_t cuhook_on_exit(struct exit_frame *f);
 
 /* Called by cuhook_exit_stub's fast path, busy set, right after the EXIT record of a successful
- * call to a function with a decoder: writes its DATA record. */
+ * call to a function with a decoder the fast path does not handle: writes its DATA record. */
 struct thread_state;
 struct shadow_entry;
 void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s);
@@ -28,9 +28,6 @@ extern int cuhook_clock_monotonic;         /* timestamps from CLOCK_MONOTONIC, n
 extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the thread pointer */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
-
-/* Sets cuhook_tls_offset; the agent calls it before it arms any hook (idempotent). */
-void record_init(void);
 
 /* hooks_hot[].fast_out for a decoder: nonzero when the exit fast path can write its one value
  * inline in the EXIT record (one out-parameter, no string). */

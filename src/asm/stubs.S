@@ -193,8 +193,7 @@ cuhook_entry_stub:
 	shl $32, %rax
 	or %rdx, %rax
 	mov %rax, 0(%rcx)                      /* type, flags 0, size, func */
-	shr $16, %edx                          /* size */
-	movzwl %dx, %edx
+	shr $16, %edx                          /* size (the type was in bits 0-7) */
 	add RING_HEAD(%r10), %rdx
 	mov %rdx, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
 #endif

@@ -320,6 +320,22 @@ static int prepare_agent(struct itarget *tg, struct ithread *caller, const struc
 	return 0;
 }
 
+/* What start_agent and stop_agent both need first: the target's maps and the thread that makes
+ * the remote calls, boosted. NULL if there is none (nothing to undo); else the caller unboosts
+ * and frees the maps. */
+static struct ithread *begin_agent_calls(struct itarget *tg, struct maps *m, struct boost *boost)
+{
+	if (maps_read(tg->pid, m) < 0)
+		return NULL;
+	struct ithread *caller = threads_pick_caller(tg, m);
+	if (!caller) {
+		maps_free(m);
+		return NULL;
+	}
+	boost_thread(boost, caller->tid);
+	return caller;
+}
+
 /* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads.
  *
  * beside: when the agent must be loaded, do it (and cuhook_agent_prepare) while the other
@@ -332,17 +348,12 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 {
 	struct maps m;
 	struct agent_api api;
-	int ret = -1;
-	if (maps_read(tg->pid, &m) < 0)
-		return -1;
-	struct ithread *caller = threads_pick_caller(tg, &m);
-	if (!caller) {
-		maps_free(&m);
-		return -1;
-	}
-	pid_t caller_tid = caller->tid;
 	struct boost boost;
-	boost_thread(&boost, caller->tid);
+	int ret = -1;
+	struct ithread *caller = begin_agent_calls(tg, &m, &boost);
+	if (!caller)
+		return -1;
+	pid_t caller_tid = caller->tid;
 	bool released = false;
 
 	uint64_t t0 = inj_now_ns();
@@ -443,16 +454,11 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 {
 	struct maps m;
 	struct agent_api api;
-	int ret = -1;
-	if (maps_read(tg->pid, &m) < 0)
-		return -1;
-	struct ithread *caller = threads_pick_caller(tg, &m);
-	if (!caller) {
-		maps_free(&m);
-		return -1;
-	}
 	struct boost boost;
-	boost_thread(&boost, caller->tid);
+	int ret = -1;
+	struct ithread *caller = begin_agent_calls(tg, &m, &boost);
+	if (!caller)
+		return -1;
 	if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
 		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
 		goto out;

@@ -209,40 +209,30 @@ static void entry(struct thr *t, uint32_t func, uint64_t rel_ns, const uint64_t 
 		t->depth++;
 }
 
-static void exit_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret)
-{
-	struct cuhook_rec_exit x;
-	memset(&x, 0, sizeof(x));
-	t->depth--;
-	x.h.type = CUHOOK_REC_EXIT;
-	x.h.size = sizeof(x);
-	x.h.func = func;
-	x.tsc = stamp(rel_ns);
-	x.depth = t->depth;
-	x.ret = ret;
-	buf_add(&t->recs, &x, sizeof(x));
-	t->nrecs++;
-	n_exit++;
-}
-
-/* Version 2's EXIT carrying its call's one decoded value (CUHOOK_RF_VALUE): the report must
- * read it exactly as an EXIT followed by a one-value DATA record. */
-static void exit_value_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret, uint64_t value)
+/* An EXIT; with_value: version 2's form carrying the call's one decoded value
+ * (CUHOOK_RF_VALUE), which the report must read exactly as an EXIT followed by a one-value DATA
+ * record. */
+static void exit_any(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret, int with_value, uint64_t value)
 {
 	struct cuhook_rec_exit_value x;
 	memset(&x, 0, sizeof(x));
 	t->depth--;
 	x.x.h.type = CUHOOK_REC_EXIT;
-	x.x.h.flags = CUHOOK_RF_VALUE;
-	x.x.h.size = sizeof(x);
+	x.x.h.flags = with_value ? CUHOOK_RF_VALUE : 0;
+	x.x.h.size = with_value ? sizeof(x) : sizeof(x.x);
 	x.x.h.func = func;
 	x.x.tsc = stamp(rel_ns);
 	x.x.depth = t->depth;
 	x.x.ret = ret;
 	x.value = value;
-	buf_add(&t->recs, &x, sizeof(x));
+	buf_add(&t->recs, &x, x.x.h.size);
 	t->nrecs++;
 	n_exit++;
+}
+
+static void exit_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret)
+{
+	exit_any(t, func, rel_ns, ret, 0, 0);
 }
 
 static void data_rec(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
@@ -400,7 +390,7 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 	for (uint64_t i = 0; i < 3; i++) {
 		entry(&m, F_ALLOC, 810000 + i * 10000, (uint64_t[6]){0x7ffc0050 + 8 * i, MiB}, 0, NULL, 0);
 		if (i == 1) { /* the agent's fast path writes this form */
-			exit_value_rec(&m, F_ALLOC, 812000 + i * 10000, 0, 0x7f0000000000ull + i * MiB);
+			exit_any(&m, F_ALLOC, 812000 + i * 10000, 0, 1, 0x7f0000000000ull + i * MiB);
 		} else {
 			exit_rec(&m, F_ALLOC, 812000 + i * 10000, 0);
 			data_rec(&m, F_ALLOC, NAME(F_ALLOC), 1, 1, (uint64_t[]){0x7f0000000000ull + i * MiB}, NULL);
