@@ -651,9 +651,12 @@ HIDDEN CUresult impl_cuFakeNvFree(unsigned hClient, unsigned hParent, unsigned h
 
 HIDDEN CUresult impl_cuFakeNvUvm(unsigned hClient)
 {
-	struct { uint64_t flags; uint32_t rmStatus, pad; } init = {0, 0xffffffffu, 0};
+	/* 64-byte aligned: the agent copies up to 64 bytes of a UVM argument but never past its
+	 * page (the size is not in the request), and the test expects all 64; a stack struct near
+	 * a page end would give fewer, depending on where the stack happens to lie. */
+	_Alignas(64) struct { uint64_t flags; uint32_t rmStatus, pad; } init = {0, 0xffffffffu, 0};
 	int a = ioctl(nv_fds[2], FAKE_UVM_INITIALIZE, &init);
-	struct { uint8_t uuid[16]; uint8_t numa; uint8_t pad[3]; int32_t node, fd; uint32_t hClient, hSmc, rmStatus; }
+	_Alignas(64) struct { uint8_t uuid[16]; uint8_t numa; uint8_t pad[3]; int32_t node, fd; uint32_t hClient, hSmc, rmStatus; }
 	    reg;
 	memset(&reg, 0, sizeof(reg));
 	for (int i = 0; i < 16; i++)
