@@ -16,10 +16,11 @@
 #include <stdint.h>
 
 #define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
-#define CUHOOK_TRACE_VERSION 2u
+#define CUHOOK_TRACE_VERSION 3u
 /* Version 2 added CUHOOK_RF_VALUE (an EXIT record carrying its call's decoded value, in place of
- * a following DATA record). Readers accept versions 1 and 2; version 1 files simply never have
- * the flag. */
+ * a following DATA record); version 3 added COUNTS blocks (functions counted, not recorded:
+ * agent option count=GLOBS). Readers accept versions 1 to 3; older files simply never have
+ * the newer flag or block. */
 #define CUHOOK_TRACE_VERSION_MIN 1u
 
 /* ---- file header ------------------------------------------------------------------------ */
@@ -63,6 +64,7 @@ enum cuhook_block_type {
 	CUHOOK_BLOCK_EVENTS = 5, /* struct cuhook_events_block + records */
 	CUHOOK_BLOCK_NOTE = 6,   /* struct cuhook_note_block + text */
 	CUHOOK_BLOCK_END = 7,    /* struct cuhook_end_block: the trace was closed cleanly */
+	CUHOOK_BLOCK_COUNTS = 8, /* struct cuhook_counts_block + entries (version 3) */
 };
 
 struct cuhook_block {
@@ -161,6 +163,24 @@ struct cuhook_events_block {
 	uint32_t tid;
 	uint32_t nrecords;
 	/* then records, each starting with struct cuhook_rec */
+};
+
+/* Calls of count-only functions (agent option count=GLOBS): those calls leave no ENTRY/EXIT
+ * records, only a number. Each block holds, for one thread, how many calls of each listed
+ * function the thread made since that thread's previous COUNTS block in this file (or since
+ * tracing started), read by the writer at `tsc`. The sum over a file's blocks is the exact
+ * number of calls made while recording. A function is either counted or recorded for a whole
+ * file; a thread's COUNTS block may precede its THREAD block's first EVENTS. */
+struct cuhook_counts_block {
+	uint32_t tid;
+	uint32_t count;   /* struct cuhook_count_entry that follow */
+	uint64_t tsc;     /* when the writer read the counters (same clock as the events) */
+};
+
+struct cuhook_count_entry {
+	uint32_t func;    /* function id (FUNCS block) */
+	uint32_t reserved;
+	uint64_t calls;   /* calls since this thread's previous COUNTS entry for func, > 0 */
 };
 
 struct cuhook_note_block {

@@ -14,6 +14,19 @@ static void kv_str(FILE *f, const char *key, const char *s)
 	rp_json_str(f, s, strlen(s));
 }
 
+/* The members of a function's statistics after its name: "calls" are the recorded calls (as the
+ * trace's and the threads' "calls"), "counted_calls" those counted instead (no time); the times
+ * are those of the timed calls. */
+static void fstat_members(FILE *f, const char *category, const struct rp_fstat *s)
+{
+	fprintf(f, ", \"category\": \"%s\", \"calls\": %llu, \"counted_calls\": %llu, \"timed_calls\": %llu, "
+	           "\"failed\": %llu, \"total_ns\": %lld, \"avg_ns\": %.1f, \"med_ns\": %.1f, \"min_ns\": %lld, "
+	           "\"max_ns\": %lld, \"stddev_ns\": %.1f",
+	        category, (unsigned long long)s->calls, (unsigned long long)s->counted,
+	        (unsigned long long)s->timed, (unsigned long long)s->failed, (long long)s->total, s->avg, s->med,
+	        (long long)s->min, (long long)s->max, s->stddev);
+}
+
 static void write_functions(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n)
 {
 	fprintf(f, "  \"functions\": [");
@@ -21,12 +34,8 @@ static void write_functions(FILE *f, const struct rp_view *v, const struct rp_fs
 		const struct rp_fstat *s = &fs[i];
 		fprintf(f, "%s\n    {", i ? "," : "");
 		kv_str(f, "name", tr_func_name(v->t, s->func));
-		fprintf(f, ", \"category\": \"%s\", \"calls\": %llu, \"timed_calls\": %llu, \"failed\": %llu, "
-		           "\"total_ns\": %lld, \"avg_ns\": %.1f, \"med_ns\": %.1f, \"min_ns\": %lld, "
-		           "\"max_ns\": %lld, \"stddev_ns\": %.1f}",
-		        rp_cat_names[v->fi[s->func].cat], (unsigned long long)s->calls,
-		        (unsigned long long)s->timed, (unsigned long long)s->failed, (long long)s->total,
-		        s->avg, s->med, (long long)s->min, (long long)s->max, s->stddev);
+		fstat_members(f, rp_cat_names[v->fi[s->func].cat], s);
+		fprintf(f, "}");
 	}
 	fprintf(f, "%s],\n", n ? "\n  " : "");
 }
@@ -197,7 +206,8 @@ static int write_one(FILE *f, struct rp_view *v)
 	for (uint32_t i = 0; i < t->nthreads; i++) {
 		fprintf(f, "%s\n    {\"tid\": %u, ", i ? "," : "", t->threads[i].tid);
 		kv_str(f, "name", t->threads[i].name);
-		fprintf(f, ", \"calls\": %u, \"events\": %llu, \"dropped\": %llu}", t->threads[i].ncalls,
+		fprintf(f, ", \"calls\": %u, \"counted_calls\": %llu, \"events\": %llu, \"dropped\": %llu}",
+		        t->threads[i].ncalls, (unsigned long long)t->threads[i].counted,
 		        (unsigned long long)t->threads[i].events, (unsigned long long)t->threads[i].dropped);
 	}
 	fprintf(f, "%s],\n", t->nthreads ? "\n  " : "");
@@ -205,6 +215,9 @@ static int write_one(FILE *f, struct rp_view *v)
 	           "\"dropped\": %llu,\n",
 	        (unsigned long long)(t->nentry + t->nexit), t->ncalls, v->nsel,
 	        (unsigned long long)t->ndata_recs, (unsigned long long)t->dropped);
+	fprintf(f, "  \"counted_calls\": %llu, \"selected_counted_calls\": %llu, \"count_blocks\": %llu,\n",
+	        (unsigned long long)t->counted_calls, (unsigned long long)v->ncounted,
+	        (unsigned long long)t->ncount_blocks);
 	fprintf(f, "  \"truncated\": %s, ", t->truncated ? "true" : "false");
 	kv_str(f, "truncated_reason", t->truncated_reason);
 	fprintf(f, ", \"complete\": %s,\n", t->has_end ? "true" : "false");
@@ -277,12 +290,9 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 		const struct rp_fstat *s = &ms[i].s;
 		fprintf(f, "%s\n    {", i ? "," : "");
 		kv_str(f, "name", ms[i].name);
-		fprintf(f, ", \"category\": \"%s\", \"processes\": %u, \"calls\": %llu, \"timed_calls\": %llu, "
-		           "\"failed\": %llu, \"total_ns\": %lld, \"avg_ns\": %.1f, \"med_ns\": %.1f, \"min_ns\": %lld, "
-		           "\"max_ns\": %lld, \"stddev_ns\": %.1f}",
-		        rp_cat_names[ms[i].cat], ms[i].nproc, (unsigned long long)s->calls, (unsigned long long)s->timed,
-		        (unsigned long long)s->failed, (long long)s->total, s->avg, s->med, (long long)s->min,
-		        (long long)s->max, s->stddev);
+		fprintf(f, ", \"processes\": %u", ms[i].nproc);
+		fstat_members(f, rp_cat_names[ms[i].cat], s);
+		fprintf(f, "}");
 	}
 	fprintf(f, "%s]\n}", nms ? "\n  " : "");
 	free(a);

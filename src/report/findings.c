@@ -94,6 +94,66 @@ out:
 	free(code);
 }
 
+/* The tracer's own cost: each recorded call costs the agent tens of ns (docs/performance.md), a
+ * large share of a call that lasts less than a microsecond. When a few such functions make most of
+ * the recorded calls, counting them instead (agent option count=GLOBS) keeps their exact number of
+ * calls at a fraction of the cost. Candidates: >= COUNT_MIN_CALLS recorded calls with a median
+ * under COUNT_MAX_MED_NS, and none whose calls the report's sections read (launches, copies,
+ * memsets, allocations, frees, kernel-name lookups, sync calls: counting those would empty the
+ * transfers, gaps and stages). The COUNT_MAX_FUNCS most called candidates must together make more
+ * than half of the selected recorded calls. */
+#define COUNT_MIN_CALLS 10000
+#define COUNT_MAX_MED_NS 1000.0
+#define COUNT_MAX_FUNCS 3
+
+static int more_calls(const struct rp_view *v, const struct rp_fstat *a, const struct rp_fstat *b)
+{
+	if (a->calls != b->calls)
+		return a->calls > b->calls;
+	return strcmp(tr_func_name(v->t, a->func), tr_func_name(v->t, b->func)) < 0;
+}
+
+static void count_hint(const struct rp_view *v, const struct rp_fstat *fs, uint32_t nfs, struct ctx *x)
+{
+	const struct rp_fstat *top[COUNT_MAX_FUNCS];
+	unsigned n = 0;
+	for (uint32_t i = 0; i < nfs; i++) {
+		const struct rp_fstat *s = &fs[i];
+		const struct rp_finfo *fi = &v->fi[s->func];
+		if (s->calls < COUNT_MIN_CALLS || !s->timed || !(s->med < COUNT_MAX_MED_NS) || fi->submission ||
+		    fi->kind != RP_KIND_PLAIN || fi->names_kernel || fi->cat == RP_CAT_SYNC)
+			continue;
+		unsigned j;
+		if (n < COUNT_MAX_FUNCS)
+			j = n++;
+		else if (more_calls(v, s, top[COUNT_MAX_FUNCS - 1]))
+			j = COUNT_MAX_FUNCS - 1;
+		else
+			continue;
+		for (; j > 0 && more_calls(v, s, top[j - 1]); j--)
+			top[j] = top[j - 1];
+		top[j] = s;
+	}
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < n; i++)
+		sum += top[i]->calls;
+	if (!n || sum * 2 <= v->nsel)
+		return;
+	char list[300] = "", globs[200] = "", b[32];
+	size_t lp = 0, gp = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const char *name = tr_func_name(v->t, top[i]->func);
+		lp = rp_put(list, sizeof(list), lp, "%s%s (%llu calls, median %s)", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+		            name, (unsigned long long)top[i]->calls, rp_fmt_dur(b, sizeof(b), top[i]->med));
+		gp = rp_put(globs, sizeof(globs), gp, "%s%s", i ? "," : "", name);
+	}
+	add(x, 0, "Very short functions make most of the recorded calls: %s, %.0f%% of the %u. Each recorded call "
+	          "costs the tracer tens of ns, a large share of calls this short: tracing with --count '%s' "
+	          "(cuhook run or attach) counts their calls exactly instead of recording them, at a fraction "
+	          "of the cost (their times and arguments are then not recorded).",
+	    list, 100.0 * (double)sum / (double)v->nsel, v->nsel, globs);
+}
+
 unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs,
                      uint32_t nfs, struct rp_finding *out, unsigned max)
 {
@@ -195,5 +255,7 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 		add(&x, 0, "No rule fired: driver calls take %s of the %s run (%.0f%%); the time goes elsewhere "
 		           "(host code, or GPU work overlapping the host).",
 		    D(b1, api), D(b2, run), pct(api, run));
+	/* about the tracer, not the program: after the fallback, which it does not replace */
+	count_hint(v, fs, nfs, &x);
 	return x.n;
 }

@@ -89,7 +89,13 @@ struct rp_view {
 	                              has no ioctl */
 	uint32_t nxsel;
 	int has_ioctl;             /* the trace has a CUHOOK_LIB_IOCTL library */
-	int64_t t0, t1;            /* the trace's span, absolute ns: tracing start .. last record */
+	uint64_t *counted;         /* per function id: calls counted, not recorded (COUNTS entries,
+	                              agent option count=GLOBS) that the options select; NULL when
+	                              the trace has no COUNTS entry. --time-range places an entry at
+	                              the time the writer read it (the agent: every 50 ms) */
+	uint64_t ncounted;         /* their sum (saturating) */
+	int64_t t0, t1;            /* the trace's span, absolute ns: tracing start .. last record
+	                              (the last event, or the last COUNTS block if later) */
 	int64_t shift;             /* where t0 lies on the common time axis of several files (ns
 	                              from the earliest start, >= 0); 0 for one file */
 	int64_t base;              /* t0 - shift: an absolute time minus base is its time on the
@@ -136,7 +142,9 @@ const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf,
 /* ---- stats.c ---- */
 struct rp_fstat {
 	uint32_t func;
-	uint64_t calls;            /* all calls, with or without an EXIT */
+	uint64_t calls;            /* all recorded calls, with or without an EXIT */
+	uint64_t counted;          /* calls counted, not recorded (rp_view.counted): no times; the
+	                              function's calls are calls + counted */
 	uint64_t timed;            /* calls with a duration: what the times below are computed on */
 	uint64_t failed;           /* timed calls that returned non-zero (a CUresult error) */
 	int64_t total, min, max;   /* ns */

@@ -96,32 +96,35 @@ void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi)
 static enum rp_sort sort_key;
 static const struct tr_trace *sort_trace;
 
-static int cmp_fstat(const void *pa, const void *pb)
+/* The --sort key, descending; 0 for a tie (and for RP_SORT_NAME). */
+static int cmp_key(const struct rp_fstat *a, const struct rp_fstat *b)
 {
-	const struct rp_fstat *a = pa, *b = pb;
-	int r = 0;
 	switch (sort_key) {
 	case RP_SORT_TOTAL:
-		r = (a->total < b->total) - (a->total > b->total);
-		break;
-	case RP_SORT_CALLS:
-		r = (a->calls < b->calls) - (a->calls > b->calls);
-		break;
+		return (a->total < b->total) - (a->total > b->total);
+	case RP_SORT_CALLS: {
+		/* recorded and counted calls together */
+		uint64_t x = tr_sat_add_u64(a->calls, a->counted), y = tr_sat_add_u64(b->calls, b->counted);
+		return (x < y) - (x > y);
+	}
 	case RP_SORT_AVG:
-		r = (a->avg < b->avg) - (a->avg > b->avg);
-		break;
+		return (a->avg < b->avg) - (a->avg > b->avg);
 	case RP_SORT_MED:
-		r = (a->med < b->med) - (a->med > b->med);
-		break;
+		return (a->med < b->med) - (a->med > b->med);
 	case RP_SORT_MIN:
-		r = (a->min < b->min) - (a->min > b->min);
-		break;
+		return (a->min < b->min) - (a->min > b->min);
 	case RP_SORT_MAX:
-		r = (a->max < b->max) - (a->max > b->max);
-		break;
+		return (a->max < b->max) - (a->max > b->max);
 	case RP_SORT_NAME:
 		break;
 	}
+	return 0;
+}
+
+static int cmp_fstat(const void *pa, const void *pb)
+{
+	const struct rp_fstat *a = pa, *b = pb;
+	int r = cmp_key(a, b);
 	if (!r)
 		r = strcmp(tr_func_name(sort_trace, a->func), tr_func_name(sort_trace, b->func));
 	if (!r)
@@ -163,9 +166,12 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout
 		if (tr_call_timed(c))
 			durs[pos[c->func]++] = tr_call_dur(c);
 	}
+	if (v->counted)
+		for (uint32_t f = 0; f < nf; f++)
+			all[f].counted = v->counted[f];
 	uint32_t n = 0;
 	for (uint32_t f = 0; f < nf; f++) {
-		if (!all[f].calls)
+		if (!all[f].calls && !all[f].counted)
 			continue;
 		struct rp_fstat s = all[f];
 		s.func = f;
@@ -203,30 +209,13 @@ static int cmp_name_ref(const void *pa, const void *pb)
 static int cmp_mstat(const void *pa, const void *pb)
 {
 	const struct rp_mstat *a = pa, *b = pb;
-	int r = 0;
-	switch (sort_key) {
-	case RP_SORT_TOTAL:
-		r = (a->s.total < b->s.total) - (a->s.total > b->s.total);
-		break;
-	case RP_SORT_CALLS:
-		r = (a->s.calls < b->s.calls) - (a->s.calls > b->s.calls);
-		break;
-	case RP_SORT_AVG:
-		r = (a->s.avg < b->s.avg) - (a->s.avg > b->s.avg);
-		break;
-	case RP_SORT_MED:
-		r = (a->s.med < b->s.med) - (a->s.med > b->s.med);
-		break;
-	case RP_SORT_MIN:
-		r = (a->s.min < b->s.min) - (a->s.min > b->s.min);
-		break;
-	case RP_SORT_MAX:
-		r = (a->s.max < b->s.max) - (a->s.max > b->s.max);
-		break;
-	case RP_SORT_NAME:
-		break;
-	}
+	int r = cmp_key(&a->s, &b->s);
 	return r ? r : strcmp(a->name, b->name);
+}
+
+static uint64_t counted_of(const struct rp_view *v, uint32_t func)
+{
+	return v->counted ? v->counted[func] : 0;
 }
 
 /* Functions of every trace matched by name (ids differ between traces); the statistics are
@@ -257,6 +246,8 @@ int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **o
 				nrefs++;
 			ntimed += tr_call_timed(c);
 		}
+		for (uint32_t f = 0; f < t->nfuncs; f++)
+			nrefs += !cnt[k][f] && counted_of(&views[k], f);
 	}
 	refs = malloc((nrefs + 1) * sizeof(*refs));
 	ms = calloc(nrefs + 1, sizeof(*ms));
@@ -267,7 +258,7 @@ int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **o
 	size_t r = 0;
 	for (unsigned k = 0; k < n; k++)
 		for (uint32_t f = 0; f < views[k].t->nfuncs; f++)
-			if (cnt[k][f])
+			if (cnt[k][f] || counted_of(&views[k], f))
 				refs[r++] = (struct name_ref){tr_func_name(views[k].t, f), k, f};
 	qsort(refs, nrefs, sizeof(*refs), cmp_name_ref);
 	uint32_t m = 0;
@@ -293,6 +284,10 @@ int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **o
 					s->failed++;
 			}
 		}
+	}
+	for (size_t i = 0; i < nrefs; i++) {
+		struct rp_fstat *s = &ms[idx[refs[i].view][refs[i].func]].s;
+		s->counted = tr_sat_add_u64(s->counted, counted_of(&views[refs[i].view], refs[i].func));
 	}
 	uint64_t sum = 0;
 	for (uint32_t j = 0; j < m; j++) {

@@ -107,6 +107,16 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 	if (v->nxsel != t->ncalls)
 		fprintf(f, ", %u selected", v->nxsel);
 	fprintf(f, ")\n");
+	if (t->ncounts) {
+		uint32_t nf = 0;
+		for (uint32_t i = 0; i < t->nfuncs; i++)
+			nf += t->funcs[i].counted != 0;
+		fprintf(f, "  counted    %llu calls of %u function%s besides the recorded ones (--count: counted, "
+		           "not timed)", (unsigned long long)t->counted_calls, nf, nf == 1 ? "" : "s");
+		if (v->ncounted != t->counted_calls)
+			fprintf(f, ", %llu selected", (unsigned long long)v->ncounted);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
 	        RESET(v), t->dropped ? " records lost (lossy mode or write errors): counts are lower bounds" : "");
 	if (t->truncated)
@@ -158,7 +168,7 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 	char(*cells)[NCOLS][40] = calloc(n, sizeof(*cells));
 	if (!cells)
 		return;
-	int w[NCOLS];
+	int w[NCOLS], any_counted = 0;
 	for (int c = 0; c < NCOLS; c++)
 		w[c] = (int)strlen(heads[c]);
 	for (uint32_t i = 0; i < n; i++) {
@@ -166,8 +176,13 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 		char(*r)[40] = cells[i];
 		if (ms)
 			snprintf(r[COL_PROCS], 40, "%u", ms[i].nproc);
-		snprintf(r[COL_PCT], 40, "%.1f", sum ? 100.0 * (double)s->total / (double)sum : 0.0);
-		snprintf(r[COL_CALLS], 40, "%llu", (unsigned long long)s->calls);
+		/* a counted function has no time: "-", and nothing in the percentages' sum */
+		if (!s->timed && s->counted)
+			strcpy(r[COL_PCT], "-");
+		else
+			snprintf(r[COL_PCT], 40, "%.1f", sum ? 100.0 * (double)s->total / (double)sum : 0.0);
+		snprintf(r[COL_CALLS], 40, "%llu", (unsigned long long)tr_sat_add_u64(s->calls, s->counted));
+		any_counted |= s->counted != 0;
 		if (s->timed) {
 			rp_fmt_dur(r[COL_TOTAL], 40, (double)s->total);
 			rp_fmt_dur(r[COL_AVG], 40, s->avg);
@@ -207,12 +222,19 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 				fprintf(f, "  %*s", w[c], cells[i][c]);
 		const struct rp_fstat *s = FS(i);
 		fprintf(f, "  %s", ms ? ms[i].name : tr_func_name(v->t, s->func));
+		if (s->counted && !s->calls)
+			fprintf(f, " %s(counted)%s", DIM(v), RESET(v));
+		else if (s->counted)
+			fprintf(f, " %s(%llu counted)%s", DIM(v), (unsigned long long)s->counted, RESET(v));
 		if (s->timed < s->calls)
 			fprintf(f, " %s(%llu without exit)%s", DIM(v), (unsigned long long)(s->calls - s->timed), RESET(v));
 		if (s->failed)
 			fprintf(f, " %s(%llu failed)%s", YELLOW(v), (unsigned long long)s->failed, RESET(v));
 		fprintf(f, "\n");
 	}
+	if (any_counted)
+		fprintf(f, "  %s(counted) = counted, not timed (--count): the exact number of calls, no durations%s\n",
+		        DIM(v), RESET(v));
 	free(cells);
 #undef FS
 }
@@ -504,7 +526,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		if (rp_analyze(&views[k], &a[k]))
 			goto out;
 	int64_t end = 0, api = 0;
-	uint64_t calls = 0, sel = 0, threads = 0;
+	uint64_t calls = 0, sel = 0, threads = 0, counted = 0;
 	for (unsigned k = 0; k < n; k++) {
 		struct rp_view *v = &views[k];
 		int64_t e = rp_rel(v, v->t1);
@@ -514,6 +536,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		calls += v->t->ncalls;
 		sel += v->nsel;
 		threads += v->t->nthreads;
+		counted = tr_sat_add_u64(counted, v->t->counted_calls);
 	}
 	fprintf(f, "%scuhook report: %u processes%s\n", BOLD(v0), n, RESET(v0));
 	fprintf(f, "  time axis  %s\n",
@@ -526,6 +549,9 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 	if (sel != calls)
 		fprintf(f, " (%llu selected API calls)", (unsigned long long)sel);
 	fprintf(f, "\n");
+	if (counted)
+		fprintf(f, "  counted    %llu calls besides the recorded ones (--count: counted, not timed)\n",
+		        (unsigned long long)counted);
 	for (unsigned k = 0; k < n; k++)
 		write_header(f, &views[k], 1);
 

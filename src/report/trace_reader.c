@@ -10,7 +10,9 @@
  *     function defined later (which the writer never does) merely tolerated, not an error.
  *  2. walk the same, already validated, prefix again and decode the EVENTS blocks: the hot loop.
  *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
- *     argument values stay in the mapping (the call keeps a pointer to its ENTRY record). */
+ *     argument values stay in the mapping (the call keeps a pointer to its ENTRY record).
+ *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
+ *     are known: their times convert like events' and their ids are checked like events'. */
 #include "trace_reader.h"
 #include "decoders.h"
 
@@ -35,6 +37,8 @@ _Static_assert(sizeof(struct cuhook_rec_exit) == 32, "exit layout");
 _Static_assert(sizeof(struct cuhook_rec_data) == 16, "data layout");
 _Static_assert(sizeof(struct cuhook_rec_drop) == 24, "drop layout");
 _Static_assert(sizeof(struct cuhook_func_entry) == 24, "func entry layout");
+_Static_assert(sizeof(struct cuhook_counts_block) == 16, "counts block layout");
+_Static_assert(sizeof(struct cuhook_count_entry) == 16, "count entry layout");
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -447,7 +451,7 @@ int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
 
 static const char *block_type_name(unsigned type)
 {
-	static const char *const names[] = {"?", "CLOCK", "LIB", "FUNCS", "THREAD", "EVENTS", "NOTE", "END"};
+	static const char *const names[] = {"?", "CLOCK", "LIB", "FUNCS", "THREAD", "EVENTS", "NOTE", "END", "COUNTS"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -512,6 +516,8 @@ static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
 		case CUHOOK_BLOCK_EVENTS:
 			t->events_bytes_ += b->size; /* decoded by pass 2 */
 			break;
+		case CUHOOK_BLOCK_COUNTS:
+			break; /* decoded by pass 2, once the clock and every function are known */
 		case CUHOOK_BLOCK_NOTE:
 			rc = block_note(t, p, b->size);
 			break;
@@ -625,6 +631,20 @@ static int add_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit,
 	return 0;
 }
 
+/* 1, counted as an error, when no FUNCS block defined id `func`; the first one in the file gets
+ * a message saying which record (`what`) named it. */
+static inline int unknown_func(struct tr_trace *t, uint32_t func, const char *what)
+{
+	if (func < t->nfuncs && t->funcs[func].defined)
+		return 0;
+	t->unknown_funcs++;
+	if (t->unknown_funcs == 1)
+		add_error(t, "%s of unknown function id %u", what, func);
+	else
+		t->errors++;
+	return 1;
+}
+
 /* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
 static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off)
 {
@@ -665,12 +685,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 				th->last_rec_ = LAST_SKIPPED;
 				break;
 			}
-			if (r->func >= t->nfuncs || !t->funcs[r->func].defined) {
-				t->unknown_funcs++;
-				if (t->unknown_funcs == 1)
-					add_error(t, "ENTRY of unknown function id %u", r->func);
-				else
-					t->errors++;
+			if (unknown_func(t, r->func, "ENTRY")) {
 				th->last_rec_ = LAST_SKIPPED;
 				break;
 			}
@@ -806,6 +821,46 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 	return 0;
 }
 
+/* Decode one COUNTS block: for one thread, calls of counted functions since its previous COUNTS
+ * block. The entries must fill the payload exactly, else the whole block is skipped (its numbers
+ * cannot be trusted); an entry naming an undefined function is skipped like an event would be.
+ * Returns 0, or -1 when out of memory. */
+static int block_counts(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off)
+{
+	const struct cuhook_counts_block *cb = (const void *)p;
+	t->ncount_blocks++;
+	if (size < sizeof(*cb) ||
+	    (uint64_t)cb->count * sizeof(struct cuhook_count_entry) != (uint64_t)size - sizeof(*cb)) {
+		t->bad_records++;
+		add_error(t, "corrupt COUNTS block at offset %llu (%u bytes, %u entries): skipped",
+		          (unsigned long long)off, size, size < sizeof(*cb) ? 0 : cb->count);
+		return 0;
+	}
+	uint32_t ti = thread_get(t, cb->tid);
+	if (ti == TR_NONE)
+		return -1;
+	struct tr_thread *th = &t->threads[ti];
+	const int64_t ns = tsc_to_ns(t, cb->tsc);
+	const struct cuhook_count_entry *e = (const void *)(cb + 1);
+	for (uint32_t i = 0; i < cb->count; i++, e++) {
+		if (unknown_func(t, e->func, "COUNTS entry"))
+			continue;
+		if (t->ncounts >= UINT32_MAX - 1) { /* a 64 GB file of nothing else */
+			t->bad_records++;
+			add_error(t, "too many COUNTS entries: the rest skipped");
+			return 0;
+		}
+		if (t->ncounts == t->counts_cap_ &&
+		    grow((void **)&t->counts, &t->counts_cap_, t->ncounts + 1, sizeof(*t->counts)))
+			return -1;
+		t->counts[t->ncounts++] = (struct tr_count){ns, e->calls, e->func, ti};
+		t->funcs[e->func].counted = tr_sat_add_u64(t->funcs[e->func].counted, e->calls);
+		th->counted = tr_sat_add_u64(th->counted, e->calls);
+		t->counted_calls = tr_sat_add_u64(t->counted_calls, e->calls);
+	}
+	return 0;
+}
+
 void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
 
 static int pass_events(struct tr_trace *t, uint64_t stop)
@@ -817,6 +872,8 @@ static int pass_events(struct tr_trace *t, uint64_t stop)
 	while (off < stop) {
 		const struct cuhook_block *b = (const void *)(m + off);
 		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, m + off + sizeof(*b), b->size, off))
+			return -1;
+		if (b->type == CUHOOK_BLOCK_COUNTS && block_counts(t, m + off + sizeof(*b), b->size, off))
 			return -1;
 		off += sizeof(*b) + b->size;
 		if (tr_progress && off >= next_report) {
@@ -1049,6 +1106,7 @@ void tr_close(struct tr_trace *t)
 		free(t->calls);
 	free(t->data);
 	free(t->notes);
+	free(t->counts);
 	free(t->argv);
 	free(t->thread_call_index_);
 	for (struct tr_arena_chunk *c = t->arena_, *n; c; c = n) {

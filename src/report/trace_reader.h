@@ -6,6 +6,9 @@
  *  - calls: every ENTRY matched with its EXIT on the same thread (a stack per thread, matched by
  *    depth), times converted to CLOCK_MONOTONIC nanoseconds, arguments, return value, nesting
  *    (parent call), and the DATA records the agent attached to the call;
+ *  - counts (version 3): the calls of functions the agent counted instead of recording (agent
+ *    option count=GLOBS), summed per function, per thread and in all, and each COUNTS entry
+ *    with its thread and the time the writer read it;
  *  - what went wrong: truncation (first damaged block, or no END block), corrupt records,
  *    unknown function ids, exits without entries, block sequence gaps, dropped records.
  *
@@ -53,6 +56,8 @@ struct tr_func {
 	                         numeric decoder id is informative only */
 	uint8_t defined;      /* 1 if a FUNCS block listed this id */
 	uint8_t reserved;
+	uint64_t counted;     /* calls counted by COUNTS blocks (agent option count=GLOBS: counted,
+	                         not recorded), summed over the file, saturating at UINT64_MAX */
 };
 
 struct tr_thread {
@@ -61,6 +66,7 @@ struct tr_thread {
 	uint32_t ncalls;
 	uint64_t events;      /* ENTRY + EXIT records of this thread */
 	uint64_t dropped;     /* sum of its DROP records' counts */
+	uint64_t counted;     /* calls it made of counted functions (its COUNTS entries, saturating) */
 	/* private: matching state and the lazily built call index */
 	uint32_t *stack_;
 	uint32_t stack_len_, stack_cap_;
@@ -105,6 +111,16 @@ struct tr_data {
 	uint16_t str_len;
 };
 
+/* One entry of a COUNTS block: `calls` calls of `func` that thread `thread` made since its
+ * previous COUNTS block, read by the agent's writer at `ns` (CLOCK_MONOTONIC, converted like event
+ * times). Only entries naming a defined function are kept; calls may be 0 (tolerated). */
+struct tr_count {
+	int64_t ns;
+	uint64_t calls;
+	uint32_t func;            /* id in funcs[] */
+	uint32_t thread;          /* index in threads[] (not the tid) */
+};
+
 struct tr_note {
 	uint32_t level;           /* 0 info, 1 warning, 2 error */
 	const char *text;         /* NUL-terminated copy */
@@ -146,10 +162,15 @@ struct tr_trace {
 	uint32_t ndata;
 	struct tr_note *notes;
 	uint32_t nnotes;
+	struct tr_count *counts;  /* COUNTS entries in file order */
+	uint32_t ncounts;
 	/* totals */
 	uint64_t nentry, nexit;   /* ENTRY and EXIT records decoded: events = nentry + nexit */
 	uint64_t ndata_recs, ndrop_recs; /* DATA records (and EXIT records carrying a value) */
 	uint64_t dropped;         /* sum of DROP counts */
+	uint64_t counted_calls;   /* sum of every kept COUNTS entry's calls (saturating): calls
+	                             counted besides the nentry recorded ones */
+	uint64_t ncount_blocks;   /* COUNTS blocks read (corrupt ones included) */
 	uint64_t nblocks;
 	int has_end;
 	struct cuhook_end_block end;
@@ -159,8 +180,9 @@ struct tr_trace {
 	char truncated_reason[200];
 	uint64_t truncated_at;    /* file offset where reading stopped (== size if it did not) */
 	uint64_t seq_gaps;        /* blocks whose seq was not previous + 1 */
-	uint64_t bad_records;     /* malformed records / blocks skipped */
-	uint64_t unknown_funcs;   /* records naming an id no FUNCS block defined */
+	uint64_t bad_records;     /* malformed records / blocks skipped (a COUNTS block whose entries
+	                             do not fill it exactly is skipped whole) */
+	uint64_t unknown_funcs;   /* records and COUNTS entries naming an id no FUNCS block defined */
 	uint64_t orphan_exits;    /* EXITs with no matching ENTRY on their thread */
 	uint64_t orphan_data;     /* DATA records with no call to attach to */
 	uint64_t lost_exits;      /* calls TR_CALL_UNFINISHED */
@@ -175,7 +197,7 @@ struct tr_trace {
 	struct tr_arena_chunk *arena_;   /* string copies */
 	uint32_t *tid_hash_;
 	uint32_t tid_hash_cap_;
-	uint32_t calls_cap_, data_cap_, threads_cap_, funcs_cap_, libs_cap_, notes_cap_;
+	uint32_t calls_cap_, data_cap_, threads_cap_, funcs_cap_, libs_cap_, notes_cap_, counts_cap_;
 	size_t calls_bytes_;      /* calls[] is mmap'ed when calls_bytes_ != 0 */
 	uint64_t events_bytes_;   /* EVENTS payload bytes found by pass 1 */
 	uint32_t *thread_call_index_;
@@ -222,6 +244,13 @@ static inline uint64_t tr_call_arg(const struct tr_call *c, unsigned i)
 	if (i - 6 < c->entry_->nstack)
 		return ((const uint64_t *)(c->entry_ + 1))[i - 6];
 	return 0;
+}
+
+/* Sums of call counts saturate instead of wrapping (only a hostile file gets there). */
+static inline uint64_t tr_sat_add_u64(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 static inline const char *tr_func_name(const struct tr_trace *t, uint32_t id)

@@ -165,6 +165,29 @@ static void sift_down(struct head *h, uint32_t n, uint32_t i)
 	}
 }
 
+/* Counted calls (COUNTS entries) under the same options as calls: function, thread, and the
+ * time the writer read the counters for --time-range. */
+static int select_counts(struct rp_view *v, const uint8_t *func_ok)
+{
+	const struct tr_trace *t = v->t;
+	v->counted = calloc((size_t)t->nfuncs + 1, sizeof(*v->counted));
+	if (!v->counted)
+		return -1;
+	for (uint32_t i = 0; i < t->ncounts; i++) {
+		const struct tr_count *c = &t->counts[i];
+		if ((func_ok && !func_ok[c->func]) || v->fi[c->func].ioctl || !thread_selected(v, &t->threads[c->thread]))
+			continue;
+		if (v->o->has_range) {
+			int64_t rel = rp_rel(v, c->ns);
+			if (rel < v->o->range_start_ns || rel >= v->o->range_end_ns)
+				continue;
+		}
+		v->counted[c->func] = tr_sat_add_u64(v->counted[c->func], c->calls);
+		v->ncounted = tr_sat_add_u64(v->ncounted, c->calls);
+	}
+	return 0;
+}
+
 static int build_selection(struct rp_view *v)
 {
 	struct tr_trace *t = v->t;
@@ -220,6 +243,8 @@ static int build_selection(struct rp_view *v)
 			heap[0] = heap[--nh];
 		sift_down(heap, nh, 0);
 	}
+	if (t->ncounts && select_counts(v, func_ok))
+		goto oom;
 	free(func_ok);
 	free(heap);
 	free(lists);
@@ -351,6 +376,9 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 	v->o = o;
 	v->t0 = rp_trace_t0(t);
 	v->t1 = t->ncalls && t->last_ns > v->t0 ? t->last_ns : v->t0;
+	for (uint32_t i = 0; i < t->ncounts; i++)
+		if (t->counts[i].ns > v->t1)
+			v->t1 = t->counts[i].ns;
 	v->shift = shift < 0 ? 0 : shift > TR_NS_LIMIT ? TR_NS_LIMIT : shift;
 	v->base = v->t0 - v->shift; /* t0 >= -2^62, shift <= 2^62: fits */
 	v->fi = calloc((size_t)t->nfuncs + 1, sizeof(*v->fi));
@@ -386,6 +414,7 @@ void rp_view_free(struct rp_view *v)
 		free(v->xsel);
 	free(v->sel);
 	free(v->fi);
+	free(v->counted);
 	free(v->thread_dup);
 	free(v->names);
 	memset(v, 0, sizeof(*v));

@@ -32,6 +32,7 @@ mkdir -p "$work/seeds/trace" "$work/seeds/elf" "$work/corpus/trace" "$work/corpu
 	"$gen" basic "$work/seeds/trace/one.bin" --one-clock --pid 7 --real-offset 1500000 &&
 	"$gen" kernels "$work/seeds/trace/kernels.bin" &&
 	"$gen" nocalls "$work/seeds/trace/nocalls.bin" &&
+	"$gen" hot "$work/seeds/trace/counts.bin" --count --iterations 48 --tsc &&
 	"$gen" big "$work/seeds/trace/small.bin" --calls 60 --threads 2 || { echo "FAIL: gen_trace"; exit 1; }
 for so in "$@"; do
 	cp "$so" "$work/seeds/elf/$(basename "$so")"

@@ -3,6 +3,8 @@
  *     give either a clean error or a trace marked truncated;
  *  2. ITERATIONS random mutations (bytes flipped, size/count/id fields set to edge values, 8-byte
  *     words duplicated or removed) must never crash, read out of bounds or loop forever.
+ * Every trace that opens must hold consistent calls and counts (COUNTS entries with valid ids,
+ * their sums per function, per thread and in all equal).
  * Every trace that opens is also run through the whole report (view, stats, analysis, text, json,
  * csv, jsonl, chrome, folded, perfetto) into /dev/null. Built with AddressSanitizer and UBSan
  * when the compiler has them, so an out-of-bounds read fails the test even when it does not
@@ -108,6 +110,27 @@ static int check(const uint8_t *buf, size_t len, int is_prefix, const char *what
 			tr_close(t);
 			return -1;
 		}
+	}
+	/* Counts: valid ids, and the saturating sums (min(true sum, UINT64_MAX), whatever the order)
+	 * of the entries, per function, per thread and the total all agree. */
+	uint64_t by_entry = 0, by_func = 0, by_thread = 0;
+	for (uint32_t i = 0; i < t->ncounts; i++) {
+		const struct tr_count *c = &t->counts[i];
+		if (c->func >= t->nfuncs || !t->funcs[c->func].defined || c->thread >= t->nthreads) {
+			fprintf(stderr, "FAIL %s: inconsistent count entry %u\n", what, i);
+			tr_close(t);
+			return -1;
+		}
+		by_entry = tr_sat_add_u64(by_entry, c->calls);
+	}
+	for (uint32_t i = 0; i < t->nfuncs; i++)
+		by_func = tr_sat_add_u64(by_func, t->funcs[i].counted);
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		by_thread = tr_sat_add_u64(by_thread, t->threads[i].counted);
+	if (by_entry != t->counted_calls || by_func != t->counted_calls || by_thread != t->counted_calls) {
+		fprintf(stderr, "FAIL %s: counted sums disagree\n", what);
+		tr_close(t);
+		return -1;
 	}
 	run_report(t);
 	tr_close(t);

@@ -12,6 +12,9 @@
  *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
  *   gen_trace nocalls OUT
  *       header, library and functions, no events
+ *   gen_trace hot OUT [--count] [--iterations N] [--tsc] [--expect FILE]
+ *       many very short calls on three threads (see scenario_hot()); --count: two of the
+ *       functions counted, not recorded (COUNTS blocks, trace format 3)
  * --mono-offset and --real-offset move the trace's CLOCK_MONOTONIC and CLOCK_REALTIME (header
  * and CLOCK blocks) by NS, as another process of another machine started at another time would
  * have them; --pid replaces the scenario's pid. Event times follow the monotonic clock. */
@@ -279,7 +282,7 @@ static void end_block(uint32_t threads)
 #define MAXF 64
 static const struct fdef *ftab;
 static uint32_t nftab;
-static uint64_t exp_calls[MAXF], exp_timed[MAXF], exp_total[MAXF];
+static uint64_t exp_calls[MAXF], exp_timed[MAXF], exp_total[MAXF], exp_counted[MAXF], n_counted;
 
 /* A complete call with no nested calls: ENTRY, optional entry DATA, EXIT, optional exit DATA. */
 static void call(struct thr *t, uint32_t func, uint64_t start, uint64_t dur, const uint64_t regs[6],
@@ -299,20 +302,38 @@ static void write_expect(const char *path, uint64_t csv_rows)
 		perror(path);
 		exit(1);
 	}
-	fprintf(f, "{\"events\": %llu, \"calls\": %llu, \"dropped\": %llu, \"csv_rows\": %llu, \"functions\": {",
+	fprintf(f, "{\"events\": %llu, \"calls\": %llu, \"dropped\": %llu, \"csv_rows\": %llu, "
+	           "\"counted_calls\": %llu, \"functions\": {",
 	        (unsigned long long)(n_entry + n_exit), (unsigned long long)n_calls,
-	        (unsigned long long)n_dropped, (unsigned long long)csv_rows);
+	        (unsigned long long)n_dropped, (unsigned long long)csv_rows, (unsigned long long)n_counted);
 	int first = 1;
 	for (uint32_t i = 0; i < nftab; i++) {
-		if (!exp_calls[i])
+		if (!exp_calls[i] && !exp_counted[i])
 			continue;
-		fprintf(f, "%s\"%s\": {\"calls\": %llu, \"timed_calls\": %llu, \"total_ns\": %llu}", first ? "" : ", ",
-		        ftab[i].name, (unsigned long long)exp_calls[i], (unsigned long long)exp_timed[i],
-		        (unsigned long long)exp_total[i]);
+		fprintf(f, "%s\"%s\": {\"calls\": %llu, \"timed_calls\": %llu, \"total_ns\": %llu, \"counted_calls\": %llu}",
+		        first ? "" : ", ", ftab[i].name, (unsigned long long)exp_calls[i], (unsigned long long)exp_timed[i],
+		        (unsigned long long)exp_total[i], (unsigned long long)exp_counted[i]);
 		first = 0;
 	}
 	fprintf(f, "}}\n");
 	fclose(f);
+}
+
+/* A COUNTS block (trace format 3) of thread tid read at rel_ns: n entries (func[i], calls[i]),
+ * zeros included as given. */
+static void counts_block(uint32_t tid, uint64_t rel_ns, const uint32_t *func, const uint64_t *calls, uint32_t n)
+{
+	struct buf b = {0};
+	struct cuhook_counts_block cb = {tid, n, stamp(rel_ns)};
+	buf_add(&b, &cb, sizeof(cb));
+	for (uint32_t i = 0; i < n; i++) {
+		struct cuhook_count_entry e = {func[i], 0, calls[i]};
+		buf_add(&b, &e, sizeof(e));
+		exp_counted[func[i]] += calls[i];
+		n_counted += calls[i];
+	}
+	block(CUHOOK_BLOCK_COUNTS, b.p, b.len);
+	free(b.p);
 }
 
 /* ---- scenarios -------------------------------------------------------------------------------- */
@@ -581,6 +602,111 @@ static void scenario_kernels(const char *expect)
 	free(m.recs.p);
 }
 
+/* Many very short calls, as PyTorch makes them (the count=GLOBS option's use):
+ *   main   (tid 3000): N iterations (--iterations, default 24000), one every 5 us from 10 us:
+ *          cuCtxGetCurrent (100 ns) each, cuStreamGetCaptureInfo_v2 (50 ns at +200) every 2nd,
+ *          cuLaunchKernel (3 us at +300) every 3rd, cuPointerGetAttribute (200 ns at +3500) every 8th;
+ *   worker (tid 3001): N/4 iterations, one every 20 us from 20 us: cuCtxGetCurrent (100 ns),
+ *          cuStreamGetCaptureInfo_v2 (50 ns at +200) every 2nd, cuStreamSynchronize (2 us at +300)
+ *          every 10th;
+ *   tid 3002, which has no THREAD block: 5 x cuCtxGetCurrent (100 ns), 1 us apart, from 1.2 P.
+ * The writer's flush rounds come at P = N * 25000 / 12 ns (50 ms for N = 24000) and 2 P, and the
+ * last one at N * 5000 + 20000 ns: each thread's calls started before a round are drained in it.
+ * With --count (the agent's count=cuCtxGetCurrent,cuStreamGetCaptureInfo_v2) those two functions
+ * are counted, not recorded: in each round, right after a thread's EVENTS block, a COUNTS block
+ * with its calls of them since its previous one. The last round gives tid 3002 a block with one
+ * entry of 0 calls (the agent writes none; a reader must accept it). */
+enum { H_CTXGET, H_CAPTURE, H_LAUNCH, H_POINTER, H_SYNC, H_COUNT };
+
+static const struct fdef hot_funcs[H_COUNT] = {
+	{"cuCtxGetCurrent", 0}, {"cuStreamGetCaptureInfo_v2", 0}, {"cuLaunchKernel", 0},
+	{"cuPointerGetAttribute", 0}, {"cuStreamSynchronize", 0},
+};
+
+/* One call of a thread's iterations: `func` every `every` iterations, `offset` ns after the
+ * iteration's start, lasting `dur` ns. */
+struct hot_step {
+	uint32_t func, every;
+	uint64_t offset, dur;
+};
+
+struct hot_thr {
+	struct thr t;
+	uint64_t first, spacing, n, i;  /* iteration i (of n) starts at first + spacing * i */
+	const struct hot_step *steps;
+	unsigned nsteps;
+	uint64_t pending[H_COUNT];      /* counted calls since the thread's last COUNTS block */
+};
+
+static int hot_count;
+
+static void hot_call(struct hot_thr *h, uint32_t func, uint64_t start, uint64_t dur)
+{
+	static const uint64_t lr[6] = {0xf00d, 64, 1, 1, 128, 1}, stack[5] = {1, 0, 0x7, 0x5000, 0};
+	if (hot_count && (func == H_CTXGET || func == H_CAPTURE))
+		h->pending[func]++;
+	else if (func == H_LAUNCH)
+		call(&h->t, func, start, dur, lr, 5, stack, 0);
+	else
+		call(&h->t, func, start, dur, (uint64_t[6]){0x7ffc0000, 0x7}, 0, NULL, 0);
+}
+
+/* A flush round at `at` for one thread: the iterations that started before it, its EVENTS
+ * block, then its COUNTS block (if it counted any). */
+static void hot_round(struct hot_thr *h, uint64_t at, int zero_entry)
+{
+	for (; h->i < h->n && h->first + h->spacing * h->i < at; h->i++)
+		for (unsigned s = 0; s < h->nsteps; s++)
+			if (h->i % h->steps[s].every == 0)
+				hot_call(h, h->steps[s].func, h->first + h->spacing * h->i + h->steps[s].offset, h->steps[s].dur);
+	uint32_t f[H_COUNT + 1], n = 0;
+	uint64_t c[H_COUNT + 1];
+	flush(&h->t);
+	for (uint32_t i = 0; i < H_COUNT; i++)
+		if (h->pending[i]) {
+			f[n] = i;
+			c[n++] = h->pending[i];
+			h->pending[i] = 0;
+		}
+	if (zero_entry) {
+		f[n] = H_CAPTURE;
+		c[n++] = 0;
+	}
+	if (n)
+		counts_block(h->t.tid, at, f, c, n);
+}
+
+static void scenario_hot(uint64_t iters, const char *expect)
+{
+	static const char *const argv[] = {"./hot", NULL};
+	static const struct hot_step main_steps[] = {
+		{H_CTXGET, 1, 0, 100}, {H_CAPTURE, 2, 200, 50}, {H_LAUNCH, 3, 300, 3000}, {H_POINTER, 8, 3500, 200}};
+	static const struct hot_step worker_steps[] = {{H_CTXGET, 1, 0, 100}, {H_CAPTURE, 2, 200, 50}, {H_SYNC, 10, 300, 2000}};
+	file_header(3000, argv, "/bin/hot");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "999.1");
+	funcs_block(0, 0, hot_funcs, H_COUNT);
+	thread_block(3000, "main");
+	thread_block(3001, "worker");
+	ftab = hot_funcs;
+	nftab = H_COUNT;
+	const uint64_t period = iters * 25000 / 12, end = iters * 5000 + 20000;
+	struct hot_thr th[3] = {
+		{.t.tid = 3000, .first = 10000, .spacing = 5000, .n = iters, .steps = main_steps, .nsteps = 4},
+		{.t.tid = 3001, .first = 20000, .spacing = 20000, .n = iters / 4, .steps = worker_steps, .nsteps = 3},
+		{.t.tid = 3002, .first = period * 6 / 5, .spacing = 1000, .n = 5, .steps = main_steps, .nsteps = 1},
+	};
+	for (int r = 1; r <= 3; r++)
+		for (int k = 0; k < 3; k++)
+			hot_round(&th[k], r < 3 ? r * period : end, r == 3 && k == 2 && hot_count);
+	clock_block(end);
+	end_block(3);
+	if (expect)
+		write_expect(expect, n_calls);
+	for (int k = 0; k < 3; k++)
+		free(th[k].t.recs.p);
+}
+
 static void scenario_nocalls(void)
 {
 	static const char *const argv[] = {"./idle", NULL};
@@ -596,13 +722,13 @@ static void scenario_nocalls(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls OUT [--tsc] [--one-clock] [--no-end] "
-		                "[--expect FILE] [--calls N] [--threads T]\n");
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot OUT [--tsc] [--one-clock] [--no-end] "
+		                "[--expect FILE] [--calls N] [--threads T] [--count] [--iterations N]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
 	int one_clock = 0, no_end = 0;
-	uint64_t ncalls = 1000000;
+	uint64_t ncalls = 1000000, iters = 24000;
 	uint32_t nthreads = 4;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--tsc"))
@@ -621,6 +747,10 @@ int main(int argc, char **argv)
 			START_NS += strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--real-offset") && i + 1 < argc)
 			START_REAL += strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--count"))
+			hot_count = 1;
+		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+			iters = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else {
@@ -638,6 +768,8 @@ int main(int argc, char **argv)
 		scenario_nocalls();
 	else if (!strcmp(scenario, "kernels"))
 		scenario_kernels(expect);
+	else if (!strcmp(scenario, "hot"))
+		scenario_hot(iters, expect);
 	else {
 		fprintf(stderr, "gen_trace: unknown scenario %s\n", scenario);
 		return 2;

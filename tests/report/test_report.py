@@ -12,6 +12,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -685,9 +686,264 @@ def test_golden():
             raise Fail(f"{name} differs from the golden output:\n{diff}")
 
 
+# ---- counted functions (trace format 3: COUNTS blocks) -------------------------------------------
+
+# What scenario_hot() in gen_trace.c makes (24000 iterations): every function's calls; with
+# --count the first two are counted, not recorded, per thread as HOT_THREAD_COUNTED says.
+HOT_CALLS = {"cuCtxGetCurrent": 30005, "cuStreamGetCaptureInfo_v2": 15000, "cuLaunchKernel": 8000,
+             "cuPointerGetAttribute": 3000, "cuStreamSynchronize": 600}
+HOT_COUNTED = {"cuCtxGetCurrent": 30005, "cuStreamGetCaptureInfo_v2": 15000}
+HOT_RECORDED = ["cuLaunchKernel", "cuPointerGetAttribute", "cuStreamSynchronize"]
+HOT_THREAD_COUNTED = {3000: 36000, 3001: 9000, 3002: 5}
+HOT_TOTAL = 45005
+PERIOD = 50000000  # the writer's flush rounds: 50 ms, 100 ms, then the end
+
+
+def hot_first_round():
+    """Calls of the two counted functions started before the first round (main, worker), from
+    the scenario's timeline: what the COUNTS blocks read at 50 ms hold."""
+    main = [i for i in range(24000) if 10000 + 5000 * i < PERIOD]
+    work = [j for j in range(6000) if 20000 + 20000 * j < PERIOD]
+    return {"cuCtxGetCurrent": len(main) + len(work),
+            "cuStreamGetCaptureInfo_v2": len([i for i in main if i % 2 == 0]) + len([j for j in work if j % 2 == 0])}
+
+
+def blocks(data):
+    """(offset, type, payload offset, payload size) of each block, up to the first bad one."""
+    off, out = int.from_bytes(data[12:16], "little"), []
+    while off + 16 <= len(data):
+        magic, typ, _, size, _ = struct.unpack_from("<IHHII", data, off)
+        if magic != 0x4b424843 or off + 16 + size > len(data):
+            break
+        out.append((off, typ, off + 16, size))
+        off += 16 + size
+    return out
+
+
+def counts_blocks(data):
+    """Every COUNTS block: (offset, payload offset, size, tid, [(func, calls)...])."""
+    out = []
+    for off, typ, p, size in blocks(data):
+        if typ == 8:
+            tid, n, _ = struct.unpack_from("<IIQ", data, p)
+            out.append((off, p, size, tid, [struct.unpack_from("<IIQ", data, p + 16 + 16 * i)[::2] for i in range(n)]))
+    return out
+
+
+def counted_by(j, key="functions"):
+    return {f["name"]: f["counted_calls"] for f in j[key] if f["counted_calls"]}
+
+
+def test_counts():
+    rec, exp_r = gen("hot", "hot", expect=True)
+    cnt, exp_c = gen("hotc", "hot", "--count", expect=True)
+    with open(cnt, "rb") as f:
+        data = f.read()
+    cbs = counts_blocks(data)
+    eq(len(cbs), 8, "COUNTS blocks written (3 rounds x main and worker, 2 for tid 3002)")
+    eq(sum(c for b in cbs for _, c in b[4]), HOT_TOTAL, "calls in the COUNTS blocks")
+    jr, _ = report_json(rec)
+    jc, err = report_json(cnt)
+    eq(err, "", "stderr of a clean report")
+    eq((jc["errors"], jc["truncated"], jc["corrupt_records"], jc["unknown_function_ids"]), (0, False, 0, 0),
+       "a trace with COUNTS blocks is clean")
+    eq((jc["counted_calls"], jc["selected_counted_calls"], jc["count_blocks"]), (HOT_TOTAL, HOT_TOTAL, 8), "totals")
+    eq(jc["counted_calls"], exp_c["counted_calls"], "counted total vs generator")
+    eq((jc["events"], jc["calls"]), (23200, 11600), "recorded events and calls")
+    eq((jr["events"], jr["calls"], jr["counted_calls"], jr["count_blocks"]), (113210, 56605, 0, 0),
+       "the same run, all recorded")
+    # per function: every call once, recorded or counted; counted ones have no time
+    fc, fr = funcs_by_name(jc), funcs_by_name(jr)
+    eq({n: f["calls"] + f["counted_calls"] for n, f in fc.items()}, HOT_CALLS, "calls per function, counted included")
+    eq({n: f["calls"] for n, f in fr.items()}, HOT_CALLS, "calls per function, all recorded")
+    eq(counted_by(jc), HOT_COUNTED, "counted calls per function")
+    eq(counted_by(jr), {}, "nothing counted in the recorded run")
+    for n in HOT_COUNTED:
+        eq(exp_c["functions"][n]["counted_calls"], HOT_COUNTED[n], n + " vs generator")
+        eq((fc[n]["calls"], fc[n]["timed_calls"], fc[n]["total_ns"], fc[n]["failed"]), (0, 0, 0, 0),
+           n + ": no recorded call, no time")
+    for n in HOT_RECORDED:
+        eq(fc[n], fr[n], n + " unaffected by the counted functions")
+    eq([f["name"] for f in jc["functions"]],
+       ["cuLaunchKernel", "cuStreamSynchronize", "cuPointerGetAttribute", "cuCtxGetCurrent",
+        "cuStreamGetCaptureInfo_v2"], "sorted by total time: counted ones last")
+    j, _ = report_json(cnt, "--sort", "calls")
+    eq([f["name"] for f in j["functions"]], list(HOT_CALLS), "--sort calls counts counted calls")
+    # per thread: tid 3002 has no THREAD block and no events, only COUNTS blocks
+    eq({t["tid"]: (t["name"], t["calls"], t["counted_calls"]) for t in jc["threads"]},
+       {3000: ("main", 8000 + 3000, 36000), 3001: ("worker", 600, 9000), 3002: ("", 0, 5)}, "threads")
+    eq({t["tid"]: t["counted_calls"] for t in jc["threads"]}, HOT_THREAD_COUNTED, "counted per thread")
+    # the filters select counted calls like recorded ones
+    j, _ = report_json(cnt, "--thread", "worker")
+    eq((counted_by(j), j["selected_counted_calls"], j["counted_calls"]),
+       ({"cuCtxGetCurrent": 6000, "cuStreamGetCaptureInfo_v2": 3000}, 9000, HOT_TOTAL), "--thread worker")
+    eq([(f["name"], f["calls"]) for f in j["functions"] if not f["counted_calls"]], [("cuStreamSynchronize", 600)],
+       "--thread worker: recorded")
+    j, _ = report_json(cnt, "--thread", "3002")
+    eq([(f["name"], f["calls"], f["counted_calls"]) for f in j["functions"]], [("cuCtxGetCurrent", 0, 5)],
+       "--thread 3002")
+    j, _ = report_json(cnt, "--functions", "cuCtx*")
+    eq([(f["name"], f["counted_calls"]) for f in j["functions"]], [("cuCtxGetCurrent", 30005)], "--functions cuCtx*")
+    eq(j["selected_counted_calls"], 30005, "--functions: selected counted calls")
+    first = hot_first_round()
+    eq(first, {"cuCtxGetCurrent": 12497, "cuStreamGetCaptureInfo_v2": 6249}, "first round (from the timeline)")
+    j, _ = report_json(cnt, "--time-range", "0:60ms")
+    eq(counted_by(j), first, "--time-range: the COUNTS blocks read in it")
+    # a TSC clock: COUNTS times convert like events'
+    tsc = gen("hotc-tsc", "hot", "--count", "--tsc")
+    jt, _ = report_json(tsc)
+    eq((jt["functions"], jt["threads"], jt["counted_calls"], jt["duration_ns"]),
+       (jc["functions"], jc["threads"], jc["counted_calls"], jc["duration_ns"]), "TSC clock")
+    eq(jc["duration_ns"], 120020000, "the span ends at the last COUNTS block")
+    j, _ = report_json(tsc, "--time-range", "0:60ms")
+    eq(counted_by(j), first, "--time-range with a TSC clock")
+    # CSV lists calls: counted functions have none
+    rows = report_csv(cnt)
+    eq(len(rows), 11600, "CSV rows: recorded calls only")
+    eq(sorted({r[1] for r in rows}), sorted(HOT_RECORDED), "CSV functions")
+    # the text report
+    out, _ = run(["report", "--no-color", cnt])
+    lines = out.splitlines()
+    for want in ["  events     23200 (11600 calls)",
+                 "  counted    45005 calls of 2 functions besides the recorded ones (--count: counted, not timed)",
+                 "  threads    3: 3000 main, 3001 worker, 3002",
+                 "  (counted) = counted, not timed (--count): the exact number of calls, no durations"]:
+        check(want in lines, f"line {want!r} missing:\n{out}")
+    for name, calls in HOT_COUNTED.items():
+        check(re.search(rf"^ +- +- +{calls} +- +- +- +- +-  {name} \(counted\)$", out, re.M),
+              f"counted row of {name}:\n{out}")
+    # percentages of time over the recorded functions only: 24 ms, 1.2 ms, 0.6 ms of 25.8 ms
+    pcts = dict((m[1], m[0]) for m in re.findall(r"^ +(\d+\.\d) +\S+ \S+ +\d+ .*  (\S+)$", out, re.M))
+    eq(pcts, {"cuLaunchKernel": "93.0", "cuStreamSynchronize": "4.7", "cuPointerGetAttribute": "2.3"},
+       "Time (%) of the recorded functions")
+    out, _ = run(["report", "--no-color", "--thread", "worker", cnt])
+    check("  counted    45005 calls of 2 functions besides the recorded ones (--count: counted, not timed), "
+          "9000 selected" in out.splitlines(), "selected counted calls in the header")
+    out, _ = run(["report", "--no-color", rec])
+    check("counted" not in out, "no counted row or line without COUNTS blocks")
+    # several files: counted and recorded calls of a function add up across processes
+    j = json.loads(run(["report", "--format", "json", rec, cnt])[0])
+    mf = {f["name"]: f for f in j["merged"]["functions"]}
+    eq({n: (f["calls"], f["counted_calls"], f["processes"]) for n, f in mf.items()},
+       {n: (2 * c - HOT_COUNTED.get(n, 0), HOT_COUNTED.get(n, 0), 2) for n, c in HOT_CALLS.items()},
+       "merged functions")
+    out, _ = run(["report", "--no-color", rec, cnt])
+    check("  counted    45005 calls besides the recorded ones (--count: counted, not timed)" in out.splitlines(),
+          "merged header")
+    check(re.search(r"^ +[\d.]+ +\S+ \S+ +60010 .*  cuCtxGetCurrent \(30005 counted\)$", out, re.M),
+          f"merged row of a function recorded in one process and counted in the other:\n{out}")
+
+
+def test_counts_damage():
+    """Damaged COUNTS blocks are skipped and reported, never trusted, never a crash; a cut file
+    keeps exactly the counts of the blocks before the cut."""
+    cnt = gen("hotc", "hot", "--count")
+    with open(cnt, "rb") as f:
+        good = f.read()
+    base, _ = report_json(cnt)
+    off, p, size, tid, entries = counts_blocks(good)[0]
+    eq((tid, entries), (3000, [(0, 9998), (1, 4999)]), "the first COUNTS block (main, first round)")
+    lost = 9998 + 4999
+    bad = os.path.join(TMP, "bad.bin")
+
+    def report(data, *opts, rc=0):
+        with open(bad, "wb") as f:
+            f.write(data)
+        return report_json(bad, *opts, rc=rc)[0]
+
+    def patched(at, fmt, value):
+        b = bytearray(good)
+        struct.pack_into(fmt, b, at, value)
+        return bytes(b)
+
+    def same_recorded(j, what):
+        for n in HOT_RECORDED:
+            eq(funcs_by_name(j)[n], funcs_by_name(base)[n], f"{what}: {n}")
+
+    shrunk = good[:off] + struct.pack("<IHHII", 0x4b424843, 8, 0, 8, struct.unpack_from("<I", good, off + 12)[0]) + \
+        good[p:p + 8] + good[p + size:]
+    for what, data in [("count + 1", patched(p + 4, "<I", 3)), ("count 2^32 - 1", patched(p + 4, "<I", 0xffffffff)),
+                       ("count 0", patched(p + 4, "<I", 0)), ("payload of 8 bytes", shrunk)]:
+        j = report(data)
+        eq((j["corrupt_records"], j["errors"], j["truncated"]), (1, 1, False), f"{what}: damage counted")
+        check(any("corrupt COUNTS block" in m for m in j["error_messages"]), f"{what}: {j['error_messages']}")
+        eq(j["counted_calls"], HOT_TOTAL - lost, f"{what}: the block is skipped whole")
+        eq(counted_by(j), {"cuCtxGetCurrent": 30005 - 9998, "cuStreamGetCaptureInfo_v2": 15000 - 4999}, what)
+        eq({t["tid"]: t["counted_calls"] for t in j["threads"]}, {**HOT_THREAD_COUNTED, 3000: 36000 - lost},
+           f"{what}: per thread")
+        same_recorded(j, what)
+        with open(bad, "wb") as f:
+            f.write(data)
+        run(["report", "--strict", bad], rc=3)
+        run(["report", "--no-color", bad])
+    # an entry naming a function no FUNCS block defined: that entry only is skipped
+    j = report(patched(p + 16, "<I", 999))
+    eq((j["unknown_function_ids"], j["errors"], j["corrupt_records"]), (1, 1, 0), "unknown function id")
+    eq(counted_by(j), {"cuCtxGetCurrent": 30005 - 9998, "cuStreamGetCaptureInfo_v2": 15000}, "unknown id skipped")
+    # counts that overflow 64 bits saturate
+    top = (1 << 64) - 1
+    data = patched(p + 24, "<Q", top)
+    j = report(data)
+    eq((j["errors"], j["counted_calls"], counted_by(j)["cuCtxGetCurrent"]), (0, top, top), "saturated sums")
+    eq({t["tid"]: t["counted_calls"] for t in j["threads"]}[3000], top, "saturated thread sum")
+    with open(bad, "wb") as f:
+        f.write(data)
+    out, _ = run(["report", "--no-color", bad])
+    check(re.search(rf"^ +- +- +{top} .* cuCtxGetCurrent \(counted\)$", out, re.M), "saturated row")
+    run(["report", "--no-color", "--sort", "calls", bad, cnt])
+    # cuts: inside every COUNTS block and at 40 offsets over the file, the counts of the blocks
+    # wholly before the cut, exactly
+    ends = [(b[1] + b[2], sum(c for _, c in b[4])) for b in counts_blocks(good)]
+    cuts = [x for b in counts_blocks(good) for x in (b[0] + 8, b[1] + 8, b[1] + b[2] - 1)]
+    cuts += list(range(int.from_bytes(good[12:16], "little"), len(good), len(good) // 40))
+    prev = -1
+    for cut in sorted(cuts):
+        j = report(good[:cut])
+        eq(j["truncated"], True, f"cut at {cut}")
+        eq(j["counted_calls"], sum(c for end, c in ends if end <= cut), f"counted calls, cut at {cut}")
+        check(j["counted_calls"] >= prev, f"cut at {cut}: counts shrink with a longer prefix")
+        prev = j["counted_calls"]
+    j = report(good[:good.rfind(b"CHBK")])
+    eq((j["counted_calls"], j["truncated"]), (HOT_TOTAL, True), "everything but the END block")
+
+
+def test_count_finding():
+    """The finding that suggests --count: fires when a few very short functions make most of the
+    recorded calls, names them, and is gone once they are counted."""
+    rec = gen("hot", "hot")
+    j, _ = report_json(rec)
+    hint = [f for f in j["findings"] if "--count" in f["text"]]
+    eq(len(hint), 1, "one --count finding")
+    eq(hint[0]["severity"], 0, "severity: info")
+    check(hint[0]["text"].startswith(
+        "Very short functions make most of the recorded calls: cuCtxGetCurrent (30005 calls, median 100 ns) "
+        "and cuStreamGetCaptureInfo_v2 (15000 calls, median 50 ns), 80% of the 56605."), hint[0]["text"])
+    check("--count 'cuCtxGetCurrent,cuStreamGetCaptureInfo_v2'" in hint[0]["text"], hint[0]["text"])
+    out, _ = run(["report", "--no-color", rec])
+    check("--count 'cuCtxGetCurrent,cuStreamGetCaptureInfo_v2'" in out.replace("\n    ", " "), "text finding")
+    # counted: nothing left to suggest
+    j, _ = report_json(gen("hotc", "hot", "--count"))
+    eq([f for f in j["findings"] if "--count" in f["text"]], [], "no suggestion once counted")
+    # the thresholds: half the iterations leave cuStreamGetCaptureInfo_v2 under 10000 calls;
+    # cuCtxGetCurrent alone still makes 53% of the calls
+    j, _ = report_json(gen("hot2", "hot", "--iterations", "12000"))
+    hint = [f["text"] for f in j["findings"] if "--count" in f["text"]]
+    eq(len(hint), 1, "one --count finding")
+    check("calls: cuCtxGetCurrent (15005 calls, median 100 ns), 53% of the 28305." in hint[0], hint[0])
+    check("--count 'cuCtxGetCurrent'" in hint[0], hint[0])
+    # the worker's 6000 calls of cuCtxGetCurrent are 61% of its selected calls, but under 10000
+    j, _ = report_json(rec, "--functions", "cuCtxGetCurrent,cuStreamSync*", "--thread", "worker")
+    eq([f for f in j["findings"] if "--count" in f["text"]], [], "under 10000 calls: no suggestion")
+    # launches, allocations, copies, syncs are never suggested, however short (big: 20000 calls of
+    # each of them and of cuGetProcAddress_v2, 20% of the calls)
+    j, _ = report_json(gen("big", "big", "--calls", "100000", "--threads", "2"))
+    eq([f for f in j["findings"] if "--count" in f["text"]], [], "no suggestion for analysed functions")
+
+
 def test_fuzz():
     seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
-             gen("small", "big", "--calls", "200", "--threads", "3")]
+             gen("small", "big", "--calls", "200", "--threads", "3"),
+             gen("counts", "hot", "--count", "--iterations", "48", "--tsc")]
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())
