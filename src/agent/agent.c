@@ -8,6 +8,7 @@
 #include "config.h"
 #include "decoders.h"
 #include "freeze.h"
+#include "glob_filter.h"
 #include "hooks.h"
 #include "loader_watch.h"
 #include "nvfd.h"
@@ -30,6 +31,9 @@
 
 pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 struct agent_lib agent_libs[AGENT_MAX_LIBS];
+uint32_t agent_count_func[RING_COUNT_SLOTS_MAX];
+uint32_t agent_count_slots;
+_Static_assert(RING_COUNT_SLOTS_MAX == RING_COUNT_SLOTS, "count slots");
 unsigned agent_nlibs;
 
 /* Read by the assembly shim (stubs.S). */
@@ -80,12 +84,39 @@ static void detect_xsave(void)
 	cuhook_xsave_size = b + 64;
 }
 
+static unsigned count_overflow; /* functions the count option named beyond the slots, this session */
+
+/* The counter slot of hook `id` (agent_state.h), given on first use; -1 when all are taken. */
+static int count_slot(uint32_t id)
+{
+	for (uint32_t s = 0; s < agent_count_slots; s++)
+		if (agent_count_func[s] == id)
+			return (int)s;
+	if (agent_count_slots == RING_COUNT_SLOTS)
+		return -1;
+	agent_count_func[agent_count_slots] = id;
+	return (int)agent_count_slots++;
+}
+
+/* How a function's calls are traced: recorded (HOOK_RECORD), or counted (HOOK_COUNT) when the
+ * count option names it. Called under agent_lock before its jump is written. */
 static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 {
 	(void)ctx;
 	hh->decoder = (uint16_t)cuhook_decoder_find(name);
 	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
 	hh->fast_out = record_fast_out(hh->decoder);
+	if (cfg.count[0] && glob_filter_match(cfg.count, name)) {
+		int slot = count_slot((uint32_t)(hh - hooks_hot));
+		if (slot >= 0) {
+			hh->aux = (uint8_t)slot;
+			return HOOK_COUNT;
+		}
+		if (count_overflow++ == 0)
+			agent_log(2, "count: more than %d functions to count; %s and any others beyond "
+			          "are recorded instead", RING_COUNT_SLOTS, name);
+	}
+	hh->aux = 0;
 	return HOOK_RECORD;
 }
 
@@ -153,6 +184,11 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		if (armed)
 			return;
 		req.lib_id = l->lib_id;
+		/* This session's count option may differ from the last: classify the functions
+		 * planned before again (no jump of theirs is in place). */
+		for (uint32_t id = l->first_id; id < l->first_id + l->count; id++)
+			if (hooks_cold[id].slot)
+				hooks_hot[id].flags = classify(hooks_cold[id].name, &hooks_hot[id], NULL);
 		hooks_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);
@@ -273,6 +309,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 		return -EALREADY;
 	}
 	cfg = *c;
+	count_overflow = 0;
 	if (!once) {
 		detect_xsave();
 		pthread_atfork(NULL, NULL, on_fork_child);

@@ -62,6 +62,8 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 		return set_str(c->output, sizeof(c->output), v, key, err, errlen);
 	if (!strcmp(key, "funcs"))
 		return set_str(c->funcs, sizeof(c->funcs), v, key, err, errlen);
+	if (!strcmp(key, "count"))
+		return set_str(c->count, sizeof(c->count), v, key, err, errlen);
 	if (!strcmp(key, "lib"))
 		return set_str(c->lib, sizeof(c->lib), v, key, err, errlen);
 	if (!strcmp(key, "buffer_kb")) {
@@ -113,7 +115,7 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 	return -1;
 }
 
-static const char *const env_keys[] = {"output", "funcs", "lib", "buffer_kb", "drop", "flush_ms",
+static const char *const env_keys[] = {"output", "funcs", "count", "lib", "buffer_kb", "drop", "flush_ms",
                                         "clock", "verbose", "disable", "follow", "ioctl",
                                         "ioctl_paths"};
 

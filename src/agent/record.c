@@ -41,10 +41,13 @@ FAST_CHECK(offsetof(struct ring, limit) == RING_LIMIT);
 FAST_CHECK(offsetof(struct ring, size) == RING_SIZE);
 FAST_CHECK(offsetof(struct ring, data) == RING_DATA);
 FAST_CHECK(offsetof(struct ring, tail) == 64);
+FAST_CHECK(offsetof(struct ring, counts) == RING_COUNTS);
 FAST_CHECK(sizeof(struct hook_hot) == 1u << HOT_SHIFT);
 FAST_CHECK(offsetof(struct hook_hot, relocated) == HOT_RELOCATED);
 FAST_CHECK(offsetof(struct hook_hot, decoder) == HOT_DECODER);
 FAST_CHECK(offsetof(struct hook_hot, flags) == HOT_FLAGS);
+FAST_CHECK(offsetof(struct hook_hot, aux) == HOT_AUX);
+FAST_CHECK(HOOK_COUNT == FAST_COUNT_FLAGS);
 FAST_CHECK(offsetof(struct hook_hot, nstack) == HOT_NSTACK);
 FAST_CHECK(offsetof(struct hook_hot, fast_out) == HOT_FAST_OUT);
 FAST_CHECK(SHADOW_ARGS <= FAST_OUT_ARG + 1 && SHADOW_ARGS == CUHOOK_DECODER_ARGS);
@@ -224,6 +227,13 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		ts = (struct thread_state *)cuhook_call_saving_vectors(thread_state_create, NULL);
 		if (!ts)
 			return hh->relocated;
+	}
+	if (unlikely(hh->flags & HOOK_COUNT)) {
+		/* Counted even while busy: the increment is one instruction on the thread's own
+		 * counter (see stubs.S), so a signal handler's count is never lost. */
+		if (likely(cuhook_recording) && !ts->no_record && ts->ring)
+			__asm__ volatile("incq %0" : "+m"(ts->ring->counts[hh->aux]));
+		return hh->relocated;
 	}
 	const uintptr_t slot = (uintptr_t)&f->ret;
 	if (unlikely(ts->busy)) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define SHADOW_MAX 128
+#define RING_COUNT_SLOTS 256 /* functions a process can count instead of record (HOOK_COUNT) */
 #define SHADOW_ARGS 5 /* argument registers a shadow entry keeps: decoders read indices 0..4 */
 
 /* One cache line: a call touches exactly one entry. */
@@ -43,6 +44,11 @@ struct ring {
 	uint32_t announced;               /* writer wrote its THREAD block */
 	uint32_t dead;                    /* thread exited: drain, then recycle */
 	struct ring *next;                /* registry of all rings (writer walks it) */
+	/* HOOK_COUNT calls, by counter slot: the thread adds 1 with one instruction (a signal
+	 * handler's count on the same thread cannot be lost); the writer reads them and writes the
+	 * difference from counts_seen (what the file already has) in COUNTS blocks. */
+	_Alignas(64) uint64_t counts[RING_COUNT_SLOTS];
+	uint64_t counts_seen[RING_COUNT_SLOTS];
 };
 
 /* The first cache line is what every call reads; then the shadow stack, one line per entry. */

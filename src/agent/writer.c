@@ -209,15 +209,21 @@ static void put_events(struct ring *r, uint32_t from, uint32_t to)
 	}
 }
 
+static void announce(struct ring *r)
+{
+	if (r->announced)
+		return;
+	struct cuhook_thread_block tb = {r->tid, 0, {0}};
+	memcpy(tb.name, r->name, sizeof(tb.name));
+	put_block(CUHOOK_BLOCK_THREAD, &tb, sizeof(tb), NULL, 0);
+	r->announced = 1;
+}
+
 static void drain(struct ring *r, uint64_t head)
 {
 	uint64_t tail = r->tail;
-	if (!r->announced && head != tail) {
-		struct cuhook_thread_block tb = {r->tid, 0, {0}};
-		memcpy(tb.name, r->name, sizeof(tb.name));
-		put_block(CUHOOK_BLOCK_THREAD, &tb, sizeof(tb), NULL, 0);
-		r->announced = 1;
-	}
+	if (head != tail)
+		announce(r);
 	while (tail < head) {
 		uint32_t pos = (uint32_t)tail & (r->size - 1);
 		uint64_t chunk = head - tail;
@@ -228,6 +234,29 @@ static void drain(struct ring *r, uint64_t head)
 		tail += chunk;
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
+}
+
+/* The calls of counted functions this thread made since the file last said (COUNTS block). */
+static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
+{
+	struct cuhook_count_entry e[RING_COUNT_SLOTS];
+	uint32_t n = 0;
+	uint64_t tsc = __builtin_ia32_rdtsc();
+	for (uint32_t s = 0; s < nslots; s++) {
+		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
+		if (c == r->counts_seen[s])
+			continue;
+		e[n].func = func[s];
+		e[n].reserved = 0;
+		e[n].calls = c - r->counts_seen[s];
+		r->counts_seen[s] = c;
+		n++;
+	}
+	if (!n || W.failed)
+		return;
+	announce(r);
+	struct cuhook_counts_block cb = {r->tid, n, tsc};
+	put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0]));
 }
 
 static void round_once(void)
@@ -251,10 +280,14 @@ static void round_once(void)
 		s[k].dead = __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
 		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 	}
+	uint32_t count_func[RING_COUNT_SLOTS];
+	uint32_t nslots = agent_count_slots;
+	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
 	pthread_mutex_unlock(&agent_lock);
 	put_notes();
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
+		put_counts(s[i].r, count_func, nslots);
 		if (s[i].dead && s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
 			W.dropped += s[i].r->dropped;
 			thread_ring_recycle(s[i].r);
@@ -319,6 +352,8 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	for (struct ring *r = thread_rings(); r; r = r->next) {
 		r->announced = 0;
 		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
+			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
 	}
 	W.flush_ms = flush_ms ? flush_ms : 50;
 

@@ -20,8 +20,9 @@
  * Each stub has a fast path in assembly for the common case (thread state exists, not busy,
  * recording, TSC clock, hook flags exactly HOOK_RECORD, room in the ring without wrapping, no
  * drops to report, shadow stack not full, all six stack slots inside the thread's stack; at exit
- * the top shadow entry matches; DATA records only for one-value, string-less decoders). It saves
- * only the registers it uses. Anything else takes the slow path: the C handlers in record.c with
+ * the top shadow entry matches; DATA records only for one-value, string-less decoders), and the
+ * entry's for a counted function (flags exactly HOOK_COUNT: one increment, no return taken). It
+ * saves only the registers it uses. Anything else takes the slow path: the C handlers in record.c with
  * the full frame (a HOOK_* flag added later is thus handled in C until a fast path learns it).
  * A fast path bails out only before its first visible side effect (or after undoing `busy`),
  * so the C handler always starts from a clean state.
@@ -116,7 +117,7 @@ cuhook_entry_stub:
 	shl $HOT_SHIFT, %rax
 	lea hooks_hot(%rip), %r10
 	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
-	jne .Lentry_slow                       /* any flag but HOOK_RECORD (callback, ...): C */
+	jne .Lentry_count                      /* any flag but HOOK_RECORD: counted, or C */
 	movzbl HOT_NSTACK(%r10,%rax), %edx
 	mov %dl, EF_ID+EF_NSTACK_BYTE(%rsp)    /* kept for the record (stub_frame.h) */
 	cmpl $FAST_SHADOW_MAX, TS_DEPTH(%r11)
@@ -238,6 +239,18 @@ cuhook_entry_stub:
 	mov %rax, SH_ARGS+24(%rcx)
 	mov %r8, SH_ARGS+32(%rcx)
 	jmp .Lentry_push
+.Lentry_count:
+	/* A counted function (HOOK_COUNT alone): one increment of the thread's counter, then
+	 * straight in. The increment is one instruction, so a signal handler counting on this
+	 * thread cannot lose a count; no busy, no shadow entry, no record. */
+	cmpb $FAST_COUNT_FLAGS, HOT_FLAGS(%r10,%rax)
+	jne .Lentry_slow                       /* callback, ioctl, fd watch...: C */
+	add %rax, %r10                         /* r10 = &hooks_hot[id] */
+	movzbl HOT_AUX(%r10), %edx
+	mov TS_RING(%r11), %rcx
+	incq RING_COUNTS(%rcx,%rdx,8)
+	mov HOT_RELOCATED(%r10), %r11
+	jmp .Lentry_plain
 .Lentry_unbusy:
 	movl $0, TS_BUSY(%r11)
 #endif

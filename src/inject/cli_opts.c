@@ -42,6 +42,9 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = VALUE()))
 			return -1;
+	} else if (!strcmp(a, "--count")) {
+		if (!(c->count = VALUE()))
+			return -1;
 	} else if (!strcmp(a, "--agent")) {
 		if (!(c->agent = VALUE()))
 			return -1;
@@ -112,6 +115,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
 		return -1;
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
+		return -1;
+	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
 		return -1;
 	for (int i = 0; i < c->nextra; i++)
 		if (append(buf, len, &pos, NULL, c->extra[i]) < 0)

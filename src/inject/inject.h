@@ -79,6 +79,7 @@ const char *cuhook_inject_error(void);
 struct cuhook_inject_cli {
 	const char *output;        /* -o FILE */
 	const char *funcs;         /* --funcs GLOBS */
+	const char *count;         /* --count GLOBS */
 	const char *agent;         /* --agent PATH: another agent library (tests) */
 	const char *extra[32];     /* --opt KEY=VALUE */
 	int nextra;
@@ -102,6 +103,8 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 #define CUHOOK_INJECT_CLI_HELP \
 	"  -o, --output FILE     trace file (made absolute; the target writes it)\n" \
 	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*')\n" \
+	"  --count GLOBS         count these functions' calls exactly, without recording each call\n" \
+	"                        (for very frequent, short calls: cuCtxGetDevice*,cuDevicePrimaryCtxGetState)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
 	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \

@@ -26,12 +26,16 @@
 #define HOOK_FDOP 0x8u         /* an internal hook on a libc call that closes, replaces or creates
                                   file descriptors: hooks_hot[].aux (NVFD_OP_*) says which fd the
                                   ioctl fd table forgets, at entry and at exit. Not recorded. */
+#define HOOK_COUNT 0x10u       /* count the calls, record nothing (agent option count=GLOBS):
+                                  hooks_hot[].aux is the counter's slot in the thread's ring
+                                  (struct ring counts[]); the return is not taken */
 
 struct hook_hot {
 	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */
 	uint16_t decoder;      /* cuhook_decoders index, 0 = none */
 	uint8_t flags;         /* HOOK_* */
-	uint8_t aux;           /* HOOK_FDOP: which descriptor the call affects (NVFD_OP_*) */
+	uint8_t aux;           /* HOOK_FDOP: which descriptor the call affects (NVFD_OP_*);
+	                          HOOK_COUNT: the counter slot (< RING_COUNT_SLOTS) */
 	uint16_t lib_id;
 	uint8_t nstack;        /* caller's stack slots to record at entry (0..6; 6 by default) */
 	uint8_t fast_out;      /* 0, or how the fast exit stub reads the one decoded value

@@ -8,6 +8,10 @@ agent, then check the trace against what the program says it did.
     --mode during), nothing dropped or damaged; cuFakeLoopBack, cuFakeLoopToStart and cuFakeShort
     refused with a reason and absent from the calls; one of the two alias names refused as an
     alias, the other counting the calls made through both; no other refusal;
+  - with --count GLOBS (agent option count=): the functions it names leave no ENTRY records and
+    their calls in the COUNTS blocks equal the calls made, exactly (at most, with --mode during),
+    read by a second reader of the file (tracefile.py), per thread blocks summed; every other
+    function is checked as above;
   - with --csv (mode before only), `cuhook report --format csv`: per thread, the calls in order
     with their exact return values (driver_user --log), every cuLaunchKernel's 11 arguments
     (6 registers + 5 stack slots), cuFakeInner at depth 1 inside each cuFakeOuter with the
@@ -15,9 +19,11 @@ agent, then check the trace against what the program says it did.
     names, driver version).
 
 usage: check_driver_trace.py --driver-user PATH --lib LIBCUDA --agent LIBCUHOOK --cuhook CUHOOK
-           [--mode before|after|during] [--threads N] [--iters M] [--csv] [--workdir DIR]"""
+           [--mode before|after|during] [--threads N] [--iters M] [--csv] [--count GLOBS]
+           [--workdir DIR]"""
 
 import argparse
+import fnmatch
 import os
 import re
 import sys
@@ -28,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
                         need_file, num, parse_target_output, refused_by_name, report_csv,
                         report_json, run, run_main)
+from tracefile import read_trace  # noqa: E402
 
 # Functions of the stand-in the engine must refuse, in both builds (fake_entry.S says why).
 MUST_REFUSE = ("cuFakeLoopBack", "cuFakeLoopToStart", "cuFakeShort")
@@ -84,6 +91,36 @@ def check_counts(rep, expect, mode, problems):
     print(f"traced {traced} calls of {made} made to patched functions ({mode})")
     if mode == "during" and traced == 0:
         print("note: the workers finished before the agent patched anything")
+
+
+def counted_names(globs, names):
+    """The names the agent's count option selects: comma-separated globs, '-'/'!' excludes."""
+    inc = [g for g in globs.split(",") if g and g[0] not in "-!"]
+    exc = [g[1:] for g in globs.split(",") if g and g[0] in "-!"]
+    return {n for n in names
+            if any(fnmatch.fnmatchcase(n, g) for g in inc) and not any(fnmatch.fnmatchcase(n, g) for g in exc)}
+
+
+def check_counted(trace_path, counted, expect, mode, problems):
+    """Counted functions: no ENTRY record, COUNTS equal to the calls made (the second reader)."""
+    t = read_trace(trace_path)
+    problems.check(t.version >= 3, f"trace version {t.version}, COUNTS blocks need 3")
+    problems.check(t.has_end, "no END block")
+    for name in sorted(counted):
+        problems.check(t.entries.get(name, 0) == 0,
+                       f"{name} is counted but has {t.entries.get(name)} ENTRY records")
+        got, want = t.counted.get(name, 0), expect[name]
+        if mode == "during":
+            problems.check(got <= want, f"{name}: {got} counted calls, more than the {want} made")
+        else:
+            problems.check(got == want, f"{name}: {got} counted calls, expected {want}")
+    stray = sorted(set(t.counted) - counted)
+    problems.check(not stray, f"COUNTS for functions not counted: {stray}")
+    threads = {tid for tid, _ in t.counted_by_tid}
+    print(f"counted {sum(t.counted.values())} calls of {len(counted)} functions on {len(threads)} "
+          f"threads in {t.counts_blocks} COUNTS blocks")
+    if mode != "during":
+        problems.check(t.counts_blocks > 0, "no COUNTS block")
 
 
 def read_log(path):
@@ -262,6 +299,7 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--csv", action="store_true")
+    ap.add_argument("--count", default="")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     if a.csv and a.mode != "before":
@@ -280,8 +318,11 @@ def main():
     log = os.path.join(workdir, "calls.log")
     if os.path.exists(trace):
         os.unlink(trace)
+    env = {"CUHOOK_OUTPUT": trace}
+    if a.count:
+        env["CUHOOK_COUNT"] = a.count
     p = run(base + ["--agent", a.agent] + MODE_FLAGS[a.mode] + ["--log", log, a.lib],
-            env=clean_env({"CUHOOK_OUTPUT": trace}), what="driver_user (traced)")
+            env=clean_env(env), what="driver_user (traced)")
     traced = parse_target_output(p.stdout)
     if p.stderr.strip():
         print(p.stderr.strip())
@@ -297,7 +338,14 @@ def main():
     libs = [lib["path"] for lib in rep.get("libraries", []) if not lib.get("internal")]
     problems.check([os.path.realpath(p) for p in libs] == [os.path.realpath(a.lib)],
                    f"traced libraries {libs}, expected just {a.lib}")
-    check_counts(rep, traced["expect"], a.mode, problems)
+    expect = dict(traced["expect"])
+    if a.count:
+        counted = counted_names(a.count, expect) - set(MUST_REFUSE) - set(ALIASES)
+        problems.check(bool(counted), f"--count {a.count} names no function the program calls")
+        check_counted(trace, counted, expect, a.mode, problems)
+        for name in counted:
+            expect[name] = 0  # recorded calls: none
+    check_counts(rep, expect, a.mode, problems)
     if a.csv:
         check_csv(report_csv(a.cuhook, trace, workdir), log, problems)
     problems.exit()

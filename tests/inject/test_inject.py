@@ -115,14 +115,15 @@ def case_run_exit_code():
 def case_run_agent_started():
     out = os.path.join(TMP, "run.txt")
     r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "ticker=0",
-               "--", A.target, "echo", input="hello\nworld\n")
+               "--count", "cuCtxGetDevice*", "--", A.target, "echo", input="hello\nworld\n")
     check(r.returncode == 0, "run failed", r.stderr)
     check(r.stdout == "hello\nworld\n", "stdin/stdout must pass through untouched", repr(r.stdout))
     lines = trace_lines(out)
     check(len(lines) == 1 and lines[0].startswith("start"), "one start line expected", repr(lines))
     check("flags=1 " in lines[0], "started with CUHOOK_START_THREADS_STOPPED", lines[0])
     check("others_stopped=1" in lines[0], "all other threads stopped during start", lines[0])
-    check("options=output=%s;funcs=cuLaunch*,cuMem*;ticker=0" % out in lines[0], "options passed", lines[0])
+    check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;ticker=0" % out in lines[0],
+          "options passed", lines[0])
 
 
 def case_run_relative_output():
@@ -722,6 +723,40 @@ def case_real_attach_driver():
     ev = trace_end_events(out)
     check(ev is not None and 0 < ev // 2 < calls, "events only from the window: %s of %d calls" % (ev, calls))
     print("  traced %d of %d calls; %s" % (ev // 2, calls, " | ".join(l for l in r.stderr.splitlines() if "stopped for" in l)))
+
+
+def case_real_attach_count():
+    # three sessions in one process: recorded, counted (--count), recorded again; the functions
+    # planned in the first session are classified again at each attach
+    need_real("driver_user", "fakecuda")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+    from tracefile import read_trace
+    base = driver_run(600000)
+    outs = [os.path.join(TMP, "cnt%d.bin" % i) for i in range(3)]
+    res = []
+    counted = ("cuFakeConstA", "cuCtxGetCurrent")
+
+    def att(pid):
+        for i, out in enumerate(outs):
+            extra = ("--count", ",".join(counted)) if i == 1 else ()
+            res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.2, *extra, pid))
+
+    got = driver_run(600000, att)
+    for r in res:
+        check(r.returncode == 0, "attach failed", r.stderr)
+    check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged")
+    traces = [read_trace(o) for o in outs]
+    for i, t in enumerate(traces):
+        check(t.has_end, "trace %d closed" % i)
+        for f in counted:
+            if i == 1:
+                check(t.entries.get(f, 0) == 0 and t.counted.get(f, 0) > 0,
+                      "session 2 counts %s" % f, "%s entries, %s counted" % (t.entries.get(f), t.counted.get(f)))
+            else:
+                check(t.entries.get(f, 0) > 0 and f not in t.counted,
+                      "session %d records %s" % (i + 1, f), "%s entries, %s counted" % (t.entries.get(f), t.counted.get(f)))
+        check(t.entries.get("cuFakeConstB", 0) > 0, "cuFakeConstB recorded in session %d" % (i + 1))
+    print("  counted in session 2: %s" % {f: traces[1].counted.get(f) for f in counted})
 
 
 def case_real_cycles():

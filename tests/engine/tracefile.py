@@ -1,0 +1,96 @@
+"""A second, independent reader of trace.bin for the engine tests (the authority is
+src/format/trace_format.h): just enough to count what the agent wrote, so that a test of the
+agent does not trust `cuhook report` for the numbers it checks.
+
+read_trace(path) -> Trace with
+  funcs:   {id: name}
+  entries: {name: ENTRY records}
+  counted: {name: sum of the COUNTS blocks' calls}
+  counted_by_tid: {(tid, name): calls}
+  counts_blocks: number of COUNTS blocks
+  has_end: an END block closed the file"""
+
+import struct
+
+BLOCK_MAGIC = 0x4B424843
+BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_END, BLOCK_COUNTS = 3, 5, 7, 8
+REC_ENTRY = 1
+
+
+class TraceError(Exception):
+    pass
+
+
+class Trace:
+    def __init__(self):
+        self.version = 0
+        self.funcs = {}
+        self.entries = {}
+        self.counted = {}
+        self.counted_by_tid = {}
+        self.counts_blocks = 0
+        self.has_end = False
+
+
+def _funcs(t, p):
+    lib_id, first, count, _ = struct.unpack_from("<IIII", p, 0)
+    off = 16
+    for i in range(count):
+        _offset, _size, _status, name_len = struct.unpack_from("<QIHH", p, off)
+        name = p[off + 24:off + 24 + name_len].decode()
+        t.funcs[first + i] = name
+        off += (24 + name_len + 7) & ~7
+
+
+def _events(t, p):
+    _tid, nrec = struct.unpack_from("<II", p, 0)
+    off = 8
+    for _ in range(nrec):
+        rtype, _flags, size, func = struct.unpack_from("<BBHI", p, off)
+        if size < 8 or off + size > len(p):
+            raise TraceError(f"bad record size {size}")
+        if rtype == REC_ENTRY:
+            name = t.funcs.get(func, f"#{func}")
+            t.entries[name] = t.entries.get(name, 0) + 1
+        off += size
+
+
+def _counts(t, p):
+    tid, count, _tsc = struct.unpack_from("<IIQ", p, 0)
+    if 16 + 16 * count > len(p):
+        raise TraceError("COUNTS block shorter than its entries")
+    for i in range(count):
+        func, _, calls = struct.unpack_from("<IIQ", p, 16 + 16 * i)
+        if calls == 0:
+            raise TraceError("COUNTS entry with 0 calls")
+        name = t.funcs.get(func, f"#{func}")
+        t.counted[name] = t.counted.get(name, 0) + calls
+        t.counted_by_tid[(tid, name)] = t.counted_by_tid.get((tid, name), 0) + calls
+    t.counts_blocks += 1
+
+
+def read_trace(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"CUHOOKTR":
+        raise TraceError(f"{path}: not a trace")
+    t = Trace()
+    t.version, header_size = struct.unpack_from("<II", data, 8)
+    off = header_size
+    while off + 16 <= len(data):
+        magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
+        if magic != BLOCK_MAGIC or off + 16 + size > len(data):
+            raise TraceError(f"{path}: damaged block at offset {off}")
+        p = data[off + 16:off + 16 + size]
+        if btype == BLOCK_FUNCS:
+            _funcs(t, p)
+        elif btype == BLOCK_EVENTS:
+            _events(t, p)
+        elif btype == BLOCK_COUNTS:
+            _counts(t, p)
+        elif btype == BLOCK_END:
+            t.has_end = True
+        off += 16 + size
+    if off != len(data):
+        raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
+    return t
