@@ -1,6 +1,7 @@
 /* Added cost per traced call, side by side in one run (bench/run.sh):
  *   untraced:  a tight loop calling the stand-in cuCtxGetCurrent (bench/standin.S)
  *   cuhook:    the same loop after the agent patched the stand-in (started through its API)
+ *   counted:   the same again in a second session that counts the function (count=) instead
  *   (run.sh runs this program a second time under LD_PRELOAD of preload_wrapper.so)
  * Best of several repetitions, in ns per call.
  *
@@ -151,5 +152,15 @@ int main(int argc, char **argv)
 	double traced = loop(n, reps);
 	stop(0);
 	printf("cuhook %.2f\n", traced);
+	/* A second session that counts the function instead (count=): one increment per call. */
+	snprintf(opts, sizeof(opts), "output=%s;lib=libbench_standin.so;funcs=cuCtxGetCurrent;count=cuCtxGetCurrent;flush_ms=%u", out, flush_ms);
+	if (start(opts, 0) != 0) {
+		fprintf(stderr, "agent start (count) failed\n");
+		return 1;
+	}
+	cuCtxGetCurrent(&c);
+	double counted = loop(n, reps);
+	stop(0);
+	printf("counted %.2f\n", counted);
 	return 0;
 }

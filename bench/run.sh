@@ -10,12 +10,13 @@ agent=$(readlink -f build/src/agent/libcuhook.so)
 r1=$("$b/bench_overhead" --agent "$agent" -n "$n")
 r2=$(LD_PRELOAD=$(readlink -f $b/libbench_preload.so) "$b/bench_overhead" -n "$n")
 get() { echo "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
-python3 - "$(get "$r1" rdtsc)" "$(get "$r1" plain)" "$(get "$r1" cuhook)" "$(get "$r2" plain)" <<'PY'
+python3 - "$(get "$r1" rdtsc)" "$(get "$r1" plain)" "$(get "$r1" cuhook)" "$(get "$r2" plain)" "$(get "$r1" counted)" <<'PY'
 import sys
-rdtsc, plain, cuhook, preload = map(float, sys.argv[1:])
+rdtsc, plain, cuhook, preload, counted = map(float, sys.argv[1:])
 print(f"timestamp read (rdtsc)      {rdtsc:7.2f} ns")
 print(f"untraced call               {plain:7.2f} ns")
 print(f"cuhook traced call          {cuhook:7.2f} ns   added {cuhook - plain:6.2f} ns  ({cuhook / plain:5.1f}x)")
+print(f"cuhook, counted (--count)   {counted:7.2f} ns   added {counted - plain:6.2f} ns  (no per-call record)")
 print(f"LD_PRELOAD wrapper          {preload:7.2f} ns   added {preload - plain:6.2f} ns  ({preload / plain:5.1f}x)")
 goal = 2 * rdtsc + 5
 print(f"goal: added <= 2 x rdtsc + 5 = {goal:.2f} ns -> {'met' if cuhook - plain <= goal else 'NOT met'}")
