@@ -20,7 +20,9 @@
 #
 # Parameters (environment), with defaults sized for about 6 minutes on an H200:
 #   PROOF_BUDGET_S=500   no step starts after this many seconds (the device's limit is 600)
-#   PROOF_PHASES="apps ctx gpt2 mlp attach gdb"   which phases to run, in this order
+#   PROOF_PHASES="apps ctx gpt2 ab mlp attach gdb"   which phases to run, in this order
+#   AB_ROUNDS=16 AB_COUNT='cuCtxGetDevice*,cuDevicePrimaryCtxGetState'   phase ab: GPT-2 in one
+#                        process (tests/gpu/ab_gpt2.py), untraced / traced / traced counting AB_COUNT
 #   PROOF_WORK=/tmp/cuhook-proof   work folder (emptied first); traces stay there
 #   APP_LAUNCHES=500 APP_ELEMS=1048576 APP_SYNC_EVERY=100   driver_app / runtime_app arguments
 #   GPT2_PROCS=2 GPT2_ITERS=12 GPT2_TOKENS=32   processes per configuration, iterations each
@@ -35,10 +37,11 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
 cd "$(dirname "$0")/../.." || exit 1
 T0=$(date +%s)
 
-: "${PROOF_BUDGET_S:=500}" "${PROOF_PHASES:=apps ctx gpt2 mlp attach gdb}" "${PROOF_WORK:=/tmp/cuhook-proof}"
+: "${PROOF_BUDGET_S:=500}" "${PROOF_PHASES:=apps ctx gpt2 ab mlp attach gdb}" "${PROOF_WORK:=/tmp/cuhook-proof}"
 : "${APP_LAUNCHES:=500}" "${APP_ELEMS:=1048576}" "${APP_SYNC_EVERY:=100}"
 : "${GPT2_PROCS:=2}" "${GPT2_ITERS:=12}" "${GPT2_TOKENS:=32}"
 : "${MLP_PROCS:=2}" "${MLP_ITERS:=20}" "${MLP_PASSES:=200}"
+: "${AB_ROUNDS:=16}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
 : "${CTX_REPS:=3}" "${CTX_N:=200000}" "${ATTACH_LOOP_S:=20}" "${ATTACH_S:=5}"
 : "${GPT2_SCRIPT:=tests/gpu/gpt2_infer.py}" "${MLP_SCRIPT:=tests/gpu/mlp_infer.py}"
 export PYTHONUNBUFFERED=1
@@ -51,7 +54,7 @@ case $W in /tmp/?* | /var/tmp/?* | /root/?*) ;; *) echo "PROOF_WORK must be unde
 rm -rf "$W" && mkdir -p "$R" "$B" "$W/info" || exit 1
 printf 'name\tstatus\tseconds\tcommand\n' > "$W/steps.tsv"
 for v in PROOF_BUDGET_S PROOF_PHASES APP_LAUNCHES APP_ELEMS APP_SYNC_EVERY GPT2_PROCS GPT2_ITERS \
-	GPT2_TOKENS MLP_PROCS MLP_ITERS MLP_PASSES CTX_REPS CTX_N ATTACH_LOOP_S ATTACH_S GPT2_SCRIPT MLP_SCRIPT; do
+	GPT2_TOKENS AB_ROUNDS AB_COUNT MLP_PROCS MLP_ITERS MLP_PASSES CTX_REPS CTX_N ATTACH_LOOP_S ATTACH_S GPT2_SCRIPT MLP_SCRIPT; do
 	printf '%s=%s\n' "$v" "${!v}"
 done > "$W/info/params.txt"
 
@@ -364,6 +367,22 @@ if has_phase gpt2; then
 		done
 	done
 	run_cfg gpt2 both 1 240 "${GPT2[@]}"
+	summarize
+fi
+
+# GPT-2 with the agent started and stopped through its API between generations of one process:
+# every round one untraced generation, one recorded in full, one with AB_COUNT counted (the
+# queries the CUDA runtime makes around every launch), the order rotating. Separate processes
+# differ by several percent on these machines; this comparison does not carry that.
+if has_phase ab; then
+	log "GPT-2 in one process: $AB_ROUNDS rounds of untraced / traced / traced with count=$AB_COUNT"
+	if [ -n "$AGENT" ]; then
+		step gpt2ab.1 300 "$PY" tests/gpu/ab_gpt2.py --agent "$AGENT" --rounds "$AB_ROUNDS" \
+			--tokens "$GPT2_TOKENS" --trace-dir "$R" --json "$R/gpt2ab.1.json" --opts "" --opts "count=$AB_COUNT"
+		rm -f "$R"/ab-*.bin
+	else
+		skip gpt2ab.1 "cuhook not built"
+	fi
 	summarize
 fi
 

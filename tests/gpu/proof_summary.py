@@ -324,6 +324,15 @@ if "base" in ctx:
     ctx["table"] = [{"tracer": t, "ns_per_call": v, "added_ns": v - u} for t, v in rows]
 results["ctx_bench"] = ctx
 
+# ---- GPT-2 in one process (tests/gpu/ab_gpt2.py) ------------------------------------------------
+ab = None
+try:
+    with open(os.path.join(runs_dir, "gpt2ab.1.json")) as f:
+        ab = json.load(f)
+except (OSError, ValueError):
+    pass
+results["gpt2_one_process"] = ab
+
 results["failures"] = [{"step": n, **s} for n, s in steps.items() if s["status"] != "0"]
 results["failures"] += [{"step": m["run"], "status": f"no {m['source']} counts: {m['why']}"}
                         for wr in results["workloads"].values() for m in wr["counts"]["missing_sources"]]
@@ -436,6 +445,27 @@ for w, tp in results["throughput"].items():
         r = tp["configs"]["cuhook"]["ratio_to_untraced"]
         md.append(f"Target: traced >= {GPT2_TARGET * 100:.0f}% of untraced: **{'met' if r >= GPT2_TARGET else 'not met'}** "
                   f"({r * 100:.1f}%).\n")
+
+md.append("## GPT-2 traced against untraced in one process\n")
+ab = results.get("gpt2_one_process")
+if ab and ab.get("sides"):
+    md.append(f"tests/gpu/ab_gpt2.py: {ab['rounds']} rounds in one process; each round generates {p.get('GPT2_TOKENS', '?')} "
+              "tokens untraced and once per traced side (the agent started and stopped through its API around the "
+              "generation), the order rotating. *Median of round ratios*: each traced generation against the "
+              "untraced one of its round. *Best rounds*: the fastest traced generation against the fastest untraced "
+              "one (the machine's noise only ever slows a round down). Untraced: median "
+              f"{fmt(ab['untraced_median'])}, best {fmt(ab['untraced_best'])} tokens/s; "
+              f"{len(ab['checksums'])} distinct output checksum(s).\n")
+    rows = []
+    for name, d in ab["sides"].items():
+        label = "recorded in full (default)" if not d["opts"] else f"`{d['opts']}`"
+        met = min(d["median_ratio"], d["ratio_of_best"]) >= GPT2_TARGET
+        rows.append((label, fmt(d["traced_median"]), f"{d['median_ratio'] * 100:.1f}%",
+                     f"{d['ratio_of_best'] * 100:.1f}%", f"**{'met' if met else 'not met'}**"))
+    md.append(table(["traced side", "median tokens/s", "median of round ratios", "best rounds",
+                     f">= {GPT2_TARGET * 100:.0f}% by both measures"], rows))
+else:
+    md.append("No results (phase ab not run, or it failed: see the steps below).\n")
 
 md.append("## Peers: the LD_PRELOAD wrapper and the CUPTI callback tracer\n")
 md.append("The wrapper (tests/gpu/preload_wrapper.c) interposes `" + "`, `".join(WRAPPED) + "` (and `cuCtxGetCurrent`) "
