@@ -77,6 +77,8 @@ __attribute__((constructor(101))) static void record_tls_offset_init(void)
 	uintptr_t off;
 	__asm__("movq cuhook_tls@gottpoff(%%rip), %0" : "=r"(off));
 	cuhook_tls_offset = off;
+	__asm__("movq cuhook_tls_ring@gottpoff(%%rip), %0" : "=r"(off));
+	cuhook_tls_ring_offset = off;
 }
 
 uint8_t record_fast_out(uint16_t decoder)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
+__thread struct ring *cuhook_tls_ring __attribute__((tls_model("initial-exec")));
 uint32_t thread_ring_bytes = 1u << 20;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* slow paths only */
@@ -31,6 +32,7 @@ static void on_thread_exit(void *p)
 	if (cuhook_tls != ts)
 		return;
 	cuhook_tls = NULL;
+	cuhook_tls_ring = NULL; /* no count lands in the ring once the writer may take it as final */
 	if (ts->ring)
 		__atomic_store_n(&ts->ring->dead, 1, __ATOMIC_RELEASE);
 	if (ts->depth == 0) {
@@ -121,6 +123,7 @@ uintptr_t thread_state_create(void *unused)
 		ts->no_record = 1; /* out of memory: pass calls through, never fail them */
 	}
 	cuhook_tls = ts;
+	cuhook_tls_ring = ts->no_record ? NULL : ts->ring;
 	pthread_setspecific(exit_key, ts);
 	return (uintptr_t)ts;
 }

@@ -67,6 +67,10 @@ struct thread_state {
 };
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
+/* The thread's ring, next to its state pointer, for the counted functions' path (stubs.S): it
+ * reaches the counters without the thread state's line. Set with the state; NULL before, in
+ * cuhook's own threads, and from the thread's exit on. */
+extern __thread struct ring *cuhook_tls_ring __attribute__((tls_model("initial-exec")));
 
 /* Slow path of a thread's first call: create (or recycle) its state and ring. Called through
  * cuhook_call_saving_vectors; returns the state or NULL (then the call is not traced). */

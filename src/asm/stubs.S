@@ -62,14 +62,30 @@
 	add RING_DATA(%r10), %rcx
 .endm
 
+/* Undo the entry stub's first pushes (status flags, rcx, r10, rdx, rax), drop the thunk's id
+ * and jump to r11: into a function whose return is not taken. lea and pop keep the flags. */
+.macro ENTRY_RESTORE_AND_GO
+	pop %rax
+	add $0x7f, %al                         /* OF = (al == 1) */
+	sahf                                   /* the other status flags */
+	pop %rcx
+	pop %r10
+	pop %rdx
+	pop %rax
+	lea 8(%rsp), %rsp                      /* drop the id */
+	.cfi_adjust_cfa_offset -48
+	jmp *%r11
+.endm
+
 /* The switches every call reads, in one cache line (see record.h). */
 	.data
 	.p2align 6
-	.globl cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset
-	.hidden cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset
+	.globl cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset, cuhook_tls_ring_offset
+	.hidden cuhook_recording, cuhook_clock_monotonic, cuhook_tls_offset, cuhook_tls_ring_offset
 	.type cuhook_recording, @object
 	.type cuhook_clock_monotonic, @object
 	.type cuhook_tls_offset, @object
+	.type cuhook_tls_ring_offset, @object
 cuhook_recording:
 	.long 0
 	.size cuhook_recording, 4
@@ -79,6 +95,9 @@ cuhook_clock_monotonic:
 cuhook_tls_offset:
 	.quad 0
 	.size cuhook_tls_offset, 8
+cuhook_tls_ring_offset:
+	.quad 0
+	.size cuhook_tls_ring_offset, 8
 	.p2align 6
 
 	.text
@@ -103,6 +122,34 @@ cuhook_entry_stub:
 #ifndef CUHOOK_NO_FAST_ENTRY
 	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx. The argument registers
 	 * rdi, rsi, r8, r9 are only read. */
+	mov EF_ID(%rsp), %eax
+	shl $HOT_SHIFT, %rax
+	lea hooks_hot(%rip), %r10              /* hooks_hot[id] = r10 + rax from here on */
+	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
+	jne .Lentry_slow
+	movzbl HOT_FLAGS(%r10,%rax), %edx
+	cmp $FAST_COUNT_FLAGS, %edx
+	jne .Lentry_record
+	/* A counted function (HOOK_COUNT alone): one increment of the thread's counter, then
+	 * straight in, all in these few lines of code. The ring comes from its own TLS slot, not
+	 * through the thread state (one dependent load less in a program whose caches hold little
+	 * of ours between calls). The increment is one instruction, so a signal handler counting
+	 * on this thread, even inside one of our handlers, cannot lose a count: no busy, no
+	 * shadow entry, no record. */
+	add %rax, %r10                         /* r10 = &hooks_hot[id] */
+	mov cuhook_tls_ring_offset(%rip), %r11
+	mov %fs:(%r11), %r11
+	test %r11, %r11
+	jz .Lentry_slow                        /* no ring yet (first call), or cuhook's own thread */
+	movzbl HOT_AUX(%r10), %edx
+	incq RING_COUNTS(%r11,%rdx,8)
+	mov HOT_RELOCATED(%r10), %r11
+	.cfi_remember_state
+	ENTRY_RESTORE_AND_GO
+	.cfi_restore_state
+.Lentry_record:
+	cmp $FAST_HOOK_FLAGS, %edx
+	jne .Lentry_slow                       /* any other flag (callback, ioctl...): C */
 	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
 	test %r11, %r11
@@ -111,13 +158,6 @@ cuhook_entry_stub:
 	jne .Lentry_slow
 	cmpl $0, TS_NO_RECORD(%r11)
 	jne .Lentry_slow
-	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
-	jne .Lentry_slow
-	mov EF_ID(%rsp), %eax
-	shl $HOT_SHIFT, %rax
-	lea hooks_hot(%rip), %r10
-	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
-	jne .Lentry_count                      /* any flag but HOOK_RECORD: counted, or C */
 	movzbl HOT_NSTACK(%r10,%rax), %edx
 	mov %dl, EF_ID+EF_NSTACK_BYTE(%rsp)    /* kept for the record (stub_frame.h) */
 	cmpl $FAST_SHADOW_MAX, TS_DEPTH(%r11)
@@ -239,18 +279,6 @@ cuhook_entry_stub:
 	mov %rax, SH_ARGS+24(%rcx)
 	mov %r8, SH_ARGS+32(%rcx)
 	jmp .Lentry_push
-.Lentry_count:
-	/* A counted function (HOOK_COUNT alone): one increment of the thread's counter, then
-	 * straight in. The increment is one instruction, so a signal handler counting on this
-	 * thread cannot lose a count; no busy, no shadow entry, no record. */
-	cmpb $FAST_COUNT_FLAGS, HOT_FLAGS(%r10,%rax)
-	jne .Lentry_slow                       /* callback, ioctl, fd watch...: C */
-	add %rax, %r10                         /* r10 = &hooks_hot[id] */
-	movzbl HOT_AUX(%r10), %edx
-	mov TS_RING(%r11), %rcx
-	incq RING_COUNTS(%rcx,%rdx,8)
-	mov HOT_RELOCATED(%r10), %r11
-	jmp .Lentry_plain
 .Lentry_unbusy:
 	movl $0, TS_BUSY(%r11)
 #endif
@@ -273,17 +301,8 @@ cuhook_entry_stub:
 	pop %rdi
 	.cfi_adjust_cfa_offset -40
 	je .Lentry_hijack
-.Lentry_plain:
-	pop %rax
-	add $0x7f, %al         /* OF = (al == 1) */
-	sahf                   /* the other status flags */
-	pop %rcx
-	pop %r10
-	pop %rdx
-	pop %rax
-	lea 8(%rsp), %rsp      /* drop the id */
-	.cfi_adjust_cfa_offset -48
-	jmp *%r11              /* not traced to its return: straight in */
+.Lentry_plain:                 /* not traced to its return: straight in */
+	ENTRY_RESTORE_AND_GO
 	.cfi_adjust_cfa_offset 48
 .Lentry_hijack:
 	pop %rax
