@@ -150,7 +150,7 @@ static void count_hint(const struct rp_view *v, const struct rp_fstat *fs, uint3
 	add(x, 0, "Very short functions make most of the recorded calls: %s, %.0f%% of the %u. Each recorded call "
 	          "costs the tracer tens of ns, a large share of calls this short: tracing with --count '%s' "
 	          "(cuhook run or attach) counts their calls exactly instead of recording them, at a fraction "
-	          "of the cost (their times and arguments are then not recorded).",
+	          "of the cost (their times, arguments and return values are then not recorded).",
 	    list, 100.0 * (double)sum / (double)v->nsel, v->nsel, globs);
 }
 
