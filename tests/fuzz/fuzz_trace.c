@@ -34,6 +34,20 @@ static void check_invariants(const struct tr_trace *t)
 	for (uint32_t i = 0; i < t->ndata; i++)
 		if (t->data[i].call >= t->ncalls)
 			abort();
+	/* COUNTS entries: valid ids; the saturating sums per entry, function and thread agree. */
+	uint64_t by_entry = 0, by_func = 0, by_thread = 0;
+	for (uint32_t i = 0; i < t->ncounts; i++) {
+		const struct tr_count *c = &t->counts[i];
+		if (c->func >= t->nfuncs || !t->funcs[c->func].defined || c->thread >= t->nthreads)
+			abort();
+		by_entry = tr_sat_add_u64(by_entry, c->calls);
+	}
+	for (uint32_t i = 0; i < t->nfuncs; i++)
+		by_func = tr_sat_add_u64(by_func, t->funcs[i].counted);
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		by_thread = tr_sat_add_u64(by_thread, t->threads[i].counted);
+	if (by_entry != t->counted_calls || by_func != t->counted_calls || by_thread != t->counted_calls)
+		abort();
 }
 
 static void all_outputs(struct rp_view *v, unsigned n)

@@ -241,6 +241,36 @@ def case_follow_fork():
           "the child's trace: its own calls, both threads", repr(tr["t.%d.bin" % child]))
 
 
+def case_follow_fork_count():
+    # --count across fork: the child inherits the forking thread's counters (cuFakeConstA was
+    # counted 100 times before the fork) and must start its own file from them, not report them
+    need_real("follow_target", "fakecuda")
+    read_trace = engine_tracefile().read_trace
+    d = os.path.join(TMP, "follow")
+    os.makedirs(d, exist_ok=True)
+    r = cuhook("run", "--follow", "--count", "cuFakeConstA,cuFakeConstB", "--agent", A.real_agent,
+               "-o", os.path.join(d, "t.bin"), "--", A.follow_target, "fork", A.fakecuda, 100, 50, 0)
+    check(r.returncode == 0, "exit status 0 expected", "%d %s" % (r.returncode, r.stderr))
+    ro = roles(r.stdout)
+    parent, child = ro["parent"][0], ro["child"][0]
+    tp = read_trace(os.path.join(d, "t.%d.bin" % parent))
+    tc = read_trace(os.path.join(d, "t.%d.bin" % child))
+    check(tp.has_end and tc.has_end, "both traces closed")
+    check(tp.counted == {"cuFakeConstA": 200} and not tp.entries.get("cuFakeConstA"),
+          "the parent's trace: 200 counted cuFakeConstA", "%r %r" % (tp.counted, tp.entries))
+    check(tc.counted == {"cuFakeConstB": 50}, "the child's trace: its own 50 counted cuFakeConstB only",
+          repr(tc.counted))
+    check(tc.entries.get("cuFakeConstC") == 50 and not tc.entries.get("cuFakeConstB"),
+          "the child's cuFakeConstC recorded (50), cuFakeConstB not", repr(tc.entries))
+
+
+def engine_tracefile():
+    """tests/engine/tracefile.py: a second reader of trace.bin."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+    import tracefile
+    return tracefile
+
+
 def case_follow_exec():
     # fork + exec and posix_spawn (vfork) of another traced program: each new program gets the
     # agent at its entry point; the fork child's calls before its exec stay in FILE.PID-1
@@ -729,8 +759,7 @@ def case_real_attach_count():
     # three sessions in one process: recorded, counted (--count), recorded again; the functions
     # planned in the first session are classified again at each attach
     need_real("driver_user", "fakecuda")
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-    from tracefile import read_trace
+    read_trace = engine_tracefile().read_trace
     base = driver_run(600000)
     outs = [os.path.join(TMP, "cnt%d.bin" % i) for i in range(3)]
     res = []
