@@ -365,14 +365,19 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 {
 	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
 	const char *str = NULL;
+	unsigned slen = 0;
 	if (dec->str_kind == CUHOOK_STR_ARG)
 		str = (const char *)s->args[dec->str_arg];
 	else if (dec->str_kind == CUHOOK_STR_DEREF && s->args[dec->str_arg])
 		str = *(const char *const *)s->args[dec->str_arg];
-	unsigned slen = 0;
-	if (str)
+	if (dec->str_kind == CUHOOK_STR_BYTES) {
+		/* a struct the successful call has just read: its first str_bytes bytes exist */
+		str = (const char *)s->args[dec->str_arg];
+		slen = str ? dec->str_bytes : 0;
+	} else if (str) {
 		while (slen < CUHOOK_DECODER_MAX_STR && str[slen])
 			slen++;
+	}
 	unsigned nval = 0;
 	for (unsigned i = 0; i < CUHOOK_DECODER_MAX_OUT; i++)
 		if (dec->out_arg[i] != CUHOOK_NO_ARG)
@@ -391,7 +396,11 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 		v[i] = x;
 	}
 	char *sd = (char *)(v + nval);
-	copy_str(sd, str ? str : "", slen);
+	if (dec->str_kind == CUHOOK_STR_BYTES)
+		for (unsigned i = 0; i < slen; i++)
+			sd[i] = str[i];
+	else
+		copy_str(sd, str ? str : "", slen);
 	for (unsigned i = slen; i < len - sizeof(*r) - nval * 8; i++)
 		sd[i] = 0;
 	ring_commit(ts->ring, head, len);

@@ -9,6 +9,7 @@
 #define NOOUT .out_arg = {NONE, NONE}
 #define STR_IN(a, label) .str_kind = CUHOOK_STR_ARG, .str_arg = a, .str_label = label
 #define STR_OUT(a, label) .str_kind = CUHOOK_STR_DEREF, .str_arg = a, .str_label = label
+#define BYTES_IN(a, n, label) .str_kind = CUHOOK_STR_BYTES, .str_arg = a, .str_bytes = n, .str_label = label
 
 const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "", NOOUT},
@@ -38,6 +39,9 @@ const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "cuLibraryGetModule", OUT1(0, 8, "module")},
 	{.func = "cuKernelGetFunction", OUT1(0, 8, "function")},
 	{.func = "cuFuncGetName", STR_OUT(0, "name"), NOOUT},
+	/* launches described by a struct: grid, block, shared memory, stream */
+	{.func = "cuLaunchKernelEx", BYTES_IN(0, CUHOOK_LAUNCH_CONFIG_BYTES, "config"), NOOUT},
+	{.func = "cuLaunchKernelEx_ptsz", BYTES_IN(0, CUHOOK_LAUNCH_CONFIG_BYTES, "config"), NOOUT},
 	{.func = "cuKernelGetName", STR_OUT(0, "name"), NOOUT},
 	/* contexts, devices, streams, events */
 	{.func = "cuCtxCreate_v2", OUT1(0, 8, "context")},

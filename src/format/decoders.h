@@ -21,7 +21,20 @@ enum cuhook_str_kind {
 	CUHOOK_STR_RAW = 3,    /* raw bytes, not text: the agent copies them with its own rule
 	                          (the "ioctl" decoder: the argument struct at args[str_arg], see
 	                          below); readers show them in hex or decode them */
+	CUHOOK_STR_BYTES = 4,  /* raw bytes: the first str_bytes bytes of the struct args[str_arg]
+	                          points to, an input the call has just read (cuLaunchKernelEx's
+	                          CUlaunchConfig); readers show them in hex or decode them */
 };
+
+/* Both raw kinds are bytes, not text. */
+static inline int cuhook_str_is_binary(unsigned kind)
+{
+	return kind == CUHOOK_STR_RAW || kind == CUHOOK_STR_BYTES;
+}
+
+/* What the "config" bytes of cuLaunchKernelEx hold (CUlaunchConfig's first members, cuda.h):
+ * gridDimX..Z, blockDimX..Z, sharedMemBytes as u32 at 0, 4, ... 24; hStream at 32. */
+#define CUHOOK_LAUNCH_CONFIG_BYTES 40
 
 /* The "ioctl" decoder (libc's ioctl, traced with the agent option ioctl=1 on NVIDIA device files
  * only). Its DATA record, written at every EXIT, has
@@ -46,6 +59,7 @@ struct cuhook_decoder {
 	const char *func;                          /* exact exported name */
 	uint8_t str_kind;                          /* enum cuhook_str_kind */
 	uint8_t str_arg;                           /* argument index 0..5 */
+	uint8_t str_bytes;                         /* CUHOOK_STR_BYTES: how many bytes */
 	uint8_t out_arg[CUHOOK_DECODER_MAX_OUT];   /* argument indices read at exit, CUHOOK_NO_ARG */
 	uint8_t out_size[CUHOOK_DECODER_MAX_OUT];  /* 4 or 8 bytes */
 	const char *str_label;                     /* "name", "symbol", "path" */

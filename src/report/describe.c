@@ -2,6 +2,7 @@
  * the exporters' "args". Only what the name tells us how to read (categories.h) is interpreted;
  * everything else falls back to the decoded DATA values. */
 #include "report.h"
+#include "decoders.h"
 #include "nvioctl.h"
 
 #include <stdarg.h>
@@ -60,6 +61,18 @@ static size_t describe_launch(const struct rp_view *v, const struct tr_call *c, 
 		pos = put_str(buf, len, pos, name, n);
 	else
 		pos = rp_put(buf, len, pos, "function 0x%llx", (unsigned long long)f);
+	const char *cfg;
+	uint16_t cn;
+	if (!fi->l.direct_layout && tr_call_data_str(v->t, c, "config", &cfg, &cn) &&
+	    cn >= CUHOOK_LAUNCH_CONFIG_BYTES) {
+		/* cuLaunchKernelEx: the CUlaunchConfig bytes its DATA record holds (decoders.h) */
+		uint32_t d[7];
+		uint64_t stream;
+		memcpy(d, cfg, sizeof(d));
+		memcpy(&stream, cfg + 32, sizeof(stream));
+		pos = rp_put(buf, len, pos, " grid (%u,%u,%u) block (%u,%u,%u) smem %u stream 0x%llx", d[0], d[1],
+		             d[2], d[3], d[4], d[5], d[6], (unsigned long long)stream);
+	}
 	if (fi->l.direct_layout) {
 		pos = rp_put(buf, len, pos, " grid (%u,%u,%u)", (unsigned)tr_call_arg(c, 1),
 		          (unsigned)tr_call_arg(c, 2), (unsigned)tr_call_arg(c, 3));

@@ -1205,8 +1205,8 @@ size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, ch
 				pos = append(buf, len, pos, ";");
 			pos = append(buf, len, pos, "%s=", label ? label : "str");
 			if (d->decoder && d->decoder < cuhook_decoder_count &&
-			    cuhook_decoders[d->decoder].str_kind == CUHOOK_STR_RAW) {
-				/* raw bytes (an ioctl's argument struct): hex, two digits a byte */
+			    cuhook_str_is_binary(cuhook_decoders[d->decoder].str_kind)) {
+				/* raw bytes (an ioctl's argument struct, a launch config): hex, two digits a byte */
 				for (uint16_t i = 0; i < d->str_len && pos + 2 < len; i++)
 					pos = append(buf, len, pos, "%02x", (unsigned char)d->str[i]);
 				continue;

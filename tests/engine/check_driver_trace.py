@@ -15,8 +15,9 @@ agent, then check the trace against what the program says it did.
   - with --csv (mode before only), `cuhook report --format csv`: per thread, the calls in order
     with their exact return values (driver_user --log), every cuLaunchKernel's 11 arguments
     (6 registers + 5 stack slots), cuFakeInner at depth 1 inside each cuFakeOuter with the
-    argument the outer body passed, and the decoded out-parameters (device pointers, kernel
-    names, driver version).
+    argument the outer body passed, the decoded out-parameters (device pointers, kernel
+    names, driver version) and cuLaunchKernelEx's launch configuration (grid, block, shared
+    memory, stream).
 
 usage: check_driver_trace.py --driver-user PATH --lib LIBCUDA --agent LIBCUHOOK --cuhook CUHOOK
            [--mode before|after|during] [--threads N] [--iters M] [--csv] [--count GLOBS]
@@ -26,6 +27,7 @@ import argparse
 import fnmatch
 import os
 import re
+import struct
 import sys
 import tempfile
 
@@ -272,6 +274,32 @@ def check_decoded(rows, main_tid, problems):
                        f"cuDriverGetVersion decoded {ver[0]!r}, expected {DRIVER_VERSION}")
 
 
+def check_launch_configs(by_tid, problems):
+    """cuLaunchKernelEx's CUlaunchConfig, decoded from its DATA record (config=40 bytes in hex):
+    driver_user passes grid (2 + t, 3, 4), block (32, 2, 1), smem 256 * t and the stream it
+    then synchronizes."""
+    seen = 0
+    for tid, rows in sorted(by_tid.items()):
+        for k, r in enumerate(rows):
+            if r["func"] != "cuLaunchKernelEx" or num(r["ret"]) != 0:
+                continue
+            m = re.search(r"config=([0-9a-f]+)", r["decoded"] or "")
+            if not problems.check(m is not None and len(m.group(1)) == 80,
+                                  f"thread {tid}: cuLaunchKernelEx without 40 config bytes: {r['decoded']!r}"):
+                return
+            raw = bytes.fromhex(m.group(1))
+            gx, gy, gz, bx, by, bz, smem = struct.unpack_from("<7I", raw, 0)
+            stream = struct.unpack_from("<Q", raw, 32)[0]
+            sync = next((x for x in rows[k + 1:] if x["func"] == "cuStreamSynchronize"), None)
+            ok = ((gy, gz, bx, by, bz) == (3, 4, 32, 2, 1) and gx >= 2 and smem == 256 * (gx - 2)
+                  and sync is not None and num(sync["arg0"]) == stream and stream != 0)
+            if not problems.check(ok, f"thread {tid}: cuLaunchKernelEx config decoded as grid "
+                                  f"({gx},{gy},{gz}) block ({bx},{by},{bz}) smem {smem} stream 0x{stream:x}"):
+                return
+            seen += 1
+    problems.check(seen > 0, "no successful cuLaunchKernelEx row to check")
+
+
 def check_csv(rows, log_path, problems):
     log_calls, log_launches = read_log(log_path)
     by_tid = {}
@@ -287,6 +315,7 @@ def check_csv(rows, log_path, problems):
     check_stack_slots(by_tid, problems)
     check_nesting(by_tid, problems)
     check_decoded(rows, main_tid, problems)
+    check_launch_configs(by_tid, problems)
 
 
 def main():
@@ -348,6 +377,12 @@ def main():
     check_counts(rep, expect, a.mode, problems)
     if a.csv:
         check_csv(report_csv(a.cuhook, trace, workdir), log, problems)
+        # the text report describes a cuLaunchKernelEx from its decoded configuration
+        txt = run([a.cuhook, "report", "--functions", "cuLaunchKernelEx", "--top", "3", trace],
+                  what="cuhook report --functions cuLaunchKernelEx").stdout
+        problems.check(re.search(r"cuLaunchKernelEx +fake_relu grid \(\d+,3,4\) block \(32,2,1\) smem \d+ "
+                                 r"stream 0x[0-9a-f]+", txt) is not None,
+                       "the report's slowest cuLaunchKernelEx calls lack the kernel name, grid and block")
     problems.exit()
 
 

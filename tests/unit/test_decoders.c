@@ -20,6 +20,10 @@ static void find_known(void)
 	      "cuModuleGetFunction reads the name in its 3rd argument");
 	CHECK(cuhook_decoders[id].out_arg[0] == 0 && cuhook_decoders[id].out_size[0] == 8,
 	      "cuModuleGetFunction writes a handle through its 1st argument");
+	id = cuhook_decoder_find("cuLaunchKernelEx");
+	CHECK(id && cuhook_decoders[id].str_kind == CUHOOK_STR_BYTES && cuhook_decoders[id].str_arg == 0 &&
+	          cuhook_decoders[id].str_bytes == CUHOOK_LAUNCH_CONFIG_BYTES && cuhook_str_is_binary(CUHOOK_STR_BYTES),
+	      "cuLaunchKernelEx copies the first 40 bytes of its CUlaunchConfig (1st argument)");
 	id = cuhook_decoder_find("cuFuncGetName");
 	CHECK(cuhook_decoders[id].str_kind == CUHOOK_STR_DEREF, "cuFuncGetName returns a string");
 	id = cuhook_decoder_find("cuDeviceGet");
@@ -52,7 +56,10 @@ static void table_consistent(void)
 		if (!d->func)
 			continue;
 		CHECK(cuhook_decoder_find(d->func) == i, "%s found at %u, not %u", d->func, cuhook_decoder_find(d->func), i);
-		CHECK(d->str_kind <= CUHOOK_STR_RAW, "%s: str_kind %u", d->func, d->str_kind);
+		CHECK(d->str_kind <= CUHOOK_STR_BYTES, "%s: str_kind %u", d->func, d->str_kind);
+		/* raw struct bytes: a size that fits a DATA record's string */
+		CHECK((d->str_kind == CUHOOK_STR_BYTES) == (d->str_bytes != 0), "%s: str_bytes %u", d->func, d->str_bytes);
+		CHECK(d->str_bytes <= CUHOOK_DECODER_MAX_STR, "%s: str_bytes %u", d->func, d->str_bytes);
 		if (d->str_kind != CUHOOK_STR_NONE) {
 			CHECK(d->str_arg < CUHOOK_DECODER_ARGS, "%s: str_arg %u", d->func, d->str_arg);
 			CHECK(d->str_label != NULL, "%s: string without a label", d->func);
