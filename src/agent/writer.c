@@ -241,7 +241,8 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 {
 	struct cuhook_count_entry e[RING_COUNT_SLOTS];
 	uint32_t n = 0;
-	uint64_t tsc = __builtin_ia32_rdtsc();
+	/* the events' clock (trace_format.h: the file's clock source) */
+	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
 	for (uint32_t s = 0; s < nslots; s++) {
 		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
 		if (c == r->counts_seen[s])

@@ -21,7 +21,7 @@ agent, then check the trace against what the program says it did.
 
 usage: check_driver_trace.py --driver-user PATH --lib LIBCUDA --agent LIBCUHOOK --cuhook CUHOOK
            [--mode before|after|during] [--threads N] [--iters M] [--csv] [--count GLOBS]
-           [--workdir DIR]"""
+           [--clock tsc|monotonic] [--workdir DIR]"""
 
 import argparse
 import fnmatch
@@ -123,6 +123,12 @@ def check_counted(trace_path, counted, expect, mode, problems):
           f"threads in {t.counts_blocks} COUNTS blocks")
     if mode != "during":
         problems.check(t.counts_blocks > 0, "no COUNTS block")
+    # COUNTS times are on the events' clock (TSC or CLOCK_MONOTONIC, as the file says): after
+    # the first event, before the closing CLOCK block
+    if t.event_times and t.last_clock is not None:
+        bad = [x for x in t.counts_times if not t.event_times[0] <= x <= t.last_clock]
+        problems.check(not bad, f"{len(bad)} COUNTS blocks timed outside [{t.event_times[0]}, {t.last_clock}] "
+                       f"(clock source {t.clock_source}), e.g. {bad[:1]}")
 
 
 def read_log(path):
@@ -329,6 +335,7 @@ def main():
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--count", default="")
+    ap.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     if a.csv and a.mode != "before":
@@ -350,6 +357,8 @@ def main():
     env = {"CUHOOK_OUTPUT": trace}
     if a.count:
         env["CUHOOK_COUNT"] = a.count
+    if a.clock != "tsc":
+        env["CUHOOK_CLOCK"] = a.clock
     p = run(base + ["--agent", a.agent] + MODE_FLAGS[a.mode] + ["--log", log, a.lib],
             env=clean_env(env), what="driver_user (traced)")
     traced = parse_target_output(p.stdout)

@@ -8,13 +8,16 @@ read_trace(path) -> Trace with
   counted: {name: sum of the COUNTS blocks' calls}
   counted_by_tid: {(tid, name): calls}
   counts_blocks: number of COUNTS blocks
+  counts_times: the COUNTS blocks' timestamps; event_times: (first, last) ENTRY/EXIT timestamp
+  clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
+  last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
   has_end: an END block closed the file"""
 
 import struct
 
 BLOCK_MAGIC = 0x4B424843
-BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_END, BLOCK_COUNTS = 3, 5, 7, 8
-REC_ENTRY = 1
+BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 7, 8
+REC_ENTRY, REC_EXIT = 1, 2
 
 
 class TraceError(Exception):
@@ -29,6 +32,10 @@ class Trace:
         self.counted = {}
         self.counted_by_tid = {}
         self.counts_blocks = 0
+        self.counts_times = []
+        self.event_times = None
+        self.clock_source = 0
+        self.last_clock = None
         self.has_end = False
 
 
@@ -52,11 +59,16 @@ def _events(t, p):
         if rtype == REC_ENTRY:
             name = t.funcs.get(func, f"#{func}")
             t.entries[name] = t.entries.get(name, 0) + 1
+        if rtype in (REC_ENTRY, REC_EXIT):
+            ts = struct.unpack_from("<Q", p, off + 8)[0]
+            lo, hi = t.event_times or (ts, ts)
+            t.event_times = (min(lo, ts), max(hi, ts))
         off += size
 
 
 def _counts(t, p):
-    tid, count, _tsc = struct.unpack_from("<IIQ", p, 0)
+    tid, count, tsc = struct.unpack_from("<IIQ", p, 0)
+    t.counts_times.append(tsc)
     if 16 + 16 * count > len(p):
         raise TraceError("COUNTS block shorter than its entries")
     for i in range(count):
@@ -76,13 +88,17 @@ def read_trace(path):
         raise TraceError(f"{path}: not a trace")
     t = Trace()
     t.version, header_size = struct.unpack_from("<II", data, 8)
+    t.clock_source = struct.unpack_from("<I", data, 24)[0]
     off = header_size
     while off + 16 <= len(data):
         magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
         if magic != BLOCK_MAGIC or off + 16 + size > len(data):
             raise TraceError(f"{path}: damaged block at offset {off}")
         p = data[off + 16:off + 16 + size]
-        if btype == BLOCK_FUNCS:
+        if btype == BLOCK_CLOCK:
+            tsc, mono = struct.unpack_from("<QQ", p, 0)
+            t.last_clock = mono if t.clock_source == 1 else tsc
+        elif btype == BLOCK_FUNCS:
             _funcs(t, p)
         elif btype == BLOCK_EVENTS:
             _events(t, p)
