@@ -31,9 +31,8 @@
 
 pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 struct agent_lib agent_libs[AGENT_MAX_LIBS];
-uint32_t agent_count_func[RING_COUNT_SLOTS_MAX];
+uint32_t agent_count_func[RING_COUNT_SLOTS];
 uint32_t agent_count_slots;
-_Static_assert(RING_COUNT_SLOTS_MAX == RING_COUNT_SLOTS, "count slots");
 unsigned agent_nlibs;
 
 /* Read by the assembly shim (stubs.S). */

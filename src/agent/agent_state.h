@@ -8,8 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "thread_state.h"
+
 #define AGENT_MAX_LIBS 64
-#define RING_COUNT_SLOTS_MAX 256 /* == RING_COUNT_SLOTS (thread_state.h; checked in agent.c) */
 
 struct agent_lib {
 	uint32_t lib_id;
@@ -28,7 +29,7 @@ extern unsigned agent_nlibs;
 /* Counted functions (HOOK_COUNT): the hook id behind each counter slot of the rings, slots
  * [0, agent_count_slots) in use. A slot, once given to an id, stays its own (a later session
  * may record that function again, and count it again in the same slot). Under agent_lock. */
-extern uint32_t agent_count_func[RING_COUNT_SLOTS_MAX];
+extern uint32_t agent_count_func[RING_COUNT_SLOTS];
 extern uint32_t agent_count_slots;
 
 /* Patch every loaded library that matches the configuration and is not patched yet.

@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "trace_path.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,28 +169,5 @@ int config_from_string(struct cuhook_config *c, const char *opts, char *err, siz
 
 void config_output_path(const struct cuhook_config *c, char *out, size_t len)
 {
-	size_t o = 0;
-	bool has_pid = false;
-	for (const char *p = c->output; *p && o + 1 < len; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
-			p++;
-			has_pid = true;
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o < len ? o : len - 1] = 0;
-	if (!c->follow || has_pid)
-		return;
-	/* One file per process: ".PID" before the extension of the file name (a leading dot is a
-	 * hidden file's, not an extension). */
-	char *base = strrchr(out, '/');
-	base = base ? base + 1 : out;
-	char *dot = strrchr(base, '.');
-	if (!dot || dot == base)
-		dot = out + strlen(out);
-	char ext[PATH_MAX];
-	snprintf(ext, sizeof(ext), "%s", dot);
-	snprintf(dot, len - (size_t)(dot - out), ".%d%s", (int)getpid(), ext);
+	cuhook_trace_path(c->output, (int)getpid(), c->follow, out, len);
 }

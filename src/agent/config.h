@@ -30,8 +30,7 @@ void config_defaults(struct cuhook_config *c);
 /* Returns 0, or -1 with a message in err for an unknown key or a bad value. */
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
-/* Expand %p in c->output; with follow (and no %p), insert ".PID" before the extension of the
- * file name (trace.bin -> trace.1234.bin; no extension: trace -> trace.1234). */
+/* The trace file of this process (src/format/trace_path.h: %p, and ".PID" with follow). */
 void config_output_path(const struct cuhook_config *c, char *out, size_t len);
 
 #endif

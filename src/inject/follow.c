@@ -20,6 +20,7 @@
 #include "internal.h"
 
 #include "trace_format.h"
+#include "trace_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,33 +87,6 @@ static struct pending *pending_add(pid_t pid)
 	return p;
 }
 
-void cuhook_follow_file_name(const char *output, pid_t pid, char *buf, size_t len)
-{
-	/* The same rule as the agent's config_output_path() with follow=1. */
-	size_t o = 0;
-	bool has_pid = false;
-	for (const char *p = output; *p && o + 1 < len; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			o += (size_t)snprintf(buf + o, len - o, "%d", (int)pid);
-			p++;
-			has_pid = true;
-		} else {
-			buf[o++] = *p;
-		}
-	}
-	buf[o < len ? o : len - 1] = 0;
-	if (has_pid)
-		return;
-	char *base = strrchr(buf, '/');
-	base = base ? base + 1 : buf;
-	char *dot = strrchr(base, '.');
-	if (!dot || dot == base)
-		dot = buf + strlen(buf);
-	char ext[PATH_MAX];
-	snprintf(ext, sizeof(ext), "%s", dot);
-	snprintf(dot, len - (size_t)(dot - buf), ".%d%s", (int)pid, ext);
-}
-
 /* The output= value of the agent options. */
 static void options_output(const char *opts, char *buf, size_t len)
 {
@@ -160,7 +134,7 @@ static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *
 	options_output(o->agent_options, out, sizeof(out));
 	if (!out[0])
 		return;
-	cuhook_follow_file_name(out, pid, f, sizeof(f));
+	cuhook_trace_path(out, (int)pid, true, f, sizeof(f));
 	struct stat sb;
 	if (stat(f, &sb) != 0)
 		return;

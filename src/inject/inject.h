@@ -61,10 +61,6 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
  * *status = the program's own wait status, or -1 with a message. */
 int cuhook_inject_follow(pid_t pid, const struct cuhook_inject_opts *o, int *status);
 
-/* The trace file of process pid under follow: `output` with %p expanded, or else with ".PID"
- * before the extension of the file name (what the agent's follow=1 does). */
-void cuhook_follow_file_name(const char *output, pid_t pid, char *buf, size_t len);
-
 /* Refuse what cannot work before touching the process (no such PID, a debugger attached, not
  * x86-64, a static binary, strict seccomp, stopped). 0 or -1 with a message. */
 int cuhook_inject_check(pid_t pid);

@@ -221,6 +221,24 @@ fail:
 	return -1;
 }
 
+/* Let a held thread go on (PTRACE_DETACH or PTRACE_CONT, `verb` for the warning) with its
+ * registers written back if we changed them. The first signal that arrived while we held it goes
+ * back with the request, the others by tgkill once it runs: the process gets each of them. */
+static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
+{
+	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
+		fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
+		        t->tid, strerror(errno));
+	int sig = t->npending ? t->pending[0] : 0;
+	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
+		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
+	for (int k = 1; k < t->npending; k++)
+		syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+	t->stopped = false;
+	t->regs_dirty = false;
+	t->npending = 0;
+}
+
 void threads_detach_all(struct itarget *tg)
 {
 	for (int i = 0; i < tg->nth; i++) {
@@ -231,20 +249,7 @@ void threads_detach_all(struct itarget *tg)
 			if (pt_wait_first_stop(tg, t, 500) != 0)
 				continue;
 		}
-		if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
-			fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
-			        t->tid, strerror(errno));
-		/* The first signal that arrived while we held the thread goes back with the detach,
-		 * the others by tgkill once it runs: the process gets each of them. */
-		int sig = t->npending ? t->pending[0] : 0;
-		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
-			fprintf(stderr, "cuhook: warning: cannot detach thread %d: %s\n", t->tid,
-			        strerror(errno));
-		for (int k = 1; k < t->npending; k++)
-			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
-		t->stopped = false;
-		t->regs_dirty = false;
-		t->npending = 0;
+		release_thread(tg, t, PTRACE_DETACH, "detach");
 	}
 	tg->nth = 0;
 }
@@ -255,18 +260,8 @@ void threads_resume_all(struct itarget *tg, long options)
 		struct ithread *t = &tg->th[i];
 		if (!t->stopped && pt_wait_first_stop(tg, t, 500) != 0)
 			continue;
-		if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
-			fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
-			        t->tid, strerror(errno));
 		ptrace(PTRACE_SETOPTIONS, t->tid, 0, (void *)options);
-		int sig = t->npending ? t->pending[0] : 0;
-		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
-			fprintf(stderr, "cuhook: warning: cannot resume thread %d: %s\n", t->tid, strerror(errno));
-		for (int k = 1; k < t->npending; k++)
-			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
-		t->stopped = false;
-		t->regs_dirty = false;
-		t->npending = 0;
+		release_thread(tg, t, PTRACE_CONT, "resume");
 	}
 	tg->nth = 0;
 }

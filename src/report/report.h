@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "categories.h"
+#include "put.h"
 #include "trace_reader.h"
 
 enum rp_format {
@@ -266,9 +267,7 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_folded(FILE *f, struct rp_view *views, unsigned n);
 
 /* ---- util.c ---- */
-/* Append printf-style text at buf+pos, never past len-1 (always NUL-terminated); returns the new
- * position, which stays below len. */
-size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* rp_put: put.h */
 /* "12.345 ms": 3 decimals in the largest unit that keeps the value >= 1 (ns, us, ms, s). */
 const char *rp_fmt_dur(char *buf, size_t len, double ns);
 /* "4.00 MiB" */

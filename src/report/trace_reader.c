@@ -14,7 +14,9 @@
  *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
  *     are known: their times convert like events' and their ids are checked like events'. */
 #include "trace_reader.h"
+
 #include "decoders.h"
+#include "put.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1167,20 +1169,6 @@ const char *tr_data_str_label(const struct tr_data *d)
 	return dec->str_kind != CUHOOK_STR_NONE ? dec->str_label : NULL;
 }
 
-static size_t append(char *buf, size_t len, size_t pos, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static size_t append(char *buf, size_t len, size_t pos, const char *fmt, ...)
-{
-	if (pos >= len)
-		return pos;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return pos;
-	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
-}
-
 size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, char *buf, size_t len)
 {
 	size_t pos = 0;
@@ -1192,23 +1180,23 @@ size_t tr_call_format_data(const struct tr_trace *t, const struct tr_call *c, ch
 		for (unsigned i = 0; i < d->nvalues; i++) {
 			const char *label = tr_data_value_label(d, i);
 			if (pos)
-				pos = append(buf, len, pos, ";");
+				pos = rp_put(buf, len, pos, ";");
 			if (label)
-				pos = append(buf, len, pos, "%s=0x%llx", label, (unsigned long long)d->values[i]);
+				pos = rp_put(buf, len, pos, "%s=0x%llx", label, (unsigned long long)d->values[i]);
 			else
-				pos = append(buf, len, pos, "%s%u=0x%llx", d->at_exit ? "out" : "in", i,
+				pos = rp_put(buf, len, pos, "%s%u=0x%llx", d->at_exit ? "out" : "in", i,
 				             (unsigned long long)d->values[i]);
 		}
 		if (d->str_len) {
 			const char *label = tr_data_str_label(d);
 			if (pos)
-				pos = append(buf, len, pos, ";");
-			pos = append(buf, len, pos, "%s=", label ? label : "str");
+				pos = rp_put(buf, len, pos, ";");
+			pos = rp_put(buf, len, pos, "%s=", label ? label : "str");
 			if (d->decoder && d->decoder < cuhook_decoder_count &&
 			    cuhook_str_is_binary(cuhook_decoders[d->decoder].str_kind)) {
 				/* raw bytes (an ioctl's argument struct, a launch config): hex, two digits a byte */
 				for (uint16_t i = 0; i < d->str_len && pos + 2 < len; i++)
-					pos = append(buf, len, pos, "%02x", (unsigned char)d->str[i]);
+					pos = rp_put(buf, len, pos, "%02x", (unsigned char)d->str[i]);
 				continue;
 			}
 			for (uint16_t i = 0; i < d->str_len && pos + 1 < len; i++) {
