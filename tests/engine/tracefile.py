@@ -11,7 +11,7 @@ read_trace(path) -> Trace with
   counts_times: the COUNTS blocks' timestamps; event_times: (first, last) ENTRY/EXIT timestamp
   clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
   last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
-  has_end: an END block closed the file"""
+  has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)"""
 
 import struct
 
@@ -37,6 +37,7 @@ class Trace:
         self.clock_source = 0
         self.last_clock = None
         self.has_end = False
+        self.end_events = None
 
 
 def _funcs(t, p):
@@ -106,6 +107,7 @@ def read_trace(path):
             _counts(t, p)
         elif btype == BLOCK_END:
             t.has_end = True
+            t.end_events = struct.unpack_from("<Q", p, 0)[0]
         off += 16 + size
     if off != len(data):
         raise TraceError(f"{path}: {len(data) - off} bytes after the last block")

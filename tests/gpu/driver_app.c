@@ -10,17 +10,15 @@
  *
  * It prints a checksum of the result and the exact number of calls it made of each driver
  * function, by the name of the symbol it called: cuda.h maps cuMemAlloc to cuMemAlloc_v2,
- * cuMemcpyHtoD to cuMemcpyHtoD_v2 and so on, and the CU() macro below takes the name after that
+ * cuMemcpyHtoD to cuMemcpyHtoD_v2 and so on, and the CALL() macro (app_common.h) takes the name after that
  * expansion, so the names are those of the exported entry points, the names cuhook and CUPTI
  * report. Those counts are the ground truth cuhook's are compared with.
  *
  * The kernel computes y = 0.5 * y + x: the product by 0.5 is exact, so the result does not
  * depend on whether the compiler fuses it into an FMA, and runtime_app.cu gets the same bits. */
 #include <cuda.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+
+#include "app_common.h"
 
 /* step(float *y, const float *x, float a, int n): y[i] = a * y[i] + x[i] for i < n.
  * PTX ISA 7.0 for sm_70: the driver JIT-compiles it for whatever GPU is there. */
@@ -64,24 +62,6 @@ static const char ptx[] =
 	"	ret;\n"
 	"}\n";
 
-/* Calls made, by symbol name, in order of first call. */
-static struct {
-	const char *name;
-	long n;
-} calls[32];
-static int ncalls;
-
-static void count(const char *name)
-{
-	for (int i = 0; i < ncalls; i++)
-		if (!strcmp(calls[i].name, name)) {
-			calls[i].n++;
-			return;
-		}
-	if (ncalls < (int)(sizeof(calls) / sizeof(calls[0])))
-		calls[ncalls++] = (typeof(calls[0])){name, 1};
-}
-
 static void check(CUresult r, const char *name)
 {
 	if (r != CUDA_SUCCESS) {
@@ -93,41 +73,12 @@ static void check(CUresult r, const char *name)
 	}
 }
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-/* fn is macro-expanded before STR_ stringizes it: "cuMemAlloc_v2", not "cuMemAlloc". */
-#define CU(fn, ...)                                                                                \
-	do {                                                                                       \
-		count(STR(fn));                                                                    \
-		check(fn(__VA_ARGS__), STR(fn));                                                   \
-	} while (0)
-
-static uint64_t fnv1a(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 int main(int argc, char **argv)
 {
-	int launches = argc > 1 ? atoi(argv[1]) : 500;
-	int n = argc > 2 ? atoi(argv[2]) : 1 << 20;
-	int sync_every = argc > 3 ? atoi(argv[3]) : 100;
-	if (launches < 1 || n < 1 || sync_every < 1) {
-		fprintf(stderr, "usage: %s [LAUNCHES [ELEMENTS [SYNC_EVERY]]]\n", argv[0]);
-		return 2;
-	}
-	size_t bytes = (size_t)n * sizeof(float);
-	float *hx = malloc(bytes), *hy = malloc(bytes);
-	if (!hx || !hy)
-		return 1;
-	for (int i = 0; i < n; i++) {
-		hx[i] = (float)(i % 97) * 0.25f;
-		hy[i] = (float)(i % 13);
-	}
+	struct app app;
+	app_setup(argc, argv, &app);
+	int n = app.n;
+	size_t bytes = app.bytes;
 
 	CUdevice dev;
 	CUcontext ctx;
@@ -135,17 +86,17 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUstream stream;
 	CUdeviceptr dx, dy;
-	CU(cuInit, 0);
-	CU(cuDeviceGet, &dev, 0);
-	CU(cuDevicePrimaryCtxRetain, &ctx, dev);
-	CU(cuCtxSetCurrent, ctx);
-	CU(cuModuleLoadData, &mod, ptx);
-	CU(cuModuleGetFunction, &fn, mod, "step");
-	CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-	CU(cuMemAlloc, &dx, bytes);
-	CU(cuMemAlloc, &dy, bytes);
-	CU(cuMemcpyHtoD, dx, hx, bytes);
-	CU(cuMemcpyHtoD, dy, hy, bytes);
+	CALL(cuInit, 0);
+	CALL(cuDeviceGet, &dev, 0);
+	CALL(cuDevicePrimaryCtxRetain, &ctx, dev);
+	CALL(cuCtxSetCurrent, ctx);
+	CALL(cuModuleLoadData, &mod, ptx);
+	CALL(cuModuleGetFunction, &fn, mod, "step");
+	CALL(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
+	CALL(cuMemAlloc, &dx, bytes);
+	CALL(cuMemAlloc, &dy, bytes);
+	CALL(cuMemcpyHtoD, dx, app.hx, bytes);
+	CALL(cuMemcpyHtoD, dy, app.hy, bytes);
 
 	float a = 0.5f;
 	void *params[] = {&dy, &dx, &a, &n};
@@ -153,29 +104,22 @@ int main(int argc, char **argv)
 	CUlaunchConfig cfg = {.gridDimX = grid, .gridDimY = 1, .gridDimZ = 1,
 	                      .blockDimX = block, .blockDimY = 1, .blockDimZ = 1,
 	                      .sharedMemBytes = 0, .hStream = stream, .attrs = NULL, .numAttrs = 0};
-	for (int i = 0; i < launches; i++) {
+	for (int i = 0; i < app.launches; i++) {
 		if (i % 2 == 0)
-			CU(cuLaunchKernel, fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
+			CALL(cuLaunchKernel, fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
 		else
-			CU(cuLaunchKernelEx, &cfg, fn, params, NULL);
-		if ((i + 1) % sync_every == 0)
-			CU(cuStreamSynchronize, stream);
+			CALL(cuLaunchKernelEx, &cfg, fn, params, NULL);
+		if ((i + 1) % app.sync_every == 0)
+			CALL(cuStreamSynchronize, stream);
 	}
-	CU(cuCtxSynchronize);
-	CU(cuMemcpyDtoH, hy, dy, bytes);
-	CU(cuMemFree, dx);
-	CU(cuMemFree, dy);
-	CU(cuStreamDestroy, stream);
-	CU(cuModuleUnload, mod);
-	CU(cuDevicePrimaryCtxRelease, dev);
+	CALL(cuCtxSynchronize);
+	CALL(cuMemcpyDtoH, app.hy, dy, bytes);
+	CALL(cuMemFree, dx);
+	CALL(cuMemFree, dy);
+	CALL(cuStreamDestroy, stream);
+	CALL(cuModuleUnload, mod);
+	CALL(cuDevicePrimaryCtxRelease, dev);
 
-	printf("launches %d elements %d sync_every %d\n", launches, n, sync_every);
-	printf("checksum %016llx\n", (unsigned long long)fnv1a(hy, bytes));
-	printf("calls {");
-	for (int i = 0; i < ncalls; i++)
-		printf("%s\"%s\": %ld", i ? ", " : "", calls[i].name, calls[i].n);
-	printf("}\n");
-	free(hx);
-	free(hy);
+	app_report(&app);
 	return 0;
 }

@@ -356,18 +356,24 @@ if has_phase ctx; then
 	summarize
 fi
 
-# Configurations interleaved (base, cuhook, cupti, wrap, base, ...) so that a drift of the
-# machine does not land on one of them.
-if has_phase gpt2; then
-	log "GPT-2: $GPT2_PROCS process(es) per configuration, $GPT2_ITERS iterations of $GPT2_TOKENS tokens each"
-	GPT2=("$PY" "$GPT2_SCRIPT" --iters "$GPT2_ITERS" --tokens "$GPT2_TOKENS")
-	for rep in $(seq 1 "$GPT2_PROCS"); do
+# throughput_runs WORKLOAD PROCS LIMIT CMD...: PROCS processes of each configuration, interleaved
+# (base, cuhook, cupti, wrap, base, ...) so that a drift of the machine does not land on one of
+# them, then one of cuhook and CUPTI in the same process.
+throughput_runs() {
+	local w=$1 procs=$2 lim=$3 rep cfg
+	shift 3
+	for rep in $(seq 1 "$procs"); do
 		for cfg in base cuhook cupti wrap; do
-			run_cfg gpt2 "$cfg" "$rep" 240 "${GPT2[@]}"
+			run_cfg "$w" "$cfg" "$rep" "$lim" "$@"
 		done
 	done
-	run_cfg gpt2 both 1 240 "${GPT2[@]}"
+	run_cfg "$w" both 1 "$lim" "$@"
 	summarize
+}
+
+if has_phase gpt2; then
+	log "GPT-2: $GPT2_PROCS process(es) per configuration, $GPT2_ITERS iterations of $GPT2_TOKENS tokens each"
+	throughput_runs gpt2 "$GPT2_PROCS" 240 "$PY" "$GPT2_SCRIPT" --iters "$GPT2_ITERS" --tokens "$GPT2_TOKENS"
 fi
 
 # GPT-2 with the agent started and stopped through its API between generations of one process:
@@ -388,14 +394,7 @@ fi
 
 if has_phase mlp; then
 	log "MLP: $MLP_PROCS process(es) per configuration, $MLP_ITERS iterations of $MLP_PASSES forward passes each"
-	MLP=("$PY" "$MLP_SCRIPT" --iters "$MLP_ITERS" --passes "$MLP_PASSES")
-	for rep in $(seq 1 "$MLP_PROCS"); do
-		for cfg in base cuhook cupti wrap; do
-			run_cfg mlp "$cfg" "$rep" 180 "${MLP[@]}"
-		done
-	done
-	run_cfg mlp both 1 180 "${MLP[@]}"
-	summarize
+	throughput_runs mlp "$MLP_PROCS" 180 "$PY" "$MLP_SCRIPT" --iters "$MLP_ITERS" --passes "$MLP_PASSES"
 fi
 
 if has_phase attach; then

@@ -11,36 +11,14 @@
 // runtime (linked statically by nvcc's default) reaches libcuda through dlopen and
 // cuGetProcAddress, so an LD_PRELOAD wrapper sees none of those calls.
 #include <cuda_runtime.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+
+#include "app_common.h"
 
 __global__ void step(float *y, const float *x, float a, int n)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		y[i] = a * y[i] + x[i];
-}
-
-// Calls made, by name, in order of first call.
-static struct {
-	const char *name;
-	long n;
-} calls[32];
-static int ncalls;
-
-static void count(const char *name)
-{
-	for (int i = 0; i < ncalls; i++)
-		if (!strcmp(calls[i].name, name)) {
-			calls[i].n++;
-			return;
-		}
-	if (ncalls < (int)(sizeof(calls) / sizeof(calls[0]))) {
-		calls[ncalls].name = name;
-		calls[ncalls++].n = 1;
-	}
 }
 
 static void check(cudaError_t r, const char *name)
@@ -51,68 +29,31 @@ static void check(cudaError_t r, const char *name)
 	}
 }
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-// Same scheme as driver_app: the name after macro expansion (cudaMemcpy_ptds with per-thread
-// default streams, cudaMemcpy here).
-#define RT(fn, ...)                                                                                \
-	do {                                                                                       \
-		count(STR(fn));                                                                    \
-		check(fn(__VA_ARGS__), STR(fn));                                                   \
-	} while (0)
-
-static uint64_t fnv1a(const void *p, size_t n)
-{
-	const unsigned char *b = (const unsigned char *)p;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 int main(int argc, char **argv)
 {
-	int launches = argc > 1 ? atoi(argv[1]) : 500;
-	int n = argc > 2 ? atoi(argv[2]) : 1 << 20;
-	int sync_every = argc > 3 ? atoi(argv[3]) : 100;
-	if (launches < 1 || n < 1 || sync_every < 1) {
-		fprintf(stderr, "usage: %s [LAUNCHES [ELEMENTS [SYNC_EVERY]]]\n", argv[0]);
-		return 2;
-	}
-	size_t bytes = (size_t)n * sizeof(float);
-	float *hx = (float *)malloc(bytes), *hy = (float *)malloc(bytes);
-	if (!hx || !hy)
-		return 1;
-	for (int i = 0; i < n; i++) {
-		hx[i] = (float)(i % 97) * 0.25f;
-		hy[i] = (float)(i % 13);
-	}
+	struct app app;
+	app_setup(argc, argv, &app);
+	int n = app.n;
+	size_t bytes = app.bytes;
 
 	float *dx, *dy;
-	RT(cudaMalloc, (void **)&dx, bytes);
-	RT(cudaMalloc, (void **)&dy, bytes);
-	RT(cudaMemcpy, dx, hx, bytes, cudaMemcpyHostToDevice);
-	RT(cudaMemcpy, dy, hy, bytes, cudaMemcpyHostToDevice);
+	CALL(cudaMalloc, (void **)&dx, bytes);
+	CALL(cudaMalloc, (void **)&dy, bytes);
+	CALL(cudaMemcpy, dx, app.hx, bytes, cudaMemcpyHostToDevice);
+	CALL(cudaMemcpy, dy, app.hy, bytes, cudaMemcpyHostToDevice);
 	unsigned block = 256, grid = (unsigned)((n + block - 1) / block);
-	for (int i = 0; i < launches; i++) {
+	for (int i = 0; i < app.launches; i++) {
 		step<<<grid, block>>>(dy, dx, 0.5f, n);
 		count("step<<<>>>");
-		if ((i + 1) % sync_every == 0)
-			RT(cudaDeviceSynchronize);
+		if ((i + 1) % app.sync_every == 0)
+			CALL(cudaDeviceSynchronize);
 	}
-	RT(cudaGetLastError);
-	RT(cudaDeviceSynchronize);
-	RT(cudaMemcpy, hy, dy, bytes, cudaMemcpyDeviceToHost);
-	RT(cudaFree, dx);
-	RT(cudaFree, dy);
+	CALL(cudaGetLastError);
+	CALL(cudaDeviceSynchronize);
+	CALL(cudaMemcpy, app.hy, dy, bytes, cudaMemcpyDeviceToHost);
+	CALL(cudaFree, dx);
+	CALL(cudaFree, dy);
 
-	printf("launches %d elements %d sync_every %d\n", launches, n, sync_every);
-	printf("checksum %016llx\n", (unsigned long long)fnv1a(hy, bytes));
-	printf("calls {");
-	for (int i = 0; i < ncalls; i++)
-		printf("%s\"%s\": %ld", i ? ", " : "", calls[i].name, calls[i].n);
-	printf("}\n");
-	free(hx);
-	free(hy);
+	app_report(&app);
 	return 0;
 }

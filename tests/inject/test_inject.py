@@ -672,20 +672,8 @@ def need_real(*what):
 
 
 def trace_end_events(path):
-    """ENTRY + EXIT records per the END block of a trace.bin (trace_format.h), None if absent."""
-    import struct
-    data = open(path, "rb").read()
-    check(data[:8] == b"CUHOOKTR", "not a trace file", path)
-    pos = struct.unpack_from("<I", data, 12)[0]  # header_size
-    events = None
-    while pos + 16 <= len(data):
-        magic, btype, _, size, _ = struct.unpack_from("<IHHII", data, pos)
-        if magic != 0x4b424843 or pos + 16 + size > len(data):
-            break
-        if btype == 7:  # END
-            events = struct.unpack_from("<Q", data, pos + 16)[0]
-        pos += 16 + size
-    return events
+    """ENTRY + EXIT records per the END block of a trace.bin, None if absent."""
+    return engine_tracefile().read_trace(path).end_events
 
 
 def case_real_park():

@@ -468,19 +468,29 @@ def test_recurse(ctx):
 MIN_SIGNALS = 5000
 
 
+def run_rt_signal(ctx, what, extra, trace_name):
+    """rt_signal traced (20000 iterations, MIN_SIGNALS signals at least, plus extra): its
+    key=value output and the trace, or None (a problem recorded) when it failed or saw a bad
+    result."""
+    args = ["--iters", "20000", "--min-signals", str(MIN_SIGNALS), "--spin", "50"] + extra
+    trace = fresh(ctx.path(trace_name))
+    p = run_target(ctx, "rt_signal", args, traced=True, output=trace)
+    traced_ok(ctx, what, p)
+    got = kv(p.stdout)
+    if not ctx.problems.check(p.returncode == 0 and got.get("bad") == "0",
+                              f"{what}: {describe_status(p.returncode)}, bad={got.get('bad')}\n"
+                              f"--- stdout\n{tail(p.stdout)}\n--- stderr\n{tail(p.stderr)}"):
+        return None, trace
+    return got, trace
+
+
 def test_signal(ctx):
     pr = ctx.problems
     variants = [("tgkill", ["--via", "tgkill"]), ("itimer", ["--via", "itimer", "--interval-us", "20"]),
                 ("tgkill+altstack", ["--via", "tgkill", "--altstack", "1"])]
     for what, extra in variants:
-        args = ["--iters", "20000", "--min-signals", str(MIN_SIGNALS), "--spin", "50"] + extra
-        trace = fresh(ctx.path(f"signal-{what.replace('+', '-')}.bin"))
-        p = run_target(ctx, "rt_signal", args, traced=True, output=trace)
-        traced_ok(ctx, what, p)
-        got = kv(p.stdout)
-        if not pr.check(p.returncode == 0 and got.get("bad") == "0",
-                        f"{what}: {describe_status(p.returncode)}, bad={got.get('bad')}\n"
-                        f"--- stdout\n{tail(p.stdout)}\n--- stderr\n{tail(p.stderr)}"):
+        got, trace = run_rt_signal(ctx, what, extra, f"signal-{what.replace('+', '-')}.bin")
+        if got is None:
             continue
         main_iters, runs = int(got["main_iters"]), int(got["handler_runs"])
         pr.check(runs >= MIN_SIGNALS, f"{what}: only {runs} signals handled in 10 s: the test did "
@@ -557,15 +567,8 @@ def test_siglongjmp(ctx):
     pr = ctx.problems
     for what, extra in [("tgkill", ["--via", "tgkill"]),
                         ("itimer", ["--via", "itimer", "--interval-us", "20"])]:
-        args = ["--iters", "20000", "--min-signals", str(MIN_SIGNALS), "--spin", "50",
-                "--siglongjmp", "1"] + extra
-        trace = fresh(ctx.path(f"siglongjmp-{what}.bin"))
-        p = run_target(ctx, "rt_signal", args, traced=True, output=trace)
-        traced_ok(ctx, what, p)
-        got = kv(p.stdout)
-        if not pr.check(p.returncode == 0 and got.get("bad") == "0",
-                        f"{what}: {describe_status(p.returncode)}, bad={got.get('bad')}\n"
-                        f"--- stdout\n{tail(p.stdout)}\n--- stderr\n{tail(p.stderr)}"):
+        got, trace = run_rt_signal(ctx, what, ["--siglongjmp", "1"] + extra, f"siglongjmp-{what}.bin")
+        if got is None:
             continue
         runs, final = int(got["handler_runs"]), int(got["final"])
         pr.check(runs >= MIN_SIGNALS, f"{what}: only {runs} signals handled in 10 s")
