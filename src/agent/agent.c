@@ -159,6 +159,22 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
+/* A note of how a library's counted functions are counted: by their count thunks (hooks.c),
+ * or through the entry stub when a thunk could not be written. */
+static void log_counted(const char *path, uint32_t first, uint32_t count)
+{
+	unsigned counted = 0, in_place = 0;
+	for (uint32_t id = first; id < first + count; id++) {
+		if (!hooks_cold[id].patched || hooks_hot[id].flags != HOOK_COUNT)
+			continue;
+		counted++;
+		in_place += hooks_counted_in_place(id);
+	}
+	if (counted)
+		agent_log(1, "%s: %u functions counted, %u of them by their count thunks", path, counted,
+		          in_place);
+}
+
 static void patch_one(const struct found_lib *f, bool plan_only)
 {
 	char real[PATH_MAX];
@@ -191,6 +207,7 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		hooks_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);
+		log_counted(real, l->first_id, l->count);
 		return;
 	}
 	if (agent_nlibs == AGENT_MAX_LIBS)
@@ -216,6 +233,8 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
 		          real, res.patched, res.refused, res.filtered, freeze_stopped_threads(),
 		          freeze_moved_threads());
+	if (!plan_only)
+		log_counted(real, res.first_id, res.count);
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
 			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)

@@ -26,7 +26,7 @@ void cuhook_exit_data(struct thread_state *ts, const struct shadow_entry *s);
 extern volatile int cuhook_recording;      /* record events now */
 extern int cuhook_clock_monotonic;         /* timestamps from CLOCK_MONOTONIC, not rdtsc */
 extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the thread pointer */
-extern uintptr_t cuhook_tls_ring_offset;   /* cuhook_tls_ring's */
+/* cuhook_tls_ring_offset: stub_frame.h (the count thunks read it too) */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
 

@@ -131,7 +131,9 @@ cuhook_entry_stub:
 	cmp $FAST_COUNT_FLAGS, %edx
 	jne .Lentry_record
 	/* A counted function (HOOK_COUNT alone): one increment of the thread's counter, then
-	 * straight in, all in these few lines of code. The ring comes from its own TLS slot, not
+	 * straight in, all in these few lines of code. Its count thunk (hooks.c) normally does this
+	 * without the stub; the stub's path serves a function without one (its thunk could not be
+	 * written) and the count thunk's fallback, a thread with no ring yet. The ring comes from its own TLS slot, not
 	 * through the thread state (one dependent load less in a program whose caches hold little
 	 * of ours between calls). The increment is one instruction, so a signal handler counting
 	 * on this thread, even inside one of our handlers, cannot lose a count: no busy, no

@@ -88,7 +88,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
 {
 	struct reloc_plan plan;
 	reloc_plan(cs, (const uint8_t *)hc->addr, hc->addr, hc->size,
-	           (uintptr_t)slot + HOOK_THUNK_SIZE, &plan);
+	           (uintptr_t)slot + HOOK_RELOCATED, &plan);
 	hc->status = (uint16_t)plan.status;
 	if (plan.status != CUHOOK_PATCHED) {
 		memcpy(hc->detail, plan.detail, sizeof(hc->detail));
@@ -100,10 +100,97 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
 	memcpy(hc->orig_off, plan.orig_off, sizeof(plan.orig_off));
 	memcpy(hc->new_off, plan.new_off, sizeof(plan.new_off));
 	hc->slot = slot;
+	hc->count_thunk = 0;
 	write_thunk(slot, id);
 	memset(slot + HOOK_THUNK_SIZE, 0xcc, HOOK_SLOT_SIZE - HOOK_THUNK_SIZE);
-	memcpy(slot + HOOK_THUNK_SIZE, plan.code, plan.code_len);
+	memcpy(slot + HOOK_RELOCATED, plan.code, plan.code_len);
 	return 0;
+}
+
+/* The count thunk: a counted function's jump lands here instead of in the thunk, so its calls
+ * never go through the entry stub. It does what the stub's count path does, in the function's
+ * own slot:
+ *     mov %fs:cuhook_tls_ring_offset, %r11   the thread's ring (cuhook_tls_ring)
+ *     test %r11, %r11
+ *     jz slot                                 no ring (the thread's first call, cuhook's own
+ *                                             thread, an exiting thread): the thunk, the stub, C
+ *     incq RING_COUNTS + 8 * counter(%r11)    one instruction: a signal handler's count on this
+ *                                             thread cannot be lost
+ *   and falls into the relocated prologue right after it. Why: a counted call then touches the
+ * slot's line, its TLS slot and its counter, not the stub's code, the global switches and
+ * hooks_hot too, which a program that evicts the tracer's lines between two calls pays for.
+ * It changes r11 and the status flags only; the calling convention gives neither a role at a
+ * function's entry (r11 is scratch, the flags are not preserved across calls, DF is untouched)
+ * and the stubs use r11 the same way.
+ *   Unlike the stub, it counts whether or not a session is recording: between a session's stop
+ * and the removal of its jumps (and in a fork child that does not trace) the counts go to the
+ * thread's own ring, and the next session starts from their values (writer_open). Written once
+ * per function and counter, in place, before any jump leads there. */
+#define COUNT_THUNK_LEN 21
+
+static bool count_thunk_encode(uint8_t out[COUNT_THUNK_LEN], uint8_t counter)
+{
+	int64_t tls = (int64_t)cuhook_tls_ring_offset;
+	if (tls != (int32_t)tls)
+		return false;
+	int32_t tls32 = (int32_t)tls, disp = RING_COUNTS + 8 * (int32_t)counter;
+	int8_t back = (int8_t)-(HOOK_RELOCATED - 7); /* from the end of jz (7 bytes before the end) to slot */
+	uint8_t *p = out;
+	*p++ = 0x64; *p++ = 0x4c; *p++ = 0x8b; *p++ = 0x1c; *p++ = 0x25; /* mov %fs:disp32, %r11 */
+	memcpy(p, &tls32, 4);
+	p += 4;
+	*p++ = 0x4d; *p++ = 0x85; *p++ = 0xdb;                           /* test %r11, %r11 */
+	*p++ = 0x74; *p++ = (uint8_t)back;                               /* jz slot */
+	*p++ = 0x49; *p++ = 0xff; *p++ = 0x83;                           /* incq disp32(%r11) */
+	memcpy(p, &disp, 4);
+	return true;
+}
+
+/* Where the jump of `id` goes: the count thunk for a counted function that has one for its
+ * counter, else the thunk. */
+static uintptr_t jump_target(uint32_t id)
+{
+	const struct hook_cold *hc = &hooks_cold[id];
+	const struct hook_hot *hh = &hooks_hot[id];
+	if (hh->flags == HOOK_COUNT && hc->count_thunk == hh->aux + 1u)
+		return (uintptr_t)hc->slot + HOOK_RELOCATED - COUNT_THUNK_LEN;
+	return (uintptr_t)hc->slot;
+}
+
+/* Write the count thunks that the counted functions of [first, first+n) lack, before their
+ * jumps: one unlock per page of slots. A thunk written for one counter is never rewritten (a
+ * thread may still run it); a function given another counter later keeps the stub's path.
+ * Returns true if any was written. */
+static bool write_count_thunks(uint32_t first, uint32_t n)
+{
+	struct code_unlock ul;
+	uintptr_t page = 0;
+	bool any = false;
+	for (uint32_t id = first; id < first + n; id++) {
+		struct hook_cold *hc = &hooks_cold[id];
+		const struct hook_hot *hh = &hooks_hot[id];
+		if (hc->status != CUHOOK_PATCHED || !hc->slot || hh->flags != HOOK_COUNT || hc->count_thunk)
+			continue;
+		uint8_t code[COUNT_THUNK_LEN];
+		if (!count_thunk_encode(code, hh->aux))
+			return any;
+		uint8_t *at = hc->slot + HOOK_RELOCATED - COUNT_THUNK_LEN;
+		uintptr_t lo = (uintptr_t)at & ~4095ul, hi = ((uintptr_t)at + COUNT_THUNK_LEN + 4095) & ~4095ul;
+		if (lo != page || hi - lo > 4096) {
+			if (page)
+				code_lock(&ul);
+			page = 0;
+			if (code_unlock(&ul, lo, hi) != 0)
+				continue;
+			page = hi - lo > 4096 ? 1 : lo; /* a thunk across two pages: unlocked alone */
+		}
+		memcpy(at, code, COUNT_THUNK_LEN);
+		hc->count_thunk = (uint16_t)(hh->aux + 1u);
+		any = true;
+	}
+	if (page)
+		code_lock(&ul);
+	return any;
 }
 
 /* Write the jumps of ids [first, first+n) that planned well; refuse those that cannot be
@@ -136,7 +223,7 @@ static void write_jumps(uint32_t first, uint32_t n, bool plain)
 			continue;
 		uint8_t jmp[16];
 		memcpy(jmp, hc->orig, hc->patch_len);
-		reloc_encode_jmp32(jmp, hc->addr, (uintptr_t)hc->slot);
+		reloc_encode_jmp32(jmp, hc->addr, jump_target(id));
 		/* Bytes after the jump up to patch_len stay as they were: nothing reaches them (the
 		 * body scan proved it) and leaving them avoids a wider store. */
 		if (code_write_atomic((uint8_t *)hc->addr, jmp, RELOC_JMP_LEN, plain) != 0) {
@@ -153,6 +240,8 @@ static void write_jumps(uint32_t first, uint32_t n, bool plain)
  * running. Everything that allocates happened before. */
 static void arm(uint32_t first, uint32_t n, const struct patch_request *req)
 {
+	if (write_count_thunks(first, n))
+		code_sync_cores(); /* every core sees them before a jump can lead there */
 	if (req->threads_stopped || code_single_threaded()) {
 		write_jumps(first, n, true);
 		return;
@@ -214,7 +303,7 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 			hh->nstack = HOOK_STACK_DEFAULT;
 			hh->fast_out = 0;
 			hh->flags = req->classify ? req->classify(hc->name, hh, req->ctx) : HOOK_RECORD;
-			hh->relocated = (uintptr_t)hc->slot + HOOK_THUNK_SIZE;
+			hh->relocated = (uintptr_t)hc->slot + HOOK_RELOCATED;
 		}
 		slot++;
 	}
@@ -330,7 +419,7 @@ int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8
 	hh->decoder = decoder;
 	hh->lib_id = (uint16_t)lib_id;
 	hh->nstack = HOOK_STACK_DEFAULT;
-	hh->relocated = (uintptr_t)pool + HOOK_THUNK_SIZE;
+	hh->relocated = (uintptr_t)pool + HOOK_RELOCATED;
 	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;
 }
@@ -381,6 +470,11 @@ unsigned hooks_unpatch_all(bool threads_stopped)
 	return restored;
 }
 
+bool hooks_counted_in_place(uint32_t id)
+{
+	return id < hooks_count && hooks_cold[id].patched && jump_target(id) != (uintptr_t)hooks_cold[id].slot;
+}
+
 uintptr_t hooks_fixup_ip(uintptr_t ip)
 {
 	for (uint32_t id = 0; id < hooks_count; id++) {
@@ -390,7 +484,7 @@ uintptr_t hooks_fixup_ip(uintptr_t ip)
 		if (ip > hc->addr && ip < hc->addr + hc->patch_len) {
 			for (unsigned i = 0; i < hc->n_insns; i++)
 				if (hc->addr + hc->orig_off[i] == ip)
-					return (uintptr_t)hc->slot + HOOK_THUNK_SIZE + hc->new_off[i];
+					return (uintptr_t)hc->slot + HOOK_RELOCATED + hc->new_off[i];
 			return ip; /* not an instruction boundary: cannot happen for a stopped thread */
 		}
 	}

@@ -14,8 +14,13 @@
 #include "relocate.h"
 
 #define HOOKS_MAX 16384
-#define HOOK_SLOT_SIZE 144     /* thunk (24) + relocated code (RELOC_MAX_CODE), 16-aligned */
+/* A function's slot: the thunk into the entry stub, the count thunk (HOOK_COUNT), then the
+ * relocated prologue, which the count thunk falls into. */
 #define HOOK_THUNK_SIZE 24
+#define HOOK_COUNT_THUNK 24    /* offset of the count thunk's area (HOOK_COUNT_THUNK_SIZE) */
+#define HOOK_COUNT_THUNK_SIZE 24
+#define HOOK_RELOCATED 48      /* offset of the relocated code */
+#define HOOK_SLOT_SIZE 160     /* + RELOC_MAX_CODE, 16-aligned */
 
 /* hooks_hot[].flags */
 #define HOOK_RECORD 0x1u       /* record entry/exit events */
@@ -28,7 +33,9 @@
                                   ioctl fd table forgets, at entry and at exit. Not recorded. */
 #define HOOK_COUNT 0x10u       /* count the calls, record nothing (agent option count=GLOBS):
                                   hooks_hot[].aux is the counter's slot in the thread's ring
-                                  (struct ring counts[]); the return is not taken */
+                                  (struct ring counts[]); the return is not taken. The jump goes
+                                  to the function's count thunk (hooks.c), which adds 1 itself
+                                  and reaches the entry stub only for a thread with no ring */
 
 struct hook_hot {
 	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */
@@ -55,7 +62,8 @@ struct hook_cold {
 	uint8_t orig_off[RELOC_MAX_INSNS + 1];
 	uint8_t new_off[RELOC_MAX_INSNS + 1];
 	bool patched;          /* the jump is in place now */
-	uint8_t *slot;         /* thunk, then the relocated code */
+	uint8_t *slot;         /* thunk, count thunk, then the relocated code */
+	uint16_t count_thunk;  /* 0, or 1 + the counter slot the count thunk was written for */
 	void (*on_exit)(void); /* HOOK_CALLBACK */
 	char detail[96];       /* refusal detail */
 };
@@ -120,6 +128,9 @@ int hooks_rearm_internal(uint32_t id, const struct patch_request *how);
 /* Remove every jump (restore the original bytes). Stubs stay mapped. Returns how many were
  * restored. */
 unsigned hooks_unpatch_all(bool threads_stopped);
+
+/* True when the jump of `id` is in place and leads to its count thunk (HOOK_COUNT). */
+bool hooks_counted_in_place(uint32_t id);
 
 /* The ip fixup for a thread stopped at `ip` while jumps are written (see cuhook_agent.h). */
 uintptr_t hooks_fixup_ip(uintptr_t ip);

@@ -103,7 +103,7 @@ def counted_names(globs, names):
             if any(fnmatch.fnmatchcase(n, g) for g in inc) and not any(fnmatch.fnmatchcase(n, g) for g in exc)}
 
 
-def check_counted(trace_path, counted, expect, mode, problems):
+def check_counted(trace_path, globs, counted, expect, mode, problems):
     """Counted functions: no ENTRY record, COUNTS equal to the calls made (the second reader)."""
     t = read_trace(trace_path)
     problems.check(t.version >= 3, f"trace version {t.version}, COUNTS blocks need 3")
@@ -116,6 +116,13 @@ def check_counted(trace_path, counted, expect, mode, problems):
             problems.check(got <= want, f"{name}: {got} counted calls, more than the {want} made")
         else:
             problems.check(got == want, f"{name}: {got} counted calls, expected {want}")
+    # every counted function of the library is counted by its count thunk, not the entry stub
+    # (the agent's note says how many of each; hooks.c)
+    want_n = len(counted_names(globs, t.patched))
+    got_notes = [text for _, text in t.notes if "functions counted" in text]
+    problems.check(any(text.endswith(f": {want_n} functions counted, {want_n} of them by their count thunks")
+                       for text in got_notes),
+                   f"expected a note of {want_n} functions counted, all by count thunks; notes: {got_notes}")
     stray = sorted(set(t.counted) - counted)
     problems.check(not stray, f"COUNTS for functions not counted: {stray}")
     threads = {tid for tid, _ in t.counted_by_tid}
@@ -380,7 +387,7 @@ def main():
     if a.count:
         counted = counted_names(a.count, expect) - set(MUST_REFUSE) - set(ALIASES)
         problems.check(bool(counted), f"--count {a.count} names no function the program calls")
-        check_counted(trace, counted, expect, a.mode, problems)
+        check_counted(trace, a.count, counted, expect, a.mode, problems)
         for name in counted:
             expect[name] = 0  # recorded calls: none
     check_counts(rep, expect, a.mode, problems)

@@ -4,6 +4,7 @@ agent does not trust `cuhook report` for the numbers it checks.
 
 read_trace(path) -> Trace with
   funcs:   {id: name}
+  patched: names of the functions patched (status 0)
   entries: {name: ENTRY records}
   counted: {name: sum of the COUNTS blocks' calls}
   counted_by_tid: {(tid, name): calls}
@@ -11,12 +12,13 @@ read_trace(path) -> Trace with
   counts_times: the COUNTS blocks' timestamps; event_times: (first, last) ENTRY/EXIT timestamp
   clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
   last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
-  has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)"""
+  has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)
+  notes: [(level, text)] of the NOTE blocks"""
 
 import struct
 
 BLOCK_MAGIC = 0x4B424843
-BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 7, 8
+BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
 REC_ENTRY, REC_EXIT = 1, 2
 
 
@@ -28,6 +30,7 @@ class Trace:
     def __init__(self):
         self.version = 0
         self.funcs = {}
+        self.patched = set()
         self.entries = {}
         self.counted = {}
         self.counted_by_tid = {}
@@ -38,15 +41,18 @@ class Trace:
         self.last_clock = None
         self.has_end = False
         self.end_events = None
+        self.notes = []
 
 
 def _funcs(t, p):
     lib_id, first, count, _ = struct.unpack_from("<IIII", p, 0)
     off = 16
     for i in range(count):
-        _offset, _size, _status, name_len = struct.unpack_from("<QIHH", p, off)
+        _offset, _size, status, name_len = struct.unpack_from("<QIHH", p, off)
         name = p[off + 24:off + 24 + name_len].decode()
         t.funcs[first + i] = name
+        if status == 0:
+            t.patched.add(name)
         off += (24 + name_len + 7) & ~7
 
 
@@ -105,6 +111,9 @@ def read_trace(path):
             _events(t, p)
         elif btype == BLOCK_COUNTS:
             _counts(t, p)
+        elif btype == BLOCK_NOTE:
+            level, length = struct.unpack_from("<II", p, 0)
+            t.notes.append((level, p[8:8 + length].decode(errors="replace")))
         elif btype == BLOCK_END:
             t.has_end = True
             t.end_events = struct.unpack_from("<Q", p, 0)[0]

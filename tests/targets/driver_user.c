@@ -300,6 +300,11 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&start_barrier);
 	int t = w->idx;
 
+	/* The thread's first call: with --count, a counted function reached before the thread has
+	 * any state (its count thunk finds no ring and goes through the entry stub, which makes it). */
+	int ndev = 0;
+	CALL(cuDeviceGetCount, &ndev);
+	fold(F_cuDeviceGetCount, (uint64_t)ndev);
 	CALL(cuCtxSetCurrent, ctx);
 	CUstream s = NULL;
 	CALL(cuStreamCreate, &s, 0);
