@@ -116,15 +116,21 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 	 * records faster than the ring drains at that pace never waits for it. The fast paths come
 	 * here when they pass `limit`: at half full (once per tail value), then only when full. */
 	const uint32_t half = r->size / 2;
+	uint64_t limit;
 	if (head - tail >= half) {
 		if (r->kicked != tail + 1) {
 			r->kicked = tail + 1;
 			ring_kick_writer();
 		}
-		r->limit = tail + r->size;
+		limit = tail + r->size;
 	} else {
-		r->limit = tail + half;
+		limit = tail + half;
 	}
+	/* Nor past the end of the ring's current lap: a record the fast paths place below `limit`
+	 * then never straddles the end, so they need not check (the padding is done here, once a
+	 * lap). */
+	uint64_t lap_end = (head & ~(uint64_t)(r->size - 1)) + r->size;
+	r->limit = limit < lap_end ? limit : lap_end;
 	uint32_t pos = (uint32_t)head & (r->size - 1);
 	uint32_t to_end = r->size - pos;
 	uint32_t total = need <= to_end ? need : need + to_end;

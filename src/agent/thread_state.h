@@ -30,8 +30,9 @@ struct ring {
 	/* producer side, one line */
 	_Alignas(64) uint64_t head;       /* bytes ever written; published with release */
 	uint64_t dropped;                 /* records dropped and not yet reported in a DROP record */
-	uint64_t limit;                   /* tail + size as the producer last read it: tail only
-	                                     grows, so head + len <= limit means there is room */
+	uint64_t limit;                   /* tail + size as the producer last read it (tail only
+	                                     grows), capped at the end of head's lap: head + len
+	                                     <= limit means there is room, without wrapping */
 	uint8_t *data;
 	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
 	uint32_t size;                    /* power of two; fixed (the writer reads it too) */

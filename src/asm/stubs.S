@@ -45,20 +45,19 @@
  * Build one with e.g. `meson configure -Dc_args=...` or by prepending the #define; see
  * docs/performance.md for what each measures. */
 /* Room for a record of `len` bytes in the thread's ring (r10), without wrapping: rcx = where it
- * goes, or a jump to `full`. Only the ring's producer line is read: `limit` is the tail as last
- * seen plus the size, so a ring that looks full may only need a fresh look at the tail, which
- * the C handlers take (and they wait, drop or pad). Clobbers rax. */
+ * goes, rax = the head, or a jump to `full`. Only the ring's producer line is read: `limit` is
+ * the tail as last seen plus the size, capped at the end of the current lap (record.c), so
+ * below it a record neither overwrites unread ones nor straddles the end; a ring that looks
+ * full may only need a fresh look at the tail, or padding to the lap's end, which the C
+ * handlers do (and they wait, drop or pad). */
 .macro RING_RESERVE len, full
 	mov RING_HEAD(%r10), %rax
 	lea \len(%rax), %rcx
 	cmp RING_LIMIT(%r10), %rcx
-	ja \full                              /* full, or the tail moved since it was read */
+	ja \full                              /* full, the tail moved, or the lap ends */
 	mov RING_SIZE(%r10), %ecx
 	dec %ecx
 	and %eax, %ecx                         /* pos (the size is at most 2^31) */
-	lea \len(%rcx), %eax
-	cmp RING_SIZE(%r10), %eax
-	ja \full                              /* would straddle the end */
 	add RING_DATA(%r10), %rcx
 .endm
 

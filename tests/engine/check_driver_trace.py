@@ -343,6 +343,7 @@ def main():
     ap.add_argument("--csv", action="store_true")
     ap.add_argument("--count", default="")
     ap.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc")
+    ap.add_argument("--buffer-kb", type=int, help="agent option buffer_kb (each thread's ring)")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     if a.csv and a.mode != "before":
@@ -366,6 +367,8 @@ def main():
         env["CUHOOK_COUNT"] = a.count
     if a.clock != "tsc":
         env["CUHOOK_CLOCK"] = a.clock
+    if a.buffer_kb:
+        env["CUHOOK_BUFFER_KB"] = str(a.buffer_kb)
     p = run(base + ["--agent", a.agent] + MODE_FLAGS[a.mode] + ["--log", log, a.lib],
             env=clean_env(env), what="driver_user (traced)")
     traced = parse_target_output(p.stdout)
