@@ -12,7 +12,8 @@
 # Environment: AB_PHASES ("ctx bench gpt2"), AB_ROUNDS (10), AB_SETTLE (seconds to wait after
 # each start and stop of the agent in the GPT-2 runs, a list: "0 0.5" runs both), AB_OPTIONS
 # (agent options to compare in the GPT-2 runs, separated by '|': "|buffer_kb=16384" runs the
-# defaults and a 16 MiB ring), AB_TRACE_DIR (where the GPT-2 traces go; default the work folder).
+# defaults and a 16 MiB ring), AB_TRACE_DIR (where the GPT-2 traces go; default the work folder),
+# AB_GPT2_ARGS (more arguments for ab_gpt2.py, e.g. "--gc collect").
 # Writes $OUT/ab.txt (everything printed) and $OUT/ab-*.json (the GPT-2 summaries).
 set -u
 OUT=${1:?usage: ab_compare.sh OUT [OLD.tar]}
@@ -85,7 +86,7 @@ has gpt2 && for settle in ${AB_SETTLE:-0}; do
 			for opts in "${AB_OPTS[@]}"; do
 				echo "-- $v, process $rep, settle $settle s, options '$opts'"
 				timeout 250 "$PY" tests/gpu/ab_gpt2.py --agent "${AGENT[$v]}" --rounds "$ROUNDS" \
-					--settle "$settle" --opts "$opts" --trace-dir "${AB_TRACE_DIR:-$W}" |
+					--settle "$settle" --opts "$opts" --trace-dir "${AB_TRACE_DIR:-$W}" ${AB_GPT2_ARGS:-} |
 					grep -v "^\[transformers\]"
 			done
 		done

@@ -5,17 +5,24 @@ same loop differ from each other by several percent on the GPU machine; this com
 not carry that noise.
 
   python3 ab_gpt2.py --agent libcuhook.so [--rounds N] [--tokens T] [--opts "k=v;..."]...
-                     [--trace-dir DIR] [--json FILE] [--settle SEC]
+                     [--trace-dir DIR] [--json FILE] [--settle SEC] [--gc on|collect]
 
 Each round runs one untraced generation and one traced generation per --opts (agent options;
 several --opts compare several ways of tracing in the same rounds), the order rotating from round
 to round. Prints each round, then per traced side: the medians, the median of the per-round
 ratios, and the ratio of the best rounds (the machine's noise only ever slows a round down, so
 the fastest rounds are the least disturbed), and the checksums (one distinct value expected).
+Each round line also gives the milliseconds Python's cyclic garbage collector ran during each
+generation (gc.callbacks), and the involuntary context switches of the process (another task
+took the CPU), two causes of slow rounds that have nothing to do with tracing, and the CPU the
+generating thread ended on. --gc collect
+runs a full collection before every timed generation and keeps the collector off while it runs,
+on both sides alike.
 The traces go to DIR/ab-ROUND[-SIDE].bin (--trace-dir, default /tmp); the calls they hold are
 what the traced side paid for."""
 import argparse
 import ctypes
+import gc
 import hashlib
 import json
 import os
@@ -32,6 +39,8 @@ p.add_argument("--trace-dir", default="/tmp")
 p.add_argument("--json", default="")
 p.add_argument("--settle", type=float, default=0.0,
                help="seconds to sleep after each start and stop of the agent, before timing")
+p.add_argument("--gc", choices=("on", "collect"), default="on",
+               help="collect: gc.collect() before each timed generation, collector off during it")
 a = p.parse_args()
 
 # Loaded before torch, as `cuhook run` would have it; started only through the API below.
@@ -50,13 +59,51 @@ model = GPT2LMHeadModel(cfg).eval().to("cuda")
 prompt = torch.arange(16, device="cuda").unsqueeze(0)
 
 
+gc_ms = [0.0, None]  # collector time since reset, start of the running collection
+
+
+def on_gc(phase, info):
+    if phase == "start":
+        gc_ms[1] = time.perf_counter()
+    elif gc_ms[1] is not None:
+        gc_ms[0] += (time.perf_counter() - gc_ms[1]) * 1e3
+        gc_ms[1] = None
+
+
+gc.callbacks.append(on_gc)
+
+
+def involuntary_switches():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("nonvoluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return 0
+
+
+def this_cpu():
+    """the CPU this thread last ran on (/proc/thread-self/stat, field 39)"""
+    with open("/proc/thread-self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
 def generate():
+    """tokens/s, checksum, ms of garbage collection and involuntary context switches during
+    it, the CPU it ended on"""
+    if a.gc == "collect":
+        gc.collect()
+        gc.disable()
+    gc_ms[0] = 0.0
+    sw = involuntary_switches()
     t = time.perf_counter()
     with torch.no_grad():
         out = model.generate(prompt, max_new_tokens=a.tokens, do_sample=False, pad_token_id=0)
     ids = out[0].tolist()
     dt = time.perf_counter() - t
-    return a.tokens / dt, hashlib.sha256(str(ids).encode()).hexdigest()[:16]
+    extra = (gc_ms[0], involuntary_switches() - sw, this_cpu())
+    if a.gc == "collect":
+        gc.enable()
+    return a.tokens / dt, hashlib.sha256(str(ids).encode()).hexdigest()[:16], extra
 
 
 for _ in range(3):  # warm-up: allocator, kernels, caches
@@ -69,10 +116,12 @@ rates = {side: [] for side in sides}
 ratios = {name: [] for name in names}
 sums = set()
 for r in range(a.rounds):
+    # rotated each round, reversed every other full turn: with two sides U T, T U, T U, U T, ...
+    # (reversing on odd rounds alone would undo the rotation and keep U T always)
     order = sides[r % len(sides):] + sides[:r % len(sides)]
-    if r % 2:
+    if (r // len(sides)) % 2:
         order.reverse()
-    row = {}
+    row, noise = {}, {}
     for side in order:
         if side != "untraced":
             k = names.index(side)
@@ -83,22 +132,26 @@ for r in range(a.rounds):
                 sys.exit(1)
         if a.settle:
             time.sleep(a.settle)
-        rate, s = generate()
+        rate, s, extra = generate()
         if side != "untraced":
             agent.cuhook_agent_stop(0)
             if a.settle:
                 time.sleep(a.settle)
         row[side] = rate
+        noise[side] = extra
         rates[side].append(rate)
         sums.add(s)
     for name in names:
         ratios[name].append(row[name] / row["untraced"])
     print(f"round {r} untraced {row['untraced']:.1f} " +
-          " ".join(f"{name} {row[name]:.1f} ratio {ratios[name][-1]:.4f}" for name in names), flush=True)
+          " ".join(f"{name} {row[name]:.1f} ratio {ratios[name][-1]:.4f}" for name in names) +
+          "  gc ms " + "/".join(f"{noise[side][0]:.0f}" for side in sides) +
+          " preempted " + "/".join(str(noise[side][1]) for side in sides) +
+          " cpu " + "/".join(str(noise[side][2]) for side in sides), flush=True)
 
 res = {"rounds": a.rounds, "checksums": sorted(sums),
        "untraced_median": statistics.median(rates["untraced"]),
-       "untraced_best": max(rates["untraced"]), "sides": {}}
+       "untraced_best": max(rates["untraced"]), "untraced_rates": rates["untraced"], "sides": {}}
 for k, name in enumerate(names):
     res["sides"][name] = {
         "opts": arms[k],
@@ -107,6 +160,8 @@ for k, name in enumerate(names):
         "ratio_of_medians": statistics.median(rates[name]) / res["untraced_median"],
         "median_ratio": statistics.median(ratios[name]),
         "ratio_of_best": max(rates[name]) / res["untraced_best"],
+        "traced_rates": rates[name],
+        "round_ratios": ratios[name],
     }
 if len(names) == 1:  # the keys of the one-sided summary, as before
     res.update({k: v for k, v in res["sides"]["traced"].items() if k != "opts"})
