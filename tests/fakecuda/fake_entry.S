@@ -308,3 +308,70 @@ fake_serial:
 	DRIVER_FN cuFakeNvNotDevice, impl_cuFakeNvNotDevice
 	DRIVER_FN cuFakeNvClose, impl_cuFakeNvClose
 	.section .note.GNU-stack, "", @progbits
+
+/* ==== register probe (tests/engine/check_reg_probe.py) ==========================================
+ * cuFakeRegProbe writes, at its entry, what the caller left in every general register (r11 and
+ * rsp aside: the caller's stack pointer is stored instead) and in xmm0-7 to fake_probe_in
+ * (exported data, 16 + 8 x 2 quadwords); then returns fixed values in rax, rdx, xmm0 and xmm1,
+ * with every other caller-saved register clobbered, as a compiled function may. The caller
+ * (tests/targets/reg_probe_call.S) checks the rest. Layout of fake_probe_in, in quadwords:
+ *   0 rax  1 rbx  2 rcx  3 rdx  4 rsi  5 rdi  6 rbp  7 rsp after the call returns
+ *   8 r8   9 r9  10 r10 11 (0) 12 r12 13 r13 14 r14 15 r15  16.. xmm0-7 (16 bytes each) */
+	.bss
+	.globl fake_probe_in
+	.type fake_probe_in, @object
+	.p2align 6
+fake_probe_in:
+.Lprobe_in:                     /* the local name: the code's rip-relative stores bind here */
+	.zero 16 * 8 + 8 * 16
+	.size fake_probe_in, . - fake_probe_in
+
+	.text
+	FUNC_BEGIN cuFakeRegProbe
+	ENDBR
+	push rbp
+	mov rbp, rsp
+	push r12
+	sub rsp, 8
+	mov [rip + .Lprobe_in + 0], rax
+	mov [rip + .Lprobe_in + 8], rbx
+	mov [rip + .Lprobe_in + 16], rcx
+	mov [rip + .Lprobe_in + 24], rdx
+	mov [rip + .Lprobe_in + 32], rsi
+	mov [rip + .Lprobe_in + 40], rdi
+	mov rax, [rbp]
+	mov [rip + .Lprobe_in + 48], rax
+	lea rax, [rbp + 16]
+	mov [rip + .Lprobe_in + 56], rax
+	mov [rip + .Lprobe_in + 64], r8
+	mov [rip + .Lprobe_in + 72], r9
+	mov [rip + .Lprobe_in + 80], r10
+	mov [rip + .Lprobe_in + 96], r12
+	mov [rip + .Lprobe_in + 104], r13
+	mov [rip + .Lprobe_in + 112], r14
+	mov [rip + .Lprobe_in + 120], r15
+	movdqu [rip + .Lprobe_in + 128], xmm0
+	movdqu [rip + .Lprobe_in + 144], xmm1
+	movdqu [rip + .Lprobe_in + 160], xmm2
+	movdqu [rip + .Lprobe_in + 176], xmm3
+	movdqu [rip + .Lprobe_in + 192], xmm4
+	movdqu [rip + .Lprobe_in + 208], xmm5
+	movdqu [rip + .Lprobe_in + 224], xmm6
+	movdqu [rip + .Lprobe_in + 240], xmm7
+	movabs rax, 0x1122334455667788
+	movabs rdx, 0x99aabbccddeeff01
+	movq xmm0, rdx
+	movq xmm1, rax
+	mov rcx, -1
+	mov rsi, -1
+	mov rdi, -1
+	mov r8, -1
+	mov r9, -1
+	mov r10, -1
+	mov r11, -1
+	add rsp, 8
+	pop r12
+	pop rbp
+	ret
+	FUNC_END cuFakeRegProbe
+	.section .note.GNU-stack, "", @progbits
