@@ -55,9 +55,10 @@ struct ring {
 /* The first cache line is what every call reads; then the shadow stack, one line per entry. */
 struct thread_state {
 	uint32_t busy;          /* inside a handler: nested traced calls pass through */
+	uint32_t no_record;     /* cuhook's own threads (next to busy: the entry stub tests both
+	                           with one 8-byte compare) */
 	uint32_t depth;         /* shadow stack entries in use */
 	uint32_t tid;
-	uint32_t no_record;     /* cuhook's own threads */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, to bound stack-argument reads */
 	struct ring *ring;
 	struct thread_state *next_free;

@@ -6,7 +6,7 @@
 
 /* Entry frame, lowest address first, as cuhook_entry_stub leaves it for cuhook_on_entry:
  *   r11, r9, r8, rsi, rdi (pushed by the slow path only),
- *   saved status flags, rcx, r10, rdx, rax (pushed first: the fast path's scratch registers),
+ *   a pad, rcx, r10, rdx, rax (pushed first: the fast path's scratch registers),
  *   hook id (pushed by the per-function thunk), the return address into the caller,
  *   then the caller's stack arguments (7th integer argument onward). */
 #define FRAME_R11 0
@@ -14,7 +14,7 @@
 #define FRAME_R8 16
 #define FRAME_RSI 24
 #define FRAME_RDI 32
-#define FRAME_FLAGS 40
+#define FRAME_PAD 40        /* unused: keeps the slow path's call 16-byte aligned */
 #define FRAME_RCX 48
 #define FRAME_R10 56
 #define FRAME_RDX 64
@@ -24,8 +24,7 @@
 #define FRAME_STACK_ARGS 96
 
 /* The fast path's view of the same frame before the slow path's five pushes: offsets from rsp. */
-#define FAST_SAVED 40 /* bytes the fast path pushed: flags, rcx, r10, rdx, rax */
-#define EF_FLAGS (FRAME_FLAGS - FAST_SAVED)
+#define FAST_SAVED 40 /* bytes the fast path pushed: pad, rcx, r10, rdx, rax */
 #define EF_RCX (FRAME_RCX - FAST_SAVED)
 #define EF_RDX (FRAME_RDX - FAST_SAVED)
 #define EF_ID (FRAME_ID - FAST_SAVED)
@@ -34,8 +33,8 @@
 
 /* Offsets used by the fast paths (checked in record.c). */
 #define TS_BUSY 0           /* struct thread_state */
-#define TS_DEPTH 4
-#define TS_NO_RECORD 12
+#define TS_NO_RECORD 4
+#define TS_DEPTH 8
 #define TS_STACK_LO 16
 #define TS_STACK_HI 24
 #define TS_RING 32
@@ -82,14 +81,14 @@
 #include <stdint.h>
 
 struct entry_frame {
-	uint64_t r11, r9, r8, rsi, rdi, flags, rcx, r10, rdx, rax;
+	uint64_t r11, r9, r8, rsi, rdi, pad, rcx, r10, rdx, rax;
 	uint64_t id;
 	uint64_t ret;      /* the handler replaces it with cuhook_exit_stub to see the return */
 	uint64_t stack[];  /* caller's stack arguments */
 };
 
 _Static_assert(__builtin_offsetof(struct entry_frame, rdi) == FRAME_RDI, "frame layout");
-_Static_assert(__builtin_offsetof(struct entry_frame, flags) == FRAME_FLAGS, "frame layout");
+_Static_assert(__builtin_offsetof(struct entry_frame, pad) == FRAME_PAD, "frame layout");
 _Static_assert(__builtin_offsetof(struct entry_frame, rcx) == FRAME_RCX, "frame layout");
 _Static_assert(__builtin_offsetof(struct entry_frame, rax) == FRAME_RAX, "frame layout");
 _Static_assert(__builtin_offsetof(struct entry_frame, id) == FRAME_ID, "frame layout");

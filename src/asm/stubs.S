@@ -30,7 +30,8 @@
  * r11 carries the jump target: at a function's entry and after its return r11 holds nothing the
  * caller may rely on (the ABI's scratch register; glibc's lazy-binding trampoline uses it the
  * same way). At exit only rax/rdx (and xmm0/xmm1) carry results; the other caller-saved
- * general registers are free. Nothing here touches vector registers: the C handlers are built
+ * general registers are free. The status flags have no role at either boundary, so neither
+ * stub keeps them (DF, which must be 0 at both, is never changed). Nothing here touches vector registers: the C handlers are built
  * with -mgeneral-regs-only, so xmm0-7 (float arguments) and xmm0/xmm1 (float results) pass
  * through untouched; their rare libc calls go through cuhook_call_saving_vectors. */
 #include "stub_frame.h"
@@ -61,12 +62,10 @@
 	add RING_DATA(%r10), %rcx
 .endm
 
-/* Undo the entry stub's first pushes (status flags, rcx, r10, rdx, rax), drop the thunk's id
- * and jump to r11: into a function whose return is not taken. lea and pop keep the flags. */
+/* Undo the entry stub's first pushes (pad, rcx, r10, rdx, rax), drop the thunk's id and jump
+ * to r11: into a function whose return is not taken. */
 .macro ENTRY_RESTORE_AND_GO
-	pop %rax
-	add $0x7f, %al                         /* OF = (al == 1) */
-	sahf                                   /* the other status flags */
+	lea 8(%rsp), %rsp                      /* the pad */
 	pop %rcx
 	pop %r10
 	pop %rdx
@@ -112,11 +111,11 @@ cuhook_entry_stub:
 	push %rdx
 	push %r10              /* static chain pointer */
 	push %rcx
-	/* The status flags, without pushf/popf (popf is slow): lahf gets SF ZF AF PF CF into ah,
-	 * seto gets OF into al. DF is 0 at any call boundary and nothing here changes it. */
-	lahf
-	seto %al
-	push %rax
+	/* The status flags are not kept: the calling convention gives them no role at a
+	 * function's entry (they are not preserved across calls, and no argument is passed in
+	 * them); DF is 0 at any call boundary and nothing here changes it. The slot keeps the slow
+	 * path's call 16-byte aligned. */
+	lea -8(%rsp), %rsp
 	.cfi_adjust_cfa_offset FAST_SAVED
 #ifndef CUHOOK_NO_FAST_ENTRY
 	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx. The argument registers
@@ -155,9 +154,7 @@ cuhook_entry_stub:
 	mov %fs:(%r11), %r11
 	test %r11, %r11
 	jz .Lentry_slow
-	cmpl $0, TS_BUSY(%r11)
-	jne .Lentry_slow
-	cmpl $0, TS_NO_RECORD(%r11)
+	cmpq $0, TS_BUSY(%r11)                 /* busy and no_record, side by side */
 	jne .Lentry_slow
 	movzbl HOT_NSTACK(%r10,%rax), %edx
 	mov %dl, EF_ID+EF_NSTACK_BYTE(%rsp)    /* kept for the record (stub_frame.h) */
@@ -306,9 +303,7 @@ cuhook_entry_stub:
 	ENTRY_RESTORE_AND_GO
 	.cfi_adjust_cfa_offset 48
 .Lentry_hijack:
-	pop %rax
-	add $0x7f, %al
-	sahf
+	lea 8(%rsp), %rsp      /* the pad */
 	pop %rcx
 	pop %r10
 	pop %rdx
