@@ -5,7 +5,7 @@ same loop differ from each other by several percent on the GPU machine; this com
 not carry that noise.
 
   python3 ab_gpt2.py --agent libcuhook.so [--rounds N] [--tokens T] [--opts "k=v;..."]...
-                     [--trace-dir DIR] [--json FILE] [--settle SEC] [--gc on|collect]
+                     [--trace-dir DIR] [--json FILE] [--settle SEC] [--gc on|collect] [--warm N]
 
 Each round runs one untraced generation and one traced generation per --opts (agent options;
 several --opts compare several ways of tracing in the same rounds), the order rotating from round
@@ -17,7 +17,10 @@ generation (gc.callbacks), and the involuntary context switches of the process (
 took the CPU), two causes of slow rounds that have nothing to do with tracing, and the CPU the
 generating thread ended on. --gc collect
 runs a full collection before every timed generation and keeps the collector off while it runs,
-on both sides alike.
+on both sides alike. --warm N runs N untimed generations after each switch (the agent started
+or stopped), on every side alike, so the timed one measures a trace that is under way rather
+than the first generation after patching (caches, the writer thread's start); --warm 0 (the
+default) times the first.
 The traces go to DIR/ab-ROUND[-SIDE].bin (--trace-dir, default /tmp); the calls they hold are
 what the traced side paid for."""
 import argparse
@@ -39,6 +42,8 @@ p.add_argument("--trace-dir", default="/tmp")
 p.add_argument("--json", default="")
 p.add_argument("--settle", type=float, default=0.0,
                help="seconds to sleep after each start and stop of the agent, before timing")
+p.add_argument("--warm", type=int, default=0,
+               help="untimed generations after each switch, before the timed one (every side)")
 p.add_argument("--gc", choices=("on", "collect"), default="on",
                help="collect: gc.collect() before each timed generation, collector off during it")
 a = p.parse_args()
@@ -132,6 +137,8 @@ for r in range(a.rounds):
                 sys.exit(1)
         if a.settle:
             time.sleep(a.settle)
+        for _ in range(a.warm):
+            generate()
         rate, s, extra = generate()
         if side != "untraced":
             agent.cuhook_agent_stop(0)
@@ -149,7 +156,7 @@ for r in range(a.rounds):
           " preempted " + "/".join(str(noise[side][1]) for side in sides) +
           " cpu " + "/".join(str(noise[side][2]) for side in sides), flush=True)
 
-res = {"rounds": a.rounds, "checksums": sorted(sums),
+res = {"rounds": a.rounds, "warm": a.warm, "checksums": sorted(sums),
        "untraced_median": statistics.median(rates["untraced"]),
        "untraced_best": max(rates["untraced"]), "untraced_rates": rates["untraced"], "sides": {}}
 for k, name in enumerate(names):

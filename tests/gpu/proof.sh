@@ -25,6 +25,7 @@
 #                        GPT-2 in one process (tests/gpu/ab_gpt2.py), untraced / traced / traced
 #                        counting AB_COUNT, in AB_PROCS processes one after the other
 #   AB_CPUS=             phase ab under `taskset -c AB_CPUS` (e.g. 2-5); empty: not pinned
+#   AB_WARM=0            phase ab: untimed generations after each start and stop of the agent
 #   PROOF_WORK=/tmp/cuhook-proof   work folder (emptied first); traces stay there
 #   APP_LAUNCHES=500 APP_ELEMS=1048576 APP_SYNC_EVERY=100   driver_app / runtime_app arguments
 #   GPT2_PROCS=2 GPT2_ITERS=12 GPT2_TOKENS=32   processes per configuration, iterations each
@@ -43,7 +44,7 @@ T0=$(date +%s)
 : "${APP_LAUNCHES:=500}" "${APP_ELEMS:=1048576}" "${APP_SYNC_EVERY:=100}"
 : "${GPT2_PROCS:=2}" "${GPT2_ITERS:=12}" "${GPT2_TOKENS:=32}"
 : "${MLP_PROCS:=2}" "${MLP_ITERS:=20}" "${MLP_PASSES:=200}"
-: "${AB_ROUNDS:=16}" "${AB_PROCS:=2}" "${AB_CPUS:=}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
+: "${AB_ROUNDS:=16}" "${AB_PROCS:=2}" "${AB_CPUS:=}" "${AB_WARM:=0}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
 : "${CTX_REPS:=3}" "${CTX_N:=200000}" "${ATTACH_LOOP_S:=20}" "${ATTACH_S:=5}"
 : "${GPT2_SCRIPT:=tests/gpu/gpt2_infer.py}" "${MLP_SCRIPT:=tests/gpu/mlp_infer.py}"
 export PYTHONUNBUFFERED=1
@@ -56,7 +57,7 @@ case $W in /tmp/?* | /var/tmp/?* | /root/?*) ;; *) echo "PROOF_WORK must be unde
 rm -rf "$W" && mkdir -p "$R" "$B" "$W/info" || exit 1
 printf 'name\tstatus\tseconds\tcommand\n' > "$W/steps.tsv"
 for v in PROOF_BUDGET_S PROOF_PHASES APP_LAUNCHES APP_ELEMS APP_SYNC_EVERY GPT2_PROCS GPT2_ITERS \
-	GPT2_TOKENS AB_ROUNDS AB_PROCS AB_CPUS AB_COUNT MLP_PROCS MLP_ITERS MLP_PASSES CTX_REPS CTX_N ATTACH_LOOP_S ATTACH_S GPT2_SCRIPT MLP_SCRIPT; do
+	GPT2_TOKENS AB_ROUNDS AB_PROCS AB_CPUS AB_WARM AB_COUNT MLP_PROCS MLP_ITERS MLP_PASSES CTX_REPS CTX_N ATTACH_LOOP_S ATTACH_S GPT2_SCRIPT MLP_SCRIPT; do
 	printf '%s=%s\n' "$v" "${!v}"
 done > "$W/info/params.txt"
 
@@ -383,13 +384,14 @@ fi
 # queries the CUDA runtime makes around every launch), the order rotating. Separate processes
 # differ by several percent on these machines; this comparison does not carry that.
 if has_phase ab; then
-	log "GPT-2 in one process: $AB_ROUNDS rounds of untraced / traced / traced with count=$AB_COUNT, $AB_PROCS processes${AB_CPUS:+, on CPUs $AB_CPUS}"
+	log "GPT-2 in one process: $AB_ROUNDS rounds of untraced / traced / traced with count=$AB_COUNT, $AB_PROCS processes${AB_CPUS:+, on CPUs $AB_CPUS}, $AB_WARM untimed generation(s) after each switch"
 	pin=()
 	[ -n "$AB_CPUS" ] && pin=(taskset -c "$AB_CPUS")
 	for i in $(seq 1 "$AB_PROCS"); do
 		if [ -n "$AGENT" ]; then
 			step gpt2ab.$i 300 "${pin[@]}" "$PY" tests/gpu/ab_gpt2.py --agent "$AGENT" --rounds "$AB_ROUNDS" \
-				--tokens "$GPT2_TOKENS" --trace-dir "$R" --json "$R/gpt2ab.$i.json" --opts "" --opts "count=$AB_COUNT"
+				--tokens "$GPT2_TOKENS" --warm "$AB_WARM" --trace-dir "$R" --json "$R/gpt2ab.$i.json" \
+				--opts "" --opts "count=$AB_COUNT"
 			rm -f "$R"/ab-*.bin
 		else
 			skip gpt2ab.$i "cuhook not built"

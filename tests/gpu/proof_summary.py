@@ -470,8 +470,10 @@ md.append("## GPT-2 traced against untraced in one process\n")
 ab = results.get("gpt2_one_process")
 if ab and ab.get("sides"):
     cpus = p.get("AB_CPUS", "")
+    warm = int(p.get("AB_WARM", "0") or 0)
     md.append(f"tests/gpu/ab_gpt2.py: {ab['rounds']} rounds in {ab['processes']} process(es)"
-              + (f" pinned to CPUs {cpus} (`taskset`)" if cpus else "") +
+              + (f" pinned to CPUs {cpus} (`taskset`)" if cpus else "")
+              + (f"; after each start and stop of the agent {warm} untimed generation(s), on every side" if warm else "") +
               f"; each round generates {p.get('GPT2_TOKENS', '?')} "
               "tokens untraced and once per traced side (the agent started and stopped through its API around the "
               "generation), the order rotating. *Median of round ratios*: each traced generation against the "
