@@ -3,15 +3,19 @@
  *   TracePacket (Trace.packet = 1)
  * and the packets used here are
  *   track_descriptor (60): uuid (1), name (2), process (3: pid 1, process_name 6),
- *                          thread (4: pid 1, tid 2, thread_name 5), parent_uuid (5)
- *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant), track_uuid (11),
- *                     categories (22), name (23), debug_annotations (4: name 10,
- *                     string_value 6, uint_value 3)
+ *                          thread (4: pid 1, tid 2, thread_name 5), parent_uuid (5),
+ *                          counter (8: an empty CounterDescriptor makes a counter track)
+ *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant, 4 counter),
+ *                     track_uuid (11), categories (22), name (23), debug_annotations (4:
+ *                     name 10, string_value 6, uint_value 3), counter_value (30)
  *   with timestamp (8, ns) and trusted_packet_sequence_id (10).
  * Field numbers are those of perfetto/protos/perfetto/trace/. Each thread's calls become
- * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant. */
+ * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant.
+ * Counted calls (agent option count=) become a counter track per thread and function, under the
+ * thread's track: the thread's running total of the function's calls, from 0 at the start. */
 #include "report.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +27,7 @@ struct pb {
 
 static void pb_raw(struct pb *b, const void *src, size_t n)
 {
-	if (b->oom)
+	if (b->oom || !n)
 		return;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
@@ -91,6 +95,7 @@ enum {
 	TD_PROCESS = 3,
 	TD_THREAD = 4,
 	TD_PARENT = 5,
+	TD_COUNTER = 8,
 	PD_PID = 1,
 	PD_NAME = 6,
 	THD_PID = 1,
@@ -101,12 +106,14 @@ enum {
 	TE_TRACK = 11,
 	TE_CATEGORY = 22,
 	TE_NAME = 23,
+	TE_COUNTER_VALUE = 30,
 	DA_UINT = 3,
 	DA_STRING = 6,
 	DA_NAME = 10,
 	SLICE_BEGIN = 1,
 	SLICE_END = 2,
 	INSTANT = 3,
+	COUNTER = 4,
 };
 
 #define SEQ_ID 1
@@ -244,6 +251,73 @@ static int thread_slices(struct writer *w, struct rp_view *v, unsigned k, uint32
 	return 0;
 }
 
+static uint64_t counter_uuid(unsigned k, uint32_t thread, uint32_t func)
+{
+	return 0x3000000000000000ull | (uint64_t)(k & 0xff) << 48 | (uint64_t)(thread & 0xffffff) << 24 |
+	       (func & 0xffffff);
+}
+
+static void counter_value(struct writer *w, uint64_t track, int64_t ts, uint64_t value)
+{
+	struct pb *ev = &w->ev;
+	ev->len = 0;
+	pb_uint(ev, TE_TYPE, COUNTER);
+	pb_uint(ev, TE_TRACK, track);
+	pb_uint(ev, TE_COUNTER_VALUE, value > INT64_MAX ? INT64_MAX : value);
+	emit(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev);
+}
+
+static int by_track(const void *a, const void *b, void *ctx)
+{
+	const struct tr_count *x = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)a];
+	const struct tr_count *y = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)b];
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->func != y->func)
+		return x->func < y->func ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* The counted calls the options select, a counter track per (thread, function): its running
+ * total at each time the agent's writer read the counters (every COUNTS entry). */
+static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
+{
+	const struct tr_trace *t = v->t;
+	if (!v->counted || !t->ncounts)
+		return 0;
+	uint32_t *idx = malloc((size_t)t->ncounts * sizeof(*idx)), n = 0;
+	if (!idx)
+		return -1;
+	for (uint32_t i = 0; i < t->ncounts; i++)
+		if (t->counts[i].calls && v->counted[t->counts[i].func] && rp_count_in_view(v, &t->counts[i]))
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), by_track, (void *)t);
+	int64_t start = v->o->has_range ? v->o->range_start_ns : rp_rel(v, v->t0);
+	struct pb empty = {0};
+	for (uint32_t i = 0; i < n;) {
+		const struct tr_count *c = &t->counts[idx[i]];
+		uint64_t track = counter_uuid(k, c->thread, c->func);
+		struct pb *d = &w->ev;
+		d->len = 0;
+		snprintf(w->buf, sizeof(w->buf), "%s (counted)", tr_func_name(t, c->func));
+		pb_uint(d, TD_UUID, track);
+		pb_str(d, TD_NAME, w->buf);
+		pb_uint(d, TD_PARENT, thread_uuid(k, t->threads[c->thread].tid));
+		pb_msg(d, TD_COUNTER, &empty);
+		emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+		counter_value(w, track, start, 0);
+		uint64_t sum = 0;
+		for (; i < n && t->counts[idx[i]].thread == c->thread && t->counts[idx[i]].func == c->func; i++) {
+			sum = tr_sat_add_u64(sum, t->counts[idx[i]].calls);
+			counter_value(w, track, rp_rel(v, t->counts[idx[i]].ns), sum);
+		}
+	}
+	free(idx);
+	return 0;
+}
+
 int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 {
 	struct writer w;
@@ -263,6 +337,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 		for (uint32_t th = 0; th < v->t->nthreads && !rc; th++)
 			rc = thread_slices(&w, v, k, th, selected);
 		free(selected);
+		if (!rc)
+			rc = counter_tracks(&w, v, k);
 	}
 	int oom = w.pkt.oom || w.ev.oom || w.sub.oom;
 	free(w.pkt.p);

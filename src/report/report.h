@@ -133,6 +133,9 @@ static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 	return r;
 }
 void rp_view_free(struct rp_view *v);
+/* Whether the options select a COUNTS entry by its thread and, with --time-range, the time the
+ * writer read it (the function is for the caller to check: rp_view.counted). */
+int rp_count_in_view(const struct rp_view *v, const struct tr_count *c);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
 /* The category name of a function for the exports: rp_cat_names[], or "ioctl". */

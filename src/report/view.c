@@ -165,6 +165,18 @@ static void sift_down(struct head *h, uint32_t n, uint32_t i)
 	}
 }
 
+int rp_count_in_view(const struct rp_view *v, const struct tr_count *c)
+{
+	if (!thread_selected(v, &v->t->threads[c->thread]))
+		return 0;
+	if (v->o->has_range) {
+		int64_t rel = rp_rel(v, c->ns);
+		if (rel < v->o->range_start_ns || rel >= v->o->range_end_ns)
+			return 0;
+	}
+	return 1;
+}
+
 /* Counted calls (COUNTS entries) under the same options as calls: function, thread, and the
  * time the writer read the counters for --time-range. */
 static int select_counts(struct rp_view *v, const uint8_t *func_ok)
@@ -175,13 +187,8 @@ static int select_counts(struct rp_view *v, const uint8_t *func_ok)
 		return -1;
 	for (uint32_t i = 0; i < t->ncounts; i++) {
 		const struct tr_count *c = &t->counts[i];
-		if ((func_ok && !func_ok[c->func]) || v->fi[c->func].ioctl || !thread_selected(v, &t->threads[c->thread]))
+		if ((func_ok && !func_ok[c->func]) || v->fi[c->func].ioctl || !rp_count_in_view(v, c))
 			continue;
-		if (v->o->has_range) {
-			int64_t rel = rp_rel(v, c->ns);
-			if (rel < v->o->range_start_ns || rel >= v->o->range_end_ns)
-				continue;
-		}
 		v->counted[c->func] = tr_sat_add_u64(v->counted[c->func], c->calls);
 		v->ncounted = tr_sat_add_u64(v->ncounted, c->calls);
 	}

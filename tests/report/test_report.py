@@ -730,6 +730,29 @@ def counts_blocks(data):
     return out
 
 
+def perfetto_counters(path, *opts):
+    """`cuhook report --format perfetto`'s counter tracks: {(tid, function): [values in time order]}."""
+    pf = os.path.join(TMP, "counters.pftrace")
+    run(["report", "--format", "perfetto", "-o", pf, *opts, path])
+    with open(pf, "rb") as f:
+        packets = parse_protobuf(f.read())
+    names, points = {}, {}
+    for _, _, p in packets:
+        fields = parse_protobuf(p)
+        ts = next((v for fn, _, v in fields if fn == 8), 0)
+        for fn, _, val in fields:
+            if fn not in (11, 60):
+                continue
+            d = dict((f, v) for f, _, v in parse_protobuf(val))
+            if fn == 60 and 8 in d:
+                tid = d[5] & ((1 << 33) - 1)  # the parent: the thread track (export_perfetto.c)
+                names[d[1]] = (tid, d[2].decode().removesuffix(" (counted)"))
+            if fn == 11 and d.get(9) == 4:
+                points.setdefault(d[11], []).append((ts, d[30]))
+    check(set(points) <= set(names), "counter values on described tracks only")
+    return {names[u]: [v for _, v in sorted(pts, key=lambda x: x[0])] for u, pts in points.items()}
+
+
 def counted_by(j, key="functions"):
     return {f["name"]: f["counted_calls"] for f in j[key] if f["counted_calls"]}
 
@@ -821,6 +844,24 @@ def test_counts():
           "9000 selected" in out.splitlines(), "selected counted calls in the header")
     out, _ = run(["report", "--no-color", rec])
     check("counted" not in out, "no counted row or line without COUNTS blocks")
+    # perfetto: a counter track per thread and counted function, the running total from 0
+    tracks = perfetto_counters(cnt)
+    eq(sum(1 for _ in tracks), 5, "perfetto counter tracks: main and worker x 2 functions, 3002 x 1")
+    for (tid, name), vals in tracks.items():
+        check(vals[0] == 0 and all(a <= b for a, b in zip(vals, vals[1:])), f"{name} on {tid}: running total {vals}")
+    by_func, by_tid = {}, {}
+    for (tid, name), vals in tracks.items():
+        by_func[name] = by_func.get(name, 0) + vals[-1]
+        by_tid[tid] = by_tid.get(tid, 0) + vals[-1]
+    eq(by_func, HOT_COUNTED, "perfetto counter totals per function")
+    eq(by_tid, HOT_THREAD_COUNTED, "perfetto counter totals per thread")
+    tracks = perfetto_counters(cnt, "--thread", "worker")
+    eq({k: v[-1] for k, v in tracks.items()}, {(3001, "cuCtxGetCurrent"): 6000, (3001, "cuStreamGetCaptureInfo_v2"): 3000},
+       "perfetto counters, --thread worker")
+    tracks = perfetto_counters(cnt, "--time-range", "0:60ms")
+    eq({n: sum(v[-1] for (_, m), v in tracks.items() if m == n) for n in first}, first,
+       "perfetto counters, --time-range")
+    eq(perfetto_counters(rec), {}, "no counter track without COUNTS blocks")
     # several files: counted and recorded calls of a function add up across processes
     j = json.loads(run(["report", "--format", "json", rec, cnt])[0])
     mf = {f["name"]: f for f in j["merged"]["functions"]}
