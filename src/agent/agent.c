@@ -7,6 +7,7 @@
 #include "arity.h"
 #include "config.h"
 #include "decoders.h"
+#include "exit_watch.h"
 #include "freeze.h"
 #include "glob_filter.h"
 #include "hooks.h"
@@ -41,6 +42,7 @@ __attribute__((visibility("hidden"))) uint64_t cuhook_xsave_mask;
 
 static struct cuhook_config cfg;
 static int active;
+static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
 static char last_error[PATH_MAX + 512];
 
@@ -288,6 +290,7 @@ static void start_in_fork_child(void)
 		return;
 	}
 	active = 1;
+	session_pid = getpid();
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
 	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
 	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
@@ -318,6 +321,24 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* How long an _exit waits for the writer's last round before it lets the process go. */
+#define EXIT_CLOSE_MS 2000
+
+uintptr_t exit_watch_on_exit(void *unused)
+{
+	(void)unused;
+	static int closing;
+	if (!active || getpid() != session_pid || __atomic_exchange_n(&closing, 1, __ATOMIC_ACQ_REL))
+		return 0; /* not tracing, a vfork/posix_spawn child in our memory, or closing already */
+	int saved_errno = errno;
+	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+	if (writer_close_within(EXIT_CLOSE_MS) == 0)
+		active = 0;
+	__atomic_store_n(&closing, 0, __ATOMIC_RELEASE);
+	errno = saved_errno;
+	return 0;
+}
+
 static int start(const struct cuhook_config *c, unsigned flags)
 {
 	double t0 = now_ms();
@@ -344,6 +365,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 		return rc;
 	}
 	active = 1;
+	session_pid = getpid();
 	threads_stopped_now = flags & CUHOOK_START_THREADS_STOPPED;
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
 	double t1 = now_ms();
@@ -351,6 +373,8 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	double t2 = now_ms();
 	if (loader_watch_install(threads_stopped_now) != 0)
 		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
+	if (exit_watch_install(threads_stopped_now) != 0)
+		agent_log(1, "cannot hook _exit: a process ending with _exit() will lose its last records");
 	if (cfg.ioctl)
 		nvfd_install(cfg.ioctl_paths, threads_stopped_now);
 	threads_stopped_now = false;

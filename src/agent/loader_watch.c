@@ -8,10 +8,8 @@
 #include "agent_state.h"
 #include "freeze.h"
 #include "hooks.h"
+#include "libc_symbol.h"
 
-#include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 #include <string.h>
 
 static int installed_ids[2] = {-1, -1};
@@ -26,14 +24,12 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
 	if (installed_ids[slot] >= 0) /* a later start: the stub made the first time is reused */
 		return hooks_rearm_internal((uint32_t)installed_ids[slot], &how);
-	void *addr = dlsym(RTLD_DEFAULT, name);
-	if (!addr)
-		return -1;
+	uintptr_t addr;
+	size_t size;
 	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
-	if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+	if (libc_symbol(name, &addr, &size, &info) != 0)
 		return -1;
-	int id = hooks_patch_internal(name, (uintptr_t)addr, sym->st_size, after_dlopen, &how);
+	int id = hooks_patch_internal(name, addr, size, after_dlopen, &how);
 	installed_ids[slot] = id;
 	if (id < 0)
 		return -1;

@@ -4,6 +4,7 @@
 
 #include "agent_state.h"
 #include "freeze.h"
+#include "libc_symbol.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -200,10 +201,10 @@ int nvfd_install(const char *paths, bool threads_stopped)
 		uint16_t ioctl_decoder = (uint16_t)cuhook_decoder_find("ioctl");
 		for (unsigned i = 0; i < NWATCHED; i++) {
 			const struct watched *w = &watched[i];
-			void *addr = dlsym(RTLD_DEFAULT, w->name);
+			uintptr_t addr;
+			size_t size;
 			Dl_info info;
-			const ElfW(Sym) *sym = NULL;
-			if (!addr || !dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) {
+			if (libc_symbol(w->name, &addr, &size, &info) != 0) {
 				if (!w->optional || w->op == NVFD_OP_NONE)
 					agent_log(w->op == NVFD_OP_NONE ? 2 : 1, "ioctl watch: %s not found in the loaded libc",
 					          w->name);
@@ -213,15 +214,15 @@ int nvfd_install(const char *paths, bool threads_stopped)
 			}
 			bool dup = false;
 			for (unsigned k = 0; k < ndone; k++)
-				dup |= done[k] == (uintptr_t)addr;
+				dup |= done[k] == addr;
 			if (dup)
 				continue; /* an alias (open64 = open) */
-			done[ndone++] = (uintptr_t)addr;
+			done[ndone++] = addr;
 			bool is_ioctl = w->op == NVFD_OP_NONE;
 			uint32_t lib = lib_for((uintptr_t)info.dli_fbase, info.dli_fname, is_ioctl, hooks_count);
-			int id = is_ioctl ? hooks_patch_internal_ex(w->name, (uintptr_t)addr, sym->st_size,
+			int id = is_ioctl ? hooks_patch_internal_ex(w->name, addr, size,
 			                                            HOOK_RECORD | HOOK_IOCTL, 0, ioctl_decoder, lib, NULL, &how)
-			                  : hooks_patch_internal_ex(w->name, (uintptr_t)addr, sym->st_size, HOOK_FDOP,
+			                  : hooks_patch_internal_ex(w->name, addr, size, HOOK_FDOP,
 			                                            w->op, 0, lib, NULL, &how);
 			ids[i] = id;
 			if (id < 0) {

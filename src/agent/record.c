@@ -6,6 +6,7 @@
 #include "record.h"
 
 #include "decoders.h"
+#include "exit_watch.h"
 #include "hooks.h"
 #include "nvfd.h"
 #include "stub_frame.h"
@@ -222,6 +223,11 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 {
 	const uint32_t id = (uint32_t)f->id;
 	const struct hook_hot *hh = &hooks_hot[id];
+	/* _exit (exit_watch.h): close the trace, then on into the kernel. Needs no thread state. */
+	if (unlikely(hh->flags & HOOK_PROC_EXIT)) {
+		cuhook_call_saving_vectors(exit_watch_on_exit, NULL);
+		return hh->relocated;
+	}
 	/* The ioctl watch (nvfd.h): an ioctl on a file that is not an NVIDIA device passes straight
 	 * through; the fd-changing calls update the fd table. Needs no thread state. */
 	if (unlikely(hh->flags & (HOOK_IOCTL | HOOK_FDOP)) && !nvfd_entry(hh, f))

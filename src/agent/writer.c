@@ -409,11 +409,29 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 
 void writer_close(void)
 {
+	writer_close_within(-1);
+}
+
+int writer_close_within(int timeout_ms)
+{
 	if (W.fd < 0)
-		return;
+		return 0;
 	W.stop = 1;
 	writer_wake();
-	pthread_join(W.thread, NULL);
+	if (timeout_ms < 0) {
+		pthread_join(W.thread, NULL);
+	} else {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(W.thread, NULL, &until) != 0)
+			return -1; /* the writer is still running: the file is its to finish */
+	}
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
 	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
 	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
@@ -442,6 +460,7 @@ void writer_close(void)
 			sigtimedwait(&xfsz, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
 }
 
 void writer_note(int level, const char *text)

@@ -12,6 +12,10 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 
 /* Stop the thread, drain everything, write the END block, close. */
 void writer_close(void);
+/* The same, waiting at most timeout_ms (-1: no limit) for the writer thread to finish its last
+ * round: 0 when the trace was closed, -1 when the writer did not finish in time (the file is
+ * then left as it is, the thread still running). */
+int writer_close_within(int timeout_ms);
 
 /* Ask the thread to drain now (a ring is full). Async-signal-safe. */
 void writer_wake(void);

@@ -36,6 +36,8 @@
                                   (struct ring counts[]); the return is not taken. The jump goes
                                   to the function's count thunk (hooks.c), which adds 1 itself
                                   and reaches the entry stub only for a thread with no ring */
+#define HOOK_PROC_EXIT 0x20u   /* an internal hook on libc's _exit: the trace is closed at its
+                                  entry (src/agent/exit_watch.h). Not recorded. */
 
 struct hook_hot {
 	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */

@@ -7,6 +7,12 @@
  *                              and, on a second thread, cuFakeConstC M times, then exits 0;
  *                              the parent waits for it, calls cuFakeConstA N times more, exits
  *                              EXIT (3 if the child failed)
+ *   quit LIB N M [EXIT]        cuFakeConstA N times; fork: the child calls cuFakeConstB M times and
+ *                              ends at once with _exit(0) (no destructor, no exit handlers: as
+ *                              Python's os._exit); the parent posix_spawns a program that does
+ *                              not exist (its vfork child runs in the parent's memory and calls
+ *                              _exit(127)), calls cuFakeConstA N times more and ends with
+ *                              _exit(EXIT) (3 if something failed)
  *   exec LIB N K PROG ARGS...  cuFakeConstA N times; then a fork child that calls cuFakeConstC K
  *                              times, waits 300 ms (its writer writes them) and execs PROG ARGS;
  *                              and a posix_spawn (vfork) of PROG ARGS; waits for both, exits 0 if
@@ -69,10 +75,35 @@ static void *child_thread(void *arg)
 	return NULL;
 }
 
+/* The parent's part before a fork: cuFakeConstA n times; then the child calls cuFakeConstB m
+ * times. Returns the child's pid in the parent, 0 in the child. */
+static pid_t parent_then_fork(long n, long m)
+{
+	role("parent");
+	call("cuFakeConstA", n);
+	fflush(stdout);
+	pid_t c = fork();
+	if (c < 0)
+		exit(2);
+	if (c == 0) {
+		role("child");
+		call("cuFakeConstB", m);
+	}
+	return c;
+}
+
+/* The child exited 0, or this process fails. */
+static void wait_ok(pid_t c)
+{
+	int st;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		wrong++;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: inj_follow calls|fork|exec LIB ...\n");
+		fprintf(stderr, "usage: inj_follow calls|fork|quit|exec LIB ...\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -89,26 +120,33 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "fork") && argc >= 5) {
 		long n = atol(argv[3]);
 		child_m = atol(argv[4]);
-		role("parent");
-		call("cuFakeConstA", n);
-		fflush(stdout);
-		pid_t c = fork();
-		if (c < 0)
-			return 2;
+		pid_t c = parent_then_fork(n, child_m);
 		if (c == 0) {
-			role("child");
-			call("cuFakeConstB", child_m);
 			pthread_t t;
 			if (pthread_create(&t, NULL, child_thread, NULL) != 0)
 				_exit(2);
 			pthread_join(t, NULL);
 			exit(wrong ? 3 : 0); /* exit(): the agent's destructor closes the child's trace */
 		}
-		int st;
-		if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			wrong++;
+		wait_ok(c);
 		call("cuFakeConstA", n);
 		return wrong ? 3 : argc > 5 ? atoi(argv[5]) : 0;
+	}
+	if (!strcmp(mode, "quit") && argc >= 5) {
+		long n = atol(argv[3]), m = atol(argv[4]);
+		pid_t c = parent_then_fork(n, m);
+		if (c == 0)
+			_exit(wrong ? 3 : 0);
+		wait_ok(c);
+		char *missing[] = {"/nonexistent/cuhook-test-program", NULL};
+		pid_t s;
+		int st;
+		if (posix_spawn(&s, missing[0], NULL, NULL, missing, environ) == 0 && (waitpid(s, &st, 0) != s ||
+		                                                                       !WIFEXITED(st) || WEXITSTATUS(st) != 127))
+			wrong++; /* older glibc reports the failed exec through the child's exit status */
+		call("cuFakeConstA", n);
+		fflush(stdout);
+		_exit(wrong ? 3 : argc > 5 ? atoi(argv[5]) : 0);
 	}
 	if (!strcmp(mode, "exec") && argc >= 6) {
 		long n = atol(argv[3]), k = atol(argv[4]);

@@ -226,19 +226,23 @@ def follow_run(*prog, rc=0):
 def case_follow_fork():
     # a child forked without exec traces into a file of its own (the agent's follow=1); the
     # parent's file holds the parent's calls only; the program's exit status is cuhook's
+    follow_parent_child("fork", {"cuFakeConstB": 50, "cuFakeConstC": 50}, "its own calls, both threads")
+
+
+def follow_parent_child(mode, child_calls, what):
+    """inj_follow MODE LIB 100 50 5 under --follow: one closed trace per process, the parent's
+    with its 200 cuFakeConstA calls, the child's with child_calls."""
     need_real("follow_target", "fakecuda")
-    d, r = follow_run("fork", A.fakecuda, 100, 50, 5, rc=5)
+    d, r = follow_run(mode, A.fakecuda, 100, 50, 5, rc=5)
     ro = roles(r.stdout)
     parent, child = ro["parent"][0], ro["child"][0]
     tr = follow_traces(d)
     check(sorted(tr) == sorted(["t.%d.bin" % parent, "t.%d.bin" % child]), "one trace per process",
           repr(sorted(tr)))
-    pid, calls, events, closed = tr["t.%d.bin" % parent]
-    check(pid == parent and calls == {"cuFakeConstA": 200} and events == 400 and closed,
-          "the parent's trace: its own 200 calls", repr(tr["t.%d.bin" % parent]))
-    pid, calls, events, closed = tr["t.%d.bin" % child]
-    check(pid == child and calls == {"cuFakeConstB": 50, "cuFakeConstC": 50} and events == 200 and closed,
-          "the child's trace: its own calls, both threads", repr(tr["t.%d.bin" % child]))
+    check(tr["t.%d.bin" % parent] == (parent, {"cuFakeConstA": 200}, 400, True),
+          "the parent's trace: its own 200 calls, closed", repr(tr["t.%d.bin" % parent]))
+    check(tr["t.%d.bin" % child] == (child, child_calls, 2 * sum(child_calls.values()), True),
+          "the child's trace: " + what + ", closed", repr(tr["t.%d.bin" % child]))
 
 
 def case_follow_fork_count():
@@ -262,6 +266,14 @@ def case_follow_fork_count():
           repr(tc.counted))
     check(tc.entries.get("cuFakeConstC") == 50 and not tc.entries.get("cuFakeConstB"),
           "the child's cuFakeConstC recorded (50), cuFakeConstB not", repr(tc.entries))
+
+
+def case_follow_quit():
+    # processes that end with _exit() (os._exit): no destructor runs, the agent's _exit hook
+    # closes each trace with every call and the END block; the vfork child of a failed
+    # posix_spawn also calls _exit, in the parent's memory, and must leave the parent's trace
+    # alone (the parent's calls after it are in the parent's file)
+    follow_parent_child("quit", {"cuFakeConstB": 50}, "its 50 calls before _exit")
 
 
 def engine_tracefile():

@@ -1,0 +1,45 @@
+/* A process that ends with _exit() runs no destructor: Python's multiprocessing workers end
+ * with os._exit, and a fork child traced under follow=1 then left a trace without its last
+ * flush interval (the writer's 50 ms) and without the END block, as after SIGKILL. The agent
+ * hooks libc's _exit with the patching engine (an internal hook, not recorded) and closes the
+ * trace at its entry, as the destructor would, before the call goes on into the kernel.
+ *
+ * Only the process that started the session does: a vfork or posix_spawn child shares the
+ * parent's memory, agent included, and calls _exit when its exec fails; it must leave the
+ * parent's trace alone (agent.c compares the pid). And the close never waits long: a writer
+ * held up behind a lock that the exiting thread holds (an _exit from a signal handler that
+ * interrupted the agent) must not keep the process from ending. exit() reaches _exit too,
+ * after the destructor closed the trace: nothing is left to do then. */
+#include "exit_watch.h"
+
+#include "agent_state.h"
+#include "freeze.h"
+#include "hooks.h"
+#include "libc_symbol.h"
+
+static int installed_id = -1;
+
+int exit_watch_install(bool threads_stopped)
+{
+	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	pthread_mutex_lock(&agent_lock);
+	int rc;
+	if (installed_id >= 0) {
+		rc = hooks_rearm_internal((uint32_t)installed_id, &how);
+	} else {
+		uintptr_t addr;
+		size_t size;
+		Dl_info info;
+		rc = -1;
+		if (libc_symbol("_exit", &addr, &size, &info) == 0) {
+			uint32_t lib = 0; /* listed with the library of the dlopen watch when there is one */
+			for (unsigned i = 0; i < agent_nlibs; i++)
+				if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase)
+					lib = agent_libs[i].lib_id;
+			installed_id = hooks_patch_internal_ex("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL, &how);
+			rc = installed_id >= 0 ? 0 : -1;
+		}
+	}
+	pthread_mutex_unlock(&agent_lock);
+	return rc;
+}
