@@ -2,10 +2,13 @@
 
 Prints a checksum of the result, so a traced run can be compared with an untraced one. With
 CUHOOK_AGENT set, the agent is loaded first (constructor mode, like any ctypes.CDLL), before
-torch touches CUDA; it patches libcuda when the CUDA runtime dlopens it."""
+torch touches CUDA; it patches libcuda when the CUDA runtime dlopens it. With --os-exit it ends
+with os._exit(0) right after printing, as multiprocessing workers do: no exit handler or
+destructor runs (the agent's _exit hook closes the trace)."""
 import ctypes
 import hashlib
 import os
+import sys
 
 if os.environ.get("CUHOOK_AGENT"):
     ctypes.CDLL(os.environ["CUHOOK_AGENT"])
@@ -20,3 +23,5 @@ for _ in range(100):
     c = torch.mm(a, b)
 torch.cuda.synchronize()
 print("checksum", hashlib.sha256(c.cpu().numpy().tobytes()).hexdigest()[:16], flush=True)
+if "--os-exit" in sys.argv[1:]:
+    os._exit(0)
