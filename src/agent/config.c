@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "glob_filter.h"
+
 #include "trace_path.h"
 
 #include <ctype.h>
@@ -62,10 +64,15 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 {
 	if (!strcmp(key, "output"))
 		return set_str(c->output, sizeof(c->output), v, key, err, errlen);
-	if (!strcmp(key, "funcs"))
-		return set_str(c->funcs, sizeof(c->funcs), v, key, err, errlen);
-	if (!strcmp(key, "count"))
+	if (!strcmp(key, "funcs") || !strcmp(key, "count")) {
+		if (glob_filter_check(v) != 0) {
+			snprintf(err, errlen, "a pattern of '%s' is longer than %d characters", key, GLOB_PATTERN_MAX);
+			return -1;
+		}
+		if (!strcmp(key, "funcs"))
+			return set_str(c->funcs, sizeof(c->funcs), v, key, err, errlen);
 		return set_str(c->count, sizeof(c->count), v, key, err, errlen);
+	}
 	if (!strcmp(key, "lib"))
 		return set_str(c->lib, sizeof(c->lib), v, key, err, errlen);
 	if (!strcmp(key, "buffer_kb")) {

@@ -3,6 +3,9 @@
 
 #include "glob_filter.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define YES(filter, name) CHECK(glob_filter_match((filter), (name)), "'%s' should match '%s'", (filter), (name))
 #define NO(filter, name) CHECK(!glob_filter_match((filter), (name)), "'%s' should not match '%s'", (filter), (name))
 
@@ -32,6 +35,10 @@ static void includes(void)
 	NO("cu[A-Z]*", "cudbgApiInit");
 	NO("CU*", "cuInit");                /* case-sensitive */
 	YES(" cuInit", "cuInit");           /* leading blanks are skipped */
+	YES("cuInit ", "cuInit");           /* and trailing ones */
+	YES("cuLaunch*\t, cuInit ,x", "cuInit");
+	YES(" cuLaunch* ,\tcuMem*\t", "cuMemAlloc_v2");
+	NO("cuInit ,cuMem*", "cuInit_v2");
 	YES("cuInit,,cuLaunch*", "cuInit"); /* empty patterns are ignored */
 }
 
@@ -60,9 +67,33 @@ static void excludes(void)
 	NO(" -x, cu*", "x");
 }
 
+/* A pattern too long to match anything is still an include: it must not turn the filter into
+ * "everything" (it did when overlong patterns were skipped). glob_filter_check refuses it. */
+static void overlong_patterns(void)
+{
+	char longp[GLOB_PATTERN_MAX + 40], filter[2 * sizeof(longp)];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = 0;
+	NO(longp, "cuInit");
+	CHECK(glob_filter_check(longp) == -1, "an overlong pattern is refused");
+	snprintf(filter, sizeof(filter), "cuInit,%s", longp);
+	YES(filter, "cuInit");
+	NO(filter, "cuLaunchKernel");
+	snprintf(filter, sizeof(filter), "-%s", longp);
+	YES(filter, "cuInit");              /* an overlong exclude excludes nothing */
+	CHECK(glob_filter_check("cu*,-cudbg*, cuLaunch* ") == 0, "a normal filter is accepted");
+	memset(longp + GLOB_PATTERN_MAX, 0, sizeof(longp) - GLOB_PATTERN_MAX);
+	CHECK(glob_filter_check(longp) == 0, "a pattern of exactly GLOB_PATTERN_MAX is accepted");
+	YES(longp, longp);
+	snprintf(filter, sizeof(filter), "!%s", longp);
+	CHECK(glob_filter_check(filter) == 0, "an exclude of GLOB_PATTERN_MAX is accepted");
+	NO(filter, longp);
+}
+
 int main(void)
 {
 	RUN(empty_filter_matches_everything);
+	RUN(overlong_patterns);
 	RUN(includes);
 	RUN(excludes);
 	UNIT_EXIT();
