@@ -751,11 +751,12 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	return pid;
 
 fail:
+	/* The user asked for a traced run; one without the agent (or with a half-set-up one) is not
+	 * what they asked for. Killed while still stopped under ptrace: detached first, it would
+	 * run on (its main, its output, its side effects) until the signal arrived. */
+	kill(pid, SIGKILL);
 	threads_detach_all(&tg);
 	target_free(&tg);
-	/* The user asked for a traced run; one without the agent (or with a half-set-up one) is not
-	 * what they asked for. */
-	kill(pid, SIGKILL);
 	waitpid(pid, NULL, __WALL);
 	return -1;
 }

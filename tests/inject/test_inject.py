@@ -189,6 +189,19 @@ def case_run_static():
     expect_fail(r, "statically linked")
 
 
+def case_run_bad_pattern():
+    # a function pattern the agent cannot use is refused before the program runs (it used to
+    # be skipped, which made the filter match every function)
+    need_real("fakecuda")
+    out = os.path.join(TMP, "bad.bin")
+    for opt in ("--funcs", "--count"):
+        r = cuhook("run", opt, "cu*," + "a" * 300, "--agent", A.real_agent, "-o", out, "--",
+                   A.follow_target, "calls", A.fakecuda, "cuFakeConstA", 5)
+        check(r.returncode == 125, opt + ": 125 when the agent refuses its options", "%d %s" % (r.returncode, r.stderr))
+        expect_fail(r, "longer than 255 characters")
+        check("role calls" not in r.stdout, opt + ": the program did not run", r.stdout)
+
+
 # ---- run --follow --------------------------------------------------------------------------------
 
 def report_calls(path):
