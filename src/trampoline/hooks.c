@@ -309,7 +309,7 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 	}
 	if (have_cs)
 		cs_close(&cs);
-	if (pool) /* the stubs become executable, never writable again */
+	if (pool) /* the stubs become executable; only a count thunk is written later (write_count_thunks) */
 		mprotect(pool, (want * HOOK_SLOT_SIZE + 4095) & ~4095ul, PROT_READ | PROT_EXEC);
 }
 
