@@ -801,6 +801,41 @@ def case_real_attach_count():
     print("  counted in session 2: %s" % {f: traces[1].counted.get(f) for f in counted})
 
 
+def case_real_attach_sigint_early():
+    # Ctrl-C while cuhook attach is still injecting (threads stopped, remote calls under way):
+    # the signal waits until the agent is in and started, then ends the window with a clean
+    # detach (or, sent before cuhook blocked it, kills cuhook before it touched the process).
+    # Sent at delays across the injection's ~15 ms; the program's results stay the same, and a
+    # normal session afterwards records.
+    need_real("driver_user", "fakecuda")
+    iters = 1500000
+    base = driver_run(iters)
+    out = os.path.join(TMP, "early.bin")
+    runs, last = [], {}
+
+    def att(pid):
+        for delay in (0, 0.001, 0.003, 0.006, 0.01, 0.015, 0.025, 0.05):
+            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", out, str(pid)],
+                                 stderr=subprocess.PIPE, text=True)
+            time.sleep(delay)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+            runs.append((delay, p.returncode, err.strip().splitlines()[-1:] if err.strip() else []))
+        last["r"] = cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
+
+    got = driver_run(iters, att)
+    for delay, rc, err in runs:
+        check(rc in (0, -signal.SIGINT), "SIGINT after %.3f s: a clean detach (0) or cuhook killed before "
+              "it started (-2)" % delay, "%d %s" % (rc, err))
+    check(any(rc == 0 for _, rc, _ in runs), "some SIGINT came during or after the injection", repr(runs))
+    check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged")
+    check(last["r"].returncode == 0, "a later attach works", last["r"].stderr)
+    t = engine_tracefile().read_trace(out)
+    check(t.has_end and sum(t.entries.values()) > 0, "the later session recorded and closed its trace",
+          "%s entries, END %s" % (sum(t.entries.values()), t.has_end))
+    print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
+
+
 def case_real_cycles():
     need_real("driver_user", "fakecuda")
     iters = 3000000
