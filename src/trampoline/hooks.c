@@ -173,7 +173,7 @@ static bool write_count_thunks(uint32_t first, uint32_t n)
 			continue;
 		uint8_t code[COUNT_THUNK_LEN];
 		if (!count_thunk_encode(code, hh->aux))
-			return any;
+			break; /* the TLS offset does not fit: no thunk at all, the stub counts */
 		uint8_t *at = hc->slot + HOOK_RELOCATED - COUNT_THUNK_LEN;
 		uintptr_t lo = (uintptr_t)at & ~4095ul, hi = ((uintptr_t)at + COUNT_THUNK_LEN + 4095) & ~4095ul;
 		if (lo != page || hi - lo > 4096) {
