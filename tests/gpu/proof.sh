@@ -21,11 +21,12 @@
 # Parameters (environment), with defaults sized for about 6 minutes on an H200:
 #   PROOF_BUDGET_S=500   no step starts after this many seconds (the device's limit is 600)
 #   PROOF_PHASES="apps ctx gpt2 ab mlp attach gdb"   which phases to run, in this order
-#   AB_ROUNDS=16 AB_PROCS=2 AB_COUNT='cuCtxGetDevice*,cuDevicePrimaryCtxGetState'   phase ab:
+#   AB_ROUNDS=20 AB_PROCS=3 AB_COUNT='cuCtxGetDevice*,cuDevicePrimaryCtxGetState'   phase ab:
 #                        GPT-2 in one process (tests/gpu/ab_gpt2.py), untraced / traced / traced
 #                        counting AB_COUNT, in AB_PROCS processes one after the other
 #   AB_CPUS=             phase ab under `taskset -c AB_CPUS` (e.g. 2-5); empty: not pinned
-#   AB_WARM=0            phase ab: untimed generations after each start and stop of the agent
+#   AB_WARM=1            phase ab: untimed generations after each start and stop of the agent,
+#                        every side (0: time the first generation after patching too)
 #   PROOF_WORK=/tmp/cuhook-proof   work folder (emptied first); traces stay there
 #   APP_LAUNCHES=500 APP_ELEMS=1048576 APP_SYNC_EVERY=100   driver_app / runtime_app arguments
 #   GPT2_PROCS=2 GPT2_ITERS=12 GPT2_TOKENS=32   processes per configuration, iterations each
@@ -44,7 +45,7 @@ T0=$(date +%s)
 : "${APP_LAUNCHES:=500}" "${APP_ELEMS:=1048576}" "${APP_SYNC_EVERY:=100}"
 : "${GPT2_PROCS:=2}" "${GPT2_ITERS:=12}" "${GPT2_TOKENS:=32}"
 : "${MLP_PROCS:=2}" "${MLP_ITERS:=20}" "${MLP_PASSES:=200}"
-: "${AB_ROUNDS:=16}" "${AB_PROCS:=2}" "${AB_CPUS:=}" "${AB_WARM:=0}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
+: "${AB_ROUNDS:=20}" "${AB_PROCS:=3}" "${AB_CPUS:=}" "${AB_WARM:=1}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
 : "${CTX_REPS:=3}" "${CTX_N:=200000}" "${ATTACH_LOOP_S:=20}" "${ATTACH_S:=5}"
 : "${GPT2_SCRIPT:=tests/gpu/gpt2_infer.py}" "${MLP_SCRIPT:=tests/gpu/mlp_infer.py}"
 export PYTHONUNBUFFERED=1
