@@ -47,8 +47,6 @@ FAST_CHECK(sizeof(struct hook_hot) == 1u << HOT_SHIFT);
 FAST_CHECK(offsetof(struct hook_hot, relocated) == HOT_RELOCATED);
 FAST_CHECK(offsetof(struct hook_hot, decoder) == HOT_DECODER);
 FAST_CHECK(offsetof(struct hook_hot, flags) == HOT_FLAGS);
-FAST_CHECK(offsetof(struct hook_hot, aux) == HOT_AUX);
-FAST_CHECK(HOOK_COUNT == FAST_COUNT_FLAGS);
 FAST_CHECK(offsetof(struct hook_hot, nstack) == HOT_NSTACK);
 FAST_CHECK(offsetof(struct hook_hot, fast_out) == HOT_FAST_OUT);
 FAST_CHECK(SHADOW_ARGS <= FAST_OUT_ARG + 1 && SHADOW_ARGS == CUHOOK_DECODER_ARGS);
@@ -244,7 +242,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	}
 	if (unlikely(hh->flags & HOOK_COUNT)) {
 		/* Counted even while busy: the increment is one instruction on the thread's own
-		 * counter (see stubs.S), so a signal handler's count is never lost. */
+		 * counter (as in the count thunks, hooks.c), so a signal handler's count is never lost. */
 		if (likely(cuhook_recording) && !ts->no_record && ts->ring)
 			__asm__ volatile("incq %0" : "+m"(ts->ring->counts[hh->aux]));
 		return hh->relocated;

@@ -241,8 +241,6 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 {
 	struct cuhook_count_entry e[RING_COUNT_SLOTS];
 	uint32_t n = 0;
-	/* the events' clock (trace_format.h: the file's clock source) */
-	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
 	for (uint32_t s = 0; s < nslots; s++) {
 		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
 		if (c == r->counts_seen[s])
@@ -256,6 +254,8 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	if (!n || W.failed)
 		return;
 	announce(r);
+	/* the events' clock (trace_format.h: the file's clock source) */
+	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
 	struct cuhook_counts_block cb = {r->tid, n, tsc};
 	put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0]));
 }

@@ -51,19 +51,17 @@
 #define RING_LIMIT 16
 #define RING_DATA 24
 #define RING_SIZE 40
-#define RING_COUNTS 192     /* struct ring counts[] */
+#define RING_COUNTS 192     /* struct ring counts[] (the count thunks, hooks.c) */
 #define HOT_SHIFT 4         /* struct hook_hot is 16 bytes */
 #define HOT_RELOCATED 0
 #define HOT_DECODER 8
 #define HOT_FLAGS 10
-#define HOT_AUX 11          /* HOOK_COUNT: the counter slot */
 #define HOT_NSTACK 14       /* stack slots to record (arity table) */
 #define HOT_FAST_OUT 15     /* the fast exit's decoded value: FAST_OUT_* */
 #define FAST_OUT_VALID 0x80 /* one out-parameter, no string: written inline in the EXIT record */
 #define FAST_OUT_4BYTE 0x08 /* the value is 4 bytes (else 8) */
 #define FAST_OUT_ARG 0x07   /* its argument index (< SHADOW_ARGS) */
 #define FAST_HOOK_FLAGS 1   /* the hooks_hot[].flags value the fast paths record: HOOK_RECORD */
-#define FAST_COUNT_FLAGS 0x10 /* and the one the entry counts: HOOK_COUNT alone */
 #define FAST_SHADOW_MAX 128 /* SHADOW_MAX */
 #define FAST_ENTRY_BASE 72 /* ENTRY record without stack slots; + 8 per slot */
 #define FAST_ENTRY_MAX 120  /* with CUHOOK_MAX_STACK_ARGS slots: what the fast entry reserves */
@@ -103,7 +101,7 @@ struct exit_frame {
 
 /* Defined in stubs.S. */
 extern uintptr_t cuhook_tls_ring_offset; /* cuhook_tls_ring's offset from the thread pointer:
-                                            the stub's count path and the count thunks */
+                                            the count thunks (hooks.c) */
 void cuhook_entry_stub(void);
 void cuhook_exit_stub(void);
 /* Call fn(arg) with every vector and x87 register saved and restored around it (XSAVE), for the

@@ -20,9 +20,10 @@
  * Each stub has a fast path in assembly for the common case (thread state exists, not busy,
  * recording, TSC clock, hook flags exactly HOOK_RECORD, room in the ring without wrapping, no
  * drops to report, shadow stack not full, all six stack slots inside the thread's stack; at exit
- * the top shadow entry matches; DATA records only for one-value, string-less decoders), and the
- * entry's for a counted function (flags exactly HOOK_COUNT: one increment, no return taken). It
- * saves only the registers it uses. Anything else takes the slow path: the C handlers in record.c with
+ * the top shadow entry matches; DATA records only for one-value, string-less decoders). It
+ * saves only the registers it uses. A counted function (HOOK_COUNT) reaches the entry stub only
+ * when its count thunk (hooks.c) found no ring for the thread, or could not be written: the C
+ * handler counts it. Anything else takes the slow path: the C handlers in record.c with
  * the full frame (a HOOK_* flag added later is thus handled in C until a fast path learns it).
  * A fast path bails out only before its first visible side effect (or after undoing `busy`),
  * so the C handler always starts from a clean state.
@@ -60,19 +61,6 @@
 	dec %ecx
 	and %eax, %ecx                         /* pos (the size is at most 2^31) */
 	add RING_DATA(%r10), %rcx
-.endm
-
-/* Undo the entry stub's first pushes (pad, rcx, r10, rdx, rax), drop the thunk's id and jump
- * to r11: into a function whose return is not taken. */
-.macro ENTRY_RESTORE_AND_GO
-	lea 8(%rsp), %rsp                      /* the pad */
-	pop %rcx
-	pop %r10
-	pop %rdx
-	pop %rax
-	lea 8(%rsp), %rsp                      /* drop the id */
-	.cfi_adjust_cfa_offset -48
-	jmp *%r11
 .endm
 
 /* The switches every call reads, in one cache line (see record.h). */
@@ -125,31 +113,8 @@ cuhook_entry_stub:
 	lea hooks_hot(%rip), %r10              /* hooks_hot[id] = r10 + rax from here on */
 	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
 	jne .Lentry_slow
-	movzbl HOT_FLAGS(%r10,%rax), %edx
-	cmp $FAST_COUNT_FLAGS, %edx
-	jne .Lentry_record
-	/* A counted function (HOOK_COUNT alone): one increment of the thread's counter, then
-	 * straight in, all in these few lines of code. Its count thunk (hooks.c) normally does this
-	 * without the stub; the stub's path serves a function without one (its thunk could not be
-	 * written) and the count thunk's fallback, a thread with no ring yet. The ring comes from its own TLS slot, not
-	 * through the thread state (one dependent load less in a program whose caches hold little
-	 * of ours between calls). The increment is one instruction, so a signal handler counting
-	 * on this thread, even inside one of our handlers, cannot lose a count: no busy, no
-	 * shadow entry, no record. */
-	add %rax, %r10                         /* r10 = &hooks_hot[id] */
-	mov cuhook_tls_ring_offset(%rip), %r11
-	mov %fs:(%r11), %r11
-	test %r11, %r11
-	jz .Lentry_slow                        /* no ring yet (first call), or cuhook's own thread */
-	movzbl HOT_AUX(%r10), %edx
-	incq RING_COUNTS(%r11,%rdx,8)
-	mov HOT_RELOCATED(%r10), %r11
-	.cfi_remember_state
-	ENTRY_RESTORE_AND_GO
-	.cfi_restore_state
-.Lentry_record:
-	cmp $FAST_HOOK_FLAGS, %edx
-	jne .Lentry_slow                       /* any other flag (callback, ioctl...): C */
+	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
+	jne .Lentry_slow                       /* any other flag (counted, callback, ioctl...): C */
 	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
 	test %r11, %r11
@@ -300,7 +265,14 @@ cuhook_entry_stub:
 	.cfi_adjust_cfa_offset -40
 	je .Lentry_hijack
 .Lentry_plain:                 /* not traced to its return: straight in */
-	ENTRY_RESTORE_AND_GO
+	lea 8(%rsp), %rsp      /* the pad */
+	pop %rcx
+	pop %r10
+	pop %rdx
+	pop %rax
+	lea 8(%rsp), %rsp      /* drop the id */
+	.cfi_adjust_cfa_offset -48
+	jmp *%r11
 	.cfi_adjust_cfa_offset 48
 .Lentry_hijack:
 	lea 8(%rsp), %rsp      /* the pad */

@@ -108,8 +108,8 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
 }
 
 /* The count thunk: a counted function's jump lands here instead of in the thunk, so its calls
- * never go through the entry stub. It does what the stub's count path does, in the function's
- * own slot:
+ * never go through the entry stub. It does what the C handler does for a counted call, in the
+ * function's own slot:
  *     mov %fs:cuhook_tls_ring_offset, %r11   the thread's ring (cuhook_tls_ring)
  *     test %r11, %r11
  *     jz slot                                 no ring (the thread's first call, cuhook's own
