@@ -105,6 +105,7 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 {
 	(void)ctx;
 	hh->decoder = (uint16_t)cuhook_decoder_find(name);
+	hh->nregs = (uint8_t)cuhook_reg_args(name);
 	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
 	hh->fast_out = record_fast_out(hh->decoder);
 	if (cfg.count[0] && glob_filter_match(cfg.count, name)) {
@@ -204,8 +205,10 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		/* This session's count option may differ from the last: classify the functions
 		 * planned before again (no jump of theirs is in place). */
 		for (uint32_t id = l->first_id; id < l->first_id + l->count; id++)
-			if (hooks_cold[id].slot)
+			if (hooks_cold[id].slot) {
 				hooks_hot[id].flags = classify(hooks_cold[id].name, &hooks_hot[id], NULL);
+				hooks_hot_layout(&hooks_hot[id]);
+			}
 		hooks_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);

@@ -52,14 +52,15 @@ FAST_CHECK(offsetof(struct hook_hot, fast_out) == HOT_FAST_OUT);
 FAST_CHECK(SHADOW_ARGS <= FAST_OUT_ARG + 1 && SHADOW_ARGS == CUHOOK_DECODER_ARGS);
 FAST_CHECK(HOOK_RECORD == FAST_HOOK_FLAGS);
 FAST_CHECK(SHADOW_MAX == FAST_SHADOW_MAX);
-FAST_CHECK(CUHOOK_REC_ENTRY == CUHOOK_REC_ENTRY_TYPE);
 FAST_CHECK(CUHOOK_REC_EXIT == (FAST_EXIT_HDR & 0xff) && CUHOOK_REC_EXIT == (FAST_EXITV_HDR & 0xff));
 FAST_CHECK(CUHOOK_RF_VALUE << 8 == (FAST_EXITV_HDR & 0xff00));
-FAST_CHECK(sizeof(struct cuhook_rec_entry) == FAST_ENTRY_BASE);
-FAST_CHECK(FAST_ENTRY_BASE + CUHOOK_MAX_STACK_ARGS * 8 == FAST_ENTRY_MAX);
-FAST_CHECK(HOOK_STACK_DEFAULT == CUHOOK_MAX_STACK_ARGS);
+FAST_CHECK(offsetof(struct hook_hot, entry_hdr) == HOT_ENTRY_HDR);
+FAST_CHECK(offsetof(struct hook_hot, entry_info) == HOT_ENTRY_INFO);
+FAST_CHECK(CUHOOK_REC_ENTRY_SIZE(6, CUHOOK_MAX_STACK_ARGS) == FAST_ENTRY_MAX);
+FAST_CHECK(HOOK_STACK_DEFAULT == CUHOOK_MAX_STACK_ARGS && HOOK_REGS_DEFAULT == 6);
 FAST_CHECK(offsetof(struct cuhook_rec_entry, tsc) == 8 && offsetof(struct cuhook_rec_entry, depth) == 16);
-FAST_CHECK(offsetof(struct cuhook_rec_entry, nstack) == 18 && offsetof(struct cuhook_rec_entry, regs) == 24);
+FAST_CHECK(offsetof(struct cuhook_rec_entry, nstack) == 18 && offsetof(struct cuhook_rec_entry, regs_omitted) == 19);
+FAST_CHECK(offsetof(struct cuhook_rec_entry, regs) == 24 && sizeof(struct cuhook_rec_entry) == 24);
 FAST_CHECK(sizeof(struct cuhook_rec_exit) == FAST_EXIT_LEN);
 FAST_CHECK(sizeof(struct cuhook_rec_exit_value) == FAST_EXITV_LEN);
 FAST_CHECK(offsetof(struct cuhook_rec_exit, tsc) == 8 && offsetof(struct cuhook_rec_exit, depth) == 16);
@@ -274,7 +275,8 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
 		if (nstack > hh->nstack)
 			nstack = hh->nstack;
-		uint32_t len = sizeof(struct cuhook_rec_entry) + nstack * 8;
+		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks_hot_layout) */
+		uint32_t len = CUHOOK_REC_ENTRY_SIZE(nregs, nstack);
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
 		uint64_t head;
@@ -290,13 +292,12 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		e->tsc = t;
 		e->depth = (uint16_t)d;
 		e->nstack = (uint8_t)nstack;
-		e->regs[0] = f->rdi;
-		e->regs[1] = f->rsi;
-		e->regs[2] = f->rdx;
-		e->regs[3] = f->rcx;
-		e->regs[4] = f->r8;
-		e->regs[5] = f->r9;
-		uint64_t *st = (uint64_t *)(e + 1);
+		e->regs_omitted = (uint8_t)(6 - nregs);
+		e->reserved[0] = e->reserved[1] = e->reserved[2] = e->reserved[3] = 0;
+		const uint64_t regs[6] = {f->rdi, f->rsi, f->rdx, f->rcx, f->r8, f->r9};
+		for (unsigned i = 0; i < nregs; i++)
+			e->regs[i] = regs[i];
+		uint64_t *st = e->regs + nregs;
 		if (likely(nstack == CUHOOK_MAX_STACK_ARGS)) {
 			st[0] = f->stack[0];
 			st[1] = f->stack[1];

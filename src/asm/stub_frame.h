@@ -14,7 +14,7 @@
 #define FRAME_R8 16
 #define FRAME_RSI 24
 #define FRAME_RDI 32
-#define FRAME_PAD 40        /* unused: keeps the slow path's call 16-byte aligned */
+#define FRAME_PAD 40        /* keeps the slow path's call 16-byte aligned; the fast entry's scratch */
 #define FRAME_RCX 48
 #define FRAME_R10 56
 #define FRAME_RDX 64
@@ -25,6 +25,7 @@
 
 /* The fast path's view of the same frame before the slow path's five pushes: offsets from rsp. */
 #define FAST_SAVED 40 /* bytes the fast path pushed: pad, rcx, r10, rdx, rax */
+#define EF_HOT (FRAME_PAD - FAST_SAVED) /* the fast entry keeps &hooks_hot[id] in the pad */
 #define EF_RCX (FRAME_RCX - FAST_SAVED)
 #define EF_RDX (FRAME_RDX - FAST_SAVED)
 #define EF_ID (FRAME_ID - FAST_SAVED)
@@ -52,28 +53,26 @@
 #define RING_DATA 24
 #define RING_SIZE 40
 #define RING_COUNTS 192     /* struct ring counts[] (the count thunks, hooks.c) */
-#define HOT_SHIFT 4         /* struct hook_hot is 16 bytes */
+#define HOT_SHIFT 5         /* struct hook_hot is 32 bytes */
 #define HOT_RELOCATED 0
 #define HOT_DECODER 8
 #define HOT_FLAGS 10
 #define HOT_NSTACK 14       /* stack slots to record (arity table) */
 #define HOT_FAST_OUT 15     /* the fast exit's decoded value: FAST_OUT_* */
+#define HOT_ENTRY_HDR 16    /* the ENTRY record's header, precomputed (type, size, func) */
+#define HOT_ENTRY_INFO 24   /* its word at offset 16 without the depth (nstack, regs_omitted) */
 #define FAST_OUT_VALID 0x80 /* one out-parameter, no string: written inline in the EXIT record */
 #define FAST_OUT_4BYTE 0x08 /* the value is 4 bytes (else 8) */
 #define FAST_OUT_ARG 0x07   /* its argument index (< SHADOW_ARGS) */
 #define FAST_HOOK_FLAGS 1   /* the hooks_hot[].flags value the fast paths record: HOOK_RECORD */
 #define FAST_SHADOW_MAX 128 /* SHADOW_MAX */
-#define FAST_ENTRY_BASE 72 /* ENTRY record without stack slots; + 8 per slot */
-#define FAST_ENTRY_MAX 120  /* with CUHOOK_MAX_STACK_ARGS slots: what the fast entry reserves */
-#define CUHOOK_REC_ENTRY_TYPE 1
+#define FAST_ENTRY_MAX 120  /* an ENTRY with 6 registers and 6 stack slots: what the fast entry
+                               reserves (it stores all six registers, commits entry_hdr's size) */
 #define FAST_EXIT_LEN 32    /* EXIT record */
 #define FAST_EXITV_LEN 40   /* EXIT record with its decoded value (CUHOOK_RF_VALUE) */
 /* First 8 bytes of a record (struct cuhook_rec) without the function id (high 32 bits). */
 #define FAST_EXIT_HDR (2 | (FAST_EXIT_LEN << 16))                 /* type EXIT, flags 0, size */
 #define FAST_EXITV_HDR (2 | (2 << 8) | (FAST_EXITV_LEN << 16))    /* type EXIT, CUHOOK_RF_VALUE, size */
-/* The entry stub keeps the hook's stack-slot count in byte 4 of the thunk's id slot (the id is
- * a 32-bit value; the slot is the stub's own and is dropped before the function runs). */
-#define EF_NSTACK_BYTE 4
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

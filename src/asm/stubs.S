@@ -106,14 +106,15 @@ cuhook_entry_stub:
 	lea -8(%rsp), %rsp
 	.cfi_adjust_cfa_offset FAST_SAVED
 #ifndef CUHOOK_NO_FAST_ENTRY
-	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx. The argument registers
-	 * rdi, rsi, r8, r9 are only read. */
+	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx and the pad (EF_HOT). The
+	 * argument registers rdi, rsi, r8, r9 are only read. */
 	mov EF_ID(%rsp), %eax
 	shl $HOT_SHIFT, %rax
-	lea hooks_hot(%rip), %r10              /* hooks_hot[id] = r10 + rax from here on */
+	lea hooks_hot(%rip), %r10
+	add %rax, %r10                         /* r10 = &hooks_hot[id] */
 	cmpq $1, cuhook_recording(%rip)        /* recording 1 and clock_monotonic 0 (record.h) */
 	jne .Lentry_slow
-	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10,%rax)
+	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r10)
 	jne .Lentry_slow                       /* any other flag (counted, callback, ioctl...): C */
 	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
@@ -121,22 +122,20 @@ cuhook_entry_stub:
 	jz .Lentry_slow
 	cmpq $0, TS_BUSY(%r11)                 /* busy and no_record, side by side */
 	jne .Lentry_slow
-	movzbl HOT_NSTACK(%r10,%rax), %edx
-	mov %dl, EF_ID+EF_NSTACK_BYTE(%rsp)    /* kept for the record (stub_frame.h) */
-	cmpl $FAST_SHADOW_MAX, TS_DEPTH(%r11)
+	mov TS_DEPTH(%r11), %eax
+	cmp $FAST_SHADOW_MAX, %eax
 	jae .Lentry_slow                       /* entry-only degradation: C */
-	test %edx, %edx
-	jz 1f                                  /* no stack arguments to read */
-	lea EF_STACK(%rsp), %rax               /* the caller's stack slots: all six in this thread's stack */
-	cmp TS_STACK_LO(%r11), %rax
+	cmpb $0, HOT_NSTACK(%r10)
+	je 1f                                  /* no stack arguments to read */
+	lea EF_STACK(%rsp), %rdx               /* the caller's stack slots: all six in this thread's stack */
+	cmp TS_STACK_LO(%r11), %rdx
 	jb .Lentry_slow
-	add $48, %rax
-	cmp TS_STACK_HI(%r11), %rax
+	add $48, %rdx
+	cmp TS_STACK_HI(%r11), %rdx
 	ja .Lentry_slow
 1:
 	/* A shadow entry at or below this call's return slot belongs to a frame left by longjmp:
 	 * the C handler drops such entries. */
-	mov TS_DEPTH(%r11), %eax
 	test %eax, %eax
 	jz 1f
 	shl $SH_SHIFT, %rax
@@ -150,11 +149,12 @@ cuhook_entry_stub:
 	 * timestamp and the record). Every later bail-out clears it. */
 	movl $1, TS_BUSY(%r11)
 	mov %rsp, TS_BUSY_SP(%r11)
+	mov %r10, EF_HOT(%rsp)                 /* r10 is the ring's from here on */
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
 	jne .Lentry_unbusy                     /* drops to report first: C */
-	/* Room for the longest ENTRY: the six stack slots are copied whole (fewer stores than a
-	 * loop) and only FAST_ENTRY_BASE + 8 * nstack bytes are committed. */
+	/* Room for the longest ENTRY: all six registers and the six stack slots are stored whole
+	 * (fewer instructions than choosing), and only the size entry_hdr says is committed. */
 	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
 #ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
 	rdtsc
@@ -170,10 +170,10 @@ cuhook_entry_stub:
 	mov %rdx, 48(%rcx)
 	mov %r8, 56(%rcx)
 	mov %r9, 64(%rcx)
-	movzbl EF_ID+EF_NSTACK_BYTE(%rsp), %edx
-	test %edx, %edx
-	jz 1f
-	mov EF_STACK+0(%rsp), %rax
+	mov EF_HOT(%rsp), %rdx
+	cmpb $0, HOT_NSTACK(%rdx)
+	je 1f                                  /* nstack 0 */
+	mov EF_STACK+0(%rsp), %rax             /* nstack > 0: nregs is 6 and the slots follow */
 	mov %rax, 72(%rcx)
 	mov EF_STACK+8(%rsp), %rax
 	mov %rax, 80(%rcx)
@@ -186,26 +186,17 @@ cuhook_entry_stub:
 	mov EF_STACK+40(%rsp), %rax
 	mov %rax, 112(%rcx)
 1:	mov TS_DEPTH(%r11), %eax
-	shl $16, %edx
-	or %edx, %eax
-	mov %rax, 16(%rcx)                     /* depth, nstack, reserved 0 */
-	shr $16, %edx
-	lea FAST_ENTRY_BASE/8(%rdx), %edx
-	shl $19, %edx                          /* size = 8 * (FAST_ENTRY_BASE/8 + nstack), at bit 16 */
-	or $CUHOOK_REC_ENTRY_TYPE, %edx
-	mov EF_ID(%rsp), %eax                  /* the id: the slot's low 32 bits */
-	shl $32, %rax
-	or %rdx, %rax
-	mov %rax, 0(%rcx)                      /* type, flags 0, size, func */
-	shr $16, %edx                          /* size (the type was in bits 0-7) */
-	add RING_HEAD(%r10), %rdx
-	mov %rdx, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
+	or HOT_ENTRY_INFO(%rdx), %eax          /* depth, nstack, regs_omitted; reserved 0 */
+	mov %rax, 16(%rcx)
+	mov HOT_ENTRY_HDR(%rdx), %rax
+	mov %rax, 0(%rcx)                      /* type ENTRY, flags 0, size, func */
+	shr $16, %eax                          /* the size (bits 16-31; bits 0-15 shifted out) */
+	add %rax, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
+	mov %rdx, %r10                         /* r10 = &hooks_hot[id] */
+#else
+	mov EF_HOT(%rsp), %r10
 #endif
 	mov EF_ID(%rsp), %edx
-	mov %rdx, %r10
-	shl $HOT_SHIFT, %r10
-	lea hooks_hot(%rip), %rax
-	add %rax, %r10                         /* r10 = &hooks_hot[id] */
 #ifdef CUHOOK_BENCH_ENTRY_ONLY
 	movl $0, TS_BUSY(%r11)
 	mov HOT_RELOCATED(%r10), %r11
@@ -356,9 +347,7 @@ cuhook_exit_stub:
 	mov %rsi, 16(%rcx)                     /* depth, reserved 0 */
 	mov 8(%rsp), %rax
 	mov %rax, 24(%rcx)                     /* ret */
-	mov RING_HEAD(%r10), %rax
-	add $FAST_EXIT_LEN, %rax
-	mov %rax, RING_HEAD(%r10)              /* commit */
+	addq $FAST_EXIT_LEN, RING_HEAD(%r10)          /* commit */
 	test %edx, %edx
 	jnz .Lexit_data_c
 #endif
@@ -402,9 +391,7 @@ cuhook_exit_stub:
 	mov 8(%rsp), %rax
 	mov %rax, 24(%rcx)                     /* ret */
 	mov %rdx, 32(%rcx)                     /* value */
-	mov RING_HEAD(%r10), %rax
-	add $FAST_EXITV_LEN, %rax
-	mov %rax, RING_HEAD(%r10)              /* commit */
+	addq $FAST_EXITV_LEN, RING_HEAD(%r10)          /* commit */
 	jmp .Lexit_done
 .Lexit_data_c:
 	push %r8

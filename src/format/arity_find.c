@@ -24,3 +24,9 @@ unsigned cuhook_stack_slots(const char *name, unsigned max)
 	unsigned s = n > 6 ? (unsigned)n - 6 : 0;
 	return s < max ? s : max;
 }
+
+unsigned cuhook_reg_args(const char *name)
+{
+	int n = cuhook_arity_find(name);
+	return n < 0 || n > 6 ? 6u : (unsigned)n;
+}

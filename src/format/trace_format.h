@@ -16,11 +16,13 @@
 #include <stdint.h>
 
 #define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
-#define CUHOOK_TRACE_VERSION 3u
+#define CUHOOK_TRACE_VERSION 4u
 /* Version 2 added CUHOOK_RF_VALUE (an EXIT record carrying its call's decoded value, in place of
  * a following DATA record); version 3 added COUNTS blocks (functions counted, not recorded:
- * agent option count=GLOBS). Readers accept versions 1 to 3; older files simply never have
- * the newer flag or block. */
+ * agent option count=GLOBS); version 4 lets an ENTRY record omit the argument registers a
+ * function does not take (cuhook_rec_entry.regs_omitted). Readers accept versions 1 to 4;
+ * older files simply never have the newer flag, block or field (regs_omitted was a reserved
+ * zero byte). */
 #define CUHOOK_TRACE_VERSION_MIN 1u
 
 /* ---- file header ------------------------------------------------------------------------ */
@@ -201,7 +203,7 @@ struct cuhook_end_block {
 enum cuhook_rec_type {
 	CUHOOK_REC_PAD = 0,    /* ring only, never in files: skips to the ring's end; its length is
 	                          in `func` (it may exceed 16 bits) */
-	CUHOOK_REC_ENTRY = 1,  /* struct cuhook_rec_entry + nstack u64 */
+	CUHOOK_REC_ENTRY = 1,  /* struct cuhook_rec_entry + (6 - regs_omitted) + nstack u64 */
 	CUHOOK_REC_EXIT = 2,   /* struct cuhook_rec_exit */
 	CUHOOK_REC_DATA = 3,   /* struct cuhook_rec_data: decoded arguments, follows an ENTRY or EXIT */
 	CUHOOK_REC_DROP = 4,   /* struct cuhook_rec_drop */
@@ -232,10 +234,17 @@ struct cuhook_rec_entry {
 	uint8_t nstack;     /* stack argument slots that follow regs (0..CUHOOK_MAX_STACK_ARGS): the
 	                       agent records 6 for a function of unknown signature and, for the
 	                       CUDA API functions cuda.h declares, only those the function takes */
-	uint8_t reserved[5];
-	uint64_t regs[6];   /* rdi, rsi, rdx, rcx, r8, r9: the integer argument registers */
+	uint8_t regs_omitted; /* version 4: argument registers not recorded, from the end (0..6):
+	                       a function cuda.h declares with n < 6 parameters has 6 - n. Stack
+	                       slots come only after all six (nstack > 0 implies 0 here) */
+	uint8_t reserved[4];
+	uint64_t regs[];    /* rdi, rsi, rdx, rcx, r8, r9 (the integer argument registers), the
+	                       first 6 - regs_omitted of them */
 	/* uint64_t stack[nstack]: the caller's stack slots above the return address (args 7..) */
 };
+
+/* Bytes of an ENTRY record with `nregs` registers and `nstack` stack slots. */
+#define CUHOOK_REC_ENTRY_SIZE(nregs, nstack) (24u + 8u * ((nregs) + (nstack)))
 
 struct cuhook_rec_exit {
 	struct cuhook_rec h;

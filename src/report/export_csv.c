@@ -40,9 +40,13 @@ static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid,
 		        (unsigned long long)c->ret);
 	else
 		fprintf(f, ",,%u,", c->depth);
-	for (unsigned a = 0; a < 6; a++)
-		fprintf(f, ",0x%llx", (unsigned long long)tr_call_arg(c, a));
-	unsigned ns = tr_call_nargs(c) - 6;
+	for (unsigned a = 0; a < 6; a++) { /* empty: a register the function does not take */
+		if (tr_call_has_reg(c, a))
+			fprintf(f, ",0x%llx", (unsigned long long)tr_call_arg(c, a));
+		else
+			putc(',', f);
+	}
+	unsigned ns = tr_call_nargs(c) > 6 ? tr_call_nargs(c) - 6 : 0;
 	for (unsigned a = 0; a < CUHOOK_MAX_STACK_ARGS; a++) {
 		if (a < ns)
 			fprintf(f, ",0x%llx", (unsigned long long)tr_call_arg(c, 6 + a));

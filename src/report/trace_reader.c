@@ -34,7 +34,7 @@
 
 _Static_assert(sizeof(struct cuhook_file_header) == 72, "file header layout");
 _Static_assert(sizeof(struct cuhook_block) == 16, "block header layout");
-_Static_assert(sizeof(struct cuhook_rec_entry) == 72, "entry layout");
+_Static_assert(sizeof(struct cuhook_rec_entry) == 24, "entry layout");
 _Static_assert(sizeof(struct cuhook_rec_exit) == 32, "exit layout");
 _Static_assert(sizeof(struct cuhook_rec_data) == 16, "data layout");
 _Static_assert(sizeof(struct cuhook_rec_drop) == 24, "drop layout");
@@ -679,11 +679,14 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 		switch (r->type) {
 		case CUHOOK_REC_ENTRY: {
 			const struct cuhook_rec_entry *e = (const void *)q;
-			if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS ||
-			    r->size < sizeof(*e) + 8u * e->nstack) {
+			/* regs_omitted was a reserved byte before version 4, not always zeroed. */
+			unsigned omitted = r->size < sizeof(*e) || t->version < 4 ? 0 : e->regs_omitted;
+			unsigned nregs = omitted > 6 ? 0 : 6 - omitted;
+			if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS || omitted > 6 ||
+			    r->size < CUHOOK_REC_ENTRY_SIZE(nregs, e->nstack)) {
 				t->bad_records++;
-				add_error(t, "corrupt ENTRY record (size %u, nstack %u)", r->size,
-				          r->size < sizeof(*e) ? 0 : e->nstack);
+				add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
+				          r->size < sizeof(*e) ? 0 : e->nstack, nregs);
 				th->last_rec_ = LAST_SKIPPED;
 				break;
 			}
@@ -705,6 +708,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			c->data_first = TR_NONE;
 			c->depth = e->depth;
 			c->ndata = 0;
+			c->nregs_ = (uint8_t)nregs;
 			if (r->flags & CUHOOK_RF_NO_EXIT) {
 				c->flags = TR_CALL_NO_EXIT;
 			} else {

@@ -22,6 +22,7 @@
 #ifndef CUHOOK_TRACE_READER_H
 #define CUHOOK_TRACE_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,6 +99,8 @@ struct tr_call {
 	uint16_t depth;       /* from the ENTRY record */
 	uint8_t flags;        /* TR_CALL_* */
 	uint8_t ndata;        /* its DATA records: data[data_first .. data_first + ndata) */
+	uint8_t nregs_;       /* argument registers its ENTRY carried (6 before version 4): use
+	                         tr_call_arg() */
 };
 
 /* A DATA record: values read by the agent for a known function (src/format/decoders.h). */
@@ -231,19 +234,30 @@ static inline int64_t tr_call_dur(const struct tr_call *c)
 	return c->end_ns - c->start_ns;
 }
 
-/* Arguments: 0..5 are the registers, 6.. the stack slots the ENTRY record carried. */
+/* Arguments: 0..5 are the registers, 6.. the stack slots the ENTRY record carried. Since
+ * version 4 the agent records only the registers a function declared in cuda.h takes (all six
+ * for unknown ones), so cuCtxGetCurrent has one argument and cuLaunchKernel eleven. */
 static inline unsigned tr_call_nargs(const struct tr_call *c)
 {
-	return 6u + c->entry_->nstack;
+	return c->entry_->nstack ? 6u + c->entry_->nstack : c->nregs_;
 }
 
+/* Argument i, or 0 where the record has none. */
 static inline uint64_t tr_call_arg(const struct tr_call *c, unsigned i)
 {
-	if (i < 6)
+	if (i < c->nregs_)
 		return c->entry_->regs[i];
+	if (i < 6)
+		return 0;
 	if (i - 6 < c->entry_->nstack)
-		return ((const uint64_t *)(c->entry_ + 1))[i - 6];
+		return c->entry_->regs[c->nregs_ + (i - 6)];
 	return 0;
+}
+
+/* Whether the ENTRY record carried register argument i (0..5). */
+static inline bool tr_call_has_reg(const struct tr_call *c, unsigned i)
+{
+	return i < c->nregs_;
 }
 
 /* Sums of call counts saturate instead of wrapping (only a hostile file gets there). */

@@ -300,9 +300,11 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 		}
 		if (plan_into_slot(cs, hc, pool + slot * HOOK_SLOT_SIZE, id) == 0) {
 			hh->decoder = 0;
+			hh->nregs = HOOK_REGS_DEFAULT;
 			hh->nstack = HOOK_STACK_DEFAULT;
 			hh->fast_out = 0;
 			hh->flags = req->classify ? req->classify(hc->name, hh, req->ctx) : HOOK_RECORD;
+			hooks_hot_layout(hh);
 			hh->relocated = (uintptr_t)hc->slot + HOOK_RELOCATED;
 		}
 		slot++;
@@ -369,6 +371,19 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 	return 0;
 }
 
+void hooks_hot_layout(struct hook_hot *hh)
+{
+	/* Stack slots follow all six registers in the record: a function with stack arguments has
+	 * used them all. */
+	unsigned nstack = hh->nstack > CUHOOK_MAX_STACK_ARGS ? CUHOOK_MAX_STACK_ARGS : hh->nstack;
+	unsigned nregs = nstack || hh->nregs > 6 ? 6u : hh->nregs;
+	hh->nregs = (uint8_t)nregs;
+	hh->nstack = (uint8_t)nstack;
+	hh->entry_hdr = CUHOOK_REC_ENTRY | (uint64_t)CUHOOK_REC_ENTRY_SIZE(nregs, nstack) << 16 |
+	                (uint64_t)(uint32_t)(hh - hooks_hot) << 32;
+	hh->entry_info = (uint32_t)nstack << 16 | (uint32_t)(6 - nregs) << 24;
+}
+
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
                 struct patch_result *res)
 {
@@ -418,7 +433,9 @@ int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8
 	hh->aux = aux;
 	hh->decoder = decoder;
 	hh->lib_id = (uint16_t)lib_id;
+	hh->nregs = HOOK_REGS_DEFAULT;
 	hh->nstack = HOOK_STACK_DEFAULT;
+	hooks_hot_layout(hh);
 	hh->relocated = (uintptr_t)pool + HOOK_RELOCATED;
 	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;

@@ -49,7 +49,16 @@ struct hook_hot {
 	uint8_t nstack;        /* caller's stack slots to record at entry (0..6; 6 by default) */
 	uint8_t fast_out;      /* 0, or how the fast exit stub reads the one decoded value
 	                          (stub_frame.h FAST_OUT_*); set by the classifier */
+	/* The ENTRY record's first words as the fast entry stub writes them, precomputed from the
+	 * id, nregs and nstack by hooks_hot_layout(): the header (type ENTRY, size, func = id) and
+	 * the word at offset 16 without the depth (nstack, regs_omitted). */
+	uint64_t entry_hdr;
+	uint32_t entry_info;
+	uint8_t nregs;         /* argument registers to record at entry (0..6; 6 by default) */
+	uint8_t pad[3];
 };
+
+#define HOOK_REGS_DEFAULT 6  /* argument registers recorded for a function of unknown signature */
 
 #define HOOK_STACK_DEFAULT 6 /* stack slots recorded for a function of unknown signature */
 
@@ -88,8 +97,8 @@ struct patch_request {
 	int (*freeze)(void);
 	void (*thaw)(void);
 	/* Called for each function that will be hooked, before any jump is written: returns the
-	 * HOOK_* flags and may set hh's decoder, nstack and fast_out (which start as 0,
-	 * HOOK_STACK_DEFAULT and 0). */
+	 * HOOK_* flags and may set hh's decoder, nregs, nstack and fast_out (which start as 0,
+	 * HOOK_REGS_DEFAULT, HOOK_STACK_DEFAULT and 0). hooks_hot_layout() follows it. */
 	uint8_t (*classify)(const char *name, struct hook_hot *hh, void *ctx);
 	void *ctx;
 };
@@ -111,6 +120,10 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
  * (a second attach): stubs made before are reused, the filter may differ. */
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
                 struct patch_result *res);
+
+/* Fill hh's entry_hdr and entry_info from its id, nregs and nstack (after a classify). The
+ * values depend on nothing else, so rewriting them while a stub may read them is harmless. */
+void hooks_hot_layout(struct hook_hot *hh);
 
 /* Hook one function by address for cuhook's own use (the dlopen watch): HOOK_CALLBACK with
  * `on_exit` run after every call returns. Returns the id, or -1. */

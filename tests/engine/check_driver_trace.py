@@ -14,7 +14,7 @@ agent, then check the trace against what the program says it did.
     function is checked as above;
   - with --csv (mode before only), `cuhook report --format csv`: per thread, the calls in order
     with their exact return values (driver_user --log), every cuLaunchKernel's 11 arguments
-    (6 registers + 5 stack slots), cuFakeInner at depth 1 inside each cuFakeOuter with the
+    (6 registers + 5 stack slots), only the registers a declared function takes, cuFakeInner at depth 1 inside each cuFakeOuter with the
     argument the outer body passed, the decoded out-parameters (device pointers, kernel
     names, driver version) and cuLaunchKernelEx's launch configuration (grid, block, shared
     memory, stream).
@@ -215,22 +215,26 @@ def check_launches(by_tid, log_launches, problems):
                 return
 
 
-def check_stack_slots(by_tid, problems):
-    """Stack slots are recorded as the function's arity says (scripts/gen_arity.py): exactly 5
-    for cuLaunchKernel (11 parameters), none for a function cuda.h declares with at most six,
-    all six for one it does not declare (signature unknown)."""
-    want = {"cuLaunchKernel": 5, "cuCtxGetCurrent": 0, "cuMemAlloc_v2": 0, "cuFakeOuter": 6}
+def check_arg_slots(by_tid, problems):
+    """Argument registers and stack slots are recorded as the function's arity says
+    (scripts/gen_arity.py): all six registers and exactly 5 stack slots for cuLaunchKernel (11
+    parameters); as many registers as parameters and no stack slot for a function cuda.h
+    declares with at most six (trace format version 4); everything for one it does not declare
+    (signature unknown)."""
+    want = {"cuLaunchKernel": (6, 5), "cuCtxGetCurrent": (1, 0), "cuMemAlloc_v2": (2, 0),
+            "cuModuleGetFunction": (3, 0), "cuInit": (1, 0), "cuFakeOuter": (6, 6)}
     seen = set()
     for rows in by_tid.values():
         for r in rows:
             n = want.get(r["func"])
             if n is None:
                 continue
-            got = sum(1 for k in range(6) if r[f"stack{k}"] != "")
-            if not problems.check(got == n, f"{r['func']}: {got} stack slots recorded, want {n}"):
+            got = (sum(1 for k in range(6) if r[f"arg{k}"] != ""), sum(1 for k in range(6) if r[f"stack{k}"] != ""))
+            if not problems.check(got == n, f"{r['func']}: {got[0]} registers and {got[1]} stack slots "
+                                              f"recorded, want {n[0]} and {n[1]}"):
                 return
             seen.add(r["func"])
-    problems.check(seen == set(want), f"stack slots: no rows of {sorted(set(want) - seen)}")
+    problems.check(seen == set(want), f"argument slots: no rows of {sorted(set(want) - seen)}")
 
 
 def check_nesting(by_tid, problems):
@@ -325,7 +329,7 @@ def check_csv(rows, log_path, problems):
     main_tid = next((t for t, cs in log_calls.items() if any(n == "cuInit" for n, _ in cs)), None)
     check_sequences(by_tid, log_calls, problems)
     check_launches(by_tid, log_launches, problems)
-    check_stack_slots(by_tid, problems)
+    check_arg_slots(by_tid, problems)
     check_nesting(by_tid, problems)
     check_decoded(rows, main_tid, problems)
     check_launch_configs(by_tid, problems)

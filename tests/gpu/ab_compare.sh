@@ -50,6 +50,8 @@ fi
 LIBCUDA_DIR=$(dirname "$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')")
 gcc -O2 -I/usr/local/cuda/include -o "$W/ctx_bench" tests/gpu/ctx_get_current_bench.c \
 	-L"$LIBCUDA_DIR" -l:libcuda.so.1 -ldl || exit 1
+gcc -O2 -shared -fPIC -fvisibility=hidden -I/usr/local/cuda/include -o "$W/libpreload_wrapper.so" \
+	tests/gpu/preload_wrapper.c -ldl || exit 1
 PY=python3
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 
@@ -60,10 +62,16 @@ echo "variants: ${variants[*]}"
 
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 has ctx && echo "== cuCtxGetCurrent, real driver (best of 5 loops of 200000 calls per process)"
+has ctx && echo "   (wrapper: the LD_PRELOAD wrapper preloaded; its 'untraced' is the wrapped call)"
 has ctx && for rep in 1 2 3; do
-	for v in "${variants[@]}"; do
+	for v in "${variants[@]}" wrapper; do
 		echo -n "$v: "
-		"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 1
+		if [ "$v" = wrapper ]; then
+			LD_PRELOAD=$W/libpreload_wrapper.so PRELOAD_WRAPPER_OUT=/dev/null \
+				"$W/ctx_bench" "${AGENT[new]}" "$W/ctx-$v.bin" 200000 | tail -n 1
+		else
+			"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 1
+		fi
 	done
 done
 

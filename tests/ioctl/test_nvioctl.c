@@ -13,7 +13,11 @@
 static struct tr_trace T;
 static struct tr_call C;
 static struct tr_data D;
-static struct cuhook_rec_entry E;
+static union { /* an ENTRY with its six registers */
+	struct cuhook_rec_entry e;
+	uint64_t words[3 + 6];
+} EB;
+#define E (EB.e)
 static uint64_t vals[2];
 static uint8_t bytes[256];
 
@@ -24,11 +28,12 @@ static void mk(uint32_t req, const void *arg, unsigned n, const void *inner, uns
 	memset(&T, 0, sizeof(T));
 	memset(&C, 0, sizeof(C));
 	memset(&D, 0, sizeof(D));
-	memset(&E, 0, sizeof(E));
+	memset(&EB, 0, sizeof(EB));
 	E.regs[0] = 5;
 	E.regs[1] = req;
 	E.regs[2] = 0x7ffc0000;
 	C.entry_ = &E;
+	C.nregs_ = 6;
 	C.ret = ret;
 	C.ndata = 1;
 	C.data_first = 0;

@@ -61,6 +61,13 @@ static void buf_pad8(struct buf *b)
 
 /* ---- the file --------------------------------------------------------------------------------- */
 
+/* How ENTRY records carry the argument registers: all six (REGS_SIX); only those each function
+ * takes, as the agent writes version 4 (--agent-regs); or all six in a version 3 file whose
+ * reserved byte, regs_omitted since version 4, holds garbage (--v3-reserved: older agents did
+ * not always zero it, and a reader must not take it for omitted registers). */
+enum { REGS_SIX, REGS_AGENT, REGS_V3_RESERVED };
+static int regs_mode;
+
 static struct buf file;
 static uint32_t seq;
 static int use_tsc;
@@ -82,7 +89,7 @@ static void file_header(uint32_t pid, const char *const *argv, const char *exe)
 	struct cuhook_file_header h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CUHOOK_TRACE_MAGIC, 8);
-	h.version = CUHOOK_TRACE_VERSION;
+	h.version = regs_mode == REGS_V3_RESERVED ? 3 : CUHOOK_TRACE_VERSION;
 	h.cmdline_len = (uint32_t)cl.len;
 	h.exe_len = (uint32_t)strlen(exe);
 	h.header_size = (uint32_t)CUHOOK_ALIGN8(sizeof(h) + h.cmdline_len + h.exe_len);
@@ -189,21 +196,44 @@ static void flush(struct thr *t)
 	t->nrecs = 0;
 }
 
+static const char *func_name(uint32_t func);
+
+/* The parameters cuda.h declares for the functions the scenarios use (cuhook_reg_args()). */
+static unsigned agent_nregs(const char *name)
+{
+	static const struct { const char *name; unsigned n; } known[] = {
+		{"cuInit", 1}, {"cuDriverGetVersion", 1}, {"cuDeviceGet", 2}, {"cuCtxCreate_v2", 3},
+		{"cuModuleLoad", 2}, {"cuModuleGetFunction", 3}, {"cuMemAlloc_v2", 2},
+		{"cuMemcpyHtoD_v2", 3}, {"cuCtxSynchronize", 0}, {"cuMemcpyDtoH_v2", 3},
+		{"cuMemFree_v2", 1}, {"cuModuleUnload", 1}, {"cuCtxDestroy_v2", 1},
+		{"cuStreamSynchronize", 1}, {"cuGetProcAddress_v2", 5}, {"cuStreamQuery", 1},
+		{"cuCtxGetCurrent", 1},
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (name && !strcmp(name, known[i].name))
+			return known[i].n;
+	return 6;
+}
+
 static void entry(struct thr *t, uint32_t func, uint64_t rel_ns, const uint64_t regs[6], unsigned nstack,
                   const uint64_t *stack, int no_exit)
 {
 	struct cuhook_rec_entry e;
 	memset(&e, 0, sizeof(e));
+	unsigned nregs = regs_mode == REGS_AGENT && !nstack ? agent_nregs(func_name(func)) : 6;
 	e.h.type = CUHOOK_REC_ENTRY;
 	e.h.flags = no_exit ? CUHOOK_RF_NO_EXIT : 0;
-	e.h.size = (uint16_t)(sizeof(e) + 8 * nstack);
+	e.h.size = (uint16_t)CUHOOK_REC_ENTRY_SIZE(nregs, nstack);
 	e.h.func = func;
 	e.tsc = stamp(rel_ns);
 	e.depth = t->depth;
 	e.nstack = (uint8_t)nstack;
+	e.regs_omitted = regs_mode == REGS_V3_RESERVED ? 0xa5 : (uint8_t)(6 - nregs);
+	uint64_t r[6] = {0};
 	if (regs)
-		memcpy(e.regs, regs, sizeof(e.regs));
+		memcpy(r, regs, sizeof(r));
 	buf_add(&t->recs, &e, sizeof(e));
+	buf_add(&t->recs, r, 8 * nregs);
 	buf_add(&t->recs, stack, 8 * nstack);
 	t->nrecs++;
 	n_entry++;
@@ -293,6 +323,11 @@ static void call(struct thr *t, uint32_t func, uint64_t start, uint64_t dur, con
 	exp_calls[func]++;
 	exp_timed[func]++;
 	exp_total[func] += dur;
+}
+
+static const char *func_name(uint32_t func)
+{
+	return func < nftab ? ftab[func].name : NULL;
 }
 
 static void write_expect(const char *path, uint64_t csv_rows)
@@ -723,7 +758,8 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot OUT [--tsc] [--one-clock] [--no-end] "
-		                "[--expect FILE] [--calls N] [--threads T] [--count] [--iterations N]\n");
+		                "[--expect FILE] [--calls N] [--threads T] [--count] [--iterations N] [--agent-regs] "
+		                "[--v3-reserved]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
@@ -747,6 +783,10 @@ int main(int argc, char **argv)
 			START_NS += strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--real-offset") && i + 1 < argc)
 			START_REAL += strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--agent-regs"))
+			regs_mode = REGS_AGENT;
+		else if (!strcmp(argv[i], "--v3-reserved"))
+			regs_mode = REGS_V3_RESERVED;
 		else if (!strcmp(argv[i], "--count"))
 			hot_count = 1;
 		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)

@@ -242,6 +242,43 @@ def test_csv():
         eq(len(f.read().splitlines()), 28, "rows in the -o file")
 
 
+# cuda.h's parameter counts of the basic scenario's functions (gen_trace --agent-regs).
+BASIC_NREGS = {"cuInit": 1, "cuDriverGetVersion": 1, "cuDeviceGet": 2, "cuCtxCreate_v2": 3, "cuModuleLoad": 2,
+               "cuModuleGetFunction": 3, "cuMemAlloc_v2": 2, "cuMemcpyHtoD_v2": 3, "cuCtxSynchronize": 0,
+               "cuMemcpyDtoH_v2": 3, "cuMemFree_v2": 1, "cuModuleUnload": 1, "cuCtxDestroy_v2": 1,
+               "cuStreamSynchronize": 1, "cuGetProcAddress_v2": 5, "cuStreamQuery": 1}
+
+
+def test_arg_registers():
+    """Version 4: an ENTRY carries only the argument registers its function takes. The report
+    shows those (CSV: the others empty; jsonl: that many args) and describes every call as it
+    does from six registers; a version 3 file whose reserved byte holds garbage (where
+    regs_omitted is now) is read with all six."""
+    six_path = gen("six", "basic")
+    short_path = gen("short", "basic", "--agent-regs")
+    v3_path = gen("v3", "basic", "--v3-reserved")
+    six, short, v3 = report_csv(six_path), report_csv(short_path), report_csv(v3_path)
+    eq(v3, six, "CSV of a version 3 file with a non-zero reserved byte")
+    eq(len(short), len(six), "CSV rows")
+    shortened = 0
+    for a, b in zip(six, short):
+        n = 6 if a[13] != "" else BASIC_NREGS.get(a[1], 6)  # stack slots: all six registers
+        want = a[:7] + a[7:7 + n] + [""] * (6 - n) + a[13:]
+        eq(b, want, f"{a[1]} row with {n} registers")
+        shortened += n < 6
+    check(shortened >= 20, f"only {shortened} rows had fewer than six registers")
+    def text(path):  # without the first line, which names the file
+        return run(["report", "--no-color", path])[0].split("\n", 1)[1]
+    eq(text(short_path), text(six_path), "text report from short ENTRY records")
+    rows = [json.loads(ln) for ln in run(["report", "--format", "jsonl", short_path])[0].splitlines()]
+    calls = [r for r in rows if "func" in r]
+    eq(len(calls), len(six), "jsonl calls")
+    for c in calls:
+        want = 11 if c["func"] == "cuLaunchKernel" else BASIC_NREGS.get(c["func"], 6)
+        eq(len(c["args"]), want, f"jsonl args of {c['func']}")
+    eq(text(v3_path), text(six_path), "text report of the version 3 file")
+
+
 def same_as_monotonic(path):
     ref = gen("ref")
     j, _ = report_json(path)

@@ -50,9 +50,28 @@ static void stack_slots(void)
 	CHECK(wide > 0, "cuda.h has functions with more than 12 parameters (cuTensorMapEncode*)");
 }
 
+static void reg_args(void)
+{
+	CHECK(cuhook_reg_args("cuCtxGetCurrent") == 1, "cuCtxGetCurrent: 1 register");
+	CHECK(cuhook_reg_args("cuCtxSynchronize") == 0, "cuCtxSynchronize: none");
+	CHECK(cuhook_reg_args("cuMemcpyHtoD_v2") == 3, "cuMemcpyHtoD_v2: 3");
+	CHECK(cuhook_reg_args("cuLaunchKernel") == 6, "cuLaunchKernel: all six (it has stack slots)");
+	CHECK(cuhook_reg_args("cuFakeOuter") == 6, "unknown: all six");
+	CHECK(cuhook_reg_args("cuIpcOpenMemHandle_v2") == 6, "struct by value: all six");
+	/* Every declared function: exactly its parameters, up to six, and stack slots only with six. */
+	for (unsigned i = 0; i < cuhook_arity_count; i++) {
+		const char *f = cuhook_arities[i].func;
+		int n = cuhook_arities[i].nparams;
+		unsigned want = n < 0 || n > 6 ? 6u : (unsigned)n;
+		CHECK(cuhook_reg_args(f) == want, "%s: %u registers, want %u", f, cuhook_reg_args(f), want);
+		CHECK(cuhook_stack_slots(f, 6) == 0 || cuhook_reg_args(f) == 6, "%s: stack slots with fewer registers", f);
+	}
+}
+
 int main(void)
 {
 	RUN(sorted_and_sane);
+	RUN(reg_args);
 	RUN(known_signatures);
 	RUN(stack_slots);
 	UNIT_EXIT();
