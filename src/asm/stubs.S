@@ -149,6 +149,13 @@ cuhook_entry_stub:
 	 * timestamp and the record). Every later bail-out clears it. */
 	movl $1, TS_BUSY(%r11)
 	mov %rsp, TS_BUSY_SP(%r11)
+#ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
+	/* The clock as early as busy allows: the ring's loads and the reservation run while the
+	 * microcoded rdtsc completes. rdx holds the timestamp until it is stored. */
+	rdtsc
+	shl $32, %rdx
+	or %rax, %rdx
+#endif
 	mov %r10, EF_HOT(%rsp)                 /* r10 is the ring's from here on */
 	mov TS_RING(%r11), %r10
 	cmpq $0, RING_DROPPED(%r10)
@@ -157,17 +164,14 @@ cuhook_entry_stub:
 	 * (fewer instructions than choosing), and only the size entry_hdr says is committed. */
 	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
 #ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
-	rdtsc
-	shl $32, %rdx
-	or %rax, %rdx
 	mov %rdx, 8(%rcx)                      /* tsc */
 	prefetchw 256(%rcx)                    /* the lines the next calls' records will need */
 	mov %rdi, 24(%rcx)
 	mov %rsi, 32(%rcx)
 	mov EF_RDX(%rsp), %rax
-	mov EF_RCX(%rsp), %rdx
 	mov %rax, 40(%rcx)
-	mov %rdx, 48(%rcx)
+	mov EF_RCX(%rsp), %rax
+	mov %rax, 48(%rcx)
 	mov %r8, 56(%rcx)
 	mov %r9, 64(%rcx)
 	mov EF_HOT(%rsp), %rdx

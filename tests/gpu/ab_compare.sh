@@ -8,7 +8,8 @@
 #   - GPT-2 generation traced against untraced in one process (tests/gpu/ab_gpt2.py).
 # Usage (device tool, from the repository root, carrying .devdeps):
 #   git archive OLD_REV -o old.tar        # here, before the run (untracked, so it travels)
-#   bash tests/gpu/ab_compare.sh $OUT old.tar
+#   bash tests/gpu/ab_compare.sh $OUT old.tar [NAME=OTHER.tar ...]
+# (each NAME=OTHER.tar adds one more build, measured interleaved with the others)
 # Environment: AB_PHASES ("ctx bench gpt2"), AB_ROUNDS (10), AB_SETTLE (seconds to wait after
 # each start and stop of the agent in the GPT-2 runs, a list: "0 0.5" runs both), AB_OPTIONS
 # (agent options to compare in the GPT-2 runs, separated by '|': "|buffer_kb=16384" runs the
@@ -47,6 +48,14 @@ if [ -n "$OLD_TAR" ]; then
 		AGENT[old]=$W/old/src/agent/libcuhook.so
 	fi
 fi
+for more in "${@:3}"; do
+	name=${more%%=*}
+	mkdir -p "$W/$name-src" && tar -xf "${more#*=}" -C "$W/$name-src"
+	if build "$W/$name-src" "$W/$name"; then
+		variants+=("$name")
+		AGENT[$name]=$W/$name/src/agent/libcuhook.so
+	fi
+done
 LIBCUDA_DIR=$(dirname "$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')")
 gcc -O2 -I/usr/local/cuda/include -o "$W/ctx_bench" tests/gpu/ctx_get_current_bench.c \
 	-L"$LIBCUDA_DIR" -l:libcuda.so.1 -ldl || exit 1
