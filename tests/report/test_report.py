@@ -1021,7 +1021,8 @@ def test_count_finding():
 def test_fuzz():
     seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
              gen("small", "big", "--calls", "200", "--threads", "3"),
-             gen("counts", "hot", "--count", "--iterations", "48", "--tsc")]
+             gen("counts", "hot", "--count", "--iterations", "48", "--tsc"),
+             gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved")]
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())
