@@ -71,13 +71,14 @@ echo "variants: ${variants[*]}"
 
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 has ctx && echo "== cuCtxGetCurrent, real driver (best of 5 loops of 200000 calls per process)"
-has ctx && echo "   (wrapper: the LD_PRELOAD wrapper preloaded; its 'untraced' is the wrapped call)"
+has ctx && echo "   (wrapper: the LD_PRELOAD wrapper preloaded; its 'untraced' is the wrapped call, and its"
+has ctx && echo "    'same process' line compares it with this tree's agent inside one process)"
 has ctx && for rep in 1 2 3; do
 	for v in "${variants[@]}" wrapper; do
 		echo -n "$v: "
 		if [ "$v" = wrapper ]; then
 			LD_PRELOAD=$W/libpreload_wrapper.so PRELOAD_WRAPPER_OUT=/dev/null \
-				"$W/ctx_bench" "${AGENT[new]}" "$W/ctx-$v.bin" 200000 | tail -n 1
+				"$W/ctx_bench" "${AGENT[new]}" "$W/ctx-$v.bin" 200000 | tail -n 2
 		else
 			"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 1
 		fi

@@ -1,6 +1,14 @@
 /* Added cost per call on the real driver: a tight loop of cuCtxGetCurrent (7-8 ns untraced on
  * the H200), untraced, then traced by the agent started in-process through its API, in one
- * run. Also prints what a timestamp read costs here. */
+ * run. Also prints what a timestamp read costs here.
+ *
+ * With an LD_PRELOAD wrapper of cuCtxGetCurrent preloaded (tests/gpu/preload_wrapper.c), the
+ * program's calls reach the wrapper, and a pointer from libcuda's own handle reaches the driver
+ * directly. The bench then also compares the two tracers inside this one process, loops
+ * interleaved: direct (plain driver) against wrapped (the wrapper) before the agent starts,
+ * direct (cuhook) against wrapped (both) after. It prints that line first ("same process: ...")
+ * and the usual line last, whose "untraced" is then the wrapped call. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,6 +38,29 @@ static double loop(int n)
 	return best;
 }
 
+typedef CUresult (*get_current_fn)(CUcontext *);
+
+/* Best of 5 loops through `direct` (libcuda's own entry point) and through the program's
+ * cuCtxGetCurrent (the wrapper's), alternating. */
+static void loop_pair(get_current_fn direct, int n, double *t_direct, double *t_wrapped)
+{
+	CUcontext c;
+	*t_direct = *t_wrapped = 1e30;
+	for (int rep = 0; rep < 5; rep++) {
+		double t0 = now_ns();
+		for (int i = 0; i < n; i++)
+			direct(&c);
+		double t1 = now_ns();
+		for (int i = 0; i < n; i++)
+			cuCtxGetCurrent(&c);
+		double t2 = now_ns();
+		if ((t1 - t0) / n < *t_direct)
+			*t_direct = (t1 - t0) / n;
+		if ((t2 - t1) / n < *t_wrapped)
+			*t_wrapped = (t2 - t1) / n;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -51,6 +82,13 @@ int main(int argc, char **argv)
 			s += __rdtsc();
 		t_rdtsc = (now_ns() - t0) / n;
 	}
+	/* A wrapper preloaded: the program's cuCtxGetCurrent is not libcuda's. */
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	get_current_fn direct = lib ? (get_current_fn)dlsym(lib, "cuCtxGetCurrent") : NULL;
+	int wrapped = direct && direct != (get_current_fn)dlsym(RTLD_DEFAULT, "cuCtxGetCurrent");
+	double plain = 0, wrapper = 0;
+	if (wrapped)
+		loop_pair(direct, n, &plain, &wrapper);
 	double untraced = loop(n);
 	/* Started below through the API, not by the constructor. */
 	setenv("CUHOOK_DISABLE", "1", 1);
@@ -72,7 +110,13 @@ int main(int argc, char **argv)
 	CUcontext c;
 	cuCtxGetCurrent(&c); /* first call of the thread: creates its ring */
 	double traced = loop(n);
+	double cuhook = 0, both = 0;
+	if (wrapped)
+		loop_pair(direct, n, &cuhook, &both);
 	stop(0);
+	if (wrapped)
+		printf("same process: plain %.2f ns/call, wrapper %.2f (added %.2f), cuhook %.2f (added %.2f), "
+		       "wrapper + cuhook %.2f\n", plain, wrapper, wrapper - plain, cuhook, cuhook - plain, both);
 	printf("cuCtxGetCurrent untraced %.2f ns/call, traced %.2f ns/call, added %.2f ns; "
 	       "rdtsc %.2f ns; goal <= 2*rdtsc+5 = %.2f ns\n",
 	       untraced, traced, traced - untraced, t_rdtsc, 2 * t_rdtsc + 5);

@@ -322,6 +322,23 @@ if "base" in ctx:
         rows += [("LD_PRELOAD wrapper", ctx["wrap"]["alone"]), ("LD_PRELOAD wrapper + cuhook", ctx["wrap"]["with_cuhook"])]
     ctx["inactive_peers"] = [c for c in ("cupti", "wrap") if c in ctx and not ctx[c]["peer_active"]]
     ctx["table"] = [{"tracer": t, "ns_per_call": v, "added_ns": v - u} for t, v in rows]
+# The wrapper runs also compare the two tracers inside one process (ctx_get_current_bench.c):
+# loops through libcuda's own entry point (plain, then cuhook) interleaved with loops through the
+# wrapper (the wrapper, then both).
+same = []
+for r in runs_of("ctx", "wrap"):
+    m = re.search(r"same process: plain ([\d.]+) ns/call, wrapper ([\d.]+) \(added [-\d.]+\), "
+                  r"cuhook ([\d.]+) \(added [-\d.]+\), wrapper \+ cuhook ([\d.]+)",
+                  read(os.path.join(runs_dir, r["name"] + ".out"), "") or "")
+    if m:
+        same.append(tuple(float(m.group(k)) for k in range(1, 5)))
+if same:
+    ctx["same_process"] = {
+        "runs": len(same),
+        "wrapper_added": median([w - pl for pl, w, _, _ in same]),
+        "cuhook_added": median([c - pl for pl, _, c, _ in same]),
+        "cuhook_minus_wrapper": median([c - w for _, w, c, _ in same]),
+        "samples": [{"plain": pl, "wrapper": w, "cuhook": c, "both": b} for pl, w, c, b in same]}
 results["ctx_bench"] = ctx
 
 # ---- GPT-2 in one process (tests/gpu/ab_gpt2.py) ------------------------------------------------
@@ -515,6 +532,15 @@ if ctx_t:
               "per configuration. rdtsc costs " + fmt(results["ctx_bench"]["base"]["rdtsc"], 2) + " ns here.\n")
     md.append(table(["tracer", "ns per call", "added ns"], [(r["tracer"], f"{r['ns_per_call']:.2f}", f"{r['added_ns']:+.2f}")
                                                              for r in ctx_t]))
+    sp = results["ctx_bench"].get("same_process")
+    if sp:
+        md.append("The same comparison inside one process (the wrapper runs: loops through libcuda's own entry point, "
+                  "plain then traced by cuhook, interleaved with loops through the wrapper; medians over "
+                  f"{sp['runs']} processes of the per-process differences): the wrapper adds "
+                  f"{sp['wrapper_added']:+.2f} ns, cuhook {sp['cuhook_added']:+.2f} ns; cuhook minus wrapper "
+                  f"{sp['cuhook_minus_wrapper']:+.2f} ns. Per process (plain / wrapper / cuhook / both, ns per call): "
+                  + "; ".join(f"{x['plain']:.2f} / {x['wrapper']:.2f} / {x['cuhook']:.2f} / {x['both']:.2f}"
+                              for x in sp["samples"]) + ".\n")
     if results["ctx_bench"].get("inactive_peers"):
         md.append("**Left out, their tool wrote no counts:** " + ", ".join(results["ctx_bench"]["inactive_peers"]) + ".\n")
     seen = results["ctx_bench"].get("cupti", {}).get("cupti_counted_cuCtxGetCurrent")
