@@ -14,7 +14,8 @@
 # each start and stop of the agent in the GPT-2 runs, a list: "0 0.5" runs both), AB_OPTIONS
 # (agent options to compare in the GPT-2 runs, separated by '|': "|buffer_kb=16384" runs the
 # defaults and a 16 MiB ring), AB_TRACE_DIR (where the GPT-2 traces go; default the work folder),
-# AB_GPT2_ARGS (more arguments for ab_gpt2.py, e.g. "--gc collect").
+# AB_GPT2_ARGS (more arguments for ab_gpt2.py, e.g. "--gc collect"), AB_CTX_REPS (3: rounds of the
+# cuCtxGetCurrent phase).
 # Writes $OUT/ab.txt (everything printed) and $OUT/ab-*.json (the GPT-2 summaries).
 set -u
 OUT=${1:?usage: ab_compare.sh OUT [OLD.tar]}
@@ -71,18 +72,26 @@ echo "variants: ${variants[*]}"
 
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 has ctx && echo "== cuCtxGetCurrent, real driver (best of 5 loops of 200000 calls per process)"
-has ctx && echo "   (wrapper: the LD_PRELOAD wrapper preloaded; its 'untraced' is the wrapped call, and its"
-has ctx && echo "    'same process' line compares it with this tree's agent inside one process)"
-has ctx && for rep in 1 2 3; do
-	for v in "${variants[@]}" wrapper; do
+has ctx && echo "   ('with the wrapper': the LD_PRELOAD wrapper preloaded, compared with that build's agent inside"
+has ctx && echo "    one process: ctx_get_current_bench.c)"
+has ctx && for rep in $(seq 1 "${AB_CTX_REPS:-3}"); do
+	for v in "${variants[@]}"; do
 		echo -n "$v: "
-		if [ "$v" = wrapper ]; then
-			LD_PRELOAD=$W/libpreload_wrapper.so PRELOAD_WRAPPER_OUT=/dev/null \
-				"$W/ctx_bench" "${AGENT[new]}" "$W/ctx-$v.bin" 200000 | tail -n 2
-		else
-			"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 1
-		fi
+		"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 1
 	done
+	for v in "${variants[@]}"; do
+		echo -n "$v with the wrapper: "
+		LD_PRELOAD=$W/libpreload_wrapper.so PRELOAD_WRAPPER_OUT=/dev/null \
+			"$W/ctx_bench" "${AGENT[$v]}" "$W/ctx-$v.bin" 200000 | tail -n 2 | head -n 1
+	done
+done
+# cuhook minus the wrapper inside one process, per build: the median over the rounds
+has ctx && sleep 1 && for v in "${variants[@]}"; do
+	grep "^$v with the wrapper: same process" "$OUT/ab.txt" | sed 's/[(),]/ /g' |
+		awk '{ w = c = ""; for (i = 1; i <= NF; i++) { if ($i == "wrapper" && $(i+1) ~ /^[0-9]/ && w == "") w = $(i+1);
+			if ($i == "cuhook" && $(i+1) ~ /^[0-9]/ && c == "") c = $(i+1) } print c - w }' | sort -g |
+		awk -v v="$v" '{ d[NR] = $1 } END { if (NR) printf "%s: cuhook minus wrapper, same process, median of %d: %+.2f ns\n", v, NR,
+			(NR % 2) ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2 }'
 done
 
 has bench && echo "== stand-in loop (bench/overhead.c): hot, then --pollute 256 and 1024 KB between calls"
@@ -110,5 +119,5 @@ has gpt2 && for settle in ${AB_SETTLE:-0}; do
 		done
 	done
 done
-ls -la "$W"/ab-*.bin | tail -n 2
+has gpt2 && ls -la "$W"/ab-*.bin | tail -n 2
 echo "== done"
