@@ -37,7 +37,6 @@ FAST_CHECK(offsetof(struct shadow_entry, id) == SH_ID);
 FAST_CHECK(offsetof(struct shadow_entry, has_args) == SH_HAS_ARGS);
 FAST_CHECK(offsetof(struct shadow_entry, args) == SH_ARGS);
 FAST_CHECK(offsetof(struct ring, head) == RING_HEAD);
-FAST_CHECK(offsetof(struct ring, dropped) == RING_DROPPED);
 FAST_CHECK(offsetof(struct ring, limit) == RING_LIMIT);
 FAST_CHECK(offsetof(struct ring, size) == RING_SIZE);
 FAST_CHECK(offsetof(struct ring, data) == RING_DATA);
@@ -130,7 +129,7 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 	 * then never straddles the end, so they need not check (the padding is done here, once a
 	 * lap). */
 	uint64_t lap_end = (head & ~(uint64_t)(r->size - 1)) + r->size;
-	r->limit = limit < lap_end ? limit : lap_end;
+	r->limit = unlikely(r->dropped) ? 0 : limit < lap_end ? limit : lap_end;
 	uint32_t pos = (uint32_t)head & (r->size - 1);
 	uint32_t to_end = r->size - pos;
 	uint32_t total = need <= to_end ? need : need + to_end;
@@ -167,6 +166,7 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 			return p;
 	}
 	r->dropped++;
+	r->limit = 0; /* the fast paths come here first: the drops are reported before any record */
 	return NULL;
 }
 

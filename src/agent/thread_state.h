@@ -32,7 +32,9 @@ struct ring {
 	uint64_t dropped;                 /* records dropped and not yet reported in a DROP record */
 	uint64_t limit;                   /* tail + size as the producer last read it (tail only
 	                                     grows), capped at the end of head's lap: head + len
-	                                     <= limit means there is room, without wrapping */
+	                                     <= limit means there is room, without wrapping; 0
+	                                     while `dropped` is nonzero (the stubs then go to C,
+	                                     which reports the drops first) */
 	uint8_t *data;
 	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
 	uint32_t size;                    /* power of two; fixed (the writer reads it too) */

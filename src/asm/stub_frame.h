@@ -48,7 +48,6 @@
 #define SH_HAS_ARGS 20
 #define SH_ARGS 24
 #define RING_HEAD 0         /* struct ring */
-#define RING_DROPPED 8
 #define RING_LIMIT 16
 #define RING_DATA 24
 #define RING_SIZE 40

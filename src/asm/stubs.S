@@ -51,7 +51,8 @@
  * the tail as last seen plus the size, capped at the end of the current lap (record.c), so
  * below it a record neither overwrites unread ones nor straddles the end; a ring that looks
  * full may only need a fresh look at the tail, or padding to the lap's end, which the C
- * handlers do (and they wait, drop or pad). */
+ * handlers do (and they wait, drop or pad). While drops wait to be reported in a DROP record,
+ * `limit` is 0, so every record goes through C, which reports them first. */
 .macro RING_RESERVE len, full
 	mov RING_HEAD(%r10), %rax
 	lea \len(%rax), %rcx
@@ -157,9 +158,7 @@ cuhook_entry_stub:
 	or %rax, %rdx
 #endif
 	mov %r10, EF_HOT(%rsp)                 /* r10 is the ring's from here on */
-	mov TS_RING(%r11), %r10
-	cmpq $0, RING_DROPPED(%r10)
-	jne .Lentry_unbusy                     /* drops to report first: C */
+	mov TS_RING(%r11), %r10                /* limit 0 while drops wait to be reported */
 	/* Room for the longest ENTRY: all six registers and the six stack slots are stored whole
 	 * (fewer instructions than choosing), and only the size entry_hdr says is committed. */
 	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
@@ -331,8 +330,6 @@ cuhook_exit_stub:
 	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r8)
 	jne .Lexit_unbusy                      /* any flag but HOOK_RECORD: C */
 	mov TS_RING(%r11), %r10
-	cmpq $0, RING_DROPPED(%r10)
-	jne .Lexit_unbusy
 	xor %edx, %edx                         /* edx 1: a DATA record from C follows the EXIT */
 #if !defined(CUHOOK_BENCH_NO_EXIT_RECORD) && !defined(CUHOOK_BENCH_NO_DATA)
 	cmpl $0, SH_HAS_ARGS(%rdi)

@@ -951,6 +951,10 @@ static int decode(struct tr_trace *t, char *err, size_t errlen)
 	t->last_ns = INT64_MIN;
 	if (reserve_calls(t) || pass_events(t, stop))
 		goto oom;
+	/* The END block counts every record dropped, also those a thread never got to report in a
+	 * DROP record (it dropped its last records, or the ring was still full at the close). */
+	if (t->has_end && t->end.dropped > t->dropped)
+		t->dropped = t->end.dropped;
 	if (t->first_ns > t->last_ns)
 		t->first_ns = t->last_ns = 0;
 	/* Calls still open at the end never got their EXIT. */

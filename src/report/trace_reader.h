@@ -170,7 +170,8 @@ struct tr_trace {
 	/* totals */
 	uint64_t nentry, nexit;   /* ENTRY and EXIT records decoded: events = nentry + nexit */
 	uint64_t ndata_recs, ndrop_recs; /* DATA records (and EXIT records carrying a value) */
-	uint64_t dropped;         /* sum of DROP counts */
+	uint64_t dropped;         /* records dropped: the END block's count, or the sum of the DROP
+	                             records' counts without one (or where that is larger) */
 	uint64_t counted_calls;   /* sum of every kept COUNTS entry's calls (saturating): calls
 	                             counted besides the nentry recorded ones */
 	uint64_t ncount_blocks;   /* COUNTS blocks read (corrupt ones included) */

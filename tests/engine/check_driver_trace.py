@@ -21,7 +21,7 @@ agent, then check the trace against what the program says it did.
 
 usage: check_driver_trace.py --driver-user PATH --lib LIBCUDA --agent LIBCUHOOK --cuhook CUHOOK
            [--mode before|after|during] [--threads N] [--iters M] [--csv] [--count GLOBS]
-           [--clock tsc|monotonic] [--workdir DIR]"""
+           [--clock tsc|monotonic] [--buffer-kb KB] [--drop] [--workdir DIR]"""
 
 import argparse
 import fnmatch
@@ -93,6 +93,37 @@ def check_counts(rep, expect, mode, problems):
     print(f"traced {traced} calls of {made} made to patched functions ({mode})")
     if mode == "during" and traced == 0:
         print("note: the workers finished before the agent patched anything")
+
+
+def check_dropped(trace_path, rep, expect, problems):
+    """Drop mode (CUHOOK_DROP) with rings too small for the writer's pace: records are dropped,
+    never waited for, and every drop is accounted for. Per function, ENTRY records <= calls made;
+    the calls without an ENTRY are at most the drops the END block counts; the DROP records in
+    the stream report some of them (the rest are counted at close); the file is complete and
+    undamaged."""
+    t = read_trace(trace_path)
+    problems.check(t.has_end, "no END block")
+    problems.check(t.end_dropped is not None and t.end_dropped > 0,
+                   f"no drops (END dropped {t.end_dropped}): the test provokes none, raise --iters")
+    problems.check(t.drop_records > 0 and 0 < t.dropped_reported <= (t.end_dropped or 0),
+                   f"{t.drop_records} DROP records reporting {t.dropped_reported}, END block {t.end_dropped}")
+    problems.check(rep.get("dropped") == t.end_dropped,
+                   f"the report says {rep.get('dropped')} dropped, the END block {t.end_dropped}")
+    for key in ("unknown_function_ids", "orphan_exits", "corrupt_records", "block_gaps"):
+        problems.check(rep.get(key, 0) == 0, f"report: {key} = {rep.get(key)}")
+    missing = 0
+    for name, want in sorted(expect.items()):
+        if name in MUST_REFUSE or name in ALIASES:
+            continue
+        got = t.entries.get(name, 0)
+        problems.check(got <= want, f"{name}: {got} ENTRY records, more than the {want} calls made")
+        missing += max(0, want - got)
+    aliases = sum(t.entries.get(a, 0) for a in ALIASES)
+    missing += max(0, sum(expect.get(a, 0) for a in ALIASES) - aliases)
+    problems.check(missing <= (t.end_dropped or 0),
+                   f"{missing} calls left no ENTRY record, more than the {t.end_dropped} drops counted")
+    print(f"drop mode: {sum(t.entries.values())} ENTRY records, {missing} calls without one, "
+          f"{t.end_dropped} records dropped ({t.dropped_reported} in {t.drop_records} DROP records)")
 
 
 def counted_names(globs, names):
@@ -348,6 +379,8 @@ def main():
     ap.add_argument("--count", default="")
     ap.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc")
     ap.add_argument("--buffer-kb", type=int, help="agent option buffer_kb (each thread's ring)")
+    ap.add_argument("--drop", action="store_true",
+                    help="drop mode (CUHOOK_DROP) with a writer round of 1 s: drops are expected")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     if a.csv and a.mode != "before":
@@ -373,6 +406,8 @@ def main():
         env["CUHOOK_CLOCK"] = a.clock
     if a.buffer_kb:
         env["CUHOOK_BUFFER_KB"] = str(a.buffer_kb)
+    if a.drop:
+        env.update({"CUHOOK_DROP": "1", "CUHOOK_FLUSH_MS": "1000"})
     p = run(base + ["--agent", a.agent] + MODE_FLAGS[a.mode] + ["--log", log, a.lib],
             env=clean_env(env), what="driver_user (traced)")
     traced = parse_target_output(p.stdout)
@@ -386,6 +421,9 @@ def main():
     need_file(trace, "the trace the agent should have written (CUHOOK_OUTPUT)")
 
     rep = report_json(a.cuhook, trace, workdir)
+    if a.drop:
+        check_dropped(trace, rep, dict(traced["expect"]), problems)
+        problems.exit()
     check_trace_health(rep, problems)
     libs = [lib["path"] for lib in rep.get("libraries", []) if not lib.get("internal")]
     problems.check([os.path.realpath(p) for p in libs] == [os.path.realpath(a.lib)],

@@ -13,13 +13,15 @@ read_trace(path) -> Trace with
   clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
   last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
   has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)
+  end_dropped: its dropped-record count (None without END)
+  drop_records: DROP records in the EVENTS blocks; dropped_reported: the sum of their counts
   notes: [(level, text)] of the NOTE blocks"""
 
 import struct
 
 BLOCK_MAGIC = 0x4B424843
 BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
-REC_ENTRY, REC_EXIT = 1, 2
+REC_ENTRY, REC_EXIT, REC_DROP = 1, 2, 4
 
 
 class TraceError(Exception):
@@ -41,6 +43,9 @@ class Trace:
         self.last_clock = None
         self.has_end = False
         self.end_events = None
+        self.end_dropped = None
+        self.drop_records = 0
+        self.dropped_reported = 0
         self.notes = []
 
 
@@ -66,6 +71,9 @@ def _events(t, p):
         if rtype == REC_ENTRY:
             name = t.funcs.get(func, f"#{func}")
             t.entries[name] = t.entries.get(name, 0) + 1
+        if rtype == REC_DROP:
+            t.drop_records += 1
+            t.dropped_reported += struct.unpack_from("<Q", p, off + 16)[0]
         if rtype in (REC_ENTRY, REC_EXIT):
             ts = struct.unpack_from("<Q", p, off + 8)[0]
             lo, hi = t.event_times or (ts, ts)
@@ -116,7 +124,7 @@ def read_trace(path):
             t.notes.append((level, p[8:8 + length].decode(errors="replace")))
         elif btype == BLOCK_END:
             t.has_end = True
-            t.end_events = struct.unpack_from("<Q", p, 0)[0]
+            t.end_events, t.end_dropped = struct.unpack_from("<QQ", p, 0)
         off += 16 + size
     if off != len(data):
         raise TraceError(f"{path}: {len(data) - off} bytes after the last block")

@@ -67,6 +67,9 @@ static void buf_pad8(struct buf *b)
  * not always zero it, and a reader must not take it for omitted registers). */
 enum { REGS_SIX, REGS_AGENT, REGS_V3_RESERVED };
 static int regs_mode;
+/* Drops the END block counts beyond the DROP records (--end-unreported N): those a thread never
+ * got to report, which the agent adds at the close. */
+static uint64_t end_unreported;
 
 static struct buf file;
 static uint32_t seq;
@@ -303,7 +306,7 @@ static void drop_rec(struct thr *t, uint64_t rel_ns, uint64_t count)
 
 static void end_block(uint32_t threads)
 {
-	struct cuhook_end_block e = {n_entry + n_exit, n_dropped, threads, 0};
+	struct cuhook_end_block e = {n_entry + n_exit, n_dropped + end_unreported, threads, 0};
 	block(CUHOOK_BLOCK_END, &e, sizeof(e));
 }
 
@@ -759,7 +762,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count] [--iterations N] [--agent-regs] "
-		                "[--v3-reserved]\n");
+		                "[--v3-reserved] [--end-unreported N]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
@@ -783,6 +786,8 @@ int main(int argc, char **argv)
 			START_NS += strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--real-offset") && i + 1 < argc)
 			START_REAL += strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--end-unreported") && i + 1 < argc)
+			end_unreported = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--agent-regs"))
 			regs_mode = REGS_AGENT;
 		else if (!strcmp(argv[i], "--v3-reserved"))

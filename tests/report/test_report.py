@@ -323,6 +323,16 @@ def test_one_clock():
     same_as_monotonic(gen("oneclock", "basic", "--tsc", "--one-clock"))
 
 
+def test_end_dropped():
+    """The END block counts drops no DROP record reported (a thread's last records); the report's
+    total is that count, the threads' their DROP records'; without an END block, the DROP sum."""
+    j, _ = report_json(gen("end-dropped", "basic", "--end-unreported", "7"))
+    eq(j["dropped"], 5 + 7, "dropped: the END block's count")
+    eq(sum(t["dropped"] for t in j["threads"]), 5, "threads' dropped: their DROP records")
+    j, _ = report_json(gen("no-end-dropped", "basic", "--end-unreported", "7", "--no-end"))
+    eq(j["dropped"], 5, "dropped without an END block: the DROP records'")
+
+
 def test_no_end():
     path = gen("noend", "basic", "--no-end")
     j, err = report_json(path)
