@@ -202,13 +202,8 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		if (armed)
 			return;
 		req.lib_id = l->lib_id;
-		/* This session's count option may differ from the last: classify the functions
-		 * planned before again (no jump of theirs is in place). */
-		for (uint32_t id = l->first_id; id < l->first_id + l->count; id++)
-			if (hooks_cold[id].slot) {
-				hooks_hot[id].flags = classify(hooks_cold[id].name, &hooks_hot[id], NULL);
-				hooks_hot_layout(&hooks_hot[id]);
-			}
+		/* classifies the functions planned before again: this session's count option may
+		 * differ from the last */
 		hooks_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);

@@ -275,7 +275,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
 		if (nstack > hh->nstack)
 			nstack = hh->nstack;
-		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks_hot_layout) */
+		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks.c, hot_layout) */
 		uint32_t len = CUHOOK_REC_ENTRY_SIZE(nregs, nstack);
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;

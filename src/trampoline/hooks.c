@@ -127,6 +127,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
  * thread's own ring, and the next session starts from their values (writer_open). Written once
  * per function and counter, in place, before any jump leads there. */
 #define COUNT_THUNK_LEN 21
+_Static_assert(HOOK_THUNK_SIZE + COUNT_THUNK_LEN <= HOOK_RELOCATED, "the count thunk ends where the relocated code begins");
 
 static bool count_thunk_encode(uint8_t out[COUNT_THUNK_LEN], uint8_t counter)
 {
@@ -252,6 +253,30 @@ static void arm(uint32_t first, uint32_t n, const struct patch_request *req)
 		req->thaw();
 }
 
+/* Fill hh's entry_hdr and entry_info from its id, nregs and nstack. The values depend on
+ * nothing else, so rewriting them while a stub may read them is harmless. */
+static void hot_layout(struct hook_hot *hh)
+{
+	/* Stack slots follow all six registers in the record: a function with stack arguments has
+	 * used them all. */
+	unsigned nstack = hh->nstack > CUHOOK_MAX_STACK_ARGS ? CUHOOK_MAX_STACK_ARGS : hh->nstack;
+	unsigned nregs = nstack || hh->nregs > 6 ? 6u : hh->nregs;
+	hh->nregs = (uint8_t)nregs;
+	hh->nstack = (uint8_t)nstack;
+	hh->entry_hdr = CUHOOK_REC_ENTRY | (uint64_t)CUHOOK_REC_ENTRY_SIZE(nregs, nstack) << 16 |
+	                (uint64_t)(uint32_t)(hh - hooks_hot) << 32;
+	hh->entry_info = (uint32_t)nstack << 16 | (uint32_t)(6 - nregs) << 24;
+}
+
+/* How a function is traced: its flags from the request's classifier (which may also set its
+ * decoder, nregs, nstack and fast_out), and the ENTRY words those give. */
+static void classify_hot(const struct patch_request *req, uint32_t id)
+{
+	struct hook_hot *hh = &hooks_hot[id];
+	hh->flags = req->classify ? req->classify(hooks_cold[id].name, hh, req->ctx) : HOOK_RECORD;
+	hot_layout(hh);
+}
+
 /* Plan every id in [first, first+count) that passes the filter and has no stub yet into a
  * fresh pool near its library; mark the others filtered. Ids with a permanent refusal (their
  * code cannot be relocated) are left alone; those that failed only at write time get retried. */
@@ -303,8 +328,7 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 			hh->nregs = HOOK_REGS_DEFAULT;
 			hh->nstack = HOOK_STACK_DEFAULT;
 			hh->fast_out = 0;
-			hh->flags = req->classify ? req->classify(hc->name, hh, req->ctx) : HOOK_RECORD;
-			hooks_hot_layout(hh);
+			classify_hot(req, id);
 			hh->relocated = (uintptr_t)hc->slot + HOOK_RELOCATED;
 		}
 		slot++;
@@ -371,25 +395,15 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 	return 0;
 }
 
-void hooks_hot_layout(struct hook_hot *hh)
-{
-	/* Stack slots follow all six registers in the record: a function with stack arguments has
-	 * used them all. */
-	unsigned nstack = hh->nstack > CUHOOK_MAX_STACK_ARGS ? CUHOOK_MAX_STACK_ARGS : hh->nstack;
-	unsigned nregs = nstack || hh->nregs > 6 ? 6u : hh->nregs;
-	hh->nregs = (uint8_t)nregs;
-	hh->nstack = (uint8_t)nstack;
-	hh->entry_hdr = CUHOOK_REC_ENTRY | (uint64_t)CUHOOK_REC_ENTRY_SIZE(nregs, nstack) << 16 |
-	                (uint64_t)(uint32_t)(hh - hooks_hot) << 32;
-	hh->entry_info = (uint32_t)nstack << 16 | (uint32_t)(6 - nregs) << 24;
-}
-
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
                 struct patch_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->first_id = first;
 	res->count = count;
+	for (uint32_t id = first; id < first + count; id++)
+		if (hooks_cold[id].slot) /* planned before; no jump of theirs is in place */
+			classify_hot(req, id);
 	plan_ids(first, count, req);
 	arm(first, count, req);
 	count_result(res);
@@ -435,7 +449,7 @@ int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8
 	hh->lib_id = (uint16_t)lib_id;
 	hh->nregs = HOOK_REGS_DEFAULT;
 	hh->nstack = HOOK_STACK_DEFAULT;
-	hooks_hot_layout(hh);
+	hot_layout(hh);
 	hh->relocated = (uintptr_t)pool + HOOK_RELOCATED;
 	arm((uint32_t)id, 1, how);
 	return hc->patched ? id : -1;

@@ -17,9 +17,7 @@
 /* A function's slot: the thunk into the entry stub, the count thunk (HOOK_COUNT), then the
  * relocated prologue, which the count thunk falls into. */
 #define HOOK_THUNK_SIZE 24
-#define HOOK_COUNT_THUNK 24    /* offset of the count thunk's area (HOOK_COUNT_THUNK_SIZE) */
-#define HOOK_COUNT_THUNK_SIZE 24
-#define HOOK_RELOCATED 48      /* offset of the relocated code */
+#define HOOK_RELOCATED 48      /* offset of the relocated code; the count thunk ends here */
 #define HOOK_SLOT_SIZE 160     /* + RELOC_MAX_CODE, 16-aligned */
 
 /* hooks_hot[].flags */
@@ -50,8 +48,8 @@ struct hook_hot {
 	uint8_t fast_out;      /* 0, or how the fast exit stub reads the one decoded value
 	                          (stub_frame.h FAST_OUT_*); set by the classifier */
 	/* The ENTRY record's first words as the fast entry stub writes them, precomputed from the
-	 * id, nregs and nstack by hooks_hot_layout(): the header (type ENTRY, size, func = id) and
-	 * the word at offset 16 without the depth (nstack, regs_omitted). */
+	 * id, nregs and nstack after each classification (hooks.c): the header (type ENTRY, size,
+	 * func = id) and the word at offset 16 without the depth (nstack, regs_omitted). */
 	uint64_t entry_hdr;
 	uint32_t entry_info;
 	uint8_t nregs;         /* argument registers to record at entry (0..6; 6 by default) */
@@ -98,7 +96,8 @@ struct patch_request {
 	void (*thaw)(void);
 	/* Called for each function that will be hooked, before any jump is written: returns the
 	 * HOOK_* flags and may set hh's decoder, nregs, nstack and fast_out (which start as 0,
-	 * HOOK_REGS_DEFAULT, HOOK_STACK_DEFAULT and 0). hooks_hot_layout() follows it. */
+	 * HOOK_REGS_DEFAULT, HOOK_STACK_DEFAULT and 0 for a function planned now, and keep what the
+	 * last call set when hooks_rearm() classifies it again). */
 	uint8_t (*classify)(const char *name, struct hook_hot *hh, void *ctx);
 	void *ctx;
 };
@@ -117,13 +116,10 @@ int hooks_patch_library(const struct patch_request *req, struct patch_result *re
 int hooks_plan_library(const struct patch_request *req, struct patch_result *res);
 
 /* Patch again, after hooks_unpatch_all(), the library whose ids are [first, first+count)
- * (a second attach): stubs made before are reused, the filter may differ. */
+ * (a second attach): stubs made before are reused, the filter may differ, and the functions
+ * planned before are classified again (this session's options may differ too). */
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
                 struct patch_result *res);
-
-/* Fill hh's entry_hdr and entry_info from its id, nregs and nstack (after a classify). The
- * values depend on nothing else, so rewriting them while a stub may read them is harmless. */
-void hooks_hot_layout(struct hook_hot *hh);
 
 /* Hook one function by address for cuhook's own use (the dlopen watch): HOOK_CALLBACK with
  * `on_exit` run after every call returns. Returns the id, or -1. */
