@@ -4,9 +4,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* The next comma-separated pattern of *p without its blanks: its start and length (0 for an
- * empty one); *p moves past it and its comma. */
-static const char *next_pattern(const char **p, size_t *len)
+/* The next comma-separated pattern of *p without its blanks and its exclude marker ('-' or
+ * '!', *exclude set): its start and length (0 for an empty one); *p moves past it and its
+ * comma. */
+static const char *next_pattern(const char **p, size_t *len, bool *exclude)
 {
 	const char *s = *p, *end = strchr(s, ',');
 	size_t n = end ? (size_t)(end - s) : strlen(s);
@@ -17,6 +18,11 @@ static const char *next_pattern(const char **p, size_t *len)
 	}
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
+	*exclude = n && (*s == '-' || *s == '!');
+	if (*exclude) {
+		s++;
+		n--;
+	}
 	*len = n;
 	return s;
 }
@@ -27,12 +33,8 @@ int glob_filter_match(const char *filter, const char *name)
 	const char *p = filter ? filter : "";
 	while (*p) {
 		size_t n;
-		const char *s = next_pattern(&p, &n);
-		bool exclude = n && (*s == '-' || *s == '!');
-		if (exclude) {
-			s++;
-			n--;
-		}
+		bool exclude;
+		const char *s = next_pattern(&p, &n, &exclude);
 		if (!n)
 			continue;
 		if (!exclude)
@@ -56,8 +58,9 @@ int glob_filter_check(const char *filter)
 	const char *p = filter ? filter : "";
 	while (*p) {
 		size_t n;
-		next_pattern(&p, &n);
-		if (n > GLOB_PATTERN_MAX + 1) /* + the '-' or '!' of an exclude */
+		bool exclude;
+		next_pattern(&p, &n, &exclude);
+		if (n > GLOB_PATTERN_MAX)
 			return -1;
 	}
 	return 0;

@@ -88,6 +88,14 @@ static void overlong_patterns(void)
 	snprintf(filter, sizeof(filter), "!%s", longp);
 	CHECK(glob_filter_check(filter) == 0, "an exclude of GLOB_PATTERN_MAX is accepted");
 	NO(filter, longp);
+	/* One character more: refused whether include or exclude (the marker is not counted), as
+	 * the pattern then matches nothing. */
+	memset(longp, 'a', GLOB_PATTERN_MAX + 1);
+	longp[GLOB_PATTERN_MAX + 1] = 0;
+	CHECK(glob_filter_check(longp) == -1, "an include of GLOB_PATTERN_MAX + 1 is refused");
+	NO(longp, longp);
+	snprintf(filter, sizeof(filter), "-%s", longp);
+	CHECK(glob_filter_check(filter) == -1, "an exclude of GLOB_PATTERN_MAX + 1 is refused");
 }
 
 int main(void)
