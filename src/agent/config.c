@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include "cuhook_agent.h"
 #include "glob_filter.h"
 
 #include "trace_path.h"
@@ -17,6 +18,7 @@ void config_defaults(struct cuhook_config *c)
 	strcpy(c->output, "trace.bin");
 	/* cudbg* are the debugger's entry points, not the API. */
 	strcpy(c->funcs, "cu*,-cudbg*");
+	strcpy(c->count, CUHOOK_COUNT_DEFAULT);
 	strcpy(c->lib, "libcuda.so*");
 	strcpy(c->ioctl_paths, "/dev/nvidia*");
 	c->buffer_kb = 1024;

@@ -11,8 +11,9 @@
 struct cuhook_config {
 	char output[PATH_MAX];   /* output: trace path; "%p" becomes the pid */
 	char funcs[1024];        /* funcs: glob filter of function names */
-	char count[1024];        /* count: globs of traced functions to count, not record (empty:
-	                            none); the calls leave only per-thread totals (COUNTS blocks) */
+	char count[1024];        /* count: globs of traced functions to count, not record (default
+	                            CUHOOK_COUNT_DEFAULT, empty: none); the calls leave only
+	                            per-thread totals (COUNTS blocks) */
 	char lib[256];           /* lib: basename glob of the libraries to patch */
 	unsigned buffer_kb;      /* buffer_kb: per-thread ring size */
 	bool drop;               /* drop: lossy (never wait for the writer) */

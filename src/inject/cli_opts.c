@@ -45,6 +45,8 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 	} else if (!strcmp(a, "--count")) {
 		if (!(c->count = VALUE()))
 			return -1;
+	} else if (!strcmp(a, "--record-all")) {
+		c->count = ""; /* an empty list: nothing counted, every call recorded */
 	} else if (!strcmp(a, "--agent")) {
 		if (!(c->agent = VALUE()))
 			return -1;

@@ -4,6 +4,8 @@
 #ifndef CUHOOK_INJECT_H
 #define CUHOOK_INJECT_H
 
+#include "cuhook_agent.h" /* CUHOOK_COUNT_DEFAULT, for the help text */
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -100,7 +102,8 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	"  -o, --output FILE     trace file (made absolute; the target writes it)\n" \
 	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*')\n" \
 	"  --count GLOBS         count these functions' calls exactly, without recording each call\n" \
-	"                        (for very frequent, short calls: cuCtxGetDevice*,cuDevicePrimaryCtxGetState)\n" \
+	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
+	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
 	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \

@@ -139,19 +139,29 @@ static void count_hint(const struct rp_view *v, const struct rp_fstat *fs, uint3
 		sum += top[i]->calls;
 	if (!n || sum * 2 <= v->nsel)
 		return;
-	char list[300] = "", globs[200] = "", b[32];
+	char list[300] = "", globs[400] = "", b[32];
 	size_t lp = 0, gp = 0;
+	/* --count replaces the list the trace was made with (by default the runtime's per-launch
+	 * queries): the suggestion keeps the functions counted already, when their names fit. */
+	const struct tr_trace *t = v->t;
+	for (uint32_t i = 0; i < t->nfuncs; i++)
+		if (t->funcs[i].counted)
+			gp = rp_put(globs, 200, gp, "%s%s", gp ? "," : "", tr_func_name(t, i));
+	bool kept = gp + 1 < 200;
+	if (!kept)
+		gp = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const char *name = tr_func_name(v->t, top[i]->func);
 		lp = rp_put(list, sizeof(list), lp, "%s%s (%llu calls, median %s)", i == 0 ? "" : i + 1 == n ? " and " : ", ",
 		            name, (unsigned long long)top[i]->calls, rp_fmt_dur(b, sizeof(b), top[i]->med));
-		gp = rp_put(globs, sizeof(globs), gp, "%s%s", i ? "," : "", name);
+		gp = rp_put(globs, sizeof(globs), gp, "%s%s", gp ? "," : "", name);
 	}
 	add(x, 0, "Very short functions make most of the recorded calls: %s, %.0f%% of the %u. Each recorded call "
-	          "costs the tracer tens of ns, a large share of calls this short: tracing with --count '%s' "
-	          "(cuhook run or attach) counts their calls exactly instead of recording them, at a fraction "
-	          "of the cost (their times, arguments and return values are then not recorded).",
-	    list, 100.0 * (double)sum / (double)v->nsel, v->nsel, globs);
+	          "costs the tracer tens of ns, a large share of calls this short: tracing with --count '%s'"
+	          "%s(cuhook run or attach) counts their calls exactly instead of recording them, at a "
+	          "fraction of the cost (their times, arguments and return values are then not recorded).",
+	    list, 100.0 * (double)sum / (double)v->nsel, v->nsel, globs,
+	    kept ? " " : " with the functions counted already ");
 }
 
 unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs,

@@ -111,8 +111,8 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 		uint32_t nf = 0;
 		for (uint32_t i = 0; i < t->nfuncs; i++)
 			nf += t->funcs[i].counted != 0;
-		fprintf(f, "  counted    %llu calls of %u function%s besides the recorded ones (--count: counted, "
-		           "not timed)", (unsigned long long)t->counted_calls, nf, nf == 1 ? "" : "s");
+		fprintf(f, "  counted    %llu calls of %u function%s besides the recorded ones (counted, not "
+		           "timed; --record-all records them)", (unsigned long long)t->counted_calls, nf, nf == 1 ? "" : "s");
 		if (v->ncounted != t->counted_calls)
 			fprintf(f, ", %llu selected", (unsigned long long)v->ncounted);
 		fprintf(f, "\n");
@@ -233,7 +233,8 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 		fprintf(f, "\n");
 	}
 	if (any_counted)
-		fprintf(f, "  %s(counted) = counted, not timed (--count): the exact number of calls, no durations%s\n",
+		fprintf(f, "  %s(counted) = counted, not timed: the exact number of calls, no durations (--record-all "
+		        "records each call)%s\n",
 		        DIM(v), RESET(v));
 	free(cells);
 #undef FS
@@ -550,7 +551,8 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		fprintf(f, " (%llu selected API calls)", (unsigned long long)sel);
 	fprintf(f, "\n");
 	if (counted)
-		fprintf(f, "  counted    %llu calls besides the recorded ones (--count: counted, not timed)\n",
+		fprintf(f, "  counted    %llu calls besides the recorded ones (counted, not timed; --record-all records "
+		        "them)\n",
 		        (unsigned long long)counted);
 	for (unsigned k = 0; k < n; k++)
 		write_header(f, &views[k], 1);

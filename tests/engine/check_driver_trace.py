@@ -8,10 +8,11 @@ agent, then check the trace against what the program says it did.
     --mode during), nothing dropped or damaged; cuFakeLoopBack, cuFakeLoopToStart and cuFakeShort
     refused with a reason and absent from the calls; one of the two alias names refused as an
     alias, the other counting the calls made through both; no other refusal;
-  - with --count GLOBS (agent option count=): the functions it names leave no ENTRY records and
-    their calls in the COUNTS blocks equal the calls made, exactly (at most, with --mode during),
-    read by a second reader of the file (tracefile.py), per thread blocks summed; every other
-    function is checked as above;
+  - the functions the agent counts (its default list, CUHOOK_COUNT_DEFAULT in
+    src/agent/cuhook_agent.h, or --count GLOBS, the agent option count=, which replaces it;
+    --count '' counts none) leave no ENTRY records and their calls in the COUNTS blocks equal
+    the calls made, exactly (at most, with --mode during), read by a second reader of the file
+    (tracefile.py), per thread blocks summed; every other function is checked as above;
   - with --csv (mode before only), `cuhook report --format csv`: per thread, the calls in order
     with their exact return values (driver_user --log), every cuLaunchKernel's 11 arguments
     (6 registers + 5 stack slots), only the registers a declared function takes, cuFakeInner at depth 1 inside each cuFakeOuter with the
@@ -24,7 +25,6 @@ usage: check_driver_trace.py --driver-user PATH --lib LIBCUDA --agent LIBCUHOOK 
            [--clock tsc|monotonic] [--buffer-kb KB] [--drop] [--workdir DIR]"""
 
 import argparse
-import fnmatch
 import os
 import re
 import struct
@@ -34,8 +34,8 @@ import tempfile
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
-                        need_file, num, parse_target_output, refused_by_name, report_csv,
-                        report_json, run, run_main)
+                        counted_names, default_count, need_file, num, parse_target_output,
+                        refused_by_name, report_csv, report_json, run, run_main)
 from tracefile import read_trace  # noqa: E402
 
 # Functions of the stand-in the engine must refuse, in both builds (fake_entry.S says why).
@@ -95,7 +95,7 @@ def check_counts(rep, expect, mode, problems):
         print("note: the workers finished before the agent patched anything")
 
 
-def check_dropped(trace_path, rep, expect, problems):
+def check_dropped(trace_path, rep, expect, counted, problems):
     """Drop mode (CUHOOK_DROP) with rings too small for the writer's pace: records are dropped,
     never waited for, and every drop is accounted for. Per function, ENTRY records <= calls made;
     the calls without an ENTRY are at most the drops the END block counts; the DROP records in
@@ -113,7 +113,7 @@ def check_dropped(trace_path, rep, expect, problems):
         problems.check(rep.get(key, 0) == 0, f"report: {key} = {rep.get(key)}")
     missing = 0
     for name, want in sorted(expect.items()):
-        if name in MUST_REFUSE or name in ALIASES:
+        if name in MUST_REFUSE or name in ALIASES or name in counted:  # counts are never dropped
             continue
         got = t.entries.get(name, 0)
         problems.check(got <= want, f"{name}: {got} ENTRY records, more than the {want} calls made")
@@ -124,14 +124,6 @@ def check_dropped(trace_path, rep, expect, problems):
                    f"{missing} calls left no ENTRY record, more than the {t.end_dropped} drops counted")
     print(f"drop mode: {sum(t.entries.values())} ENTRY records, {missing} calls without one, "
           f"{t.end_dropped} records dropped ({t.dropped_reported} in {t.drop_records} DROP records)")
-
-
-def counted_names(globs, names):
-    """The names the agent's count option selects: comma-separated globs, '-'/'!' excludes."""
-    inc = [g for g in globs.split(",") if g and g[0] not in "-!"]
-    exc = [g[1:] for g in globs.split(",") if g and g[0] in "-!"]
-    return {n for n in names
-            if any(fnmatch.fnmatchcase(n, g) for g in inc) and not any(fnmatch.fnmatchcase(n, g) for g in exc)}
 
 
 def check_counted(trace_path, globs, counted, expect, mode, problems):
@@ -348,8 +340,10 @@ def check_launch_configs(by_tid, problems):
     problems.check(seen > 0, "no successful cuLaunchKernelEx row to check")
 
 
-def check_csv(rows, log_path, problems):
+def check_csv(rows, log_path, counted, problems):
     log_calls, log_launches = read_log(log_path)
+    # counted functions have no rows: the sequences are those of the recorded ones
+    log_calls = {tid: [(n, r) for n, r in cs if n not in counted] for tid, cs in log_calls.items()}
     by_tid = {}
     for r in rows:
         by_tid.setdefault(int(r["tid"]), []).append(r)
@@ -376,7 +370,8 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--csv", action="store_true")
-    ap.add_argument("--count", default="")
+    ap.add_argument("--count", default=None,
+                    help="agent option count= (default: none given, the agent's default list)")
     ap.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc")
     ap.add_argument("--buffer-kb", type=int, help="agent option buffer_kb (each thread's ring)")
     ap.add_argument("--drop", action="store_true",
@@ -400,8 +395,9 @@ def main():
     if os.path.exists(trace):
         os.unlink(trace)
     env = {"CUHOOK_OUTPUT": trace}
-    if a.count:
+    if a.count is not None:
         env["CUHOOK_COUNT"] = a.count
+    count_globs = default_count() if a.count is None else a.count
     if a.clock != "tsc":
         env["CUHOOK_CLOCK"] = a.clock
     if a.buffer_kb:
@@ -421,23 +417,29 @@ def main():
     need_file(trace, "the trace the agent should have written (CUHOOK_OUTPUT)")
 
     rep = report_json(a.cuhook, trace, workdir)
+    expect = dict(traced["expect"])
+    counted = set()
+    if count_globs:
+        counted = counted_names(count_globs, expect) - set(MUST_REFUSE) - set(ALIASES)
+        problems.check(bool(counted), f"count={count_globs} names no function the program calls")
+        check_counted(trace, count_globs, counted, expect, a.mode, problems)
+    else:
+        t = read_trace(trace)
+        problems.check(not t.counted, f"count= empty, yet COUNTS for {sorted(t.counted)}")
+    print(f"counted: {sorted(counted) or 'none'} (count={count_globs!r}"
+          f"{', the default' if a.count is None else ''})")
     if a.drop:
-        check_dropped(trace, rep, dict(traced["expect"]), problems)
+        check_dropped(trace, rep, expect, counted, problems)
         problems.exit()
+    for name in counted:
+        expect[name] = 0  # recorded calls: none
     check_trace_health(rep, problems)
     libs = [lib["path"] for lib in rep.get("libraries", []) if not lib.get("internal")]
     problems.check([os.path.realpath(p) for p in libs] == [os.path.realpath(a.lib)],
                    f"traced libraries {libs}, expected just {a.lib}")
-    expect = dict(traced["expect"])
-    if a.count:
-        counted = counted_names(a.count, expect) - set(MUST_REFUSE) - set(ALIASES)
-        problems.check(bool(counted), f"--count {a.count} names no function the program calls")
-        check_counted(trace, a.count, counted, expect, a.mode, problems)
-        for name in counted:
-            expect[name] = 0  # recorded calls: none
     check_counts(rep, expect, a.mode, problems)
     if a.csv:
-        check_csv(report_csv(a.cuhook, trace, workdir), log, problems)
+        check_csv(report_csv(a.cuhook, trace, workdir), log, counted, problems)
         # the text report describes a cuLaunchKernelEx from its decoded configuration
         txt = run([a.cuhook, "report", "--functions", "cuLaunchKernelEx", "--top", "3", trace],
                   what="cuhook report --functions cuLaunchKernelEx").stdout

@@ -5,7 +5,8 @@ default CUHOOK_LIB glob libcuda.so* matches the stub's file name), then:
 
   - every call still returned 34 (stub_user exits 0);
   - the stub's cu* functions (read here from its .dynsym, independently of stub_user) are each
-    either traced with exactly the calls made, or refused with a reason and never traced;
+    either traced with exactly the calls made (recorded, or counted for those of the agent's
+    default count list), or refused with a reason and never traced;
   - no calls of anything else, nothing dropped or damaged.
 
 Exits 77 (skipped) only when the stub library is not installed.
@@ -22,7 +23,8 @@ import tempfile
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (SKIP, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
-                        need_file, parse_target_output, refused_by_name, report_json, run, run_main)
+                        counted_by_name, counted_names, default_count, need_file,
+                        parse_target_output, refused_by_name, report_json, run, run_main)
 
 STUB_RESULT = 34
 
@@ -86,6 +88,8 @@ def main():
     rep = report_json(a.cuhook, trace, workdir)
     check_trace_health(rep, problems)
     calls = calls_by_name(rep)
+    counts = counted_by_name(rep)
+    counted = counted_names(default_count(), names)
     refused = refused_by_name(rep)
     patched = 0
     for name in names:
@@ -93,12 +97,20 @@ def main():
         if name in refused:
             problems.check(refused[name].strip() != "", f"{name} refused without a reason")
             problems.check(calls.get(name, 0) == 0, f"{name} is refused but has {calls.get(name)} traced calls")
-        elif problems.check(name in calls, f"{name}: neither traced nor refused"):
+        elif problems.check(name in calls or name in counts, f"{name}: neither traced nor refused"):
             patched += 1
-            problems.check(calls[name] == want, f"{name}: {calls[name]} traced calls, expected {want}")
+            if name in counted:
+                problems.check((calls.get(name, 0), counts.get(name, 0)) == (0, want),
+                               f"{name} (counted by default): {calls.get(name, 0)} recorded and "
+                               f"{counts.get(name, 0)} counted calls, expected 0 and {want}")
+            else:
+                problems.check((calls[name], counts.get(name, 0)) == (want, 0),
+                               f"{name}: {calls[name]} traced and {counts.get(name, 0)} counted calls, "
+                               f"expected {want} and 0")
     for name in sorted(set(calls) - set(names)):
         problems.add(f"{calls[name]} traced calls of {name}, which is not a function of the stub")
-    print(f"{len(names)} functions: {patched} traced, {len(refused)} refused")
+    print(f"{len(names)} functions: {patched} traced ({len(counted)} counted by default: "
+          f"{', '.join(sorted(counted))}), {len(refused)} refused")
     for name, reason in sorted(refused.items())[:20]:
         print(f"  refused {name}: {reason}")
     problems.exit()

@@ -6,8 +6,10 @@ were none, 1 otherwise. SKIP (77, meson's "skipped") is only for something truly
 machine, never for a failure."""
 
 import csv
+import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -18,6 +20,26 @@ MASK32 = (1 << 32) - 1
 
 class Fatal(Exception):
     """A problem after which the rest of the checks make no sense."""
+
+
+# The agent's count list when no count= option is given, read from where the agent gets it.
+AGENT_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "agent", "cuhook_agent.h")
+
+
+def default_count():
+    with open(AGENT_H) as f:
+        m = re.search(r'#define CUHOOK_COUNT_DEFAULT "([^"]*)"', f.read())
+    if not m:
+        raise Fatal(f"no CUHOOK_COUNT_DEFAULT in {AGENT_H}")
+    return m.group(1)
+
+
+def counted_names(globs, names):
+    """The names the agent's count option selects: comma-separated globs, '-'/'!' excludes."""
+    inc = [g for g in globs.split(",") if g and g[0] not in "-!"]
+    exc = [g[1:] for g in globs.split(",") if g and g[0] in "-!"]
+    return {n for n in names
+            if any(fnmatch.fnmatchcase(n, g) for g in inc) and not any(fnmatch.fnmatchcase(n, g) for g in exc)}
 
 
 class Problems:
@@ -145,6 +167,10 @@ def check_trace_health(rep, problems):
 
 def calls_by_name(rep):
     return {f["name"]: f["calls"] for f in rep.get("functions", [])}
+
+
+def counted_by_name(rep):
+    return {f["name"]: f.get("counted_calls", 0) for f in rep.get("functions", []) if f.get("counted_calls")}
 
 
 def refused_by_name(rep):

@@ -112,6 +112,38 @@ HIDDEN CUresult impl_cuCtxGetCurrent(CUcontext *ctx)
 	return FAKE_SUCCESS;
 }
 
+HIDDEN CUresult impl_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+	if (!ctx)
+		ctx = current_ctx;
+	if (!ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (ctx->magic != CTX_MAGIC)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!dev)
+		return FAKE_ERROR_INVALID_VALUE;
+	*dev = 0;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxGetDevice(CUdevice *dev)
+{
+	return impl_cuCtxGetDevice_v2(dev, NULL);
+}
+
+HIDDEN CUresult impl_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
+{
+	if (need_init())
+		return FAKE_ERROR_NOT_INITIALIZED;
+	if (dev != 0)
+		return FAKE_ERROR_INVALID_DEVICE;
+	if (!flags || !active)
+		return FAKE_ERROR_INVALID_VALUE;
+	*flags = 0;
+	*active = __atomic_load_n(&primary_refs, __ATOMIC_RELAXED) != 0;
+	return FAKE_SUCCESS;
+}
+
 HIDDEN CUresult impl_cuCtxSynchronize(void)
 {
 	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
@@ -491,6 +523,7 @@ static const struct proc { const char *name; int min_version; void *fn; } procs[
 	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetAttribute),
 	P(cuDevicePrimaryCtxRetain), V(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
 	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize),
+	P(cuCtxGetDevice), V(cuCtxGetDevice, 12080, cuCtxGetDevice_v2), P(cuDevicePrimaryCtxGetState),
 	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
 	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),
 	P(cuModuleLoadData), P(cuModuleGetFunction), P(cuModuleUnload),

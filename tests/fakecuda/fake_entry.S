@@ -66,6 +66,9 @@
 	DRIVER_FN cuCtxSetCurrent, impl_cuCtxSetCurrent
 	DRIVER_FN cuCtxGetCurrent, impl_cuCtxGetCurrent
 	DRIVER_FN cuCtxSynchronize, impl_cuCtxSynchronize
+	DRIVER_FN cuCtxGetDevice, impl_cuCtxGetDevice
+	DRIVER_FN cuCtxGetDevice_v2, impl_cuCtxGetDevice_v2
+	DRIVER_FN cuDevicePrimaryCtxGetState, impl_cuDevicePrimaryCtxGetState
 	DRIVER_FN cuMemAlloc_v2, impl_cuMemAlloc_v2
 	DRIVER_FN cuMemFree_v2, impl_cuMemFree_v2
 	DRIVER_FN cuMemcpyHtoD_v2, impl_cuMemcpyHtoD_v2

@@ -101,6 +101,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext *ctx);
+/* The runtime's per-launch queries, counted by the agent's default (CUHOOK_COUNT_DEFAULT). */
+CUresult cuCtxGetDevice(CUdevice *dev);
+CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx); /* ctx NULL: the current one */
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active);
 CUresult cuCtxSynchronize(void);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr dptr);

@@ -21,9 +21,10 @@
 # Parameters (environment), with defaults sized for about 6 minutes on an H200:
 #   PROOF_BUDGET_S=500   no step starts after this many seconds (the device's limit is 600)
 #   PROOF_PHASES="apps ctx gpt2 ab mlp attach gdb"   which phases to run, in this order
-#   AB_ROUNDS=20 AB_PROCS=3 AB_COUNT='cuCtxGetDevice*,cuDevicePrimaryCtxGetState'   phase ab:
-#                        GPT-2 in one process (tests/gpu/ab_gpt2.py), untraced / traced / traced
-#                        counting AB_COUNT, in AB_PROCS processes one after the other
+#   AB_ROUNDS=20 AB_PROCS=3 AB_COUNT=   phase ab: GPT-2 in one process (tests/gpu/ab_gpt2.py),
+#                        untraced / recorded in full (count=, `--record-all`) / traced with the
+#                        agent's default options (which count CUHOOK_COUNT_DEFAULT), or counting
+#                        AB_COUNT instead when it is set, in AB_PROCS processes one after the other
 #   AB_CPUS=             phase ab under `taskset -c AB_CPUS` (e.g. 2-5); empty: not pinned
 #   AB_WARM=1            phase ab: untimed generations after each start and stop of the agent,
 #                        every side (0: time the first generation after patching too)
@@ -45,7 +46,7 @@ T0=$(date +%s)
 : "${APP_LAUNCHES:=500}" "${APP_ELEMS:=1048576}" "${APP_SYNC_EVERY:=100}"
 : "${GPT2_PROCS:=2}" "${GPT2_ITERS:=12}" "${GPT2_TOKENS:=32}"
 : "${MLP_PROCS:=2}" "${MLP_ITERS:=20}" "${MLP_PASSES:=200}"
-: "${AB_ROUNDS:=20}" "${AB_PROCS:=3}" "${AB_CPUS:=}" "${AB_WARM:=1}" "${AB_COUNT:=cuCtxGetDevice*,cuDevicePrimaryCtxGetState}"
+: "${AB_ROUNDS:=20}" "${AB_PROCS:=3}" "${AB_CPUS:=}" "${AB_WARM:=1}" "${AB_COUNT:=}"
 : "${CTX_REPS:=3}" "${CTX_N:=200000}" "${ATTACH_LOOP_S:=20}" "${ATTACH_S:=5}"
 : "${GPT2_SCRIPT:=tests/gpu/gpt2_infer.py}" "${MLP_SCRIPT:=tests/gpu/mlp_infer.py}"
 export PYTHONUNBUFFERED=1
@@ -381,18 +382,20 @@ if has_phase gpt2; then
 fi
 
 # GPT-2 with the agent started and stopped through its API between generations of one process:
-# every round one untraced generation, one recorded in full, one with AB_COUNT counted (the
-# queries the CUDA runtime makes around every launch), the order rotating. Separate processes
-# differ by several percent on these machines; this comparison does not carry that.
+# every round one untraced generation, one recorded in full, one with the default options (which
+# count the queries the CUDA runtime makes around every launch) or AB_COUNT counted, the order
+# rotating. Separate processes differ by several percent on these machines; this comparison does
+# not carry that.
 if has_phase ab; then
-	log "GPT-2 in one process: $AB_ROUNDS rounds of untraced / traced / traced with count=$AB_COUNT, $AB_PROCS processes${AB_CPUS:+, on CPUs $AB_CPUS}, $AB_WARM untimed generation(s) after each switch"
+	ab_side=${AB_COUNT:+count=$AB_COUNT}
+	log "GPT-2 in one process: $AB_ROUNDS rounds of untraced / recorded in full / traced with ${ab_side:-the default options}, $AB_PROCS processes${AB_CPUS:+, on CPUs $AB_CPUS}, $AB_WARM untimed generation(s) after each switch"
 	pin=()
 	[ -n "$AB_CPUS" ] && pin=(taskset -c "$AB_CPUS")
 	for i in $(seq 1 "$AB_PROCS"); do
 		if [ -n "$AGENT" ]; then
 			step gpt2ab.$i 300 "${pin[@]}" "$PY" tests/gpu/ab_gpt2.py --agent "$AGENT" --rounds "$AB_ROUNDS" \
 				--tokens "$GPT2_TOKENS" --warm "$AB_WARM" --trace-dir "$R" --json "$R/gpt2ab.$i.json" \
-				--opts "" --opts "count=$AB_COUNT"
+				--opts "count=" --opts "$ab_side"
 			rm -f "$R"/ab-*.bin
 		else
 			skip gpt2ab.$i "cuhook not built"

@@ -124,6 +124,15 @@ def case_run_agent_started():
     check("others_stopped=1" in lines[0], "all other threads stopped during start", lines[0])
     check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;ticker=0" % out in lines[0],
           "options passed", lines[0])
+    # --record-all: an empty count list (the agent's default list is then not used); no --count:
+    # no count key, the agent's default applies
+    for k, (extra, want) in enumerate(((["--record-all"], ";count=;ticker=0"), ([], ";ticker=0"))):
+        out = os.path.join(TMP, "run%d.txt" % k)
+        r = cuhook("run", "--agent", A.agent, "-o", out, "--opt", "ticker=0", *extra, "--", A.target, "exit", 0)
+        check(r.returncode == 0, "run %s failed" % extra, r.stderr)
+        lines = trace_lines(out)
+        check(len(lines) == 1 and lines[0].endswith("options=output=%s%s" % (out, want)),
+              "options passed with %s" % extra, repr(lines))
 
 
 def case_run_relative_output():

@@ -12,9 +12,9 @@
  *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
  *   gen_trace nocalls OUT
  *       header, library and functions, no events
- *   gen_trace hot OUT [--count] [--iterations N] [--tsc] [--expect FILE]
+ *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
  *       many very short calls on three threads (see scenario_hot()); --count: two of the
- *       functions counted, not recorded (COUNTS blocks, trace format 3)
+ *       functions counted, not recorded (COUNTS blocks, trace format 3); --count-capture: one
  * --mono-offset and --real-offset move the trace's CLOCK_MONOTONIC and CLOCK_REALTIME (header
  * and CLOCK blocks) by NS, as another process of another machine started at another time would
  * have them; --pid replaces the scenario's pid. Event times follow the monotonic clock. */
@@ -653,7 +653,8 @@ static void scenario_kernels(const char *expect)
  * With --count (the agent's count=cuCtxGetCurrent,cuStreamGetCaptureInfo_v2) those two functions
  * are counted, not recorded: in each round, right after a thread's EVENTS block, a COUNTS block
  * with its calls of them since its previous one. The last round gives tid 3002 a block with one
- * entry of 0 calls (the agent writes none; a reader must accept it). */
+ * entry of 0 calls (the agent writes none; a reader must accept it). --count-capture counts
+ * cuStreamGetCaptureInfo_v2 alone (cuCtxGetCurrent stays recorded). */
 enum { H_CTXGET, H_CAPTURE, H_LAUNCH, H_POINTER, H_SYNC, H_COUNT };
 
 static const struct fdef hot_funcs[H_COUNT] = {
@@ -681,7 +682,7 @@ static int hot_count;
 static void hot_call(struct hot_thr *h, uint32_t func, uint64_t start, uint64_t dur)
 {
 	static const uint64_t lr[6] = {0xf00d, 64, 1, 1, 128, 1}, stack[5] = {1, 0, 0x7, 0x5000, 0};
-	if (hot_count && (func == H_CTXGET || func == H_CAPTURE))
+	if ((hot_count == 1 && func == H_CTXGET) || (hot_count && func == H_CAPTURE))
 		h->pending[func]++;
 	else if (func == H_LAUNCH)
 		call(&h->t, func, start, dur, lr, 5, stack, 0);
@@ -761,7 +762,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot OUT [--tsc] [--one-clock] [--no-end] "
-		                "[--expect FILE] [--calls N] [--threads T] [--count] [--iterations N] [--agent-regs] "
+		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--end-unreported N]\n");
 		return 2;
 	}
@@ -794,6 +795,8 @@ int main(int argc, char **argv)
 			regs_mode = REGS_V3_RESERVED;
 		else if (!strcmp(argv[i], "--count"))
 			hot_count = 1;
+		else if (!strcmp(argv[i], "--count-capture"))
+			hot_count = 2;
 		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
 			iters = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)

@@ -875,9 +875,9 @@ def test_counts():
     out, _ = run(["report", "--no-color", cnt])
     lines = out.splitlines()
     for want in ["  events     23200 (11600 calls)",
-                 "  counted    45005 calls of 2 functions besides the recorded ones (--count: counted, not timed)",
+                 "  counted    45005 calls of 2 functions besides the recorded ones (counted, not timed; --record-all records them)",
                  "  threads    3: 3000 main, 3001 worker, 3002",
-                 "  (counted) = counted, not timed (--count): the exact number of calls, no durations"]:
+                 "  (counted) = counted, not timed: the exact number of calls, no durations (--record-all records each call)"]:
         check(want in lines, f"line {want!r} missing:\n{out}")
     for name, calls in HOT_COUNTED.items():
         check(re.search(rf"^ +- +- +{calls} +- +- +- +- +-  {name} \(counted\)$", out, re.M),
@@ -887,7 +887,7 @@ def test_counts():
     eq(pcts, {"cuLaunchKernel": "93.0", "cuStreamSynchronize": "4.7", "cuPointerGetAttribute": "2.3"},
        "Time (%) of the recorded functions")
     out, _ = run(["report", "--no-color", "--thread", "worker", cnt])
-    check("  counted    45005 calls of 2 functions besides the recorded ones (--count: counted, not timed), "
+    check("  counted    45005 calls of 2 functions besides the recorded ones (counted, not timed; --record-all records them), "
           "9000 selected" in out.splitlines(), "selected counted calls in the header")
     out, _ = run(["report", "--no-color", rec])
     check("counted" not in out, "no counted row or line without COUNTS blocks")
@@ -916,7 +916,7 @@ def test_counts():
        {n: (2 * c - HOT_COUNTED.get(n, 0), HOT_COUNTED.get(n, 0), 2) for n, c in HOT_CALLS.items()},
        "merged functions")
     out, _ = run(["report", "--no-color", rec, cnt])
-    check("  counted    45005 calls besides the recorded ones (--count: counted, not timed)" in out.splitlines(),
+    check("  counted    45005 calls besides the recorded ones (counted, not timed; --record-all records them)" in out.splitlines(),
           "merged header")
     check(re.search(r"^ +[\d.]+ +\S+ \S+ +60010 .*  cuCtxGetCurrent \(30005 counted\)$", out, re.M),
           f"merged row of a function recorded in one process and counted in the other:\n{out}")
@@ -1012,6 +1012,13 @@ def test_count_finding():
     # counted: nothing left to suggest
     j, _ = report_json(gen("hotc", "hot", "--count"))
     eq([f for f in j["findings"] if "--count" in f["text"]], [], "no suggestion once counted")
+    # one of them counted already (as the agent's default list counts the runtime's queries): the
+    # suggested list keeps it, since --count replaces the list a trace was made with
+    j, _ = report_json(gen("hotc1", "hot", "--count-capture"))
+    hint = [f["text"] for f in j["findings"] if "--count" in f["text"]]
+    eq(len(hint), 1, "one --count finding with one function counted")
+    check("calls: cuCtxGetCurrent (30005 calls, median 100 ns), 72% of the 41605." in hint[0], hint[0])
+    check("--count 'cuStreamGetCaptureInfo_v2,cuCtxGetCurrent' (cuhook" in hint[0], hint[0])
     # the thresholds: half the iterations leave cuStreamGetCaptureInfo_v2 under 10000 calls;
     # cuCtxGetCurrent alone still makes 53% of the calls
     j, _ = report_json(gen("hot2", "hot", "--iterations", "12000"))

@@ -41,7 +41,8 @@
 #define FUNCS(X)                                                                                   \
 	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute)     \
 	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent)                 \
-	X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2)     \
+	X(cuCtxGetCurrent) X(cuCtxGetDevice_v2) X(cuDevicePrimaryCtxGetState) X(cuCtxSynchronize)      \
+	X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemcpyHtoD_v2)                                            \
 	X(cuMemcpyDtoH_v2) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload)               \
 	X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate) X(cuStreamDestroy_v2)                  \
 	X(cuStreamSynchronize) X(cuGetProcAddress_v2) X(cuGetExportTable) X(cuGetErrorString)          \
@@ -191,6 +192,15 @@ static void iteration(int t, int i, CUstream s)
 	CUcontext c = NULL;
 	CALL(cuCtxGetCurrent, &c);
 	fold(F_cuCtxGetCurrent, c == ctx);
+	/* the two queries the CUDA runtime makes around every launch (the agent counts them by
+	 * default) */
+	CUdevice dev = -1;
+	CALL(cuCtxGetDevice_v2, &dev, NULL);
+	fold(F_cuCtxGetDevice_v2, (uint64_t)dev);
+	unsigned pflags = 7;
+	int active = -1;
+	CALL(cuDevicePrimaryCtxGetState, dev, &pflags, &active);
+	fold(F_cuDevicePrimaryCtxGetState, pflags * 4u + (unsigned)active);
 
 	uint32_t n = 16 + (t * 7 + i) % 48, host[64], out[64];
 	CUdeviceptr d = 0;
