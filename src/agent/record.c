@@ -67,6 +67,7 @@ FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24 && offsetof(struct cuhook
 
 int cuhook_lossy;
 volatile int cuhook_writer_alive;
+volatile uint32_t cuhook_session;
 
 /* The stubs read cuhook_tls through this copy of its offset (record.h). Set before anything can
  * arm a hook: priority 101 runs before the agent's own constructor, and every start comes
@@ -159,8 +160,13 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 {
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
+		uint32_t session = __atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE);
 		struct ring_wait_arg a = {r, need};
 		cuhook_call_saving_vectors(record_wait_for_space, &a);
+		/* The wait may outlast the trace it was for (the writer gone at a stop, the thread not
+		 * run again until a later attach opened a new file): this record belongs to none. */
+		if (__atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE) != session)
+			return NULL;
 		uint8_t *p = ring_reserve(r, need, head);
 		if (p)
 			return p;

@@ -143,9 +143,10 @@ struct ring *thread_rings(void)
 	return __atomic_load_n(&rings, __ATOMIC_ACQUIRE);
 }
 
-void thread_ring_recycle(struct ring *r)
+bool thread_ring_try_recycle(struct ring *r)
 {
-	pthread_mutex_lock(&lock);
+	if (pthread_mutex_trylock(&lock) != 0)
+		return false;
 	struct ring **pp = &rings;
 	while (*pp && *pp != r)
 		pp = &(*pp)->next;
@@ -154,6 +155,7 @@ void thread_ring_recycle(struct ring *r)
 	r->next = free_rings;
 	free_rings = r;
 	pthread_mutex_unlock(&lock);
+	return true;
 }
 
 void thread_state_after_fork_child(void)

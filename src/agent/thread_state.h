@@ -46,6 +46,8 @@ struct ring {
 	char name[16];
 	uint32_t announced;               /* writer wrote its THREAD block */
 	uint32_t dead;                    /* thread exited: drain, then recycle */
+	uint32_t recycle_counted;         /* writer: dead, drained, its drops counted; recycled as
+	                                     soon as the registry's lock is free */
 	struct ring *next;                /* registry of all rings (writer walks it) */
 	/* HOOK_COUNT calls, by counter slot: the thread adds 1 with one instruction (a signal
 	 * handler's count on the same thread cannot be lost); the writer reads them and writes the
@@ -86,8 +88,10 @@ void thread_state_mark_internal(void);
 /* The registry of rings, newest first, for the writer. */
 struct ring *thread_rings(void);
 
-/* Writer: a dead ring it has drained can be reused by a new thread. */
-void thread_ring_recycle(struct ring *r);
+/* Writer: a dead ring it has drained can be reused by a new thread. Returns false, doing
+ * nothing, while another thread holds the registry's lock: the writer must not wait for a
+ * thread that cuhook may have stopped there (try again in a later round). */
+bool thread_ring_try_recycle(struct ring *r);
 
 /* Per-thread ring size in bytes (power of two), set from the configuration before tracing. */
 extern uint32_t thread_ring_bytes;

@@ -15,16 +15,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+/* Queued NOTE payloads: a fixed buffer, so that neither the threads queueing notes nor the writer
+ * taking them calls malloc (see scratch()). */
+#define NOTES_CAP 32768
+
 static struct {
 	int fd;
-	pthread_t thread;
 	volatile int stop;
 	uint32_t wake;             /* futex word */
+	uint32_t done;             /* futex word: 1 once the thread has left its loop */
 	uint32_t seq;              /* next block sequence number */
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
@@ -33,9 +38,34 @@ static struct {
 	uint32_t funcs_written;
 	uint64_t last_clock_ns;
 	pthread_mutex_t notes_lock;
-	char *notes;               /* queued NOTE payloads: level byte + text + NUL, back to back */
+	char notes[NOTES_CAP];     /* queued NOTE payloads: level byte + text + NUL, back to back */
 	size_t notes_len;
+	unsigned notes_lost;       /* did not fit: said in a note of their own */
+	void *scratch[3];          /* the writer's working memory (scratch()) */
+	size_t scratch_len[3];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Working memory for one round, mapped rather than malloc'd. The writer keeps running while
+ * cuhook_agent_stop() waits for it with every other thread of the process stopped under ptrace,
+ * and a stopped thread may hold a malloc arena lock (the traced program allocates too): the
+ * round must not need one. Used by one thread at a time: the writer, or the thread closing the
+ * trace once the writer is done. */
+enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP }; /* one buffer each: they are in use together */
+
+static void *scratch(unsigned which, size_t bytes)
+{
+	if (bytes > W.scratch_len[which]) {
+		size_t len = (bytes + 65535) & ~(size_t)65535;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		if (W.scratch[which])
+			munmap(W.scratch[which], W.scratch_len[which]);
+		W.scratch[which] = p;
+		W.scratch_len[which] = len;
+	}
+	return W.scratch[which];
+}
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -129,9 +159,10 @@ static void put_tables(void)
 			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(hooks_cold[first + n].name));
 			n++;
 		}
-		uint8_t *buf = calloc(1, bytes);
+		uint8_t *buf = scratch(SCRATCH_FUNCS, bytes);
 		if (!buf)
 			return;
+		memset(buf, 0, bytes);
 		size_t off = 0;
 		uintptr_t base = 0;
 		for (unsigned i = 0; i < agent_nlibs; i++)
@@ -154,18 +185,21 @@ static void put_tables(void)
 		}
 		struct cuhook_funcs_block fb = {lib, first, n, 0};
 		put_block(CUHOOK_BLOCK_FUNCS, &fb, sizeof(fb), buf, off);
-		free(buf);
 		W.funcs_written = first + n;
 	}
 }
 
 static void put_notes(void)
 {
+	char *notes = scratch(SCRATCH_NOTES, NOTES_CAP);
+	if (!notes)
+		return;
 	pthread_mutex_lock(&W.notes_lock);
-	char *notes = W.notes;
 	size_t len = W.notes_len;
-	W.notes = NULL;
+	unsigned lost = W.notes_lost;
+	memcpy(notes, W.notes, len);
 	W.notes_len = 0;
+	W.notes_lost = 0;
 	pthread_mutex_unlock(&W.notes_lock);
 	for (size_t off = 0; off < len;) {
 		const char *text = notes + off + 1;
@@ -173,7 +207,11 @@ static void put_notes(void)
 		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
 		off += 1 + nb.len + 1;
 	}
-	free(notes);
+	if (lost) {
+		char text[80];
+		struct cuhook_note_block nb = {1, (uint32_t)snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost, NOTES_CAP)};
+		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+	}
 }
 
 /* Write [from, to) of a ring's data (no wrap inside) as EVENTS blocks, skipping PAD records,
@@ -274,7 +312,11 @@ static void round_once(void)
 		struct ring *r;
 		uint64_t head;
 		uint32_t dead;
-	} *s = calloc(n ? n : 1, sizeof(*s));
+	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
+	if (!s) {
+		pthread_mutex_unlock(&agent_lock);
+		return;
+	}
 	unsigned k = 0;
 	for (struct ring *r = list; r && k < n; r = r->next, k++) {
 		s[k].r = r;
@@ -289,12 +331,16 @@ static void round_once(void)
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
 		put_counts(s[i].r, count_func, nslots);
-		if (s[i].dead && s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
+		/* recycled once drained; not now if a thread holds the registry's lock (it may be
+		 * stopped there by cuhook while this round runs): a later round takes it */
+		if (s[i].dead && !s[i].r->recycle_counted &&
+		    s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
 			W.dropped += s[i].r->dropped;
-			thread_ring_recycle(s[i].r);
+			s[i].r->recycle_counted = 1;
 		}
+		if (s[i].r->recycle_counted)
+			thread_ring_try_recycle(s[i].r);
 	}
-	free(s);
 	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
 		put_clock();
 }
@@ -311,6 +357,14 @@ static void *writer_main(void *unused)
 		if (!W.stop)
 			syscall(SYS_futex, &W.wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
 	}
+	/* Done: threads waiting for room in a full ring stop waiting (their record is dropped and
+	 * counted) rather than depend on the closing thread's last round, which may never come if
+	 * cuhook backs out of a stop; and the closing thread may go on. What the thread does after
+	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
+	 * hold) is nobody's wait: the thread is detached. */
+	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
 }
 
@@ -343,6 +397,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	}
 	W.fd = fd;
 	W.stop = 0;
+	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	W.seq = 0;
 	W.failed = 0;
 	W.events = W.dropped = 0;
@@ -394,7 +449,13 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t thread;
+	W.done = 0;
+	int rc = pthread_create(&thread, &attr, writer_main, NULL);
+	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot start the writer thread: %s", strerror(rc));
@@ -402,7 +463,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		W.fd = -1;
 		return -rc;
 	}
-	pthread_setname_np(W.thread, "cuhook-writer");
+	pthread_setname_np(thread, "cuhook-writer"); /* it runs until W.stop: the handle is valid */
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -418,19 +479,20 @@ int writer_close_within(int timeout_ms)
 		return 0;
 	W.stop = 1;
 	writer_wake();
-	if (timeout_ms < 0) {
-		pthread_join(W.thread, NULL);
-	} else {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += timeout_ms / 1000;
-		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+	/* Wait for the thread to leave its loop (W.done), not for the thread to end (a join): see
+	 * writer_main. */
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
+		struct timespec t = {0, 100000000L}, *tp = NULL;
+		if (timeout_ms >= 0) {
+			uint64_t now = clock_ns(CLOCK_MONOTONIC);
+			if (now >= until)
+				return -1; /* the writer is still running: the file is its to finish */
+			uint64_t left = until - now < 100000000ull ? until - now : 100000000ull;
+			t.tv_nsec = (long)left;
+			tp = &t;
 		}
-		if (pthread_timedjoin_np(W.thread, NULL, &until) != 0)
-			return -1; /* the writer is still running: the file is its to finish */
+		syscall(SYS_futex, &W.done, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
 	}
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
 	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
@@ -445,6 +507,8 @@ int writer_close_within(int timeout_ms)
 	round_once();
 	uint32_t threads = 0;
 	for (struct ring *r = thread_rings(); r; r = r->next) {
+		if (r->recycle_counted)
+			continue; /* drained and counted already, only its recycling deferred */
 		threads++;
 		W.dropped += r->dropped;
 	}
@@ -467,12 +531,12 @@ void writer_note(int level, const char *text)
 {
 	size_t n = strlen(text);
 	pthread_mutex_lock(&W.notes_lock);
-	char *p = realloc(W.notes, W.notes_len + n + 2);
-	if (p) {
-		p[W.notes_len] = (char)level;
-		memcpy(p + W.notes_len + 1, text, n + 1);
-		W.notes = p;
+	if (W.notes_len + n + 2 <= NOTES_CAP) {
+		W.notes[W.notes_len] = (char)level;
+		memcpy(W.notes + W.notes_len + 1, text, n + 1);
 		W.notes_len += n + 2;
+	} else {
+		W.notes_lost++;
 	}
 	pthread_mutex_unlock(&W.notes_lock);
 }
@@ -494,7 +558,6 @@ void writer_forget_after_fork(void)
 	W.fd = -1;
 	W.stop = 1;
 	pthread_mutex_init(&W.notes_lock, NULL);
-	free(W.notes);
-	W.notes = NULL;
 	W.notes_len = 0;
+	W.notes_lost = 0;
 }
