@@ -368,7 +368,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
 	/* Said in the trace, so a report can tell why these functions have counts and no times. */
 	if (cfg.count[0])
-		agent_log(1, "calls of %s are counted, not recorded (%s)", cfg.count,
+		agent_log(1, "traced functions matching %s are counted, not recorded (%s)", cfg.count,
 		          strcmp(cfg.count, CUHOOK_COUNT_DEFAULT) ? "count option"
 		                                                  : "the default; --record-all records them");
 	double t1 = now_ms();

@@ -13,7 +13,8 @@
 # Environment: AB_PHASES ("ctx bench gpt2"), AB_ROUNDS (10), AB_SETTLE (seconds to wait after
 # each start and stop of the agent in the GPT-2 runs, a list: "0 0.5" runs both), AB_OPTIONS
 # (agent options to compare in the GPT-2 runs, separated by '|': "|buffer_kb=16384" runs the
-# defaults and a 16 MiB ring), AB_TRACE_DIR (where the GPT-2 traces go; default the work folder),
+# defaults and a 16 MiB ring; "count=|" every call recorded, then the defaults, which count the
+# runtime's two per-launch queries), AB_TRACE_DIR (where the GPT-2 traces go; default the work folder),
 # AB_GPT2_ARGS (more arguments for ab_gpt2.py, e.g. "--gc collect"), AB_CTX_REPS (3: rounds of the
 # cuCtxGetCurrent phase).
 # Writes $OUT/ab.txt (everything printed) and $OUT/ab-*.json (the GPT-2 summaries).
