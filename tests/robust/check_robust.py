@@ -734,10 +734,37 @@ def test_longjmp(ctx):
           f"{no_exit} without an exit")
 
 
+def test_writer_malloc(ctx):
+    """The writer thread calls no malloc, calloc or realloc (a preloaded probe counts them by
+    thread name): with every other thread stopped under ptrace, as during a detach, one of them
+    may hold the arena lock the writer would need. A writer round every millisecond, the tables
+    and notes of the start included; the calls all recorded."""
+    pr = ctx.problems
+    probe = ctx.exe("libwriter_malloc_probe.so")
+    need_file(probe, "the malloc probe (tests/robust/writer_malloc_probe.c)")
+    out = fresh(ctx.path("probe.txt"))
+    trace = fresh(ctx.path("writer-malloc.bin"))
+    iters = 40000
+    args = ["--iters", str(iters), "--throttle", "40"]
+    plain = untraced(ctx, "rt_loop", args)
+    p = run_target(ctx, "rt_loop", args, True, output=trace,
+                   env={"LD_PRELOAD": probe, "WRITER_MALLOC_PROBE_OUT": out, "CUHOOK_FLUSH_MS": "1"})
+    same_behaviour(ctx, "rt_loop with the probe", plain, p)
+    need_file(out, "the probe's count (written at exit)")
+    with open(out) as f:
+        got = f.read().split()
+    writer, total = int(got[1]), int(got[3])
+    print(f"malloc/calloc/realloc calls: {writer} from the writer thread, {total} in all")
+    pr.check(total > 0, "the probe saw no call at all: not preloaded?")
+    pr.check(writer == 0, f"the writer thread made {writer} malloc/calloc/realloc calls")
+    rep = report_json(ctx, trace)
+    pr.check(rep.get("calls") == iters, f"{rep.get('calls')} calls recorded, the program made {iters}")
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
-         "longjmp": test_longjmp}
+         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc}
 
 
 def main():
