@@ -209,7 +209,9 @@ static void put_notes(void)
 	}
 	if (lost) {
 		char text[80];
-		struct cuhook_note_block nb = {1, (uint32_t)snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost, NOTES_CAP)};
+		int tl = snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost,
+		                  NOTES_CAP);
+		struct cuhook_note_block nb = {1, (uint32_t)tl};
 		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
 	}
 }
@@ -494,7 +496,7 @@ int writer_close_within(int timeout_ms)
 		}
 		syscall(SYS_futex, &W.done, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
 	}
-	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	/* cuhook_writer_alive is 0 already: the writer cleared it as it left */
 	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
 	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
 	 * discard one that our writes raised. */

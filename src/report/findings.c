@@ -105,6 +105,7 @@ out:
 #define COUNT_MIN_CALLS 10000
 #define COUNT_MAX_MED_NS 1000.0
 #define COUNT_MAX_FUNCS 3
+#define COUNT_KEPT_MAX 200 /* room for the names of the functions a trace counted already */
 
 static int more_calls(const struct rp_view *v, const struct rp_fstat *a, const struct rp_fstat *b)
 {
@@ -146,8 +147,8 @@ static void count_hint(const struct rp_view *v, const struct rp_fstat *fs, uint3
 	const struct tr_trace *t = v->t;
 	for (uint32_t i = 0; i < t->nfuncs; i++)
 		if (t->funcs[i].counted)
-			gp = rp_put(globs, 200, gp, "%s%s", gp ? "," : "", tr_func_name(t, i));
-	bool kept = gp + 1 < 200;
+			gp = rp_put(globs, COUNT_KEPT_MAX, gp, "%s%s", gp ? "," : "", tr_func_name(t, i));
+	bool kept = gp + 1 < COUNT_KEPT_MAX;
 	if (!kept)
 		gp = 0;
 	for (unsigned i = 0; i < n; i++) {
