@@ -1,6 +1,7 @@
 /* cuhook report [options] trace.bin...: where the time went. This file only turns the command
  * line into struct rp_opts; the report itself is src/report (docs/report.md). */
 #include "commands.h"
+#include "glob_filter.h"
 #include "report.h"
 
 #include <getopt.h>
@@ -100,6 +101,17 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+/* A list of globs (--functions, --thread): refused when a pattern would silently match nothing
+ * or not what was meant (a '[' without its ']'...). */
+static int check_globs(const char *opt, const char *list)
+{
+	char why[2048];
+	if (glob_filter_check(list, why, sizeof(why)) == 0)
+		return 0;
+	fprintf(stderr, "cuhook report: %s: %s\n", opt, why);
+	return -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN };
@@ -156,9 +168,13 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case O_FUNCS:
+			if (check_globs("--functions", optarg))
+				return RP_EXIT_USAGE;
 			o.functions = optarg;
 			break;
 		case O_THREAD:
+			if (check_globs("--thread", optarg))
+				return RP_EXIT_USAGE;
 			o.threads = optarg;
 			break;
 		case O_RANGE:

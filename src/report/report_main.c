@@ -13,11 +13,12 @@ static void warn_damage(const struct tr_trace *t)
 {
 	/* A missing END block alone is the normal result of a killed program: worth one line. */
 	if (t->truncated)
-		fprintf(stderr, "cuhook report: warning: %s: truncated: %s\n", t->path, t->truncated_reason);
+		fprintf(stderr, "cuhook report: warning: %s: truncated: %s\n", rp_safe(t->path),
+		        rp_safe(t->truncated_reason));
 	if (t->errors)
-		fprintf(stderr, "cuhook report: warning: %s: %llu error%s while reading (first: %s)\n", t->path,
+		fprintf(stderr, "cuhook report: warning: %s: %llu error%s while reading (first: %s)\n", rp_safe(t->path),
 		        (unsigned long long)t->errors, t->errors == 1 ? "" : "s",
-		        t->nerror_msgs ? t->error_msgs[0] : "?");
+		        t->nerror_msgs ? rp_safe(t->error_msgs[0]) : "?");
 }
 
 /* Progress on a terminal for traces big enough to take a moment (the reader calls this every

@@ -384,6 +384,41 @@ def test_filters():
     check("\033[" not in out, "NO_COLOR")
 
 
+def test_bad_values():
+    """Values that used to be taken silently: a time that is not a number (nan, inf), a glob that
+    matches nothing because it is malformed. Each is refused with exit 2 and names its option."""
+    path = gen("basic")
+    for opt, value in [("--time-range", "nan:"), ("--time-range", ":nan"), ("--time-range", "inf:"),
+                       ("--time-range", "1ms:infms"), ("--time-range", "1e400:"), ("--time-range", "-nan:"),
+                       ("--functions", "cu["), ("--functions", "cuInit,cuMem[A-"), ("--functions", "cu\\"),
+                       ("--functions", "[[:bogus:]]*"), ("--thread", "work[er"), ("--threads", "1000,[")]:
+        _, err = run(["report", opt, value, path], rc=2)
+        check(opt.rstrip("s") in err or opt in err, f"{opt} {value}: the message names the option: {err}")
+    # well-formed brackets and classes are globs like any other
+    j, _ = report_json(path, "--functions", "cuMem[A]*,cu[[:upper:]]nit")
+    eq(sorted(f["name"] for f in j["functions"]), ["cuInit", "cuMemAlloc_v2"], "bracket globs")
+
+
+def test_hostile_names():
+    """A trace whose program, executable, library, thread, function names and note carry terminal
+    escape sequences (ESC, a C1 CSI as UTF-8, bytes that are not UTF-8): the text report, on stdout
+    and stderr, holds no byte a terminal acts on; every such character is shown escaped."""
+    path = gen("hostile", "hostile")
+    e = dict(os.environ, TZ="UTC")
+    for args in (["--no-color"], ["--color"], ["--no-color", "--all", "--top", "20"]):
+        p = subprocess.run([A.cuhook, "report", *args, path], capture_output=True, timeout=60)
+        eq(p.returncode, 0, f"report {args}: status ({p.stderr!r})")
+        for name, raw in (("stdout", p.stdout), ("stderr", p.stderr)):
+            text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+            if "--color" in args:
+                text = re.sub("\033\\[[0-9;]*m", "", text)  # the report's own colours
+            bad = sorted({c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
+            check(not bad, f"report {args}: {name} holds control characters {bad!r}:\n{text}")
+        out = p.stdout.decode()
+        for shown in ("libcuda.so.1\\u009b1m", "6601 w\\xff", "cuEvil", "cuRefused"):
+            check(shown in out, f"report {args}: {shown!r} shown: {out}")
+
+
 def parse_protobuf(buf):
     """Fields of a protobuf message: list of (field number, wire type, value)."""
     i, out = 0, []
