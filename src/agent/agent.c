@@ -45,6 +45,9 @@ static int active;
 static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
 static char last_error[PATH_MAX + 512];
+/* The writer's failure this session (agent_trace_failed): its errno, and what it said. */
+static int trace_failed;
+static char trace_failure[256];
 
 void agent_log(int level, const char *fmt, ...)
 {
@@ -57,7 +60,7 @@ void agent_log(int level, const char *fmt, ...)
 	 * 2: a warning NOTE, and stderr always. */
 	if (level >= 1 && active)
 		writer_note(level - 1, msg);
-	if (cfg.verbose >= 1 || level >= 2) {
+	if (!cfg.quiet && (cfg.verbose >= 1 || level >= 2)) {
 		char line[560];
 		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
 		if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
@@ -68,6 +71,20 @@ void agent_log(int level, const char *fmt, ...)
 static void set_error(const char *msg)
 {
 	snprintf(last_error, sizeof(last_error), "%s", msg);
+}
+
+void agent_trace_failed(int err)
+{
+	int n = snprintf(trace_failure, sizeof(trace_failure),
+	                 "writing the trace failed (%s); tracing stopped, the program goes on", strerror(err));
+	__atomic_store_n(&trace_failed, err, __ATOMIC_RELEASE);
+	if (cfg.quiet || n <= 0)
+		return;
+	char line[sizeof(trace_failure) + 16];
+	n = snprintf(line, sizeof(line), "cuhook: %s\n", trace_failure);
+	if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
+		/* nothing more we can do */
+	}
 }
 
 /* The XSAVE area the shim needs: every state component the OS enabled except AMX tiles
@@ -347,6 +364,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	}
 	cfg = *c;
 	count_overflow = 0;
+	__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
 	if (!once) {
 		detect_xsave();
 		pthread_atfork(NULL, NULL, on_fork_child);
@@ -501,6 +519,11 @@ int cuhook_agent_stop(unsigned flags)
 		return -ENOENT;
 	}
 	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
+	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
+	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
+		set_error(trace_failure);
+		return CUHOOK_STOP_TRACE_FAILED;
+	}
 	return 0;
 }
 

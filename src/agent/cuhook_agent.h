@@ -44,8 +44,12 @@ CUHOOK_API int cuhook_agent_prepare(const char *options);
 
 /* Stop tracing: restore every patched function's original bytes, flush all buffers, write the
  * END block and close the file. Stubs stay mapped (threads may still be inside them); threads
- * still inside traced calls return through them correctly. The agent can be started again. */
+ * still inside traced calls return through them correctly. The agent can be started again.
+ * Returns 0; CUHOOK_STOP_TRACE_FAILED when it stopped, but the trace could not be written in
+ * full during the session (a full disk: tracing had stopped then), cuhook_agent_last_error()
+ * saying why; or a negative errno (not tracing: -ENOENT). */
 CUHOOK_API int cuhook_agent_stop(unsigned flags);
+#define CUHOOK_STOP_TRACE_FAILED 1
 
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so

@@ -80,13 +80,7 @@ static void fail(int err)
 		return;
 	W.failed = err;
 	cuhook_recording = 0;
-	char msg[256];
-	int n = snprintf(msg, sizeof(msg),
-	                 "cuhook: writing the trace failed (%s); tracing stopped, the program goes on\n",
-	                 strerror(err));
-	if (write(2, msg, (size_t)n) < 0) {
-		/* nothing more we can do */
-	}
+	agent_trace_failed(err);
 }
 
 /* Write header + payload as one block with one system call. */
