@@ -16,10 +16,12 @@
  * A process that execs after its earlier image wrote a trace: that file is renamed
  * FILE.PID-1.EXT (-2...) so the new image's FILE.PID does not overwrite it; an earlier image
  * that recorded no call (a fork child that execs at once) leaves nothing behind. */
+#include "agent_options.h"
 #include "inject.h"
 #include "internal.h"
 
 #include "trace_format.h"
+#include "text_safe.h"
 #include "trace_path.h"
 
 #include <errno.h>
@@ -87,17 +89,6 @@ static struct pending *pending_add(pid_t pid)
 	return p;
 }
 
-/* The output= value of the agent options. */
-static void options_output(const char *opts, char *buf, size_t len)
-{
-	buf[0] = 0;
-	const char *o = opts ? strstr(opts, "output=") : NULL;
-	while (o && o != opts && o[-1] != ';')
-		o = strstr(o + 1, "output=");
-	if (o)
-		snprintf(buf, len, "%.*s", (int)strcspn(o + 7, ";"), o + 7);
-}
-
 /* A trace file of process pid: 1 if it holds recorded calls (an EVENTS block), 0 if not, -1 if
  * it is not such a file. */
 static int trace_has_events(const char *path, pid_t pid)
@@ -131,7 +122,7 @@ out:
 static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *o)
 {
 	char out[PATH_MAX], f[PATH_MAX + 32];
-	options_output(o->agent_options, out, sizeof(out));
+	aopt_get(o->agent_options, AOPT_OUTPUT, out, sizeof(out));
 	if (!out[0])
 		return;
 	cuhook_trace_path(out, (int)pid, true, f, sizeof(f));
@@ -165,9 +156,11 @@ static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *
 	}
 }
 
+/* why: an inj_error text (made safe already) or ours */
 static void warn_untraced(pid_t pid, const char *exe, const char *why)
 {
-	fprintf(stderr, "cuhook: process %d (%s) is not traced: %s\n", pid, exe, why);
+	char shown[PATH_MAX * TEXT_SAFE_GROWTH / 4];
+	fprintf(stderr, "cuhook: process %d (%s) is not traced: %s\n", pid, text_safe(shown, sizeof(shown), exe), why);
 }
 
 /* PTRACE_EVENT_EXEC of pid (the thread that exec'd now has the process's id). */
@@ -234,7 +227,7 @@ static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
 		 * instruction), traced for what they fork and exec, without the agent. Those that
 		 * could not be stopped were detached: the process then runs on untraced. */
 		warn_untraced(pid, pe.exe, inj_error_text());
-		if (tg.memfd < 0)
+		if (!mem_ready(&tg))
 			pt_cont(pid, 0);
 		threads_resume_all(&tg, INJ_FOLLOW_OPTIONS);
 		target_free(&tg);

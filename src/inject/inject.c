@@ -171,6 +171,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 			inj_error("a seccomp filter of process %d refuses %s, which loading the agent needs "
 			          "(dlopen: %s). Backed out; the process goes on.",
 			          tg->pid, syscall_name(rc.seccomp_nr, sc, sizeof(sc)), msg);
+		else if (target_seccomp_mode(tg->pid) == 2)
+			/* A filter that answers with an errno (SECCOMP_RET_ERRNO) sends no signal to see: dlopen
+			 * just fails with that error, which alone reads like a file permission problem. */
+			inj_error("process %d could not load the agent %s: %s. The process runs under a seccomp "
+			          "filter (Seccomp: 2 in /proc/%d/status), which probably refused a system call "
+			          "dlopen needs (openat, mmap, mprotect...) with that error; cuhook cannot load its "
+			          "agent into it. Backed out; the process goes on.",
+			          tg->pid, o->agent_path, msg, tg->pid);
 		else
 			inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, msg);
 		return -1;
@@ -478,10 +486,16 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
 		inj_error("the agent in process %d could not stop: %s (%s)", tg->pid, msg, strerror(-r));
 		/* still move threads out of relocated code if it did unpatch some */
+	} else if (r == CUHOOK_STOP_TRACE_FAILED) {
+		/* Stopped cleanly, but the trace is incomplete: ours to say (the process's stderr is not
+		 * the operator's, and the agent said nothing there). */
+		char msg[1024];
+		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+		inj_error("the agent in process %d stopped, but its trace is incomplete: %s", tg->pid, msg);
 	}
 	t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) == 0 && r >= 0)
-		ret = 0;
+		ret = r == CUHOOK_STOP_TRACE_FAILED ? 1 : 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
 	unboost(&boost);
@@ -632,7 +646,7 @@ int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint
 		          what);
 		return -1;
 	}
-	if (!*entry || (tg->memfd < 0 && mem_open(tg) < 0)) {
+	if (!*entry || (!mem_ready(tg) && mem_open(tg) < 0)) {
 		inj_error("cannot find the entry point of %s", what);
 		return -1;
 	}

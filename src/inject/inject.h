@@ -46,7 +46,8 @@ struct cuhook_inject_times {
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t);
 
 /* Stop every thread again, cuhook_agent_stop(0), move threads back out of relocated code, let
- * the process go. */
+ * the process go. 0; 1 when that went well but the agent could not write its whole trace (a full
+ * disk: cuhook_inject_error() says why); -1 with a message. */
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t);
 
 /* Start argv[0] (searched in PATH) as a child, stop it at its entry point (dynamic loader and
@@ -96,6 +97,9 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 /* Fill o from c: the agent path (--agent or next to the executable), the timeouts. 0 or -1. */
 int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inject_opts *o,
                             char *agent_buf, size_t agent_len);
+/* A number of seconds given with option `name`: finite, from min to max. 0, or -1 with a message
+ * that names the option. */
+int cuhook_parse_seconds(const char *name, const char *v, double min, double max, double *out);
 /* One line of timings on stderr. */
 void cuhook_inject_print_times(const char *what, const struct cuhook_inject_times *t);
 #define CUHOOK_INJECT_CLI_HELP \

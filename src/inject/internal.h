@@ -4,6 +4,7 @@
  *   symbols.c      /proc/PID/maps and the dynamic symbols of the ELF files mapped there
  *   remote_call.c  call a function inside the target on one stopped thread
  *   checks.c       refuse early, with a clear message, what cannot work (no PID, debugger, ...)
+ *   seize_refusal.c  why the kernel refused to let us trace it, and what to change
  *   inject.c       the sequences: load + start the agent, stop it, fix up instruction pointers
  * Errors: a failing function stores one message with inj_error() and returns a negative value;
  * the caller that prints is the CLI (cuhook_inject_error()). */
@@ -45,6 +46,7 @@ struct ithread {
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
+	bool mem_ptrace;              /* no memfd: memory through PTRACE_PEEKDATA/POKEDATA (mem_open) */
 	struct ithread *th;
 	int nth, cap;
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
@@ -74,7 +76,11 @@ int pt_cont(pid_t tid, int sig);
 int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms);
 void ithread_add_pending(struct ithread *t, int sig);
 
+/* /proc/PID/mem, or when we may not open it (another user's process, cuhook with CAP_SYS_PTRACE
+ * but not CAP_DAC_OVERRIDE) ptrace on a stopped thread of tg. 0, or -1 with a message. */
 int mem_open(struct itarget *tg);
+/* mem_open() was done and succeeded. */
+bool mem_ready(const struct itarget *tg);
 int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len);
 int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len);
 /* A NUL-terminated string of the target, cut to len-1 bytes. */
@@ -206,9 +212,20 @@ void follow_begin(void);
 
 /* Everything that can be refused before touching the target. 0, or -1 with a message. */
 int check_target(pid_t pid);
-/* The PTRACE_SEIZE of pid failed with err: the message that says what to change. */
-void explain_seize_error(pid_t pid, int err);
 /* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */
 int target_seccomp_mode(pid_t pid);
+/* The value of "Key:" in /proc/PID/status (or /proc/DIR/status, DIR as "PID/task/TID") into buf,
+ * or NULL. */
+char *proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+char *proc_status_field_at(const char *dir, const char *key, char *buf, size_t len);
+/* /proc/PID/comm, or "?". */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
+/* ---- refused ptrace (seize_refusal.c) ---------------------------------------------------------- */
+
+/* -1 with a message naming it when a thread of pid has a tracer other than us. */
+int check_no_other_tracer(pid_t pid);
+/* The PTRACE_SEIZE of pid failed with err: the message that says why, and what to change. */
+void explain_seize_error(pid_t pid, int err);
 
 #endif

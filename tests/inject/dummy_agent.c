@@ -8,8 +8,9 @@
  *
  * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
  * which is the CUHOOK_START_THREADS_STOPPED promise; for prepare, 0 is expected (the other
- * threads run meanwhile). The option prepare_ms=N makes prepare take N ms, like planning a large
- * libcuda. Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
+ * threads run meanwhile). Its own knobs come from the target's environment, not from the
+ * options (cuhook accepts only the real agent's keys there): INJ_DUMMY_PREPARE_MS=N makes prepare
+ * take N ms, like planning a large libcuda; INJ_DUMMY_TICKER=0 starts no ticking thread. Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
  * inj_park_from to inj_park_to while started, and inj_back_from to inj_back_to when stopped, so
  * the injector's moving of parked threads can be tested without the real agent. */
 #include "cuhook_agent.h"
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,12 @@ static atomic_int active;
 static atomic_int ticker_stop;
 static pthread_t ticker;
 static atomic_int ticker_tid;
+
+static bool no_ticker(void)
+{
+	const char *v = getenv("INJ_DUMMY_TICKER");
+	return v && !strcmp(v, "0");
+}
 
 static void out_line(const char *line)
 {
@@ -101,13 +109,13 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	         flags, others_stopped(), options);
 	out_line(line);
 	atomic_store(&ticker_stop, 0);
-	if (!strstr(options, "ticker=0")) {
+	if (!no_ticker()) {
 		pthread_create(&ticker, NULL, tick, NULL);
 		/* The agent names its threads cuhook*, from here, before start returns: the injector
 		 * leaves them running (stop joins this one). */
 		pthread_setname_np(ticker, "cuhook-ticker");
 	}
-	atomic_store(&active, strstr(options, "ticker=0") ? 2 : 1);
+	atomic_store(&active, no_ticker() ? 2 : 1);
 	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
 	return 0;
 }
@@ -129,9 +137,9 @@ CUHOOK_API int cuhook_agent_prepare(const char *options)
 	snprintf(line, sizeof(line), "prepare pid=%d others_stopped=%d options=%s\n", (int)getpid(),
 	         others_stopped(), options);
 	out_line(line);
-	const char *ms = strstr(options, "prepare_ms=");
+	const char *ms = getenv("INJ_DUMMY_PREPARE_MS");
 	if (ms)
-		usleep((useconds_t)atoi(ms + 11) * 1000);
+		usleep((useconds_t)atoi(ms) * 1000);
 	return 0;
 }
 #endif

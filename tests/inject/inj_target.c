@@ -14,8 +14,12 @@
  *                         the dummy agent's fixup_ip maps it, at start / at stop, to code that
  *                         returns 42: prints "moved 42" once the thread was moved
  *   seccomp THREADS       loop, under a seccomp filter that traps openat (SIGSYS)
+ *   seccomp-errno THREADS loop, under a seccomp filter that fails openat with EACCES
+ *                         (SECCOMP_RET_ERRNO: no signal, the call just fails)
+ *   nodump THREADS        loop, not dumpable (prctl(PR_SET_DUMPABLE, 0))
  *   lockheld LIB THREADS  loop, plus a thread stuck inside dlopen(LIB) (the loader lock held)
- *   traced                a child process ptraces us (as a debugger would); then sleeps
+ *   traced [NAME]         a child process ptraces us (as a debugger would), named NAME if given
+ *                         (PR_SET_NAME); then sleeps
  *   ignsegv               SIGSEGV ignored; then sleeps
  *   realpark LIB          a thread blocked in LIB's cuInjRead (a read whose syscall is within
  *                         the function's first bytes) on a pipe; a line on stdin feeds it a
@@ -175,12 +179,13 @@ static void *stuck_dlopen(void *lib)
 	return NULL;
 }
 
-static int install_seccomp(void)
+/* openat gets `verdict` (SECCOMP_RET_TRAP, or SECCOMP_RET_ERRNO | errno), the rest is allowed. */
+static int install_seccomp(unsigned verdict)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		BPF_STMT(BPF_RET | BPF_K, verdict),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
@@ -300,8 +305,13 @@ int main(int argc, char **argv)
 		return park(inj_park_from);
 	if (!strcmp(m, "parkback"))
 		return park(inj_back_from);
-	if (!strcmp(m, "seccomp")) {
-		if (install_seccomp() < 0)
+	if (!strcmp(m, "seccomp") || !strcmp(m, "seccomp-errno")) {
+		if (install_seccomp(!strcmp(m, "seccomp") ? SECCOMP_RET_TRAP : SECCOMP_RET_ERRNO | EACCES) < 0)
+			return 1;
+		return loop_until_stdin(n > 0 ? n : 2);
+	}
+	if (!strcmp(m, "nodump")) {
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 			return 1;
 		return loop_until_stdin(n > 0 ? n : 2);
 	}
@@ -321,6 +331,8 @@ int main(int argc, char **argv)
 			return 1;
 		if (fork() == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (argc > 2)
+				prctl(PR_SET_NAME, argv[2]);
 			if (ptrace(PTRACE_SEIZE, parent, 0, 0) != 0)
 				perror("PTRACE_SEIZE");
 			if (write(p[1], "x", 1) != 1)

@@ -10,6 +10,7 @@ import argparse
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,12 +34,23 @@ def check(cond, what, detail=""):
         raise Fail(what + (": " + detail if detail else ""))
 
 
+def as_user(uid):
+    """For preexec_fn: the child runs as uid (gid the same, no groups)."""
+    def become():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    return become
+
+
 class Target:
     """inj_target MODE ARGS, with stdin/stdout pipes; waits for its "ready" line."""
 
-    def __init__(self, *args, exe=None, stdin=subprocess.PIPE):
+    def __init__(self, *args, exe=None, stdin=subprocess.PIPE, env=None, user=None):
         self.p = subprocess.Popen([exe or A.target] + [str(a) for a in args], stdin=stdin,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **env) if env else None,
+                                  preexec_fn=as_user(user) if user is not None else None)
         line = self.p.stdout.readline()
         check(line.startswith("ready"), "target did not get ready", repr(line))
         self.pid = self.p.pid
@@ -112,23 +124,27 @@ def case_run_exit_code():
     check("rc=143" in r.stdout, "a shell should see 143", r.stdout + r.stderr)
 
 
+NO_TICKER = dict(os.environ, INJ_DUMMY_TICKER="0")  # the dummy agent's own knob (its environment)
+
+
 def case_run_agent_started():
     out = os.path.join(TMP, "run.txt")
-    r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "ticker=0",
-               "--count", "cuCtxGetDevice*", "--", A.target, "echo", input="hello\nworld\n")
+    r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "flush_ms=20",
+               "--count", "cuCtxGetDevice*", "--", A.target, "echo", input="hello\nworld\n", env=NO_TICKER)
     check(r.returncode == 0, "run failed", r.stderr)
     check(r.stdout == "hello\nworld\n", "stdin/stdout must pass through untouched", repr(r.stdout))
     lines = trace_lines(out)
     check(len(lines) == 1 and lines[0].startswith("start"), "one start line expected", repr(lines))
     check("flags=1 " in lines[0], "started with CUHOOK_START_THREADS_STOPPED", lines[0])
     check("others_stopped=1" in lines[0], "all other threads stopped during start", lines[0])
-    check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;ticker=0" % out in lines[0],
+    check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;flush_ms=20" % out in lines[0],
           "options passed", lines[0])
     # --record-all: an empty count list (the agent's default list is then not used); no --count:
     # no count key, the agent's default applies
-    for k, (extra, want) in enumerate(((["--record-all"], ";count=;ticker=0"), ([], ";ticker=0"))):
+    for k, (extra, want) in enumerate(((["--record-all"], ";count=;flush_ms=20"), ([], ";flush_ms=20"))):
         out = os.path.join(TMP, "run%d.txt" % k)
-        r = cuhook("run", "--agent", A.agent, "-o", out, "--opt", "ticker=0", *extra, "--", A.target, "exit", 0)
+        r = cuhook("run", "--agent", A.agent, "-o", out, "--opt", "flush_ms=20", *extra, "--", A.target, "exit", 0,
+                   env=NO_TICKER)
         check(r.returncode == 0, "run %s failed" % extra, r.stderr)
         lines = trace_lines(out)
         check(len(lines) == 1 and lines[0].endswith("options=output=%s%s" % (out, want)),
@@ -139,8 +155,8 @@ def case_run_relative_output():
     # the output path is made absolute against cuhook's directory, not the program's
     sub = os.path.join(TMP, "rel")
     os.makedirs(sub, exist_ok=True)
-    r = cuhook("run", "--agent", A.agent, "-o", "rel.txt", "--opt", "ticker=0", "--", "sh", "-c",
-               "cd / && exec \"$0\" exit 0", A.target, cwd=sub)
+    r = cuhook("run", "--agent", A.agent, "-o", "rel.txt", "--", "sh", "-c",
+               "cd / && exec \"$0\" exit 0", A.target, cwd=sub, env=NO_TICKER)
     check(r.returncode == 0, "run failed", r.stderr)
     check(os.path.exists(os.path.join(sub, "rel.txt")), "trace file in cuhook's working directory")
 
@@ -200,15 +216,20 @@ def case_run_static():
 
 def case_run_bad_pattern():
     # a function pattern the agent cannot use is refused before the program runs (it used to
-    # be skipped, which made the filter match every function)
+    # be skipped, which made the filter match every function): by cuhook itself, with the
+    # agent's own check (src/common/agent_options.c), exit status 2 (usage)
     need_real("fakecuda")
     out = os.path.join(TMP, "bad.bin")
-    for opt in ("--funcs", "--count"):
-        r = cuhook("run", opt, "cu*," + "a" * 300, "--agent", A.real_agent, "-o", out, "--",
+    for opt, value, why in (("--funcs", "cu*," + "a" * 300, "longer than 255 characters"),
+                            ("--count", "cu*," + "a" * 300, "longer than 255 characters"),
+                            ("--funcs", "cu[", r"pattern 'cu\[' has a '\[' without its '\]'"),
+                            ("--count", "cuInit,cuMem[A-", r"pattern 'cuMem\[A-' has a '\[' without")):
+        r = cuhook("run", opt, value, "--agent", A.real_agent, "-o", out, "--",
                    A.follow_target, "calls", A.fakecuda, "cuFakeConstA", 5)
-        check(r.returncode == 125, opt + ": 125 when the agent refuses its options", "%d %s" % (r.returncode, r.stderr))
-        expect_fail(r, "longer than 255 characters")
+        check(r.returncode == 2, opt + ": 2 when the options are refused", "%d %s" % (r.returncode, r.stderr))
+        expect_fail(r, opt + ": .*" + why)
         check("role calls" not in r.stdout, opt + ": the program did not run", r.stdout)
+        check(not os.path.exists(out), opt + ": no trace file")
 
 
 # ---- run --follow --------------------------------------------------------------------------------
@@ -419,14 +440,15 @@ def case_attach_prepare():
     # dlopen and prepare run while the other threads run; the stopped time printed by -v is the
     # final stop's alone (the dummy's prepare takes 300 ms: it must not be in it)
     base = baseline(4)
-    t = Target("loop", 4)
+    t = Target("loop", 4, env={"INJ_DUMMY_PREPARE_MS": "300"})
     try:
-        r = attach(t.pid, "--duration", 0.2, "-v", "--opt", "prepare_ms=300")
+        r = attach(t.pid, "--duration", 0.2, "-v")
         check(r.returncode == 0, "attach failed", r.stderr)
         lines = trace_lines(prepare=True)
         check([l.split()[0] for l in lines] == ["prepare", "start", "stop"], "prepare, start, stop", repr(lines))
         check("others_stopped=0" in lines[0], "the other threads ran during prepare", lines[0])
-        check("prepare_ms=300" in lines[0], "prepare got the options", lines[0])
+        check(lines[0].endswith("options=output=%s;stderr=0" % os.path.join(TMP, "trace.txt")),
+              "prepare got the options (attach: nothing on the process's stderr)", lines[0])
         check("flags=1 others_stopped=1" in lines[1], "every other thread stopped during start", lines[1])
         n, ms, _ = stopped_ms(r.stderr)
         check(n == 5, "5 threads stopped at the end", r.stderr)
@@ -434,7 +456,7 @@ def case_attach_prepare():
         check(m is not None and float(m.group(2)) >= 300, "prepare's 300 ms told apart", r.stderr)
         check(ms < 150, "stopped time counts the final stop only: %.2f ms" % ms, r.stderr)
         # a second attach reuses the agent: no prepare, one stop, "agent reused" in it
-        r = attach(t.pid, "--duration", 0.05, "-v", "--opt", "prepare_ms=300")
+        r = attach(t.pid, "--duration", 0.05, "-v")
         check(r.returncode == 0, "second attach failed", r.stderr)
         _, ms, inner = stopped_ms(r.stderr)
         check("agent reused" in inner and "while they ran" not in r.stderr, "reused, in the stop", r.stderr)
@@ -646,18 +668,23 @@ def case_err_static():
         t.kill()
 
 
-def case_err_seccomp():
+def seccomp_refused(mode, pattern):
+    """An attach to a target in seccomp mode `mode` fails with `pattern`, the target unharmed."""
     base = baseline(2)
-    t = Target("seccomp", 2)
+    t = Target(mode, 2)
     try:
         r = attach(t.pid, "--duration", 0.1)
-        expect_fail(r, "seccomp filter .* refuses openat")
+        expect_fail(r, pattern)
         time.sleep(0.2)
         check(t.p.poll() is None, "target still running")
         _, mism, ck = parse_loop(t.finish())
         check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
     finally:
         t.kill()
+
+
+def case_err_seccomp():
+    seccomp_refused("seccomp", "seccomp filter .* refuses openat")
 
 
 def case_err_loader_lock():
@@ -691,6 +718,220 @@ def case_err_stopped():
         time.sleep(0.1)
         expect_fail(attach(t.pid, "--duration", 0.1), "is stopped")
         os.kill(t.pid, signal.SIGCONT)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def no_raw_escape(r, what):
+    """cuhook's stderr holds no control character but newlines: what came from the target is shown
+    escaped (a terminal would act on ESC ] 0 ; ... BEL: set its title, and worse)."""
+    bad = sorted({c for c in r.stderr if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
+    check(not bad, what + ": control characters %r reach the terminal" % bad, repr(r.stderr))
+
+
+ESC_NAME = "\x1b]0;pwned\x07"  # sets a terminal's title; 10 bytes, fits a thread name
+
+
+def case_err_escape_names():
+    # names the target chooses, in cuhook's error lines: its tracer's name, its program's path
+    t = Target("traced", ESC_NAME)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, r"already traced by process \d+ \(\\x1b\]0;pwned\\x07\)")
+        no_raw_escape(r, "tracer name")
+    finally:
+        t.kill()
+    exe = os.path.join(TMP, "st" + ESC_NAME)
+    shutil.copy(A.static_target, exe)
+    t = Target("loop", 1, exe=exe)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, r"statically linked program \(.*/st\\x1b\]0;pwned\\x07\)")
+        no_raw_escape(r, "program path")
+    finally:
+        t.kill()
+
+
+def case_err_seccomp_errno():
+    # a filter answering openat with EACCES (SECCOMP_RET_ERRNO): no SIGSYS to see, dlopen just
+    # fails with "Permission denied"; the message must name the seccomp filter all the same
+    seccomp_refused("seccomp-errno", r"could not load the agent .*Permission denied.*runs under a seccomp "
+                                     r"filter.*probably refused a system call dlopen needs")
+
+
+def unprivileged_copy():
+    """cuhook, the dummy agent and the target copied where any user can run them (the build tree
+    may not be readable by others): {name: path}."""
+    d = os.path.join(TMP, "bin")
+    os.makedirs(d)
+    os.chmod(d, 0o755)
+    paths = {}
+    for name, src in (("cuhook", A.cuhook), ("agent", A.agent), ("target", A.target)):
+        paths[name] = os.path.join(d, os.path.basename(src))
+        shutil.copy(src, paths[name])
+        os.chmod(paths[name], 0o755)
+    for lib in os.listdir(os.path.dirname(A.target)):  # the target's libinj_work.so ($ORIGIN)
+        if lib == "libinj_work.so":
+            shutil.copy(os.path.join(os.path.dirname(A.target), lib), d)
+    return paths
+
+
+def case_err_setcap():
+    # The advice "setcap cap_sys_ptrace+ep": a copy of cuhook with that file capability, run by
+    # one unprivileged user against another's process. /proc/PID/mem is 0600 and the other user's:
+    # opening it needs CAP_DAC_OVERRIDE as well, so cuhook goes through ptrace for memory.
+    if os.geteuid() != 0:
+        raise Skip("needs root to give a file capability and to change users")
+    if not shutil.which("setcap"):
+        raise Skip("no setcap (apt-get install libcap2-bin)")
+    b = unprivileged_copy()
+    sc = subprocess.run(["setcap", "cap_sys_ptrace+ep", b["cuhook"]], capture_output=True, text=True)
+    if sc.returncode != 0:
+        raise Skip("setcap refused here: " + sc.stderr.strip())
+    out = os.path.join(TMP, "cap.txt")
+    base = baseline(3)
+    t = Target("loop", 3, exe=b["target"], user=65533, env={"INJ_DUMMY_TICKER": "0"})
+    try:
+        r = subprocess.run([b["cuhook"], "attach", "-v", "--agent", b["agent"], "-o", out, "--duration", "0.2",
+                            str(t.pid)], capture_output=True, text=True, timeout=60, preexec_fn=as_user(65534))
+        check(r.returncode == 0, "attach with CAP_SYS_PTRACE as another user", r.stderr)
+        check("PTRACE_PEEKDATA/POKEDATA instead" in r.stderr, "memory through ptrace", r.stderr)
+        check([l.split()[0] for l in trace_lines(out)] == ["start", "stop"], "the agent started and stopped",
+              repr(trace_lines(out)))
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_err_nodump():
+    # same uid, still refused: the process is not dumpable; the message says so instead of
+    # "owned by uid U, you are uid U"
+    if os.geteuid() != 0:
+        raise Skip("needs root to run as another user")
+    b = unprivileged_copy()
+    t = Target("nodump", 1, exe=b["target"], user=65534)
+    try:
+        r = subprocess.run([b["cuhook"], "attach", "--agent", b["agent"], "-o", os.path.join(TMP, "n.txt"),
+                            "--duration", "0.1", str(t.pid)], capture_output=True, text=True, timeout=60,
+                           preexec_fn=as_user(65534))
+        expect_fail(r, r"permission denied attaching to process \d+ \(uid 65534 like cuhook, cuhook lacks "
+                       r"CAP_SYS_PTRACE\): it is not dumpable")
+        check("you are uid" not in r.stderr, "not told its uid differs", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_init_refused():
+    # pid 1 of a fresh pid namespace, root attaching without CAP_SYS_PTRACE (a container without
+    # it): refused because the init holds capabilities cuhook lacks, not "uid 0, you are uid 0"
+    if os.geteuid() != 0:
+        raise Skip("needs root for a pid namespace")
+    if not (shutil.which("unshare") and shutil.which("setpriv")):
+        raise Skip("no unshare or setpriv (util-linux)")
+    # unshare forks the target as pid 1 of the new namespace: it says "ready 1"
+    try:
+        t = Target("--pid", "--fork", "--mount-proc", A.target, "loop", 1, exe="unshare")
+    except Fail as e:
+        raise Skip("no pid namespace here: %s" % e)
+    try:
+        with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+            init = int(f.read().split()[0])
+        with open("/proc/%d/status" % init) as f:
+            check(re.search(r"^NSpid:\s+%d\s+1$" % init, f.read(), re.M), "the target is pid 1 in its namespace")
+        r = subprocess.run(["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", A.cuhook, "attach",
+                            "--agent", A.agent, "-o", os.path.join(TMP, "i.txt"), "--duration", "0.1", str(init)],
+                           capture_output=True, text=True, timeout=60)
+        expect_fail(r, r"permission denied attaching to process %d \(the init of its pid namespace, uid 0 like "
+                       r"cuhook, cuhook lacks CAP_SYS_PTRACE\): it holds capabilities cuhook does not "
+                       r"\(cap_sys_ptrace.*CAP_SYS_PTRACE is not in cuhook's capability bounding set" % init)
+        check("you are uid" not in r.stderr, "not 'owned by uid 0, you are uid 0'", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_attach_race():
+    # two attaches at once: the second comes while the first holds only the thread loading its
+    # agent (the others run again, the main thread among them). Its seize of that thread is
+    # refused (EPERM); it must name the other cuhook, not say "permission denied"
+    base = baseline(4)
+    t = Target("loop", 4, env={"INJ_DUMMY_PREPARE_MS": "1500"})
+    first = os.path.join(TMP, "first.txt")
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", first, "--duration", "0.2", str(t.pid)],
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        while not any(l.startswith("prepare") for l in trace_lines(first, prepare=True)):
+            check(time.time() < deadline and p.poll() is None, "the first attach reached its prepare")
+            time.sleep(0.01)
+        r = attach(t.pid, "--duration", 0.1, out=os.path.join(TMP, "second.txt"))
+        _, err1 = p.communicate(timeout=60)
+        check(p.returncode == 0, "the first attach succeeded", err1)
+        expect_fail(r, r"already traced by process %d \(cuhook\)" % p.pid)
+        check("permission denied" not in r.stderr, "not told 'permission denied'", r.stderr)
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def agent_mapped(pid, agent):
+    with open("/proc/%d/maps" % pid) as f:
+        return any(agent in l for l in f)
+
+
+def case_bad_values():
+    # numbers that are not (nan, inf, 1e400), out of range, and malformed globs: refused with exit
+    # 2 and a message naming the option, before anything is done to a process
+    t = Target("loop", 1)
+    marker = os.path.join(TMP, "ran")
+    try:
+        for opts in (["--duration", "nan"], ["--duration", "1e400"], ["--duration", "inf"], ["--duration", "-1"],
+                     ["--duration=nan"], ["--duration", "99999999999"], ["--call-timeout", "nan"],
+                     ["--call-timeout", "0"], ["--call-timeout", "1e400"], ["--call-timeout", "0.0001"],
+                     ["--funcs", "cu["], ["--count", "cuInit,cu[A-"], ["--funcs", "cu\\"]):
+            r = attach(t.pid, *opts)
+            check(r.returncode == 2, "attach %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(opts[0].split("=")[0] in r.stderr, "attach %s: the message names the option" % opts, r.stderr)
+            check(not agent_mapped(t.pid, A.agent), "attach %s: the agent is not in the process" % opts)
+            if opts[0] in ("--duration", "--duration=nan"):
+                continue
+            r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "r.txt"), *opts, "--", "sh", "-c",
+                       "touch " + marker)
+            check(r.returncode == 2, "run %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(not os.path.exists(marker), "run %s: the program did not run" % opts)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_opt_typo():
+    # --opt with a key or value the agent would refuse: refused by cuhook before it touches the
+    # process (it used to be found by the agent, inside the target); the real agent's keys
+    need_real()
+    t = Target("loop", 1)
+    marker = os.path.join(TMP, "ran")
+    try:
+        for opt, why in (("bogus=1", "unknown option 'bogus'"), ("buffer_kb=12", "'buffer_kb' must be a number"),
+                         ("drop=maybe", "'drop' must be 0 or 1"), ("lib=libcuda.so[", "'lib': pattern"),
+                         ("output=rel.bin", "use -o"), ("flush_ms=1;bogus=2", "cannot contain ';'")):
+            r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "a.bin"), "--duration", 0.1,
+                       "--opt", opt, t.pid)
+            check(r.returncode == 2, "attach --opt %s: exit 2" % opt, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "attach --opt %s: %r in the message" % (opt, why), r.stderr)
+            check(not agent_mapped(t.pid, A.real_agent), "attach --opt %s: the agent is not in the process" % opt)
+            r = cuhook("run", "--agent", A.real_agent, "-o", os.path.join(TMP, "r.bin"), "--opt", opt, "--",
+                       "sh", "-c", "touch " + marker)
+            check(r.returncode == 2, "run --opt %s: exit 2" % opt, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "run --opt %s: %r in the message" % (opt, why), r.stderr)
+            check(not os.path.exists(marker), "run --opt %s: the program did not run" % opt)
         _, mism, _ = parse_loop(t.finish())
         check(mism == 0, "target unharmed")
     finally:
@@ -843,6 +1084,36 @@ def case_real_attach_sigint_early():
     check(t.has_end and sum(t.entries.values()) > 0, "the later session recorded and closed its trace",
           "%s entries, END %s" % (sum(t.entries.values()), t.has_end))
     print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
+
+
+def case_real_attach_disk_full():
+    # -o on a full filesystem (a 64 KiB tmpfs): the agent's write fails. cuhook attach says so on
+    # its own stderr and exits 3; the process's stderr (someone else's terminal, or log) gets
+    # nothing from cuhook; the program's results are unchanged
+    need_real("driver_user", "fakecuda")
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a tmpfs")
+    mnt = os.path.join(TMP, "full")
+    os.makedirs(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True, text=True)
+    if m.returncode != 0:
+        raise Skip("cannot mount a tmpfs: " + m.stderr.strip())
+    try:
+        iters = 1000000
+        base = driver_run(iters)
+        p = subprocess.Popen([A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(mnt, "t.bin"), "--duration", 1, p.pid)
+        out, err = p.communicate(timeout=300)
+        check(p.returncode == 0, "driver_user failed", err[-500:])
+        check(r.returncode == 3, "exit status 3: detached, the trace incomplete", "%d %s" % (r.returncode, r.stderr))
+        check(re.search(r"trace is incomplete: writing the trace failed \(No space left on device\)", r.stderr),
+              "cuhook says why", r.stderr)
+        check("cuhook" not in err, "nothing from cuhook on the program's stderr", err)
+        check(driver_checksum(out) == driver_checksum(base), "the program's results are unchanged")
+    finally:
+        subprocess.run(["umount", mnt])
 
 
 def case_real_cycles():
