@@ -50,14 +50,15 @@ static const char *shown_value(char *buf, size_t cap, const char *v)
 	return buf;
 }
 
-static int check_uint(const struct aopt_def *d, const char *value, union aopt_value *v, char *err, size_t errlen)
+static int check_uint(const struct aopt_def *d, const char *name, const char *value, union aopt_value *v, char *err,
+                      size_t errlen)
 {
 	char shown[SHOWN_MAX * TEXT_SAFE_GROWTH + 1];
 	char *end;
 	unsigned long x = strtoul(value, &end, 10);
 	/* strtoul takes "-1" (as ULONG_MAX) and leading blanks: only digits are a number here */
 	if (!isdigit((unsigned char)value[0]) || *end || x < d->lo || x > d->hi) {
-		snprintf(err, errlen, "'%s' must be a number from %u to %u, not '%s'", d->name, d->lo, d->hi,
+		snprintf(err, errlen, "%s must be a number from %u to %u, not '%s'", name, d->lo, d->hi,
 		         SHOWN(value));
 		return -1;
 	}
@@ -65,7 +66,7 @@ static int check_uint(const struct aopt_def *d, const char *value, union aopt_va
 	return 0;
 }
 
-static int check_bool(const struct aopt_def *d, const char *value, union aopt_value *v, char *err, size_t errlen)
+static int check_bool(const char *name, const char *value, union aopt_value *v, char *err, size_t errlen)
 {
 	static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off", ""};
 	for (unsigned i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
@@ -79,11 +80,12 @@ static int check_bool(const struct aopt_def *d, const char *value, union aopt_va
 			return 0;
 		}
 	char shown[SHOWN_MAX * TEXT_SAFE_GROWTH + 1];
-	snprintf(err, errlen, "'%s' must be 0 or 1, not '%s'", d->name, SHOWN(value));
+	snprintf(err, errlen, "%s must be 0 or 1, not '%s'", name, SHOWN(value));
 	return -1;
 }
 
-static int check_choice(const struct aopt_def *d, const char *value, union aopt_value *v, char *err, size_t errlen)
+static int check_choice(const struct aopt_def *d, const char *name, const char *value, union aopt_value *v, char *err,
+                        size_t errlen)
 {
 	if (!*value) {
 		v->choice = 0;
@@ -97,38 +99,46 @@ static int check_choice(const struct aopt_def *d, const char *value, union aopt_
 	char shown[SHOWN_MAX * TEXT_SAFE_GROWTH + 1], list[128] = "";
 	for (unsigned i = 0; d->choices[i]; i++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", d->choices[i]);
-	snprintf(err, errlen, "'%s' must be one of %s, not '%s'", d->name, list, SHOWN(value));
+	snprintf(err, errlen, "%s must be one of %s, not '%s'", name, list, SHOWN(value));
 	return -1;
 }
 
 int aopt_check(enum aopt_key key, const char *value, union aopt_value *v, char *err, size_t errlen)
 {
+	char name[40];
+	snprintf(name, sizeof(name), "'%s'", aopt_defs[key].name);
+	return aopt_check_as(key, name, value, v, err, errlen);
+}
+
+int aopt_check_as(enum aopt_key key, const char *name, const char *value, union aopt_value *v, char *err,
+                  size_t errlen)
+{
 	const struct aopt_def *d = &aopt_defs[key];
 	char why[GLOB_PATTERN_MAX * TEXT_SAFE_GROWTH + 64];
 	memset(v, 0, sizeof(*v));
 	if (d->nonempty && !*value) {
-		snprintf(err, errlen, "'%s' must not be empty", d->name);
+		snprintf(err, errlen, "%s must not be empty", name);
 		return -1;
 	}
 	switch (d->kind) {
 	case AOPT_UINT:
-		return check_uint(d, value, v, err, errlen);
+		return check_uint(d, name, value, v, err, errlen);
 	case AOPT_BOOL:
-		return check_bool(d, value, v, err, errlen);
+		return check_bool(name, value, v, err, errlen);
 	case AOPT_CHOICE:
-		return check_choice(d, value, v, err, errlen);
+		return check_choice(d, name, value, v, err, errlen);
 	case AOPT_TEXT:
 	case AOPT_GLOBS:
 	case AOPT_GLOB:
 		break;
 	}
 	if (strlen(value) > d->max_len) {
-		snprintf(err, errlen, "value of '%s' is too long (at most %zu bytes)", d->name, d->max_len);
+		snprintf(err, errlen, "the value of %s is too long (at most %zu bytes)", name, d->max_len);
 		return -1;
 	}
 	if ((d->kind == AOPT_GLOBS && glob_filter_check(value, why, sizeof(why)) < 0) ||
 	    (d->kind == AOPT_GLOB && glob_pattern_check(value, strlen(value), why, sizeof(why)) < 0)) {
-		snprintf(err, errlen, "'%s': %s", d->name, why);
+		snprintf(err, errlen, "%s: %s", name, why);
 		return -1;
 	}
 	return 0;

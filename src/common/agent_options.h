@@ -67,8 +67,11 @@ union aopt_value {
 /* The key called name (len bytes), or -1. */
 int aopt_find(const char *name, size_t len);
 
-/* Check value for key; fill *v. 0, or -1 with the reason in err. */
+/* Check value for key; fill *v. 0, or -1 with the reason in err, which names the key ('funcs'). */
 int aopt_check(enum aopt_key key, const char *value, union aopt_value *v, char *err, size_t errlen);
+/* The same, the reason naming what the value was given as instead (a command-line option). */
+int aopt_check_as(enum aopt_key key, const char *name, const char *value, union aopt_value *v, char *err,
+                  size_t errlen);
 
 /* Walk an option string in order (a later item overrides an earlier one of the same key; empty
  * items are skipped): every item is checked, then given to fn with its value NUL-terminated.

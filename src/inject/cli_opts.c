@@ -31,8 +31,8 @@ static const char *agent_value(enum aopt_key key, const char *name, const char *
 {
 	char err[1024];
 	union aopt_value val;
-	if (v && aopt_check(key, v, &val, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cuhook: %s: %s\n", name, err);
+	if (v && aopt_check_as(key, name, v, &val, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cuhook: %s\n", err);
 		return NULL;
 	}
 	return v;
@@ -46,7 +46,7 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	/* strtod takes "nan", "inf" and 1e400 (as inf, ERANGE): none is a time */
 	if (end == v || *end || errno == ERANGE || !isfinite(x) || x < min || x > max) {
 		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-		fprintf(stderr, "cuhook: %s wants seconds from %g to %g, not '%s'\n", name, min, max, shown);
+		fprintf(stderr, "cuhook: %s wants seconds from %.10g to %.10g, not '%s'\n", name, min, max, shown);
 		return -1;
 	}
 	*out = x;
@@ -96,7 +96,9 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 		}
 		if (aopt_check_item(v, err, sizeof(err)) < 0) {
-			fprintf(stderr, "cuhook: --opt %s\n", err);
+			char shown[64 * TEXT_SAFE_GROWTH + 1];
+			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+			fprintf(stderr, "cuhook: --opt %s: %s\n", shown, err);
 			return -1;
 		}
 		c->extra[c->nextra++] = v;

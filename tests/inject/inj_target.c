@@ -7,6 +7,9 @@
  *   read THREADS          THREADS-1 workers as in loop; the main thread blocks in read(0) and
  *                         prints "read: LINE" (THREADS=1: the only thread is the one in read)
  *   sleep MS              one thread in nanosleep(MS); prints "slept T ms" (measured)
+ *   join                  a second thread blocks in read(0) and prints "read: LINE"; the main
+ *                         thread waits for it in pthread_join (a futex): the injector then makes
+ *                         its remote calls on the reader, never on the main thread
  *   exit N | kill SIG     exit with N / die by signal SIG (number)
  *   sigint                count SIGINTs; 300 ms after the first, print "sigint N" and exit 3
  *   echo                  copy stdin to stdout
@@ -196,6 +199,17 @@ static int install_seccomp(unsigned verdict)
 	return 0;
 }
 
+static void *line_reader(void *arg)
+{
+	(void)arg;
+	char buf[256];
+	ssize_t r = read(0, buf, sizeof(buf) - 1);
+	buf[r > 0 ? r : 0] = 0;
+	printf("read: %s", buf);
+	fflush(stdout);
+	return NULL;
+}
+
 static ssize_t (*inj_read)(int, void *, size_t);
 static int park_pipe[2];
 static atomic_int park_phase;
@@ -275,6 +289,14 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		printf("slept %.1f ms%s\n", (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6,
 		       r ? " (interrupted)" : "");
+		return 0;
+	}
+	if (!strcmp(m, "join")) {
+		pthread_t t;
+		pthread_create(&t, NULL, line_reader, NULL);
+		usleep(20000); /* it is inside the read now */
+		ready();
+		pthread_join(t, NULL);
 		return 0;
 	}
 	if (!strcmp(m, "exit"))

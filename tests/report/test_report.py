@@ -409,7 +409,10 @@ def test_hostile_names():
         p = subprocess.run([A.cuhook, "report", *args, path], capture_output=True, timeout=60)
         eq(p.returncode, 0, f"report {args}: status ({p.stderr!r})")
         for name, raw in (("stdout", p.stdout), ("stderr", p.stderr)):
-            text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+            try:
+                text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+            except UnicodeDecodeError as e:
+                raise Fail(f"report {args}: {name} is not valid UTF-8 ({e}): {raw!r}")
             if "--color" in args:
                 text = re.sub("\033\\[[0-9;]*m", "", text)  # the report's own colours
             bad = sorted({c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
