@@ -233,8 +233,9 @@ void explain_seize_error(pid_t pid, int err)
 	                it.gid[0] == me.gid[0] && it.gid[1] == me.gid[0] && it.gid[2] == me.gid[0];
 	struct reasons r = {.pos = 0};
 	if (!same_ids && !cap) {
-		char uid[32];
-		snprintf(uid, sizeof(uid), it.ok ? "%lu" : "?", it.uid[1]);
+		char uid[32] = "?";
+		if (it.ok)
+			snprintf(uid, sizeof(uid), "%lu", it.uid[1]);
 		add(&r, "run cuhook as the process's user, or as root");
 		add_cap_advice(&r, &me);
 		if (yama_scope() > 0)
