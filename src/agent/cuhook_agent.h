@@ -15,6 +15,12 @@
 
 #define CUHOOK_API __attribute__((visibility("default")))
 
+/* The first bytes of the page that cuhook's injector maps in a process for its remote calls
+ * (src/inject/remote_call.c). While such a page exists, the agent is being (or was) loaded by
+ * the injector: its constructor never starts tracing by itself then, even if the injector is
+ * gone by the time a late dlopen runs it. */
+#define CUHOOK_GATE_MAGIC "cuhook-call-gate/1"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -156,13 +156,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 	uint64_t args[2] = {path, mode}, handle = 0;
 	/* With the other threads running already, a slow dlopen just gets a second timeout. */
 	rc.on_slow = *released ? slow_beside : release_during_dlopen;
+	rc.leave_on_timeout = *released;
 	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
 	th = rc.th;
 	*thp = th;
 	if (rc.slow)
 		*released = true;
 	if (r != RC_OK)
-		return -1;
+		return -1; /* th may be NULL: left to finish its call */
 	char sc[64];
 	if (!handle) {
 		char msg[1024];
@@ -222,6 +223,10 @@ static int fixup_threads(struct itarget *tg, struct ithread *caller, const struc
 		if (mapped != probe) {
 			th->regs.rip = mapped + (ip - probe);
 			th->regs_dirty = true;
+			/* At once, not at detach: should we be killed before, the thread must not resume
+			 * inside the bytes a jump overwrites (or will). */
+			if (pt_setregs(th->tid, &th->regs) < 0)
+				return -1;
 			t->moved++;
 			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
 			        (unsigned long long)th->regs.rip);
@@ -304,6 +309,7 @@ static int prepare_agent(struct itarget *tg, struct ithread *caller, const struc
 	if (!opts)
 		return -1;
 	uint64_t args[1] = {opts}, rv = 0;
+	rc.leave_on_timeout = true; /* only called while the other threads run */
 	if (rcall_invoke(&rc, api->prepare, args, 1, &rv, call_timeout(o), "cuhook_agent_prepare") != RC_OK)
 		return -1;
 	int r = (int)(uint32_t)rv;
@@ -410,6 +416,17 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		        t->seize_ns / 1e6);
 	}
 
+	/* With the functions planned already (prepared now, or by an earlier attach), threads inside
+	 * bytes a jump will overwrite are moved to the relocated copies before the start writes it:
+	 * a copy runs correctly with or without the jump, so there is no instant at which our death
+	 * would leave a thread inside a jump. Functions planned by this start itself (no prepare,
+	 * or other --funcs than before) are covered by the fixup after it. */
+	bool planned = t->agent_reused || (released && api.prepare);
+	t0 = inj_now_ns();
+	if (planned && fixup_threads(tg, caller, &api, t) < 0)
+		goto out;
+	t->fixup_ns = inj_now_ns() - t0;
+
 	t0 = inj_now_ns();
 	struct rcall rc;
 	rcall_begin(&rc, tg, caller);
@@ -441,9 +458,10 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
 		goto out;
 	}
-	t->fixup_ns = inj_now_ns() - t0;
+	t->fixup_ns += inj_now_ns() - t0;
 	ret = 0;
 out:
+	rcall_end_sequence(tg, thread_by_tid(tg, caller_tid));
 	unboost_new_threads(tg->pid, &boost);
 	unboost(&boost);
 	maps_free(&m);
@@ -484,6 +502,7 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		ret = 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
+	rcall_end_sequence(tg, thread_by_tid(tg, caller->tid));
 	unboost(&boost);
 	maps_free(&m);
 	return ret;

@@ -42,12 +42,23 @@ struct ithread {
 	int npending;
 };
 
+/* Where remote calls return (remote_call.c): a page of ours in the target while a sequence of
+ * calls runs, and what is needed to map it. */
+struct rgate {
+	uint64_t page;                /* the gate's page, 0 when not mapped */
+	uint64_t restore_rt;          /* libc's __restore_rt (rt_sigreturn), 0 before the first look */
+	uint64_t mmap_fn, munmap_fn;  /* libc's */
+	int sig;                      /* the gate's report signal; 0: calls watched by system-call stops */
+	bool keep;                    /* a call was left to finish on its own: never unmap the page */
+};
+
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
 	struct ithread *th;
 	int nth, cap;
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
+	struct rgate gate;
 };
 
 /* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
@@ -98,6 +109,9 @@ void threads_detach_all(struct itarget *tg);
 struct maps;
 /* The thread to run remote calls on: the one least likely to hold a libc lock. */
 struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
+/* A thread's state letter (R, S, D, T, t, Z...) and CPU time used (user + system, clock ticks),
+ * from /proc/PID/task/TID/stat; either may be NULL. false if it cannot be read. */
+bool task_stat(pid_t pid, pid_t tid, char *state, uint64_t *cpu);
 /* One of the agent's own threads (named "cuhook..."): left running by threads_seize_all. */
 bool is_agent_thread(pid_t pid, pid_t tid);
 /* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
@@ -156,6 +170,10 @@ struct rcall {
 	void (*on_slow)(struct rcall *rc);
 	void *ctx;
 	bool slow;                    /* on_slow was called */
+	/* The other threads run: if the call times out, let it finish on its own (the thread is
+	 * detached and returns where it was when the call returns) rather than interrupt it, which
+	 * would leave whatever it holds (the loader's lock) held. rc->th is NULL afterwards. */
+	bool leave_on_timeout;
 };
 
 void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th);
@@ -176,9 +194,13 @@ enum rcall_result {
 /* Call fn(args...) (up to 6 integer/pointer args) on rc->th, wait at most timeout_ms for it
  * to return, then put every register back as it was. *ret gets rax. A system call that a
  * seccomp filter traps (SIGSYS) fails with EPERM instead, and the call goes on; see
- * rc->seccomp_denied afterwards. */
+ * rc->seccomp_denied afterwards. The first call of a sequence maps the gate every call returns
+ * through; should cuhook vanish at any instant, the call still completes and the thread goes on
+ * where it was. */
 int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
                  int timeout_ms, const char *what);
+/* The sequence of calls is over: unmap the gate (on th, stopped; NULL: leave it mapped). */
+void rcall_end_sequence(struct itarget *tg, struct ithread *th);
 
 /* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
 

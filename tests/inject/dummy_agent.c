@@ -9,8 +9,9 @@
  * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
  * which is the CUHOOK_START_THREADS_STOPPED promise; for prepare, 0 is expected (the other
  * threads run meanwhile). The option prepare_ms=N makes prepare take N ms, like planning a large
- * libcuda. Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
- * inj_park_from to inj_park_to while started, and inj_back_from to inj_back_to when stopped, so
+ * libcuda; start_ms=N and stop_ms=N make start and the following stop take N ms (for killing
+ * cuhook in the middle of those calls). Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
+ * inj_park_from to inj_park_to until a stop, and inj_back_from to inj_back_to after one, so
  * the injector's moving of parked threads can be tested without the real agent. */
 #include "cuhook_agent.h"
 
@@ -29,6 +30,8 @@
 static char output[4096];
 static char last_error[4200] = "no error";
 static atomic_int active;
+static atomic_int stopped; /* a stop came after the last start */
+static int stop_ms;         /* the start's stop_ms=N: how long its stop takes */
 static atomic_int ticker_stop;
 static pthread_t ticker;
 static atomic_int ticker_tid;
@@ -108,7 +111,13 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 		pthread_setname_np(ticker, "cuhook-ticker");
 	}
 	atomic_store(&active, strstr(options, "ticker=0") ? 2 : 1);
+	atomic_store(&stopped, 0);
 	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
+	const char *ms = strstr(options, "start_ms=");
+	if (ms)
+		usleep((useconds_t)atoi(ms + 9) * 1000);
+	ms = strstr(options, "stop_ms=");
+	stop_ms = ms ? atoi(ms + 8) : 0;
 	return 0;
 }
 
@@ -140,6 +149,7 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags)
 {
 	(void)flags;
 	int was = atomic_exchange(&active, 0);
+	atomic_store(&stopped, 1);
 	if (!was) {
 		snprintf(last_error, sizeof(last_error), "not started");
 		return -EINVAL;
@@ -152,13 +162,18 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags)
 	char line[64];
 	snprintf(line, sizeof(line), "stop pid=%d\n", (int)getpid());
 	out_line(line);
+	if (stop_ms)
+		usleep((useconds_t)stop_ms * 1000);
 	return 0;
 }
 
 CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
 {
-	const char *from = atomic_load(&active) ? "inj_park_from" : "inj_back_from";
-	const char *to = atomic_load(&active) ? "inj_park_to" : "inj_back_to";
+	/* Before a stop, inj_park_from stands for the first bytes of a planned function (the
+	 * injector may ask before the start, as soon as they are planned); after one, inj_back_from
+	 * for code that must be left. */
+	const char *from = atomic_load(&stopped) ? "inj_back_from" : "inj_park_from";
+	const char *to = atomic_load(&stopped) ? "inj_back_to" : "inj_park_to";
 	void *f = dlsym(RTLD_DEFAULT, from), *t = dlsym(RTLD_DEFAULT, to);
 	if (f && t && ip == (uintptr_t)f)
 		return (uintptr_t)t;

@@ -597,6 +597,66 @@ def case_attach_target_exits():
         t.kill()
 
 
+# ---- cuhook killed in the middle of a remote call ---------------------------------------------------
+
+def thread_states(pid):
+    """The state letter of every thread of pid (R, S, T, t, ...)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass
+    return out
+
+
+def killed_mid_call(when, opts, after=0.0):
+    """Attach with the dummy agent made slow by `opts`, SIGKILL cuhook `after` seconds once its
+    stderr shows `when` (a regular expression): the remote call under way when cuhook dies must
+    still come back, and the target go on with every result right and no thread left stopped."""
+    base = baseline(4)
+    t = Target("loop", 4)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.agent, "-o",
+                              os.path.join(TMP, "trace.txt"), "--opt", opts, "--duration", "0.3",
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while not re.search(when, seen):
+            line = p.stderr.readline()
+            check(line != "", "cuhook ended before %r" % when, seen)
+            seen += line
+        time.sleep(after)
+        check(p.poll() is None, "cuhook still in the call when killed", seen)
+        p.kill()
+        p.wait()
+        time.sleep(0.3)
+        check(t.p.poll() is None, "target survived the killed cuhook", "exit %s" % t.p.poll())
+        states = thread_states(t.pid)
+        check(not any(s in "tT" for s in states), "no thread left stopped", repr(states))
+        out = t.finish()
+        check(t.p.returncode == 0, "target ended normally", "exit status %d" % t.p.returncode)
+        _, mism, ck = parse_loop(out)
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_kill_during_prepare():
+    # prepare runs on a program thread while the others run; cuhook dies in it
+    killed_mid_call(r"dlopen at", "prepare_ms=800", 0.3)
+
+
+def case_kill_during_start():
+    # every thread stopped, the start runs on one of them; cuhook dies in it
+    killed_mid_call(r"stopped again", "start_ms=800", 0.3)
+
+
+def case_kill_during_stop():
+    # the detach's stop runs on a program thread, the others stopped; cuhook dies in it
+    killed_mid_call(r"tracing process", "stop_ms=1500", 0.9)
+
+
 # ---- errors ------------------------------------------------------------------------------------
 
 def case_err_no_such_pid():
