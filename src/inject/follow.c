@@ -7,9 +7,10 @@
  * kept with PTRACE_LISTEN until SIGCONT.
  *
  * Two ways a process gets a trace of its own:
- *  - it execs a program: at the exec event an int3 goes at the new image's entry point and,
- *    when it hits, the agent is put in exactly as `cuhook run` does (inject_at_entry), with the
- *    same options; follow=1 makes the agent write FILE.PID;
+ *  - it execs a program: at the exec event the loader is made to jump to a stub that reports
+ *    the program's entry (rentry_install) and, when it does, the agent is put in exactly as
+ *    `cuhook run` does (inject_at_entry), with the same options; follow=1 makes the agent write
+ *    FILE.PID;
  *  - it forks without exec: the child inherits the agent, started, and (follow=1) the agent's
  *    atfork handler opens FILE.CHILDPID and starts a writer in the child (src/agent/agent.c).
  *    Nothing to do here.
@@ -42,11 +43,10 @@ void follow_begin(void)
 	clock_gettime(CLOCK_REALTIME, &follow_t0);
 }
 
-/* A process whose new image waits for its entry breakpoint. */
+/* A process whose new image has not reached its entry point yet. */
 struct pending {
 	pid_t pid;
-	uint64_t entry;
-	uint8_t orig;
+	struct rentry entry;
 	char exe[PATH_MAX];
 };
 
@@ -184,42 +184,34 @@ static void on_exec(pid_t pid, const struct cuhook_inject_opts *o)
 	struct itarget tg;
 	target_init(&tg, pid);
 	inj_error_clear();
-	uint64_t entry;
-	uint8_t orig;
-	if (entry_breakpoint(&tg, exe, &entry, &orig) < 0) {
+	struct rentry entry;
+	if (entry_breakpoint(&tg, exe, &entry) < 0) {
 		/* Not traced itself (static, not x86-64...); what it execs later may be. */
 		warn_untraced(pid, exe, inj_error_text());
 		target_free(&tg);
 		pt_cont(pid, 0);
 		return;
 	}
-	target_free(&tg);
 	struct pending *p = pending_add(pid);
 	if (!p) {
-		/* cannot remember it: take the breakpoint out again */
-		target_init(&tg, pid);
-		if (mem_open(&tg) == 0)
-			mem_write(&tg, entry, &orig, 1);
+		/* cannot remember it: the loader goes to the entry point itself again */
+		mem_write(&tg, entry.auxv_slot, &entry.entry, 8);
 		target_free(&tg);
 		warn_untraced(pid, exe, "out of memory");
 		pt_cont(pid, 0);
 		return;
 	}
+	target_free(&tg);
 	p->entry = entry;
-	p->orig = orig;
 	snprintf(p->exe, sizeof(p->exe), "%s", exe);
-	/* Until the agent is in: should cuhook die, this process dies too rather than run on into
-	 * the breakpoint. */
-	ptrace(PTRACE_SETOPTIONS, pid, 0, (void *)(long)(INJ_FOLLOW_OPTIONS | PTRACE_O_EXITKILL));
 	pt_cont(pid, 0);
 }
 
-/* pid stopped by SIGTRAP: our entry breakpoint? Then put the agent in. */
-static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
+/* pid stopped with status st: its entry stub's report? Then put the agent in. */
+static bool on_entry_report(pid_t pid, int st, const struct cuhook_inject_opts *o)
 {
 	struct pending *p = pending_find(pid);
-	struct user_regs_struct r;
-	if (!p || ptrace(PTRACE_GETREGS, pid, 0, &r) != 0 || r.rip != p->entry + 1)
+	if (!p || !rentry_reached(pid, st, &p->entry))
 		return false;
 	struct pending pe = *p;
 	pending_drop(pid);
@@ -229,7 +221,7 @@ static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
 	inj_error_clear();
 	struct cuhook_inject_times t;
 	memset(&t, 0, sizeof(t));
-	if (mem_open(&tg) < 0 || inject_at_entry(&tg, pe.entry, pe.orig, o, &t) < 0) {
+	if (mem_open(&tg) < 0 || inject_at_entry(&tg, &pe.entry, o, &t) < 0) {
 		/* The threads still stopped in tg go on (the main one back on its restored entry
 		 * instruction), traced for what they fork and exec, without the agent. Those that
 		 * could not be stopped were detached: the process then runs on untraced. */
@@ -299,14 +291,14 @@ int cuhook_inject_follow(pid_t pid, const struct cuhook_inject_opts *o, int *sta
 				/* group-stop: stay stopped, as without us; SIGCONT ends it */
 				ptrace(PTRACE_LISTEN, tid, 0, 0);
 			} else {
-				/* a new task's first stop (or a leftover interrupt): it may carry options
-				 * inherited from an injection window (EXITKILL) */
+				/* a new task's first stop (or a leftover interrupt): the options it
+				 * inherited are its parent's; make sure of ours */
 				ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)(long)INJ_FOLLOW_OPTIONS);
 				pt_cont(tid, 0);
 			}
 			break;
 		case 0:
-			if (sig == SIGTRAP && on_trap(tid, o))
+			if (on_entry_report(tid, st, o))
 				break;
 			pt_cont(tid, sig); /* the process's signal: on its way */
 			break;

@@ -36,4 +36,29 @@ rgate_reported:                 /* rip at the report signal's stop */
 rgate_returned:                 /* rip at rt_sigreturn's system-call-entry stop */
 	ud2
 rgate_code_end:
+
+/* The entry stub of a program cuhook starts (`cuhook run`, an exec under --follow): the dynamic
+ * loader jumps here instead of to the program's entry point (AT_ENTRY is redirected), once every
+ * library is mapped and initialised. It reports with the same kind of signal and then goes on
+ * to the real entry point. Traced, the thread stops on the report and cuhook puts the agent in
+ * before one instruction of the program has run; untraced (cuhook gone), the program simply
+ * starts. At an entry point only rsp and rdx (the loader's exit function) mean anything. The
+ * three words after the code are filled in by cuhook. */
+	.globl rentry_code, rentry_reported, rentry_target, rentry_code_end
+	.hidden rentry_code, rentry_reported, rentry_target, rentry_code_end
+rentry_code:
+	mov %rdx, %r15
+	mov rentry_pid(%rip), %rdi
+	mov %rdi, %rsi              /* the thread that exec'd has the process's id */
+	mov rentry_sig(%rip), %rdx
+	mov $234, %eax              /* tgkill(pid, pid, sig) */
+	syscall
+rentry_reported:                /* rip at the report signal's stop */
+	mov %r15, %rdx
+	jmp *rentry_target(%rip)
+	.balign 8
+rentry_target: .quad 0          /* the program's entry point */
+rentry_pid: .quad 0
+rentry_sig: .quad 0
+rentry_code_end:
 	.section .note.GNU-stack, "", @progbits

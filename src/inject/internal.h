@@ -202,18 +202,35 @@ int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs,
 /* The sequence of calls is over: unmap the gate (on th, stopped; NULL: leave it mapped). */
 void rcall_end_sequence(struct itarget *tg, struct ithread *th);
 
+/* A new program's entry, reported by a stub in the gate page (cuhook run, exec under --follow):
+ * at the exec stop of tg->pid (memory open), map the gate page and point the loader's AT_ENTRY
+ * at the stub, which stops the thread with a signal (SIGURG) before the program's first
+ * instruction and then jumps to the entry point; untraced, it just starts the program. */
+struct rentry {
+	uint64_t entry;               /* the program's entry point */
+	uint64_t auxv_slot;           /* where AT_ENTRY's value is on the initial stack */
+	uint64_t stub, stop_ip;       /* the stub, and its rip at the report stop */
+	uint64_t page;                /* the gate page it lives in, for the calls that follow */
+};
+int rentry_install(struct itarget *tg, uint64_t entry, struct rentry *e);
+/* Is this wait status the stub's report? */
+bool rentry_reached(pid_t pid, int status, const struct rentry *e);
+/* At that stop: r (the thread's registers) moved to the program's entry point with the loader's
+ * rdx, and AT_ENTRY put back. The thread stays in its stop. */
+int rentry_finish(struct itarget *tg, struct user_regs_struct *r, const struct rentry *e);
+
 /* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
 
 struct cuhook_inject_opts;
 struct cuhook_inject_times;
 /* Right after an exec of tg->pid (stopped): check that the new image can take the agent, find
- * its entry point and put an int3 there (opening tg->memfd). 0, or -1 with a message naming
- * the program as `what`. */
-int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig);
-/* tg->pid stopped on that int3 (empty tg): put the byte back, stop every thread, load and start
- * the agent, fix up. 0: every thread stopped in tg, for the caller to detach or resume; -1 with
- * a message (the threads still in tg, if any, are stopped). */
-int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+ * its entry point and have it reported (rentry_install; opening tg->memfd). 0, or -1 with a
+ * message naming the program as `what`. */
+int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e);
+/* tg->pid stopped on that report (rentry_reached; empty tg): move it to the entry point, stop
+ * every thread, load and start the agent, fix up. 0: every thread stopped in tg, for the caller
+ * to detach or resume; -1 with a message (the threads still in tg, if any, are stopped). */
+int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t);
 
 /* ---- following a process tree (follow.c) ------------------------------------------------------ */

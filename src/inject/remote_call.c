@@ -107,6 +107,8 @@ _Static_assert(sizeof(struct sigframe) == 8 + 304 + 128, "rt_sigframe");
 #define SS_FLAGS_KEEP 3
 
 extern const unsigned char rgate_code[], rgate_reported[], rgate_returned[], rgate_code_end[];
+extern const unsigned char rentry_code[], rentry_reported[], rentry_target[], rentry_code_end[];
+#define ENTRY_STUB_OFF 512u /* where the entry stub goes in the page, after the gate */
 
 void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th)
 {
@@ -159,27 +161,30 @@ static const char *sig_name(int sig)
 /* The bytes of `mov $15, %rax; syscall`: libc's __restore_rt (glibc and musl alike). */
 static const unsigned char restore_rt_bytes[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 
-/* The first occurrence of restore_rt_bytes in [lo, hi) of the target, or 0. */
-static uint64_t scan_restore_rt(struct itarget *tg, uint64_t lo, uint64_t hi)
+/* The first occurrence of the n bytes `pat` in [lo, hi) of the target, or 0. */
+static uint64_t scan_bytes(struct itarget *tg, uint64_t lo, uint64_t hi, const unsigned char *pat, size_t n)
 {
 	enum { CHUNK = 1 << 18 };
 	unsigned char *buf = malloc(CHUNK);
 	uint64_t found = 0;
 	for (uint64_t a = lo; buf && a < hi && !found;) {
-		size_t n = hi - a < CHUNK ? (size_t)(hi - a) : CHUNK;
-		ssize_t got = pread(tg->memfd, buf, n, (off_t)a);
-		if (got < (ssize_t)sizeof(restore_rt_bytes))
+		size_t want = hi - a < CHUNK ? (size_t)(hi - a) : CHUNK;
+		ssize_t got = pread(tg->memfd, buf, want, (off_t)a);
+		if (got < (ssize_t)n)
 			break;
-		for (unsigned char *p = buf; !found && (p = memchr(p, 0x48, (size_t)(buf + got - p)));
-		     p++)
-			if (p + sizeof(restore_rt_bytes) <= buf + got &&
-			    !memcmp(p, restore_rt_bytes, sizeof(restore_rt_bytes)))
+		for (unsigned char *p = buf; !found && (p = memchr(p, pat[0], (size_t)(buf + got - p))); p++)
+			if (p + n <= buf + got && !memcmp(p, pat, n))
 				found = a + (uint64_t)(p - buf);
 		/* overlap so that a match across two chunks is seen */
-		a += (uint64_t)got - sizeof(restore_rt_bytes) + 1;
+		a += (uint64_t)got - n + 1;
 	}
 	free(buf);
 	return found;
+}
+
+static uint64_t scan_restore_rt(struct itarget *tg, uint64_t lo, uint64_t hi)
+{
+	return scan_bytes(tg, lo, hi, restore_rt_bytes, sizeof(restore_rt_bytes));
 }
 
 /* A signal the process leaves at its default action "ignore": the gate's report. 0 if none (or
@@ -711,6 +716,30 @@ static int bootstrap_call(struct itarget *tg, struct ithread *th, uint64_t sp, u
 	return call_run(&rc, &c, ret, 2000, what);
 }
 
+/* Write the page mapped at `page`: the magic, the gate and, with entry, the entry stub that
+ * reports with `sig` and goes on to `entry`. It is read-only for the process; /proc/PID/mem
+ * writes it as ptrace would. */
+static int gate_fill(struct itarget *tg, uint64_t page, const uint64_t *entry, int sig)
+{
+	unsigned char code[GATE_PAGE];
+	size_t n = (size_t)(rgate_code_end - rgate_code), len = GATE_CODE_OFF + n;
+	_Static_assert(GATE_CODE_OFF + 128 <= ENTRY_STUB_OFF, "the gate fits before the entry stub");
+	memset(code, 0xcc, sizeof(code));
+	memset(code, 0, GATE_CODE_OFF);
+	memcpy(code, CUHOOK_GATE_MAGIC, sizeof(CUHOOK_GATE_MAGIC));
+	memcpy(code + GATE_CODE_OFF, rgate_code, n);
+	if (entry) {
+		size_t m = (size_t)(rentry_code_end - rentry_code), t = (size_t)(rentry_target - rentry_code);
+		uint64_t words[3] = {*entry, (uint64_t)tg->pid, (uint64_t)sig};
+		memcpy(code + ENTRY_STUB_OFF, rentry_code, m);
+		memcpy(code + ENTRY_STUB_OFF + t, words, sizeof(words));
+		len = ENTRY_STUB_OFF + m;
+	}
+	tg->gate.page = page;
+	tg->gate.keep = false;
+	return mem_write(tg, page, code, len); /* on failure the page stays, unmapped at the end */
+}
+
 static int gate_open(struct itarget *tg, struct ithread *th, uint64_t sp)
 {
 	struct rgate *g = &tg->gate;
@@ -726,18 +755,7 @@ static int gate_open(struct itarget *tg, struct ithread *th, uint64_t sp)
 		          page >= (uint64_t)-4095 ? strerror((int)-(int64_t)page) : "unaligned");
 		return -1;
 	}
-	/* The page is read-only for the process; /proc/PID/mem writes it as ptrace would. */
-	unsigned char code[GATE_PAGE];
-	size_t n = (size_t)(rgate_code_end - rgate_code);
-	memset(code, 0xcc, sizeof(code));
-	memset(code, 0, GATE_CODE_OFF);
-	memcpy(code, CUHOOK_GATE_MAGIC, sizeof(CUHOOK_GATE_MAGIC));
-	memcpy(code + GATE_CODE_OFF, rgate_code, n);
-	g->page = page;
-	g->keep = false;
-	if (mem_write(tg, page, code, GATE_CODE_OFF + n) < 0)
-		return -1; /* the page stays: unmapped at the sequence's end */
-	return 0;
+	return gate_fill(tg, page, NULL, 0);
 }
 
 void rcall_end_sequence(struct itarget *tg, struct ithread *th)
@@ -755,11 +773,154 @@ int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs,
                  int timeout_ms, const char *what)
 {
 	struct itarget *tg = rc->tg;
-	if (!tg->gate.page && gate_open(tg, rc->th, rc->sp) < 0)
+	if (gate_probe(tg) < 0 || (!tg->gate.page && gate_open(tg, rc->th, rc->sp) < 0))
 		return RC_ERROR;
 	uint64_t code = tg->gate.page + GATE_CODE_OFF;
 	struct call c = {.fn = fn, .args = args, .nargs = nargs, .ret = code, .report = tg->gate.sig,
 	                 .result_nr = -1, .sigreturn_ip = code + (uint64_t)(rgate_returned - rgate_code),
 	                 .leave_on_timeout = rc->leave_on_timeout};
 	return call_run(rc, &c, ret, timeout_ms, what);
+}
+
+/* ---- a program's entry (cuhook run, exec under --follow) ---------------------------------------- */
+
+/* At execve's exit stop: r0 gets the registers, and the thread is set to make the mmap
+ * through the `syscall; ret` at gadget, returning to where it was. */
+static int exec_mmap_setup(struct itarget *tg, uint64_t gadget, struct user_regs_struct *r0)
+{
+	pid_t pid = tg->pid;
+	if (pt_getregs(pid, r0) < 0)
+		return -1;
+	struct user_regs_struct r = *r0;
+	r.rsp = r0->rsp - 8; /* nothing lives below the initial stack pointer */
+	if (mem_write(tg, r.rsp, &r0->rip, 8) < 0)
+		return -1;
+	r.rip = gadget;
+	r.rax = SYS_mmap;
+	r.orig_rax = (unsigned long long)-1;
+	r.rdi = 0;
+	r.rsi = GATE_PAGE;
+	r.rdx = PROT_READ | PROT_EXEC;
+	r.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
+	r.r8 = (unsigned long long)-1;
+	r.r9 = 0;
+	return pt_setregs(pid, &r);
+}
+
+/* At the exec stop of tg->pid, nothing of the new image has run and no C library is mapped: the
+ * gate page is mapped by one mmap system call made through a `syscall; ret` of the vDSO (or of
+ * the dynamic loader), with the loader's entry point as the return address. Should we die at any
+ * point of it, the thread makes the call and goes on into the loader as if nothing happened (at
+ * the loader's entry only rsp and the stack above it matter). 0 and *page, or -1. */
+static int map_at_exec(struct itarget *tg, uint64_t *page)
+{
+	static const unsigned char syscall_ret[] = {0x0f, 0x05, 0xc3};
+	struct maps m;
+	if (maps_read(tg->pid, &m) < 0)
+		return -1;
+	uint64_t gadget = 0;
+	for (int pass = 0; pass < 2 && !gadget; pass++)
+		for (int i = 0; i < m.n && !gadget; i++) {
+			const char *p = m.m[i].path, *b = p ? strrchr(p, '/') : NULL;
+			bool vdso = p && !strcmp(p, "[vdso]");
+			bool loader = b && (!strncmp(b + 1, "ld-linux", 8) || !strncmp(b + 1, "ld-musl", 7) ||
+			                    !strncmp(b + 1, "ld64.so", 7));
+			if (m.m[i].perms[2] == 'x' && (pass == 0 ? vdso : loader))
+				gadget = scan_bytes(tg, m.m[i].start, m.m[i].end, syscall_ret, sizeof(syscall_ret));
+		}
+	maps_free(&m);
+	if (!gadget) {
+		inj_error("process %d: no 'syscall; ret' in its vDSO or dynamic loader to map a page with", tg->pid);
+		return -1;
+	}
+	pid_t pid = tg->pid;
+	struct user_regs_struct r0, r;
+	/* From the exec event to execve's own system-call exit: the registers the new image starts
+	 * with are final only there. Then the mmap: its entry and its exit. */
+	for (int stop = 0; stop < 3; stop++) {
+		int st = 0;
+		if (ptrace(PTRACE_SYSCALL, pid, 0, 0) != 0 || pt_wait(pid, &st, 2000) != 1 || !WIFSTOPPED(st) ||
+		    WSTOPSIG(st) != SIGTRAP || (st >> 16) != 0 || !syscall_stop(pid)) {
+			inj_error("process %d: mapping a page at its exec did not go as expected (status 0x%x)", pid, st);
+			if (stop > 0)
+				pt_setregs(pid, &r0);
+			return -1;
+		}
+		if (stop == 0 && exec_mmap_setup(tg, gadget, &r0) < 0)
+			return -1;
+	}
+	if (pt_getregs(pid, &r) < 0 || pt_setregs(pid, &r0) < 0)
+		return -1;
+	if (r.rax >= (unsigned long long)-4095) {
+		inj_error("process %d could not map a page at its exec: %s", pid, strerror((int)-(long long)r.rax));
+		return -1;
+	}
+	*page = r.rax;
+	return 0;
+}
+
+/* The address of the AT_ENTRY value in the auxiliary vector on the initial stack at rsp (argc,
+ * argv, NULL, envp, NULL, then the auxv pairs), or 0. */
+static uint64_t auxv_entry_slot(struct itarget *tg, uint64_t rsp)
+{
+	uint64_t argc, a = rsp, w[2];
+	if (mem_read(tg, a, &argc, 8) < 0 || argc > (1u << 24))
+		return 0;
+	a += 8 * (argc + 2); /* argv and its NULL */
+	for (int i = 0; i < (1 << 20); i++, a += 8)
+		if (mem_read(tg, a, w, 8) < 0 || !w[0])
+			break;
+	a += 8; /* envp's NULL */
+	for (int i = 0; i < 256; i++, a += 16) {
+		if (mem_read(tg, a, w, 16) < 0 || w[0] == 0 /* AT_NULL */)
+			return 0;
+		if (w[0] == 9 /* AT_ENTRY */)
+			return a + 8;
+	}
+	return 0;
+}
+
+int rentry_install(struct itarget *tg, uint64_t entry, struct rentry *e)
+{
+	memset(e, 0, sizeof(*e));
+	struct user_regs_struct r0;
+	if (pt_getregs(tg->pid, &r0) < 0)
+		return -1;
+	e->entry = entry;
+	e->auxv_slot = auxv_entry_slot(tg, r0.rsp);
+	uint64_t v = 0;
+	if (!e->auxv_slot || mem_read(tg, e->auxv_slot, &v, 8) < 0 || v != entry) {
+		inj_error("process %d: no AT_ENTRY on its initial stack", tg->pid);
+		return -1;
+	}
+	uint64_t page;
+	if (map_at_exec(tg, &page) < 0)
+		return -1;
+	/* SIGURG: at an exec every handler is reset; only a library constructor could have set
+	 * one by the time the loader jumps to the stub. */
+	if (gate_fill(tg, page, &entry, SIGURG) < 0)
+		return -1;
+	e->page = page;
+	e->stub = page + ENTRY_STUB_OFF;
+	e->stop_ip = e->stub + (uint64_t)(rentry_reported - rentry_code);
+	return mem_write(tg, e->auxv_slot, &e->stub, 8);
+}
+
+bool rentry_reached(pid_t pid, int status, const struct rentry *e)
+{
+	struct user_regs_struct r;
+	siginfo_t si;
+	return WIFSTOPPED(status) && (status >> 16) == 0 && WSTOPSIG(status) == SIGURG &&
+	       ptrace(PTRACE_GETSIGINFO, pid, 0, &si) == 0 && si.si_code == SI_TKILL &&
+	       pt_getregs(pid, &r) == 0 && r.rip == e->stop_ip;
+}
+
+int rentry_finish(struct itarget *tg, struct user_regs_struct *r, const struct rentry *e)
+{
+	/* The stub kept the loader's rdx in r15; the program starts at its own entry point. */
+	r->rip = e->entry;
+	r->rdx = r->r15;
+	tg->gate.page = e->page;
+	tg->gate.keep = false;
+	return mem_write(tg, e->auxv_slot, &e->entry, 8);
 }

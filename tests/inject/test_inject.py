@@ -642,6 +642,38 @@ def killed_mid_call(when, opts, after=0.0):
         t.kill()
 
 
+def case_kill_run_during_start():
+    # cuhook run killed while the agent starts (everything stopped at the program's entry): the
+    # program runs on, untraced, and ends normally. It is reparented to us (a subreaper).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(36, 1, 0, 0, 0) == 0, "PR_SET_CHILD_SUBREAPER")  # 36: PR_SET_CHILD_SUBREAPER
+    base = baseline(2)
+    p = subprocess.Popen([A.cuhook, "run", "-v", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                          "--opt", "start_ms=800", "--", A.target, "loop", "2"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "dlopen at" not in seen:
+        line = p.stderr.readline()
+        check(line != "", "cuhook ended before its dlopen", seen)
+        seen += line
+    time.sleep(0.3)
+    check(p.poll() is None, "cuhook still in the start when killed", seen)
+    p.kill()
+    p.wait()
+    # the target is now our child (reparented); it prints "ready" once it runs its main
+    line = p.stdout.readline()
+    check(line.startswith("ready"), "the program started", repr(line))
+    p.stdin.write("quit\n")
+    p.stdin.flush()
+    out = p.stdout.read()
+    pid, status = os.waitpid(-1, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the program ended normally",
+          "status 0x%x" % status)
+    _, mism, ck = parse_loop(out)
+    check(mism == 0 and ck == base, "program unharmed", "%d %s %s" % (mism, ck, base))
+
+
 def case_kill_during_prepare():
     # prepare runs on a program thread while the others run; cuhook dies in it
     killed_mid_call(r"dlopen at", "prepare_ms=800", 0.3)
