@@ -242,6 +242,14 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
+/* Create this session's trace file and start the writer, as cfg says. */
+static int open_trace(const char *path, char *err, size_t errlen)
+{
+	struct writer_opts wo = {.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                         .replace = cfg.force, .max_size = cfg.max_size};
+	return writer_open(path, &wo, err, errlen);
+}
+
 static void scan_libraries(bool plan_only)
 {
 	struct scan s;
@@ -282,7 +290,7 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -357,7 +365,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	cuhook_clock_monotonic = cfg.monotonic;
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		set_error(err);
 		return rc;

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cuhook_config {
 	char output[PATH_MAX];   /* output: trace path; "%p" becomes the pid */
@@ -25,6 +26,8 @@ struct cuhook_config {
 	char ioctl_paths[1024];  /* ioctl_paths: globs of the device files' paths */
 	bool follow;             /* follow: fork children trace into a file of their own, and every
 	                            file name gets ".PID" before its extension */
+	bool force;              /* force: replace an existing trace file (src/format/out_file.h) */
+	uint64_t max_size;       /* max_size: the trace file's size cap in bytes, 0 none */
 };
 
 void config_defaults(struct cuhook_config *c);
