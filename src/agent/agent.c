@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -443,10 +444,27 @@ static bool traced_by_cuhook(void)
 	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
 }
 
+/* Does this process run with privileges its starter may not have: executed set-user-ID,
+ * set-group-ID or with file capabilities (AT_SECURE), or with effective ids other than its real
+ * ones? Then whoever set its environment must not choose what it writes where: the agent takes
+ * no options from the environment there (its options come from the injector alone, which had
+ * the right to ptrace the process). */
+static bool privileges_differ(void)
+{
+	return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+#define PRIVILEGED_REFUSAL "the process runs with other privileges than its starter's (set-user-ID, " \
+	"set-group-ID or file capabilities): no tracing from its environment"
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
 	if (traced_by_cuhook())
 		return;
+	if (privileges_differ()) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", PRIVILEGED_REFUSAL);
+		return;
+	}
 	struct cuhook_config c;
 	char err[400];
 	config_defaults(&c);
@@ -468,11 +486,16 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
-/* The API's options string, or the environment when it is NULL. */
+/* The API's options string, or the environment when it is NULL (never in a process whose
+ * privileges differ from its starter's: privileges_differ). */
 static int parse_options(const char *options, struct cuhook_config *c)
 {
 	char err[400];
 	config_defaults(c);
+	if (!options && privileges_differ()) {
+		set_error(PRIVILEGED_REFUSAL);
+		return -1;
+	}
 	int rc = options ? config_from_string(c, options, err, sizeof(err))
 	                 : config_from_env(c, err, sizeof(err));
 	if (rc != 0)

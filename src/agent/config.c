@@ -151,7 +151,8 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 		char name[64] = "CUHOOK_";
 		for (unsigned k = 0; env_keys[i][k] && k < 50; k++)
 			name[7 + k] = (char)toupper((unsigned char)env_keys[i][k]);
-		const char *v = getenv(name);
+		/* not from whoever started a process that has more privileges than they do */
+		const char *v = secure_getenv(name);
 		if (v && set(c, env_keys[i], v, err, errlen)) {
 			char tmp[256];
 			snprintf(tmp, sizeof(tmp), "%s: %s", name, err);

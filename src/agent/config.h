@@ -31,7 +31,9 @@ struct cuhook_config {
 };
 
 void config_defaults(struct cuhook_config *c);
-/* Returns 0, or -1 with a message in err for an unknown key or a bad value. */
+/* Returns 0, or -1 with a message in err for an unknown key or a bad value. The environment is
+ * read with secure_getenv: nothing in a process started with more privileges than its starter
+ * (set-user-ID, set-group-ID, file capabilities). */
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
 /* The trace file of this process (src/format/trace_path.h: %p, and ".PID" with follow). */
