@@ -17,7 +17,9 @@ import csv
 import json
 import os
 import resource
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -171,12 +173,30 @@ def readable_by_all(path):
         p = os.path.dirname(p)
 
 
+EXISTS_HINT = "not replaced without force=1 (cuhook --force, CUHOOK_FORCE=1); or choose another name"
+
+
+def plant(path, kind, content="precious\n", target=None):
+    """A fresh entry at path: a regular file with content, a symbolic link to target, or a FIFO."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    if kind == "file":
+        with open(path, "w") as f:
+            f.write(content)
+    elif kind == "link":
+        os.symlink(target, path)
+    else:
+        os.mkfifo(path)
+    return path
+
+
 def test_output(ctx):
     pr = ctx.problems
     args = ["--iters", "2000", "--exit", "42"]
     plain = untraced(ctx, "rt_loop", args, want_rc=42)
 
-    # Control: with a writable path the agent traces every call (the agent is really loaded).
+    # Control: with a writable path the agent traces every call (the agent is really loaded),
+    # into a file of its own making, readable by its owner alone.
     good = fresh(ctx.path("good.bin"))
     p = run_target(ctx, "rt_loop", args, traced=True, output=good)
     same_behaviour(ctx, "writable output", plain, p)
@@ -184,25 +204,25 @@ def test_output(ctx):
     rep = report_json(ctx, good)
     pr.check(calls_by_name(rep).get("cuFakeInner") == 2000,
              f"control run: {calls_by_name(rep).get('cuFakeInner')} calls traced, expected 2000")
+    mode = os.stat(good).st_mode & 0o7777
+    pr.check(mode == 0o600, f"the trace was created with mode {mode:o}, not 600")
 
     adir = ctx.path("a-directory")
     os.makedirs(adir, exist_ok=True)
     cases = [("missing directory", "/nonexistent/dir/t.bin", "No such file or directory", None),
              ("a directory", adir, "Is a directory", None)]
 
-    ro = ctx.path("read-only.bin")
-    if os.path.exists(ro):
-        os.chmod(ro, 0o644)
-    with open(ro, "w") as f:
-        f.write("precious\n")
-    os.chmod(ro, 0o444)
+    rodir = ctx.path("read-only-dir")
+    os.makedirs(rodir, exist_ok=True)
+    os.chmod(rodir, 0o555)
     if os.geteuid() != 0:
-        cases.append(("read-only file", ro, "Permission denied", None))
+        cases.append(("read-only directory", os.path.join(rodir, "t.bin"), "Permission denied", None))
     elif all(readable_by_all(x) for x in (ctx.exe("rt_loop"), ctx.agent, ctx.lib)):
         # root ignores file modes: run this case as nobody
-        cases.append(("read-only file (as nobody)", ro, "Permission denied", drop_to_nobody))
+        cases.append(("read-only directory (as nobody)", os.path.join(rodir, "t.bin"), "Permission denied",
+                      drop_to_nobody))
     else:
-        print("note: read-only file case not run (root, and the build is not readable by nobody)")
+        print("note: read-only directory case not run (root, and the build is not readable by nobody)")
 
     for what, path, why, preexec in cases:
         p = run_target(ctx, "rt_loop", args, traced=True, output=path, preexec=preexec)
@@ -212,9 +232,63 @@ def test_output(ctx):
         pr.check(lines == [want], f"{what}: stderr should be exactly {want!r}, got {lines!r}")
         print(f"{what}: {describe_status(p.returncode)}, stderr {lines!r}")
     pr.check(not os.path.exists("/nonexistent"), "/nonexistent was created")
-    with open(ro) as f:
-        pr.check(f.read() == "precious\n", "the read-only file was changed")
     pr.check(os.listdir(adir) == [], f"files appeared in {adir}: {os.listdir(adir)}")
+    pr.check(os.listdir(rodir) == [], f"files appeared in {rodir}: {os.listdir(rodir)}")
+    test_output_existing(ctx, args, plain)
+
+
+def test_output_existing(ctx, args, plain):
+    """Something at the output path already: the agent, on its own (constructor mode), creates its
+    file exclusively and never through a link: an existing file or link is refused and left as
+    it was; CUHOOK_FORCE=1 replaces a file or the link itself (never what it points to), and
+    nothing else (a FIFO here)."""
+    pr = ctx.problems
+    victim = plant(ctx.path("victim.txt"), "file", "the link's target\n")
+    entries = {"an existing file": ("file", ctx.path("existing.bin")),
+               "a link to a file": ("link", ctx.path("link.bin")),
+               "a dangling link": ("link", ctx.path("dangling.bin")),
+               "a FIFO": ("fifo", ctx.path("fifo.bin"))}
+    targets = {"a link to a file": victim, "a dangling link": ctx.path("never-created.txt")}
+    for force in (False, True):
+        for what, (kind, path) in entries.items():
+            plant(path, kind, target=targets.get(what))
+            label = f"{what}{' with CUHOOK_FORCE=1' if force else ''}"
+            try:
+                p = run_target(ctx, "rt_loop", args, traced=True, output=path,
+                               env={"CUHOOK_FORCE": "1"} if force else None, timeout=10)
+            except Fatal as e:  # an agent that opens the FIFO waits for a reader for good
+                pr.add(f"{label}: {e}")
+                continue
+            same_behaviour(ctx, label, plain, p)
+            lines = p.stderr.splitlines()
+            print(f"{label}: {describe_status(p.returncode)}, stderr {lines!r}")
+            if force and kind != "fifo":
+                traced_ok(ctx, label, p)
+                st = os.lstat(path)
+                if pr.check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+                            f"{label}: the trace is not a new regular file of mode 600 (mode {st.st_mode:o})"):
+                    rep = report_json(ctx, path)
+                    pr.check(calls_by_name(rep).get("cuFakeInner") == 2000, f"{label}: calls traced: "
+                             f"{calls_by_name(rep).get('cuFakeInner')}, expected 2000")
+                continue
+            if force:
+                want = (f"cuhook: trace file '{path}' exists and is neither a regular file nor a symbolic link: "
+                        "it is never replaced; not tracing")
+            else:
+                want = f"cuhook: trace file '{path}' exists; {EXISTS_HINT}; not tracing"
+            pr.check(lines == [want], f"{label}: stderr should be exactly {want!r}, got {lines!r}")
+            st = os.lstat(path)
+            if kind == "file":
+                with open(path, "rb") as f:
+                    pr.check(f.read() == b"precious\n", f"{label}: the file was changed")
+            elif kind == "link":
+                pr.check(os.path.islink(path) and os.readlink(path) == targets[what],
+                         f"{label}: the link was changed")
+            else:
+                pr.check(stat.S_ISFIFO(st.st_mode), f"{label}: the FIFO was replaced")
+        with open(victim, "rb") as f:
+            pr.check(f.read() == b"the link's target\n", "the file a planted link points to was changed")
+        pr.check(not os.path.lexists(targets["a dangling link"]), "a dangling link's target was created")
 
 
 # ---- 2. disk full -----------------------------------------------------------------------------
@@ -300,25 +374,40 @@ def test_diskfull(ctx):
         pr.check(rep.get("truncated") is True, "final flush: trace not reported as truncated")
         check_prefix_rows(ctx, "final flush trace", report_csv(ctx, trace, strict=False), 3000)
 
-    # (c) /dev/full: the header cannot be written; the agent must give up at start.
-    args = ["--iters", "2000", "--exit", "42"]
-    plain = untraced(ctx, "rt_loop", args, want_rc=42)
-    p = run_target(ctx, "rt_loop", args, traced=True, output="/dev/full")
-    same_behaviour(ctx, "/dev/full", plain, p)
-    want = "cuhook: cannot write trace file '/dev/full': No space left on device; not tracing"
-    pr.check(p.stderr.splitlines() == [want],
-             f"/dev/full: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
-    print(f"/dev/full: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
-
-    # (d) A real full filesystem: a 64 KiB tmpfs (needs mount rights: root, as CI; skipped with a
-    # note otherwise). The writer gets ENOSPC mid-run.
+    # (c) and (d): a real full filesystem, a 64 KiB tmpfs (needs mount rights: root, as CI;
+    # skipped with a note otherwise).
     mnt = ctx.path("tmpfs")
     os.makedirs(mnt, exist_ok=True)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
                       capture_output=True).returncode != 0:
-        print("tmpfs: cannot mount here (not root?): case (d) not run")
+        print("tmpfs: cannot mount here (not root?): cases (c) and (d) not run")
         return
     try:
+        # (c) Full before the agent starts: the header cannot be written; the agent must give up
+        # at start. (This was /dev/full, which exists: the agent now refuses it as an existing
+        # file before writing.)
+        filler = os.path.join(mnt, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            while os.write(fd, b"x" * 4096) > 0:
+                pass
+        except OSError:
+            pass  # ENOSPC: full
+        os.close(fd)
+        args = ["--iters", "2000", "--exit", "42"]
+        plain = untraced(ctx, "rt_loop", args, want_rc=42)
+        trace = os.path.join(mnt, "t0.bin")
+        p = run_target(ctx, "rt_loop", args, traced=True, output=trace)
+        same_behaviour(ctx, "full tmpfs at start", plain, p)
+        want = f"cuhook: cannot write trace file '{trace}': No space left on device; not tracing"
+        pr.check(p.stderr.splitlines() == [want],
+                 f"full tmpfs at start: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
+        print(f"full tmpfs at start: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
+        for f in (filler, trace):
+            if os.path.exists(f):
+                os.unlink(f)
+
+        # (d) The writer gets ENOSPC mid-run.
         args = ["--iters", "200000", "--pause-after", "200", "--pause-ms", "300", "--exit", "42"]
         plain = untraced(ctx, "rt_loop", args, want_rc=42)
         trace = os.path.join(mnt, "t.bin")
