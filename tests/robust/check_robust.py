@@ -850,10 +850,124 @@ def test_writer_malloc(ctx):
     pr.check(rep.get("calls") == iters, f"{rep.get('calls')} calls recorded, the program made {iters}")
 
 
+# ---- set-user-ID / set-group-ID programs ---------------------------------------------------------
+
+SKIP = 77
+CALLER = 65533   # an unprivileged user of no group, not nobody
+PRIVILEGED_REFUSAL = ("cuhook: the process runs with other privileges than its starter's (set-user-ID, "
+                      "set-group-ID or file capabilities): no tracing from its environment; not tracing")
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def suid_capable_dir(ctx):
+    """A directory for set-user-ID copies: on a file system mounted without nosuid, on a path
+    every user can search. None if there is none."""
+    for d in (ctx.workdir, "/var/tmp", "/tmp"):
+        opts = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "-T", d], capture_output=True, text=True)
+        if opts.returncode == 0 and "nosuid" not in opts.stdout.split(",") and readable_by_all(d):
+            return d
+    return None
+
+
+def as_caller(cmd, env, cwd):
+    """cmd run as uid/gid CALLER with no supplementary groups (setpriv)."""
+    return subprocess.run(["setpriv", f"--reuid={CALLER}", f"--regid={CALLER}", "--clear-groups"] + cmd,
+                          env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_setuid(ctx):
+    """A program that runs with more privileges than its caller (set-user-ID or set-group-ID)
+    loads the agent in constructor mode, and the caller points CUHOOK_OUTPUT at a file only the
+    program's privileges may write (as a set-user-ID root program could write root's files).
+    The agent must take no option from that environment and trace nothing: the file stays as it
+    was and no trace appears anywhere the program could write. Needs root (to make the copies
+    and switch users) and a file system that honours set-user-ID bits; skipped otherwise."""
+    pr = ctx.problems
+    if os.geteuid() != 0:
+        skip("needs root to make set-user-ID copies owned by another user and to run them as a third")
+    if not shutil.which("setpriv") or not shutil.which("findmnt"):
+        skip("setpriv and findmnt (util-linux) are needed")
+    base = suid_capable_dir(ctx)
+    if not base:
+        skip("no directory searchable by everyone on a file system mounted without nosuid")
+    d = tempfile.mkdtemp(prefix="cuhook-setuid-", dir=base)
+    try:
+        os.chmod(d, 0o755)
+        for f in (ctx.exe("rt_loop"), ctx.agent, ctx.lib, shutil.which("id")):
+            shutil.copy(f, d)
+            os.chmod(os.path.join(d, os.path.basename(f)), 0o755)
+        agent, lib = os.path.join(d, os.path.basename(ctx.agent)), os.path.join(d, os.path.basename(ctx.lib))
+        cwd = os.path.join(d, "cwd")  # where a trace.bin by default would go: writable by all
+        os.mkdir(cwd)
+        os.chmod(cwd, 0o1777)
+        env = clean_env()
+        env.pop("LD_LIBRARY_PATH", None)
+
+        # ids: (owner uid, owner gid, mode bits) of the privileged copy; the file its privileges
+        # may write and the caller's may not
+        kinds = {"set-user-ID": (65534, 0, 0o4755, 65534, 0, 0o600),
+                 "set-group-ID": (0, 65534, 0o2755, 0, 65534, 0o660)}
+        args = ["--iters", "2000", "--exit", "42"]
+        plain = as_caller([os.path.join(d, "rt_loop")] + args + [lib], env, cwd)
+        if plain.returncode != 42:
+            raise Fatal(f"rt_loop as uid {CALLER}: {describe_status(plain.returncode)}\n{tail(plain.stderr)}")
+
+        # control: the plain copy, run by the caller, is traced (the agent loads and works there)
+        control = os.path.join(cwd, "control.bin")
+        p = as_caller([os.path.join(d, "rt_loop"), "--agent", agent] + args + [lib],
+                      dict(env, CUHOOK_OUTPUT=control), cwd)
+        same_behaviour(ctx, "control (no privileges gained)", plain, p)
+        if pr.check(os.path.exists(control), f"control: no trace written; stderr {p.stderr.splitlines()!r}"):
+            pr.check(calls_by_name(report_json(ctx, control)).get("cuFakeInner") == 2000,
+                     "control: 2000 calls expected in its trace")
+            os.unlink(control)
+
+        for what, (uid, gid, mode, fuid, fgid, fmode) in kinds.items():
+            exe = os.path.join(d, "rt_loop-" + what)
+            shutil.copy(ctx.exe("rt_loop"), exe)
+            os.chown(exe, uid, gid)
+            os.chmod(exe, mode)  # after chown, which clears the bits
+            idexe = os.path.join(d, "id-" + what)
+            shutil.copy(shutil.which("id"), idexe)
+            os.chown(idexe, uid, gid)
+            os.chmod(idexe, mode)
+            ids = as_caller([idexe, "-u" if uid else "-g"], env, cwd).stdout.strip()
+            if ids != "65534":
+                skip(f"a {what} program does not get its owner's id here (id says {ids!r}): no_new_privs?")
+
+            victim = os.path.join(d, "victim-" + what)
+            with open(victim, "w") as f:
+                f.write("what only the privileged program may write\n")
+            os.chown(victim, fuid, fgid)
+            os.chmod(victim, fmode)
+            for force in ("0", "1"):
+                e = dict(env, CUHOOK_OUTPUT=victim, CUHOOK_FORCE=force, CUHOOK_VERBOSE="1")
+                p = as_caller([exe, "--agent", agent] + args + [lib], e, cwd)
+                label = f"{what} copy, CUHOOK_FORCE={force}"
+                print(f"{label}: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
+                same_behaviour(ctx, label, plain, p)
+                pr.check(p.stderr.splitlines() == [PRIVILEGED_REFUSAL],
+                         f"{label}: stderr should be exactly {PRIVILEGED_REFUSAL!r}, got {p.stderr.splitlines()!r}")
+                with open(victim, "rb") as f:
+                    pr.check(f.read() == b"what only the privileged program may write\n",
+                             f"{label}: the file CUHOOK_OUTPUT named was changed")
+                st = os.stat(victim)
+                pr.check((st.st_uid, st.st_gid, st.st_mode & 0o7777) == (fuid, fgid, fmode),
+                         f"{label}: the file CUHOOK_OUTPUT named changed owner or mode")
+                pr.check(os.listdir(cwd) == [], f"{label}: files appeared in the working directory: "
+                         f"{os.listdir(cwd)}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
-         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc}
+         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "setuid": test_setuid}
 
 
 def main():
