@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -243,6 +244,14 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
+/* Create this session's trace file and start the writer, as cfg says. */
+static int open_trace(const char *path, char *err, size_t errlen)
+{
+	struct writer_opts wo = {.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                         .replace = cfg.force, .max_size = cfg.max_size};
+	return writer_open(path, &wo, err, errlen);
+}
+
 static void scan_libraries(bool plan_only)
 {
 	struct scan s;
@@ -283,7 +292,7 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -358,7 +367,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	cuhook_clock_monotonic = cfg.monotonic;
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		set_error(err);
 		return rc;
@@ -458,10 +467,27 @@ static bool injector_gate_mapped(void)
 	return found;
 }
 
+/* Does this process run with privileges its starter may not have: executed set-user-ID,
+ * set-group-ID or with file capabilities (AT_SECURE), or with effective ids other than its real
+ * ones? Then whoever set its environment must not choose what it writes where: the agent takes
+ * no options from the environment there (its options come from the injector alone, which had
+ * the right to ptrace the process). */
+static bool privileges_differ(void)
+{
+	return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+#define PRIVILEGED_REFUSAL "the process runs with other privileges than its starter's (set-user-ID, " \
+	"set-group-ID or file capabilities): no tracing from its environment"
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
 	if (traced_by_cuhook() || injector_gate_mapped())
 		return;
+	if (privileges_differ()) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", PRIVILEGED_REFUSAL);
+		return;
+	}
 	struct cuhook_config c;
 	char err[400];
 	config_defaults(&c);
@@ -483,11 +509,16 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
-/* The API's options string, or the environment when it is NULL. */
+/* The API's options string, or the environment when it is NULL (never in a process whose
+ * privileges differ from its starter's: privileges_differ). */
 static int parse_options(const char *options, struct cuhook_config *c)
 {
 	char err[400];
 	config_defaults(c);
+	if (!options && privileges_differ()) {
+		set_error(PRIVILEGED_REFUSAL);
+		return -1;
+	}
 	int rc = options ? config_from_string(c, options, err, sizeof(err))
 	                 : config_from_env(c, err, sizeof(err));
 	if (rc != 0)

@@ -3,6 +3,8 @@
 #include "cuhook_agent.h"
 #include "glob_filter.h"
 
+#include "byte_size.h"
+
 #include "trace_path.h"
 
 #include <ctype.h>
@@ -122,13 +124,26 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 	}
 	if (!strcmp(key, "follow"))
 		return set_bool(&c->follow, v, key, err, errlen);
+	if (!strcmp(key, "force"))
+		return set_bool(&c->force, v, key, err, errlen);
+	if (!strcmp(key, "max_size")) {
+		/* 0 or empty: no cap; below the minimum, not even the file's own blocks would fit */
+		uint64_t n = 0;
+		if (*v && (cuhook_parse_size(v, &n) != 0 || (n && n < CUHOOK_MAX_SIZE_MIN))) {
+			snprintf(err, errlen, "'max_size' must be 0 or a size of at least %uK (bytes, or with "
+			         "K, M, G), not '%s'", CUHOOK_MAX_SIZE_MIN >> 10, v);
+			return -1;
+		}
+		c->max_size = n;
+		return 0;
+	}
 	snprintf(err, errlen, "unknown option '%s'", key);
 	return -1;
 }
 
 static const char *const env_keys[] = {"output", "funcs", "count", "lib", "buffer_kb", "drop", "flush_ms",
                                         "clock", "verbose", "disable", "follow", "ioctl",
-                                        "ioctl_paths"};
+                                        "ioctl_paths", "force", "max_size"};
 
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 {
@@ -136,7 +151,8 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 		char name[64] = "CUHOOK_";
 		for (unsigned k = 0; env_keys[i][k] && k < 50; k++)
 			name[7 + k] = (char)toupper((unsigned char)env_keys[i][k]);
-		const char *v = getenv(name);
+		/* not from whoever started a process that has more privileges than they do */
+		const char *v = secure_getenv(name);
 		if (v && set(c, env_keys[i], v, err, errlen)) {
 			char tmp[256];
 			snprintf(tmp, sizeof(tmp), "%s: %s", name, err);

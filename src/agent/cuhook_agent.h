@@ -42,6 +42,11 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
+/* The smallest size cap (max_size=, cuhook --max-size) accepted: room for the file header (the
+ * command line and the executable's path, up to 8 KiB) and the closing blocks, with some left
+ * for the tables and events. */
+#define CUHOOK_MAX_SIZE_MIN (64u << 10)
+
 /* Optional, before cuhook_agent_start() and while the other threads still run: find and plan
  * the functions of the libraries already loaded and write their stubs, without writing any
  * jump. A later cuhook_agent_start() then only writes jumps, so the time every thread must be

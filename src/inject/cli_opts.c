@@ -6,10 +6,15 @@
 
 #include "../cli/commands.h"
 
+#include "byte_size.h"
+#include "out_file.h"
+#include "trace_path.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
@@ -39,6 +44,16 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 	} else if (!strcmp(a, "--ioctl")) {
 		c->ioctl = 1;
+	} else if (!strcmp(a, "--force")) {
+		c->force = 1;
+	} else if (!strcmp(a, "--max-size")) {
+		if (!(v = VALUE()))
+			return -1;
+		if (cuhook_parse_size(v, &c->max_size) != 0 || c->max_size < CUHOOK_MAX_SIZE_MIN) {
+			fprintf(stderr, "cuhook: --max-size wants a size of at least %uK (bytes, or with K, M, G), "
+			        "not '%s'\n", CUHOOK_MAX_SIZE_MIN >> 10, v);
+			return -1;
+		}
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = VALUE()))
 			return -1;
@@ -116,6 +131,14 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	}
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
 		return -1;
+	if (c->force && append(buf, len, &pos, "force", "1") < 0)
+		return -1;
+	if (c->max_size) {
+		char n[32];
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)c->max_size);
+		if (append(buf, len, &pos, "max_size", n) < 0)
+			return -1;
+	}
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
@@ -124,6 +147,47 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		if (append(buf, len, &pos, NULL, c->extra[i]) < 0)
 			return -1;
 	return 0;
+}
+
+bool cuhook_inject_option(const char *opts, const char *key, char *buf, size_t len)
+{
+	bool found = false;
+	size_t klen = strlen(key);
+	for (const char *p = opts; p && *p;) {
+		size_t n = strcspn(p, ";");
+		if (n > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			snprintf(buf, len, "%.*s", (int)(n - klen - 1), p + klen + 1);
+			found = true; /* the agent takes the last one */
+		}
+		p += n;
+		if (*p == ';')
+			p++;
+	}
+	return found;
+}
+
+/* An agent option's boolean value, read as the agent reads it (src/agent/config.c). */
+static bool option_true(const char *opts, const char *key)
+{
+	char v[16];
+	return cuhook_inject_option(opts, key, v, sizeof(v)) &&
+	       (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on"));
+}
+
+int cuhook_inject_check_output(const char *cmd, const char *options, pid_t pid)
+{
+	char out[PATH_MAX], path[PATH_MAX + 32], err[PATH_MAX + 256];
+	if (!cuhook_inject_option(options, "output", out, sizeof(out)))
+		return 0;
+	bool follow = option_true(options, "follow");
+	if (pid <= 0 && (follow || strstr(out, "%p")))
+		return 0; /* named after a process that does not exist yet: its agent decides */
+	cuhook_trace_path(out, (int)pid, follow, path, sizeof(path));
+	if (cuhook_out_check(path, option_true(options, "force"), "trace file",
+	                     "pass --force to replace it, or choose another name with -o", err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "cuhook %s: %s\n", cmd, err);
+	return -1;
 }
 
 int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inject_opts *o,

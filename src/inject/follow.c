@@ -87,22 +87,11 @@ static struct pending *pending_add(pid_t pid)
 	return p;
 }
 
-/* The output= value of the agent options. */
-static void options_output(const char *opts, char *buf, size_t len)
-{
-	buf[0] = 0;
-	const char *o = opts ? strstr(opts, "output=") : NULL;
-	while (o && o != opts && o[-1] != ';')
-		o = strstr(o + 1, "output=");
-	if (o)
-		snprintf(buf, len, "%.*s", (int)strcspn(o + 7, ";"), o + 7);
-}
-
 /* A trace file of process pid: 1 if it holds recorded calls (an EVENTS block), 0 if not, -1 if
  * it is not such a file. */
 static int trace_has_events(const char *path, pid_t pid)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	struct cuhook_file_header h;
@@ -126,19 +115,36 @@ out:
 	return ret;
 }
 
+/* rename(from, to) unless `to` exists (whatever it is: a file, a dangling link): 0, or -errno,
+ * -EEXIST when something is there. Never replaces: checking first and renaming after would let
+ * an entry made in between be replaced. Where renameat2's RENAME_NOREPLACE is not supported (an
+ * older kernel, some file systems), a hard link that fails on an existing name does the same,
+ * and the old name is then removed. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+		return -errno;
+	if (link(from, to) != 0)
+		return -errno;
+	unlink(from);
+	return 0;
+}
+
 /* pid has just exec'd: its earlier image is gone, and with it any writer of FILE.PID. Keep a
  * trace that image recorded under another name; drop one with nothing in it. */
 static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *o)
 {
 	char out[PATH_MAX], f[PATH_MAX + 32];
-	options_output(o->agent_options, out, sizeof(out));
-	if (!out[0])
+	if (!cuhook_inject_option(o->agent_options, "output", out, sizeof(out)) || !out[0])
 		return;
 	cuhook_trace_path(out, (int)pid, true, f, sizeof(f));
 	struct stat sb;
-	if (stat(f, &sb) != 0)
-		return;
-	/* Older than this run: a file of an earlier run and a recycled pid, replaced as usual. */
+	if (lstat(f, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return; /* not a file an agent wrote (a link someone put there is not ours to move) */
+	/* Older than this run: a file of an earlier run and a recycled pid, left to the new image's
+	 * agent (which replaces it with force=1 only). */
 	if (sb.st_mtim.tv_sec < follow_t0.tv_sec ||
 	    (sb.st_mtim.tv_sec == follow_t0.tv_sec && sb.st_mtim.tv_nsec < follow_t0.tv_nsec))
 		return;
@@ -157,11 +163,11 @@ static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *
 	for (int n = 1; n < 1000; n++) {
 		char g[PATH_MAX + 48];
 		snprintf(g, sizeof(g), "%.*s-%d%s", (int)stem, f, n, f + stem);
-		if (access(g, F_OK) == 0)
-			continue;
-		if (rename(f, g) == 0)
+		int r = rename_noreplace(f, g);
+		if (r == 0)
 			inj_log("process %d exec'd: the trace of its earlier program is now %s", pid, g);
-		return;
+		if (r != -EEXIST)
+			return;
 	}
 }
 
