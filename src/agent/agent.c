@@ -14,6 +14,7 @@
 #include "loader_watch.h"
 #include "nvfd.h"
 #include "record.h"
+#include "self_maps.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -259,6 +261,14 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
+/* Create this session's trace file and start the writer, as cfg says. */
+static int open_trace(const char *path, char *err, size_t errlen)
+{
+	struct writer_opts wo = {.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                         .replace = cfg.force, .max_size = cfg.max_size};
+	return writer_open(path, &wo, err, errlen);
+}
+
 static void scan_libraries(bool plan_only)
 {
 	struct scan s;
@@ -299,7 +309,7 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -375,7 +385,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	cuhook_clock_monotonic = cfg.monotonic;
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		set_error(err);
 		return rc;
@@ -453,10 +463,49 @@ static bool traced_by_cuhook(void)
 	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
 }
 
+/* Is cuhook's injector loading us (or was it, and left its dlopen to finish without it)? Its
+ * call gate, a one-page anonymous read+exec mapping that starts with CUHOOK_GATE_MAGIC, is mapped
+ * for as long as one of its calls may return into it (src/inject/remote_call.c). */
+static bool gate_line(uintptr_t lo, uintptr_t hi, const char *rest, void *ctx)
+{
+	char perms[8];
+	unsigned long ino;
+	int end = 0;
+	if (hi - lo != 4096 || sscanf(rest, "%7s %*s %*s %lu %n", perms, &ino, &end) < 2 || ino != 0 ||
+	    strcmp(perms, "r-xp") != 0 || rest[end])
+		return false;
+	*(bool *)ctx = memcmp((const void *)lo, CUHOOK_GATE_MAGIC, sizeof(CUHOOK_GATE_MAGIC)) == 0;
+	return *(bool *)ctx;
+}
+
+static bool injector_gate_mapped(void)
+{
+	bool found = false;
+	self_maps_each(gate_line, &found);
+	return found;
+}
+
+/* Does this process run with privileges its starter may not have: executed set-user-ID,
+ * set-group-ID or with file capabilities (AT_SECURE), or with effective ids other than its real
+ * ones? Then whoever set its environment must not choose what it writes where: the agent takes
+ * no options from the environment there (its options come from the injector alone, which had
+ * the right to ptrace the process). */
+static bool privileges_differ(void)
+{
+	return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+#define PRIVILEGED_REFUSAL "the process runs with other privileges than its starter's (set-user-ID, " \
+	"set-group-ID or file capabilities): no tracing from its environment"
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
-	if (traced_by_cuhook())
+	if (traced_by_cuhook() || injector_gate_mapped())
 		return;
+	if (privileges_differ()) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", PRIVILEGED_REFUSAL);
+		return;
+	}
 	struct cuhook_config c;
 	char err[400];
 	config_defaults(&c);
@@ -478,11 +527,16 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
-/* The API's options string, or the environment when it is NULL. */
+/* The API's options string, or the environment when it is NULL (never in a process whose
+ * privileges differ from its starter's: privileges_differ). */
 static int parse_options(const char *options, struct cuhook_config *c)
 {
 	char err[400];
 	config_defaults(c);
+	if (!options && privileges_differ()) {
+		set_error(PRIVILEGED_REFUSAL);
+		return -1;
+	}
 	int rc = options ? config_from_string(c, options, err, sizeof(err))
 	                 : config_from_env(c, err, sizeof(err));
 	if (rc != 0)

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The codec checks max_size=; the API header tells callers the same minimum. */
+_Static_assert(AOPT_MAX_SIZE_MIN == CUHOOK_MAX_SIZE_MIN, "one smallest size cap");
+
 void config_defaults(struct cuhook_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -75,6 +78,12 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_STDERR:
 		c->quiet = !v->b;
 		break;
+	case AOPT_FORCE:
+		c->force = v->b;
+		break;
+	case AOPT_MAX_SIZE:
+		c->max_size = v->size;
+		break;
 	case AOPT_NKEYS:
 		break;
 	}
@@ -86,7 +95,8 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 	for (int k = 0; k < AOPT_NKEYS; k++) {
 		char name[64];
 		aopt_env_name((enum aopt_key)k, name, sizeof(name));
-		const char *v = getenv(name);
+		/* not from whoever started a process that has more privileges than they do */
+		const char *v = secure_getenv(name);
 		union aopt_value val;
 		if (v && (aopt_check((enum aopt_key)k, v, &val, err, errlen) != 0 ||
 		          set(c, (enum aopt_key)k, v, &val, err, errlen) != 0)) {

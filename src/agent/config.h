@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "agent_options.h"
 
@@ -31,10 +32,15 @@ struct cuhook_config {
 	bool quiet;                           /* stderr=0: nothing on the process's stderr (cuhook
 	                                         attach: it is not the operator's); a failed write is
 	                                         told at stop instead */
+	bool force;                           /* force: replace an existing trace file
+	                                         (src/format/out_file.h) */
+	uint64_t max_size;                    /* max_size: the trace file's size cap in bytes, 0 none */
 };
 
 void config_defaults(struct cuhook_config *c);
-/* Returns 0, or -1 with a message in err for an unknown key or a bad value. */
+/* Returns 0, or -1 with a message in err for an unknown key or a bad value. The environment is
+ * read with secure_getenv: nothing in a process started with more privileges than its starter
+ * (set-user-ID, set-group-ID, file capabilities). */
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
 /* The trace file of this process (src/format/trace_path.h: %p, and ".PID" with follow). */

@@ -15,6 +15,12 @@
 
 #define CUHOOK_API __attribute__((visibility("default")))
 
+/* The first bytes of the page that cuhook's injector maps in a process for its remote calls
+ * (src/inject/remote_call.c). While such a page exists, the agent is being (or was) loaded by
+ * the injector: its constructor never starts tracing by itself then, even if the injector is
+ * gone by the time a late dlopen runs it. */
+#define CUHOOK_GATE_MAGIC "cuhook-call-gate/1"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +41,11 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * run --record-all`) records them like any other function. Nsight Systems likewise skips such
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
+
+/* The smallest size cap (max_size=, cuhook --max-size) accepted: room for the file header (the
+ * command line and the executable's path, up to 8 KiB) and the closing blocks, with some left
+ * for the tables and events. */
+#define CUHOOK_MAX_SIZE_MIN (64u << 10)
 
 /* Optional, before cuhook_agent_start() and while the other threads still run: find and plan
  * the functions of the libraries already loaded and write their stubs, without writing any

@@ -32,7 +32,8 @@ static void usage(FILE *f)
 	        "  --duration SEC        stop tracing after SEC seconds (fractions allowed)\n"
 	        "  --stop                only stop an agent left tracing in PID (by a killed cuhook)\n"
 	        "%s"
-	        "Default output: trace.PID.bin in the current directory. Exit status: 0 traced and\n"
+	        "Default output: trace.PID.bin in the current directory. If it exists, the process is\n"
+	        "not touched and the exit status is 2 (unless --force). Exit status: 0 traced and\n"
 	        "detached; 1 failed (the process is left as it was); 2 usage; 3 detached, but the trace\n"
 	        "could not be written in full (a full disk: the message says why).\n",
 	        CUHOOK_INJECT_CLI_HELP);
@@ -169,6 +170,9 @@ int cmd_attach(int argc, char **argv)
 	if (stop_only)
 		return detach(pid, &o, cli.verbose, "stop");
 
+	/* an existing trace file: refused before the process is touched */
+	if (cuhook_inject_check_output("attach", options, pid) < 0)
+		return 2;
 	if (cuhook_inject_check(pid) < 0) {
 		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
 		return 1;

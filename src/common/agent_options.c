@@ -1,5 +1,6 @@
 #include "agent_options.h"
 
+#include "byte_size.h"
 #include "glob_filter.h"
 #include "text_safe.h"
 
@@ -26,6 +27,8 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	[AOPT_IOCTL] = {"ioctl", AOPT_BOOL, 0, 0, 0, NULL, false},
 	[AOPT_IOCTL_PATHS] = {"ioctl_paths", AOPT_GLOBS, AOPT_GLOBS_MAX, 0, 0, NULL, true},
 	[AOPT_STDERR] = {"stderr", AOPT_BOOL, 0, 0, 0, NULL, false},
+	[AOPT_FORCE] = {"force", AOPT_BOOL, 0, 0, 0, NULL, false},
+	[AOPT_MAX_SIZE] = {"max_size", AOPT_SIZE, 0, AOPT_MAX_SIZE_MIN, 0, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */
@@ -103,6 +106,20 @@ static int check_choice(const struct aopt_def *d, const char *name, const char *
 	return -1;
 }
 
+static int check_size(const struct aopt_def *d, const char *name, const char *value, union aopt_value *v, char *err,
+                      size_t errlen)
+{
+	uint64_t n = 0;
+	if (*value && (cuhook_parse_size(value, &n) != 0 || (n && n < d->lo))) {
+		char shown[SHOWN_MAX * TEXT_SAFE_GROWTH + 1];
+		snprintf(err, errlen, "%s must be 0 or a size of at least %uK (bytes, or with K, M, G), not '%s'", name,
+		         d->lo >> 10, SHOWN(value));
+		return -1;
+	}
+	v->size = n;
+	return 0;
+}
+
 int aopt_check(enum aopt_key key, const char *value, union aopt_value *v, char *err, size_t errlen)
 {
 	char name[40];
@@ -127,6 +144,8 @@ int aopt_check_as(enum aopt_key key, const char *name, const char *value, union 
 		return check_bool(name, value, v, err, errlen);
 	case AOPT_CHOICE:
 		return check_choice(d, name, value, v, err, errlen);
+	case AOPT_SIZE:
+		return check_size(d, name, value, v, err, errlen);
 	case AOPT_TEXT:
 	case AOPT_GLOBS:
 	case AOPT_GLOB:

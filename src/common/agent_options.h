@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum aopt_key {
 	AOPT_OUTPUT,
@@ -28,6 +29,8 @@ enum aopt_key {
 	AOPT_IOCTL,
 	AOPT_IOCTL_PATHS,
 	AOPT_STDERR,
+	AOPT_FORCE,
+	AOPT_MAX_SIZE,
 	AOPT_NKEYS
 };
 
@@ -38,6 +41,7 @@ enum aopt_kind {
 	AOPT_UINT,   /* a decimal number from lo to hi */
 	AOPT_BOOL,   /* 1/yes/true/on or 0/no/false/off/empty */
 	AOPT_CHOICE, /* one of choices (empty: the first) */
+	AOPT_SIZE,   /* bytes, or with K/M/G/T (src/common/byte_size.h), at least lo; 0 or empty: none */
 };
 
 /* Longest values, in bytes (the agent's buffers are one more). */
@@ -45,23 +49,29 @@ enum aopt_kind {
 #define AOPT_GLOBS_MAX 1023
 #define AOPT_GLOB_MAX 255
 
+/* The smallest size cap (max_size=, cuhook --max-size) accepted: room for the file header (the
+ * command line and the executable's path, up to 8 KiB) and the closing blocks, with some left
+ * for the tables and events. The agent's API header says the same (CUHOOK_MAX_SIZE_MIN). */
+#define AOPT_MAX_SIZE_MIN (64u << 10)
+
 struct aopt_def {
 	const char *name;           /* the key; the variable is CUHOOK_ and the key in upper case */
 	enum aopt_kind kind;
 	size_t max_len;             /* TEXT, GLOBS, GLOB */
-	unsigned lo, hi;            /* UINT */
+	unsigned lo, hi;            /* UINT; SIZE: lo */
 	const char *const *choices; /* CHOICE: NULL-terminated */
 	bool nonempty;              /* an empty value is refused */
 };
 
 extern const struct aopt_def aopt_defs[AOPT_NKEYS];
 
-/* A value as checked: the number (UINT), the truth (BOOL) or the index in choices (CHOICE).
- * Text values stay as they were given. */
+/* A value as checked: the number (UINT), the truth (BOOL), the index in choices (CHOICE) or the
+ * bytes (SIZE, 0: none). Text values stay as they were given. */
 union aopt_value {
 	unsigned u;
 	bool b;
 	unsigned choice;
+	uint64_t size;
 };
 
 /* The key called name (len bytes), or -1. */

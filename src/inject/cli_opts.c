@@ -8,6 +8,9 @@
 #include "agent_options.h"
 #include "text_safe.h"
 
+#include "out_file.h"
+#include "trace_path.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -71,6 +74,22 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 	} else if (!strcmp(a, "--ioctl")) {
 		c->ioctl = 1;
+	} else if (!strcmp(a, "--force")) {
+		c->force = 1;
+	} else if (!strcmp(a, "--max-size")) {
+		/* the agent's max_size= (where 0 means no cap): a cap asked for here must be one */
+		union aopt_value size;
+		char err[256];
+		if (!(v = VALUE()))
+			return -1;
+		if (aopt_check_as(AOPT_MAX_SIZE, a, v, &size, err, sizeof(err)) < 0 || !size.size) {
+			char shown[64 * TEXT_SAFE_GROWTH + 1];
+			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+			fprintf(stderr, "cuhook: --max-size wants a size of at least %uK (bytes, or with K, M, G), "
+			        "not '%s'\n", aopt_defs[AOPT_MAX_SIZE].lo >> 10, shown);
+			return -1;
+		}
+		c->max_size = size.size;
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = agent_value(AOPT_FUNCS, a, VALUE())))
 			return -1;
@@ -149,6 +168,14 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	}
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
 		return -1;
+	if (c->force && append(buf, len, &pos, "force", "1") < 0)
+		return -1;
+	if (c->max_size) {
+		char n[32];
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)c->max_size);
+		if (append(buf, len, &pos, "max_size", n) < 0)
+			return -1;
+	}
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
@@ -157,6 +184,30 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		if (append(buf, len, &pos, NULL, c->extra[i]) < 0)
 			return -1;
 	return 0;
+}
+
+/* A boolean agent option as the agent takes it: its last value in opts (checked when built). */
+static bool option_true(const char *opts, enum aopt_key key)
+{
+	char v[16], err[256];
+	union aopt_value val;
+	return aopt_get(opts, key, v, sizeof(v)) && aopt_check(key, v, &val, err, sizeof(err)) == 0 && val.b;
+}
+
+int cuhook_inject_check_output(const char *cmd, const char *options, pid_t pid)
+{
+	char out[PATH_MAX], path[PATH_MAX + 32], err[PATH_MAX + 256];
+	if (!aopt_get(options, AOPT_OUTPUT, out, sizeof(out)))
+		return 0;
+	bool follow = option_true(options, AOPT_FOLLOW);
+	if (pid <= 0 && (follow || strstr(out, "%p")))
+		return 0; /* named after a process that does not exist yet: its agent decides */
+	cuhook_trace_path(out, (int)pid, follow, path, sizeof(path));
+	if (cuhook_out_check(path, option_true(options, AOPT_FORCE), "trace file",
+	                     "pass --force to replace it, or choose another name with -o", err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "cuhook %s: %s\n", cmd, err);
+	return -1;
 }
 
 int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inject_opts *o,

@@ -325,16 +325,22 @@ int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len)
 	return -1;
 }
 
-/* Up to n bytes at addr (never past the page's end, which may be the mapping's): how many were
- * read, 0 on failure. */
-static size_t mem_read_some(struct itarget *tg, uint64_t addr, char *buf, size_t n)
+size_t mem_read_some(struct itarget *tg, uint64_t addr, void *buf, size_t n)
 {
 	if (!tg->mem_ptrace) {
 		ssize_t r = pread(tg->memfd, buf, n, (off_t)addr);
 		return r > 0 ? (size_t)r : 0;
 	}
-	size_t k = n < 8 ? n : 8;
-	return ptrace_mem(tg, addr, buf, k, false) == 0 ? k : 0;
+	size_t got = 0;
+	while (got < n) {
+		size_t k = 8 - ((addr + got) & 7);
+		if (k > n - got)
+			k = n - got;
+		if (ptrace_mem(tg, addr + got, (char *)buf + got, k, false) != 0)
+			break;
+		got += k;
+	}
+	return got;
 }
 
 int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
@@ -345,6 +351,9 @@ int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
 		size_t chunk = 4096 - ((addr + got) & 4095);
 		if (chunk > len - 1 - got)
 			chunk = len - 1 - got;
+		/* through ptrace a word at a time: a string ends soon, the page may go on long after */
+		if (tg->mem_ptrace && chunk > 8)
+			chunk = 8;
 		size_t n = mem_read_some(tg, addr + got, buf + got, chunk);
 		if (n == 0)
 			break;

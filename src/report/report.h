@@ -43,7 +43,9 @@ enum rp_sort {
 struct rp_opts {
 	enum rp_format format;
 	enum rp_sort sort;
-	const char *output;        /* -o FILE, NULL: stdout */
+	const char *output;        /* -o FILE, NULL or "-": stdout; a new file (mode 0600), never
+	                              written through a link (src/format/out_file.h) */
+	int force;                 /* --force: replace an existing -o FILE */
 	unsigned top;              /* rows of the slowest-calls list (--top) */
 	unsigned width;            /* timeline columns */
 	int all;                   /* --all: list every refused function */

@@ -3,6 +3,8 @@
  * damaged one is reported on what could be read, with a warning on stderr. */
 #include "report.h"
 
+#include "out_file.h"
+
 #include <unistd.h>
 
 #include <errno.h>
@@ -32,6 +34,26 @@ static void show_progress(const char *path, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
+#define OUTPUT_HINT "pass --force to replace it, or choose another name with -o"
+
+/* -o FILE, created as every file cuhook writes is (out_file.h); stdout for none or "-". */
+static FILE *open_output(const struct rp_opts *o)
+{
+	if (!o->output || !strcmp(o->output, "-"))
+		return stdout;
+	char err[4608];
+	int fd = cuhook_out_create(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err));
+	FILE *f = fd >= 0 ? fdopen(fd, o->format == RP_FMT_PERFETTO ? "wb" : "w") : NULL;
+	if (!f) {
+		if (fd >= 0) {
+			snprintf(err, sizeof(err), "%s: %s", o->output, strerror(errno));
+			close(fd);
+		}
+		fprintf(stderr, "cuhook report: %s\n", err);
+	}
+	return f;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
@@ -39,10 +61,17 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;
-	char err[512];
+	char err[4608];
 	FILE *out = NULL;
 	if (!traces || !views) {
 		fprintf(stderr, "cuhook report: out of memory\n");
+		status = RP_EXIT_ERROR;
+		goto done;
+	}
+	/* an output that will be refused is said before reading traces that may be large */
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
 		status = RP_EXIT_ERROR;
 		goto done;
 	}
@@ -85,14 +114,10 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	free(shift);
 	if (!nviews)
 		goto done;
-	out = stdout;
-	if (o->output && strcmp(o->output, "-")) {
-		out = fopen(o->output, o->format == RP_FMT_PERFETTO ? "wb" : "w");
-		if (!out) {
-			fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
-			status = RP_EXIT_ERROR;
-			goto done;
-		}
+	out = open_output(o);
+	if (!out) {
+		status = RP_EXIT_ERROR;
+		goto done;
 	}
 	int rc = 0;
 	switch (o->format) {

@@ -118,7 +118,7 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
-	        RESET(v), t->dropped ? " records lost (lossy mode or write errors): counts are lower bounds" : "");
+	        RESET(v), t->dropped ? " records lost (lossy mode, size cap or write errors): counts are lower bounds" : "");
 	if (t->truncated)
 		fprintf(f, "  truncated  %syes%s: %s\n", YELLOW(v), RESET(v), rp_safe(t->truncated_reason));
 	else

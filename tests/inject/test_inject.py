@@ -12,6 +12,7 @@ import pty
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -114,13 +115,13 @@ def expect_fail(r, pattern):
 # ---- run ---------------------------------------------------------------------------------------
 
 def case_run_exit_code():
-    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "exit", 7)
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t1"), "--", A.target, "exit", 7)
     check(r.returncode == 7, "exit 7 expected", "%d %s" % (r.returncode, r.stderr))
-    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "kill", 15)
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t2"), "--", A.target, "kill", 15)
     # cuhook dies of the same signal: -15 for Python, 143 for a shell
     check(r.returncode in (-15, 143), "death by SIGTERM expected", "%d %s" % (r.returncode, r.stderr))
     r = subprocess.run(["sh", "-c", '"$0" run --agent "$1" -o "$2" -- "$3" kill 15; echo "rc=$?"',
-                        A.cuhook, A.agent, os.path.join(TMP, "t"), A.target], capture_output=True, text=True)
+                        A.cuhook, A.agent, os.path.join(TMP, "t3"), A.target], capture_output=True, text=True)
     check("rc=143" in r.stdout, "a shell should see 143", r.stdout + r.stderr)
 
 
@@ -170,7 +171,7 @@ def case_run_signal_forward():
     check("sigint 1" in out, "the program gets exactly one SIGINT", out)
     check(p.returncode == 3, "exit status of the program", str(p.returncode))
     # SIGTERM to cuhook: the program dies of it, cuhook too
-    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--",
+    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t2"), "--",
                           A.target, "sleep", "5000"], stdout=subprocess.PIPE, text=True)
     check(p.stdout.readline().startswith("ready"), "target ready")
     p.send_signal(signal.SIGTERM)
@@ -406,6 +407,134 @@ def case_follow_no_flag():
     check(list(tr) == ["t.bin"] and tr["t.bin"][1] == {"cuFakeConstA": 200}, "the parent's trace only", repr(tr))
 
 
+# ---- output files --------------------------------------------------------------------------------
+
+OUT_REFUSED = "trace file '%s' exists; pass --force to replace it, or choose another name with -o"
+
+
+def plant_file(path, text="precious\n"):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def read(path):
+    """A file's content (bytes a trace holds show as \ufffd, never an exception)."""
+    with open(path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def case_run_output_exists():
+    # an existing trace file is refused before the program runs (exit 2, the file as it was, a
+    # message naming it and --force); --force lets it through as force=1 (the agent replaces it
+    # safely), --max-size as max_size=BYTES; a bad size is a usage error
+    out = plant_file(os.path.join(TMP, "exists.txt"))
+    r = cuhook("run", "--agent", A.agent, "-o", out, "--", A.target, "exit", 7)
+    check(r.returncode == 2, "exit 2 for an existing output", "%d %s" % (r.returncode, r.stderr))
+    check(r.stderr.strip() == "cuhook run: " + OUT_REFUSED % out, "the message names the file and --force", r.stderr)
+    check(read(out) == "precious\n", "the existing file is unchanged (neither program nor agent ran)", read(out))
+    r = cuhook("run", "--force", "--max-size", "2M", "--agent", A.agent, "-o", out, "--", A.target, "exit", 7,
+               env=NO_TICKER)
+    check(r.returncode == 7, "with --force the program runs", "%d %s" % (r.returncode, r.stderr))
+    lines = trace_lines(out)  # the dummy agent appends to what is there
+    check(lines[:1] == ["precious"] and len(lines) == 2 and
+          lines[1].endswith("options=output=%s;force=1;max_size=2097152" % out),
+          "force=1 and max_size passed to the agent", repr(lines))
+    for bad in ("10K", "1.5M", "-1", "12Q", "", "99999999999999999999"):
+        r = cuhook("run", "--max-size", bad, "--agent", A.agent, "-o", os.path.join(TMP, "m"), "--", A.target,
+                   "exit", 7)
+        check(r.returncode == 2 and "--max-size wants a size of at least 64K" in r.stderr,
+              "--max-size %r refused" % bad, "%d %s" % (r.returncode, r.stderr))
+
+
+def case_attach_output_exists():
+    # attach: refused before the process is touched (no agent in it, no thread stopped)
+    t = Target("loop", 2)
+    try:
+        out = plant_file(os.path.join(TMP, "exists.txt"))
+        r = attach(t.pid, "--duration", 0.1, out=out)
+        check(r.returncode == 2, "exit 2 for an existing output", "%d %s" % (r.returncode, r.stderr))
+        check(r.stderr.strip() == "cuhook attach: " + OUT_REFUSED % out, "the message names the file and --force",
+              r.stderr)
+        maps = read("/proc/%d/maps" % t.pid)
+        check(os.path.basename(A.agent) not in maps, "the agent was not put into the process")
+        check(read(out) == "precious\n", "the existing file is unchanged", read(out))
+        r = attach(t.pid, "--duration", 0.1, "--force", out=out)
+        check(r.returncode == 0, "attach --force failed", r.stderr)
+        lines = trace_lines(out)
+        check(len(lines) == 3 and ";force=1" in lines[1] and lines[2].startswith("stop"),
+              "attached with force=1", repr(lines))
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_real_output_link():
+    # the real agent under cuhook run: -o naming a planted link to a file of ours, or an existing
+    # file: refused, both left as they were; with --force the name is replaced by a new trace
+    # (mode 600), the link's target untouched. A new file is made with mode 600 too.
+    need_real("follow_target", "fakecuda")
+    victim = plant_file(os.path.join(TMP, "victim.txt"), "the link's target\n")
+    prog = [A.follow_target, "calls", A.fakecuda, "cuFakeConstA", 25]
+    for kind in ("new", "link", "file"):
+        out = os.path.join(TMP, kind + ".bin")
+        if kind == "link":
+            os.symlink(victim, out)
+        elif kind == "file":
+            plant_file(out)
+        else:
+            r = cuhook("run", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 0, "run into a new file failed", r.stderr)
+        if kind != "new":
+            r = cuhook("run", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 2 and r.stderr.strip() == "cuhook run: " + OUT_REFUSED % out,
+                  "%s: refused with exit 2" % kind, "%d %s" % (r.returncode, r.stderr))
+            check("role calls" not in r.stdout, "%s: the program did not run" % kind, r.stdout)
+            if kind == "link":
+                check(os.path.islink(out) and os.readlink(out) == victim, "the link is unchanged")
+            else:
+                check(read(out) == "precious\n", "the file is unchanged", read(out))
+            r = cuhook("run", "--force", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 0, "%s: run --force failed" % kind, r.stderr)
+        st = os.lstat(out)
+        check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+              "%s: the trace is a new regular file of mode 600" % kind, "mode %o" % st.st_mode)
+        pid, calls, _, closed = report_calls(out)
+        check(calls == {"cuFakeConstA": 25} and closed, "%s: the trace holds the 25 calls" % kind,
+              repr((calls, closed)))
+        check(read(victim) == "the link's target\n", "the link's target is unchanged", read(victim))
+
+
+def case_follow_set_aside_noclobber():
+    # --follow sets a process's earlier trace aside as FILE.PID-N.EXT when it execs; what is
+    # already there under those names is never replaced: the fork child plants a dangling link at
+    # FILE.PID-1.bin and a file at FILE.PID-2.bin just before its exec; the trace must go to -3
+    need_real("follow_target", "fakecuda")
+    d = os.path.join(TMP, "follow")
+    os.makedirs(d)
+    stem = os.path.join(d, "t")
+    r = cuhook("run", "--follow", "--agent", A.real_agent, "-o", stem + ".bin", "--", A.follow_target, "exec",
+               A.fakecuda, 100, 30, A.follow_target, "calls", A.fakecuda, "cuFakeConstB", 40,
+               env=dict(os.environ, INJ_FOLLOW_PLANT=stem))
+    check(r.returncode == 0, "exit status 0 expected", "%d %s" % (r.returncode, r.stderr))
+    kids = roles(r.stdout)["calls"]
+    forked = [k for k in kids if os.path.lexists("%s.%d-2.bin" % (stem, k))]
+    check(len(forked) == 1, "one fork child planted its entries", repr(sorted(os.listdir(d))))
+    k = forked[0]
+    link = "%s.%d-1.bin" % (stem, k)
+    check(os.path.islink(link) and os.readlink(link) == stem + ".planted" and not os.path.lexists(stem + ".planted"),
+          "the planted link is unchanged and nothing was written through it",
+          "%s: %s" % (link, os.readlink(link) if os.path.islink(link) else "no longer a link"))
+    check(read("%s.%d-2.bin" % (stem, k)) == "planted\n", "the planted file is unchanged")
+    aside = "%s.%d-3.bin" % (stem, k)
+    check(os.path.exists(aside), "the earlier trace set aside under the first free name", repr(sorted(os.listdir(d))))
+    got = report_calls(aside)
+    check(got[0] == k and got[1] == {"cuFakeConstC": 30}, "the earlier image's 30 calls", repr(got))
+    got = report_calls("%s.%d.bin" % (stem, k))
+    check(got[1] == {"cuFakeConstB": 40}, "the new image's trace", repr(got))
+
+
 # ---- attach ------------------------------------------------------------------------------------
 
 def case_attach_loop():
@@ -455,8 +584,9 @@ def case_attach_prepare():
         m = re.search(r"before, while they ran: dlopen ([\d.]+), prepare ([\d.]+)", r.stderr)
         check(m is not None and float(m.group(2)) >= 300, "prepare's 300 ms told apart", r.stderr)
         check(ms < 150, "stopped time counts the final stop only: %.2f ms" % ms, r.stderr)
-        # a second attach reuses the agent: no prepare, one stop, "agent reused" in it
-        r = attach(t.pid, "--duration", 0.05, "-v")
+        # a second attach reuses the agent: no prepare, one stop, "agent reused" in it (into the
+        # same file: the dummy agent appends)
+        r = attach(t.pid, "--duration", 0.05, "-v", "--force")
         check(r.returncode == 0, "second attach failed", r.stderr)
         _, ms, inner = stopped_ms(r.stderr)
         check("agent reused" in inner and "while they ran" not in r.stderr, "reused, in the stop", r.stderr)
@@ -492,7 +622,7 @@ def case_attach_cycles():
     t = Target("loop", 4)
     try:
         for i in range(50):
-            r = attach(t.pid, "--duration", 0.01)
+            r = attach(t.pid, "--duration", 0.01, "--force")  # one file: the dummy agent appends
             check(r.returncode == 0, "attach %d failed" % i, r.stderr)
         lines = trace_lines()
         check(sum(l.startswith("start") for l in lines) == 50 and sum(l.startswith("stop") for l in lines) == 50,
@@ -577,11 +707,11 @@ def case_attach_leftover():
         check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
         p.kill()
         p.wait()
-        r = attach(t.pid, "--duration", 0.01)
+        r = attach(t.pid, "--duration", 0.01, "--force")
         expect_fail(r, "already tracing")
         r = cuhook("attach", "--agent", A.agent, "--stop", t.pid)
         check(r.returncode == 0, "--stop failed", r.stderr)
-        r = attach(t.pid, "--duration", 0.01)
+        r = attach(t.pid, "--duration", 0.01, "--force")
         check(r.returncode == 0, "attach after --stop", r.stderr)
         _, mism, _ = parse_loop(t.finish())
         check(mism == 0, "target unharmed")
@@ -619,6 +749,100 @@ def case_attach_target_exits():
         t.kill()
 
 
+# ---- cuhook killed in the middle of a remote call ---------------------------------------------------
+
+def thread_states(pid):
+    """The state letter of every thread of pid (R, S, T, t, ...)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass
+    return out
+
+
+def killed_mid_call(when, slow, after=0.0):
+    """Attach with the dummy agent made slow by `slow` (its INJ_DUMMY_* variables, in the target's
+    environment), SIGKILL cuhook `after` seconds once its stderr shows `when` (a regular
+    expression): the remote call under way when cuhook dies must still come back, and the target
+    go on with every result right and no thread left stopped."""
+    base = baseline(4)
+    t = Target("loop", 4, env=slow)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.agent, "-o",
+                              os.path.join(TMP, "trace.txt"), "--duration", "0.3", str(t.pid)],
+                             stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while not re.search(when, seen):
+            line = p.stderr.readline()
+            check(line != "", "cuhook ended before %r" % when, seen)
+            seen += line
+        time.sleep(after)
+        check(p.poll() is None, "cuhook still in the call when killed", seen)
+        p.kill()
+        p.wait()
+        time.sleep(0.3)
+        check(t.p.poll() is None, "target survived the killed cuhook", "exit %s" % t.p.poll())
+        states = thread_states(t.pid)
+        check(not any(s in "tT" for s in states), "no thread left stopped", repr(states))
+        out = t.finish()
+        check(t.p.returncode == 0, "target ended normally", "exit status %d" % t.p.returncode)
+        _, mism, ck = parse_loop(out)
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_kill_run_during_start():
+    # cuhook run killed while the agent starts (everything stopped at the program's entry): the
+    # program runs on, untraced, and ends normally. It is reparented to us (a subreaper).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(36, 1, 0, 0, 0) == 0, "PR_SET_CHILD_SUBREAPER")  # 36: PR_SET_CHILD_SUBREAPER
+    base = baseline(2)
+    # the dummy agent's start made slow: a variable of the program's environment, inherited from ours
+    p = subprocess.Popen([A.cuhook, "run", "-v", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                          "--", A.target, "loop", "2"], env=dict(os.environ, INJ_DUMMY_START_MS="800"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "dlopen at" not in seen:
+        line = p.stderr.readline()
+        check(line != "", "cuhook ended before its dlopen", seen)
+        seen += line
+    time.sleep(0.3)
+    check(p.poll() is None, "cuhook still in the start when killed", seen)
+    p.kill()
+    p.wait()
+    # the target is now our child (reparented); it prints "ready" once it runs its main
+    line = p.stdout.readline()
+    check(line.startswith("ready"), "the program started", repr(line))
+    p.stdin.write("quit\n")
+    p.stdin.flush()
+    out = p.stdout.read()
+    pid, status = os.waitpid(-1, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the program ended normally",
+          "status 0x%x" % status)
+    _, mism, ck = parse_loop(out)
+    check(mism == 0 and ck == base, "program unharmed", "%d %s %s" % (mism, ck, base))
+
+
+def case_kill_during_prepare():
+    # prepare runs on a program thread while the others run; cuhook dies in it
+    killed_mid_call(r"dlopen at", {"INJ_DUMMY_PREPARE_MS": "800"}, 0.3)
+
+
+def case_kill_during_start():
+    # every thread stopped, the start runs on one of them; cuhook dies in it
+    killed_mid_call(r"stopped again", {"INJ_DUMMY_START_MS": "800"}, 0.3)
+
+
+def case_kill_during_stop():
+    # the detach's stop runs on a program thread, the others stopped; cuhook dies in it
+    killed_mid_call(r"tracing process", {"INJ_DUMMY_STOP_MS": "1500"}, 0.9)
+
+
 # ---- errors ------------------------------------------------------------------------------------
 
 def case_err_no_such_pid():
@@ -635,7 +859,7 @@ def case_err_permission():
         return
     t = Target("loop", 1)
     try:
-        r = subprocess.run([A.cuhook, "attach", "--agent", A.agent, "-o", "/tmp/never", "--duration", "0.1",
+        r = subprocess.run([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "never"), "--duration", "0.1",
                             str(t.pid)], capture_output=True, text=True,
                            preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
         if "cannot find the agent" in r.stderr or "not found" in r.stderr:
@@ -1066,13 +1290,13 @@ def case_real_attach_sigint_early():
 
     def att(pid):
         for delay in (0, 0.001, 0.003, 0.006, 0.01, 0.015, 0.025, 0.05):
-            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", out, str(pid)],
+            p = subprocess.Popen([A.cuhook, "attach", "--force", "--agent", A.real_agent, "-o", out, str(pid)],
                                  stderr=subprocess.PIPE, text=True)
             time.sleep(delay)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=30)
             runs.append((delay, p.returncode, err.strip().splitlines()[-1:] if err.strip() else []))
-        last["r"] = cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
+        last["r"] = cuhook("attach", "--force", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
 
     got = driver_run(iters, att)
     for delay, rc, err in runs:
@@ -1125,7 +1349,8 @@ def case_real_cycles():
 
     def cycles(pid):
         for i in range(100):
-            r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration", 0.01, pid)
+            r = cuhook("attach", "--force", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration",
+                       0.01, pid)
             if r.returncode != 0:
                 fails.append(r.stderr)
                 break

@@ -4,6 +4,7 @@
 
 #include "agent_options.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,14 @@ static void refusals(void)
 		{"ioctl_paths=", "'ioctl_paths' must not be empty"},
 		{"output=", "'output' must not be empty"},
 		{"drop=\x1b[2Jx\x07", "not '\\x1b[2Jx\\x07'"}, /* shown escaped */
+		{"force=maybe", "'force' must be 0 or 1, not 'maybe'"},
+		{"max_size=10K", "'max_size' must be 0 or a size of at least 64K (bytes, or with K, M, G), not '10K'"},
+		{"max_size=65535", "'max_size' must be 0 or a size of at least 64K"},
+		{"max_size=1.5M", "'max_size' must be 0 or a size"},
+		{"max_size=-1", "'max_size' must be 0 or a size"},
+		{"max_size=12Q", "'max_size' must be 0 or a size"},
+		{"max_size=99999999999999999999", "'max_size' must be 0 or a size"},
+		{"max_size=17179869184G", "'max_size' must be 0 or a size"}, /* 2^64 bytes */
 		{"funcs=cu*;bogus=1;drop=1", "unknown option 'bogus'"},
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -134,6 +143,31 @@ static void build_and_read_back(void)
 	CHECK(aopt_check_item("ioctl=1", err, sizeof(err)) == 0, "a good item");
 }
 
+/* Sizes (max_size=): bytes or K/M/G/T, powers of 1024; 0 or empty is no cap. */
+static void sizes(void)
+{
+	static const struct {
+		const char *opts;
+		uint64_t bytes;
+	} good[] = {
+		{"max_size=65536", 65536},  {"max_size=64K", 65536},       {"max_size=2M", 2097152},
+		{"max_size=2mib", 2097152}, {"max_size=100003", 100003},   {"max_size=1G", 1ull << 30},
+		{"max_size=3T", 3ull << 40}, {"max_size=0", 0},            {"max_size=", 0},
+	};
+	for (unsigned i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct seen s = {0};
+		char err[512] = "";
+		CHECK(aopt_parse(good[i].opts, record, &s, err, sizeof(err)) == 0, "'%s' refused: %s", good[i].opts, err);
+		CHECK(s.n == 1 && s.key[0] == AOPT_MAX_SIZE && s.v[0].size == good[i].bytes, "'%s': %llu bytes, wanted %llu",
+		      good[i].opts, (unsigned long long)s.v[0].size, (unsigned long long)good[i].bytes);
+	}
+	struct seen s = {0};
+	char err[512] = "";
+	CHECK(aopt_parse("force=1;force=off", record, &s, err, sizeof(err)) == 0 && s.n == 2 &&
+	          s.key[0] == AOPT_FORCE && s.v[0].b && !s.v[1].b,
+	      "force is a boolean: %s", err);
+}
+
 static void env_names(void)
 {
 	char n[64];
@@ -151,6 +185,7 @@ int main(void)
 	RUN(parse_in_order);
 	RUN(refusals);
 	RUN(build_and_read_back);
+	RUN(sizes);
 	RUN(env_names);
 	UNIT_EXIT();
 }
