@@ -238,18 +238,17 @@ static int gate_probe(struct itarget *tg)
 			if (m.m[i].perms[2] == 'x' && m.m[i].path && !strcmp(m.m[i].path, lib))
 				g->restore_rt = scan_restore_rt(tg, m.m[i].start, m.m[i].end);
 	}
+	char libname[256]; /* lib points into m */
+	snprintf(libname, sizeof(libname), "%s", lib ? lib : "");
+	maps_free(&m);
 	if (!lib || !g->mmap_fn || !g->munmap_fn || !g->restore_rt) {
-		maps_free(&m);
 		inj_error("process %d: no %s found in its C library%s%s: cuhook cannot make calls in it "
 		          "that complete without cuhook", tg->pid,
 		          !lib ? "C library" : !g->restore_rt ? "rt_sigreturn trampoline" : "mmap/munmap",
-		          lib ? " " : "", lib ? lib : "");
+		          lib ? " " : "", libname);
 		g->restore_rt = 0;
 		return -1;
 	}
-	char libname[256];
-	snprintf(libname, sizeof(libname), "%s", lib);
-	maps_free(&m);
 	g->sig = pick_report_signal(tg->pid);
 	inj_log("remote calls return through %s (rt_sigreturn at 0x%llx in %s)",
 	        g->sig ? sigabbrev_np(g->sig) : "system-call stops", (unsigned long long)g->restore_rt,
