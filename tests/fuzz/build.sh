@@ -26,7 +26,7 @@ cflags="-g -O1 -std=gnu11 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-}"
 # the trace reader and the report: every source of src/report, the decoder table of src/format
 "$cc" $cflags -I"$root/src/report" -I"$root/src/format" \
 	"$root/tests/fuzz/fuzz_trace.c" "$root"/src/report/*.c "$root/src/format/decoders.c" \
-	-lm -o "$out/fuzz_trace.tmp"
+	-lm -pthread -o "$out/fuzz_trace.tmp"
 mv "$out/fuzz_trace.tmp" "$out/fuzz_trace"
 # the ELF reader of cuhook funcs and the relocation planner it feeds
 "$cc" $cflags -I"$root/src/trampoline" -I"$root/src/format" -I"$root/src/asm" \
