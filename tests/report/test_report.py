@@ -890,6 +890,32 @@ def test_shrink_reading():
         check(outs["csv"] == ref_csv, f"{where}: the CSV differs from the file's cut before it was read")
 
 
+def test_changed_reading():
+    """A trace cut to half and extended back with zeros (rewritten) after pass 1 read its block
+    headers, as pass 2's reader thread reads its first MiB: pass 2 checks each block header again
+    and stops at the first one that is no longer there; no signal, the records read before."""
+    src = gen("changed", "big", "--calls", "100000", "--threads", "2")
+    with open(src, "rb") as f:
+        data = f.read()
+    size = len(data) // 2 + 13
+    after = [off for off, _, _, _ in blocks(data) if off >= size][0]  # the first header zeroed
+    ref_j, _ = shrunk_reference(data, size)
+    dyn = os.path.join(TMP, "rewritten.bin")
+    shutil.copyfile(src, dyn)
+    env = dict(os.environ, TZ="UTC", ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    p = subprocess.run([A.truncate_at_read, dyn, str(size), str(1 << 20), str(len(data)), "--",
+                        A.cuhook, "report", "--format", "json", dyn], capture_output=True, timeout=120, env=env)
+    err = p.stderr.decode("utf-8", "replace")
+    check(f"{dyn} regrown to {len(data)} bytes" in err, f"not rewritten while read:\n{err}")
+    eq(p.returncode, 0, f"exit status; stderr:\n{err}")
+    j = json.loads(p.stdout)
+    want = f"the file changed while it was read: the block at offset {after} is not the one read before"
+    eq((j["truncated"], j["complete"], j["truncated_reason"]), (True, False, want), "the reason")
+    # the block that holds the cut was read in part: its records up to the zeros, then one corrupt
+    check(ref_j["calls"] < j["calls"] < 100000 and j["errors"] >= 1,
+          f"calls {j['calls']} (cut before: {ref_j['calls']}), errors {j['errors']}")
+
+
 def test_shrink_output():
     """The trace is truncated after it was read, while the report writes its output (stdout is a
     full pipe): the report does not depend on the file any more (SIGBUS before: arguments were

@@ -1,12 +1,13 @@
 /* Truncates a file at a chosen moment of a program's reading it: the tests of a trace that
  * shrinks while `cuhook report` reads it (test_report.py, shrink_reading).
  *
- *   truncate_at_read FILE SIZE MIN_BYTES -- PROGRAM ARGS...
+ *   truncate_at_read FILE SIZE MIN_BYTES [REGROW] -- PROGRAM ARGS...
  *
  * Runs PROGRAM under ptrace, all its threads, and when the first read(2), pread64(2) or mmap(2)
  * of FILE that asks for at least MIN_BYTES returns, truncates FILE to SIZE bytes before that
- * thread goes on (the program is not traced after that). Deterministic: the program cannot read
- * FILE past that call before the file is cut. Says on stderr which call it was.
+ * thread goes on (the program is not traced after that), then, with REGROW, extends it back to
+ * REGROW bytes (zeros after SIZE: a file rewritten, not only cut). Deterministic: the program
+ * cannot read FILE past that call before the file is cut. Says on stderr which call it was.
  *
  * Exits with the program's exit status, or 128 + the signal that killed it (as a shell does), or
  * 125 when the program never made such a call (the file was not truncated). */
@@ -48,13 +49,16 @@ static int reads_target(pid_t tid, const struct __ptrace_syscall_info *si, unsig
 
 int main(int argc, char **argv)
 {
-	if (argc < 6 || strcmp(argv[4], "--")) {
-		fprintf(stderr, "usage: truncate_at_read FILE SIZE MIN_BYTES -- PROGRAM ARGS...\n");
+	int dashes = argc > 5 && !strcmp(argv[5], "--") ? 5 : 4;
+	if (argc < dashes + 2 || strcmp(argv[dashes], "--")) {
+		fprintf(stderr, "usage: truncate_at_read FILE SIZE MIN_BYTES [REGROW] -- PROGRAM ARGS...\n");
 		return 2;
 	}
 	const char *file = argv[1];
 	off_t size = (off_t)strtoll(argv[2], NULL, 10);
 	min_bytes = strtoull(argv[3], NULL, 10);
+	off_t regrow = dashes == 5 ? (off_t)strtoll(argv[4], NULL, 10) : -1;
+	char **prog = argv + dashes + 1;
 	if (stat(file, &target)) {
 		perror(file);
 		return 2;
@@ -68,13 +72,13 @@ int main(int argc, char **argv)
 		struct rlimit no_core = {0, 0}; /* a program killed by SIGBUS leaves no core file */
 		setrlimit(RLIMIT_CORE, &no_core);
 		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-		execvp(argv[5], argv + 5);
-		perror(argv[5]);
+		execvp(prog[0], prog);
+		perror(prog[0]);
 		_exit(127);
 	}
 	int st;
 	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st)) { /* the exec's SIGTRAP */
-		fprintf(stderr, "truncate_at_read: %s did not start\n", argv[5]);
+		fprintf(stderr, "truncate_at_read: %s did not start\n", prog[0]);
 		return 2;
 	}
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
@@ -106,11 +110,13 @@ int main(int argc, char **argv)
 					fprintf(stderr, "truncate_at_read: syscall %llu of %llu bytes by thread %d\n",
 					        (unsigned long long)si.entry.nr, count, (int)tid);
 				} else if (si.op == PTRACE_SYSCALL_INFO_EXIT && tid == pending) {
-					if (truncate(file, size)) {
+					if (truncate(file, size) || (regrow >= 0 && truncate(file, regrow))) {
 						perror("truncate_at_read: truncate");
 						kill(pid, SIGKILL);
 					}
 					fprintf(stderr, "truncate_at_read: %s truncated to %lld bytes\n", file, (long long)size);
+					if (regrow >= 0)
+						fprintf(stderr, "truncate_at_read: %s regrown to %lld bytes\n", file, (long long)regrow);
 					done = 1;
 				}
 			}
@@ -123,7 +129,7 @@ int main(int argc, char **argv)
 	}
 	if (!done) {
 		fprintf(stderr, "truncate_at_read: %s never read %s with %llu bytes or more: not truncated\n",
-		        argv[5], file, min_bytes);
+		        prog[0], file, min_bytes);
 		return 125;
 	}
 	return status;
