@@ -28,7 +28,7 @@ cflags="-g -O1 -std=gnu11 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-}"
 "$cc" $cflags -I"$root/src/report" -I"$root/src/format" -I"$root/src/common" \
 	"$root/tests/fuzz/fuzz_trace.c" "$root"/src/report/*.c "$root/src/format/decoders.c" \
 	"$root/src/format/out_file.c" "$root/src/common/text_safe.c" \
-	-lm -o "$out/fuzz_trace.tmp"
+	-lm -pthread -o "$out/fuzz_trace.tmp"
 mv "$out/fuzz_trace.tmp" "$out/fuzz_trace"
 # the ELF reader of cuhook funcs and the relocation planner it feeds
 "$cc" $cflags -I"$root/src/trampoline" -I"$root/src/format" -I"$root/src/asm" \
