@@ -8,8 +8,9 @@
  *          detach every thread
  * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
  *          ->  detach
- * spawn:   fork; the child stops itself and execs; we seize it, stop it at its entry point with
- *          a breakpoint, then the attach sequence on that (normally single-threaded) process.
+ * spawn:   fork; the child waits for our word on a pipe, then execs; we seize it, send the word,
+ *          stop it at its entry point with a breakpoint, then the attach sequence on that
+ *          (normally single-threaded) process.
  *
  * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
  * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
@@ -669,6 +670,27 @@ int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const stru
 	return start_agent(tg, o, t, false);
 }
 
+/* The child of cuhook_inject_spawn, until its exec. */
+static _Noreturn void spawn_child(char *const argv[], const sigset_t *mask, const int go[2])
+{
+	close(go[1]);
+	/* The program gets the signal state it would have without us. */
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	char byte;
+	ssize_t n;
+	while ((n = read(go[0], &byte, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(125); /* cuhook died before it could trace us: the program is not run */
+	execvp(argv[0], argv);
+	int e = errno;
+	fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
                           struct cuhook_inject_times *t, int *exit_status)
 {
@@ -682,42 +704,42 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	if (o->follow)
 		follow_begin();
 
+	/* The child waits for a byte on this pipe before it execs: we send it once the child is
+	 * seized, so that the exec runs under ptrace. Should we die before, the child reads EOF and
+	 * exits: it never waits in a stop of its own, where a dead parent would leave it for good. */
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		inj_error("pipe: %s", strerror(errno));
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		inj_error("fork: %s", strerror(errno));
+		close(go[0]);
+		close(go[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		/* The program gets the signal state it would have without us. */
-		int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-		for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		/* Stop until the parent has seized us: then exec runs under ptrace. */
-		kill(getpid(), SIGSTOP);
-		execvp(argv[0], argv);
-		int e = errno;
-		fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
+	if (pid == 0)
+		spawn_child(argv, &old, go);
+	close(go[0]);
 	if (o->spawned)
 		*o->spawned = pid;
 
-	int st;
-	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
-		inj_error("the child did not stop before exec");
-		*exit_status = st;
-		return -1;
-	}
-	/* EXITKILL until we let go: should cuhook die during the setup, the child (stopped, or with
-	 * our breakpoint in it) dies too instead of running damaged. */
+	/* EXITKILL until we let go: should cuhook die during the setup, the child (with our
+	 * breakpoint in it, or a half-started agent) dies too instead of running damaged. */
 	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
 		inj_error("cannot trace the child: %s", strerror(errno));
+		close(go[1]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
 	}
-	kill(pid, SIGCONT);
+	char byte = 1;
+	ssize_t sent = write(go[1], &byte, 1);
+	close(go[1]);
+	if (sent != 1) {
+		/* the child is gone already: run_until collects its status */
+	}
 	int r = run_until(pid, exit_status, is_exec_stop, 0);
 	if (r <= 0) {
 		if (r == 0)
