@@ -6,6 +6,7 @@
 #include "trace_path.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,16 @@ static int set(struct cuhook_config *c, const char *key, const char *v, char *er
 	}
 	if (!strcmp(key, "follow"))
 		return set_bool(&c->follow, v, key, err, errlen);
+	/* Given by cuhook attach only (no CUHOOK_* variable: constructor mode has no injector). */
+	if (!strcmp(key, "injector")) {
+		unsigned pid;
+		if (set_uint(&pid, v, 1, INT_MAX, key, err, errlen))
+			return -1;
+		c->injector = (int)pid;
+		return 0;
+	}
+	if (!strcmp(key, "deadline_ms"))
+		return set_uint(&c->deadline_ms, v, 1, UINT_MAX, key, err, errlen);
 	snprintf(err, errlen, "unknown option '%s'", key);
 	return -1;
 }

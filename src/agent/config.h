@@ -25,6 +25,9 @@ struct cuhook_config {
 	char ioctl_paths[1024];  /* ioctl_paths: globs of the device files' paths */
 	bool follow;             /* follow: fork children trace into a file of their own, and every
 	                            file name gets ".PID" before its extension */
+	int injector;            /* injector: pid of the cuhook attach that started the session (0:
+	                            none); the agent ends the trace itself once it is gone */
+	unsigned deadline_ms;    /* deadline_ms: ... or this long after the start (0: never) */
 };
 
 void config_defaults(struct cuhook_config *c);

@@ -7,6 +7,7 @@
 #include "trace_format.h"
 
 #include "code_write.h"
+#include "injector_watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +26,18 @@
  * taking them calls malloc (see scratch()). */
 #define NOTES_CAP 32768
 
+/* Who ends the session: the thread that stops it (writer_close_within), or the writer itself when
+ * the injector that started it is gone (injector_watch.h). The first to claim it writes the last
+ * blocks; the other only waits for W.done. */
+enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
+
 static struct {
 	int fd;
 	volatile int stop;
+	int closer;                /* CLOSER_*: claimed once per session */
 	uint32_t wake;             /* futex word */
-	uint32_t done;             /* futex word: 1 once the thread has left its loop */
+	uint32_t done;             /* futex word: 1 once the thread has left its loop (and, when it
+	                              ended the session itself, closed the file) */
 	uint32_t seq;              /* next block sequence number */
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
@@ -347,13 +355,30 @@ static void round_once(void)
 		put_clock();
 }
 
+static bool claim_close(int who)
+{
+	int none = CLOSER_NONE;
+	return __atomic_compare_exchange_n(&W.closer, &none, who, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void finish_file(void);
+
 static void *writer_main(void *unused)
 {
 	(void)unused;
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
+	char why[320];
+	bool ending = false;
 	while (!W.stop) {
 		round_once();
+		/* The injector that started us is gone, or late past its deadline: nobody will stop
+		 * this session, so the writer ends it (unless a stop is claiming it right now). */
+		if (injector_watch_gone(why, sizeof(why)) && claim_close(CLOSER_WRITER)) {
+			W.stop = 1;
+			ending = true;
+			break;
+		}
 		struct timespec t = {W.flush_ms / 1000, (long)(W.flush_ms % 1000) * 1000000L};
 		__atomic_store_n(&W.wake, 0, __ATOMIC_RELEASE);
 		if (!W.stop)
@@ -365,6 +390,15 @@ static void *writer_main(void *unused)
 	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
 	 * hold) is nobody's wait: the thread is detached. */
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	if (ending) {
+		/* Calls pass straight through from now on (the jumps stay: writing code while the
+		 * program runs is not the writer's business); the file gets the reason, the last
+		 * events and its END block. The agent learns it at its next start or stop
+		 * (writer_ended_itself). */
+		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+		writer_note(1, why);
+		finish_file();
+	}
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
@@ -399,6 +433,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	}
 	W.fd = fd;
 	W.stop = 0;
+	W.closer = CLOSER_NONE;
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	W.seq = 0;
 	W.failed = 0;
@@ -479,6 +514,8 @@ int writer_close_within(int timeout_ms)
 {
 	if (W.fd < 0)
 		return 0;
+	/* A call that timed out before claimed it already: this one finishes for it. */
+	bool mine = claim_close(CLOSER_CALLER) || __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_CALLER;
 	W.stop = 1;
 	writer_wake();
 	/* Wait for the thread to leave its loop (W.done), not for the thread to end (a join): see
@@ -497,8 +534,17 @@ int writer_close_within(int timeout_ms)
 		syscall(SYS_futex, &W.done, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
 	}
 	/* cuhook_writer_alive is 0 already: the writer cleared it as it left */
-	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
-	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
+	if (mine)
+		finish_file();
+	/* else the writer ended the session itself and closed the file before W.done */
+	return 0;
+}
+
+/* The last round, the END block, close. From the thread that stops the session (the program's,
+ * at exit or at stop) once the writer has left its loop, or from the writer itself. */
+static void finish_file(void)
+{
+	/* A file size limit must not kill the program with SIGXFSZ: block it while writing and
 	 * discard one that our writes raised. */
 	sigset_t xfsz, old, pending;
 	sigemptyset(&xfsz);
@@ -526,7 +572,12 @@ int writer_close_within(int timeout_ms)
 			sigtimedwait(&xfsz, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return 0;
+}
+
+bool writer_ended_itself(void)
+{
+	return __atomic_load_n(&W.done, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_WRITER;
 }
 
 void writer_note(int level, const char *text)
