@@ -35,7 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEFAULT_CALL_TIMEOUT_MS 3000
 #define STOP_TIMEOUT_MS 2000  /* a thread that does not stop in this time is in the kernel (D) */
 #define FIXUP_TIMEOUT_MS 1000 /* fixup_ip takes no lock and returns at once */
 /* glibc < 2.34 has no dlopen in libc.so; its private __libc_dlopen_mode needs this mode bit
@@ -55,7 +54,7 @@ const char *cuhook_inject_error(void)
 
 static int call_timeout(const struct cuhook_inject_opts *o)
 {
-	return o->call_timeout_ms > 0 ? o->call_timeout_ms : DEFAULT_CALL_TIMEOUT_MS;
+	return o->call_timeout_ms > 0 ? o->call_timeout_ms : CUHOOK_INJECT_CALL_TIMEOUT_MS;
 }
 
 /* Look up the agent's API in the object mapped from path. */
@@ -281,8 +280,9 @@ static void unboost_new_threads(pid_t pid, const struct boost *b)
 static void already_tracing_error(pid_t pid)
 {
 	inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
-	          "or one was killed before it could stop it, or the process was started with the "
-	          "agent in constructor mode (CUHOOK_* variables). Stop that first.", pid);
+	          "or one was killed a moment ago (the agent ends that trace by itself within its "
+	          "flush interval), or the process was started with the agent in constructor mode "
+	          "(CUHOOK_* variables). Stop that first.", pid);
 }
 
 /* The thread of tg with this tid (pointers into tg->th do not survive threads_seize_all). */
