@@ -567,6 +567,33 @@ def case_attach_leftover():
         t.kill()
 
 
+def case_attach_watch_options():
+    # cuhook attach passes its pid (injector=) for the agent to watch, and with --duration a
+    # deadline (deadline_ms=: the duration plus 5 s and two call timeouts) after which the agent
+    # ends the trace by itself; cuhook run passes neither (run_agent_started checks the string)
+    t = Target("loop", 2)
+    try:
+        for extra, deadline in ((("--duration", 0.2), 11200), (("--duration", 0.5, "--call-timeout", 1), 7500),
+                                ((), None)):
+            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt")] +
+                                 [str(a) for a in extra] + [str(t.pid)], stderr=subprocess.PIPE, text=True)
+            check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+            if not extra:
+                p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+            check(p.returncode == 0, "attach %s failed" % (extra,), err)
+            start = [l for l in trace_lines() if l.startswith("start")][-1]
+            check(";injector=%d" % p.pid in start, "our pid passed with %s" % (extra,), start)
+            if deadline is None:
+                check("deadline_ms=" not in start, "no deadline without --duration", start)
+            else:
+                check(";deadline_ms=%d" % deadline in start, "deadline_ms=%d with %s" % (deadline, extra), start)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
 def case_attach_sigint():
     # Ctrl-C (SIGINT) to cuhook attach ends the window; the target goes on
     t = Target("loop", 2)

@@ -14,15 +14,23 @@
  * started, and that its own code ran), "ready" once every thread has finished a round, and at
  * the end "rounds R bad B". Ends at a line or EOF on stdin: exit 0 when every result was right,
  * 3 when one was not (each wrong one is named on stderr); 4 when no line came within 120 s, so
- * that a program a broken harness forgot cannot stay behind. */
+ * that a program a broken harness forgot cannot stay behind.
+ *
+ * KILL_TARGET_NO_PIDFD=1 in the environment: a seccomp filter makes pidfd_open fail with ENOSYS
+ * in the program, as on a kernel older than 5.3 (the agent's watch of cuhook then reads /proc). */
 #include "fakecuda.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,6 +121,21 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void refuse_pidfd_open(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 434 /* pidfd_open */, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		perror("kill_target: seccomp");
+		exit(2);
+	}
+}
+
 /* A line or EOF on stdin: 1; nothing within the lifetime: 0. */
 static int wait_for_stdin(void)
 {
@@ -147,6 +170,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kill_target: bad THREADS, SETS or SLEEP_US\n");
 		return 2;
 	}
+	const char *nopidfd = getenv("KILL_TARGET_NO_PIDFD");
+	if (nopidfd && !strcmp(nopidfd, "1"))
+		refuse_pidfd_open(); /* before any thread: they all inherit it */
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		fprintf(stderr, "kill_target: %s\n", dlerror());
