@@ -34,6 +34,8 @@ static struct {
 	int armed;                      /* read by the writer thread: set last by begin */
 	int pid;                        /* 0: no injector to watch */
 	int pidfd;                      /* -1: none, or no longer ours */
+	bool gone_before;               /* gone before the watch began: a start that finished after
+	                                   the injector died, on its own */
 	unsigned long long start_ticks; /* its start time in /proc/PID/stat; 0: unknown */
 	uint64_t start_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
 } IW = {.pidfd = -1};
@@ -107,15 +109,23 @@ void injector_watch_begin(int pid, unsigned deadline_ms)
 {
 	IW.pid = pid > 0 ? pid : 0;
 	IW.pidfd = -1;
+	IW.gone_before = false;
 	IW.start_ticks = 0;
 	IW.start_ns = now_ns();
 	IW.deadline_ns = deadline_ms ? IW.start_ns + (uint64_t)deadline_ms * 1000000ull : 0;
 	if (IW.pid) {
 		IW.pidfd = (int)syscall(SYS_pidfd_open, IW.pid, 0);
+		int pidfd_err = IW.pidfd < 0 ? errno : 0;
 		char state;
-		if (proc_stat(IW.pid, &state, &IW.start_ticks) != 0)
+		unsigned long long ours;
+		int r = proc_stat(IW.pid, &state, &IW.start_ticks);
+		if (r != 0)
 			IW.start_ticks = 0;
-		if (IW.pidfd < 0 && !IW.start_ticks)
+		/* cuhook passed its pid as we see it: no such process now means it is gone already
+		 * (when /proc says so, if it can: it has our own line) */
+		IW.gone_before = pidfd_err == ESRCH ||
+		                 (pidfd_err && r == -ENOENT && proc_stat((int)getpid(), &state, &ours) == 0);
+		if (IW.pidfd < 0 && !IW.start_ticks && !IW.gone_before)
 			agent_log(1, "cannot watch cuhook attach (pid %d: no pidfd, not in /proc): should it be killed, "
 			          "the trace ends %s", IW.pid, IW.deadline_ns ? "at its deadline" : "with the process");
 	}
@@ -124,6 +134,8 @@ void injector_watch_begin(int pid, unsigned deadline_ms)
 
 static bool injector_exited(void)
 {
+	if (IW.gone_before)
+		return true;
 	if (IW.pidfd >= 0) {
 		struct pollfd p = {IW.pidfd, POLLIN, 0};
 		int n = poll(&p, 1, 0);

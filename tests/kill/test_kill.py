@@ -26,7 +26,8 @@ the end counts them per phase.
 The other cases: run_orphan (defect 10: cuhook run killed between fork and the seize of its
 child, made certain by fork_delay.c preloaded into cuhook), watch_killed and watch_deadline (the
 agent notices that the cuhook attach that started it is gone, or late past its --duration, and
-ends its trace by itself)."""
+ends its trace by itself), watch_probe (the same watch in the cases cuhook cannot produce on cue,
+with watch_probe.py starting the agent itself)."""
 import argparse
 import ctypes
 import os
@@ -490,12 +491,13 @@ def size_settles(path, problems, bound):
     return problems.check(s1 == s2, "the trace still grows %.1f s after: %d -> %d bytes" % (bound, s1, s2))
 
 
-def check_closed_with_note(path, pattern, problems):
+def check_closed_with_note(path, pattern, problems, recorded=True):
     t = tracefile.read_trace(path)
     problems.check(t.has_end, "the trace has its END block")
     notes = [n for _, n in t.notes]
     problems.check(any(re.search(pattern, n) for n in notes), "a note says why: %r in %r" % (pattern, notes))
-    problems.check(sum(t.entries.values()) > 0, "calls were recorded before")
+    if recorded:
+        problems.check(sum(t.entries.values()) > 0, "calls were recorded before")
 
 
 def attach_again_works(pid, work, problems):
@@ -588,6 +590,32 @@ def case_watch_deadline():
     problems.exit()
 
 
+def case_watch_probe():
+    """The watch where cuhook cannot misbehave on cue (watch_probe.py starts the agent itself):
+    an injector gone before the watch began, and a pidfd the program closed and reused."""
+    problems = Problems()
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watch_probe.py")
+    for mode in ("gone-before", "pidfd-closed"):
+        work = tempfile.mkdtemp(prefix="cuhook-kill-")
+        try:
+            trace = os.path.join(work, "trace.bin")
+            r = subprocess.run([sys.executable, probe, A.agent, A.fakecuda, trace, mode], capture_output=True,
+                               text=True, timeout=60)
+            if not problems.check(r.returncode == 0, "%s: the probe failed: %s %s" % (mode, r.stdout, r.stderr)):
+                continue
+            if mode == "pidfd-closed":
+                problems.check("active_before_kill 1" in r.stdout, "pidfd-closed: the watch went on through "
+                               "/proc while the injector lived: %s" % r.stdout.strip())
+                problems.check("fd_kept 1" in r.stdout, "pidfd-closed: the agent left the program's descriptor "
+                               "alone: %s" % r.stdout.strip())
+            if size_settles(trace, problems, 1.0):
+                check_closed_with_note(trace, r"cuhook attach \(pid \d+\), which started this trace, is gone", problems,
+                                       recorded=mode == "pidfd-closed")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    problems.exit()
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -596,7 +624,8 @@ def main():
     ap.add_argument("--target", required=True, help="kill_target")
     ap.add_argument("--fakecuda", required=True)
     ap.add_argument("--fork-delay", help="fork_delay.so (run_orphan)")
-    ap.add_argument("--case", required=True, choices=["harness", "run_orphan", "watch_killed", "watch_deadline"])
+    ap.add_argument("--case", required=True, choices=["harness", "run_orphan", "watch_killed", "watch_deadline",
+                                                          "watch_probe"])
     ap.add_argument("--per-phase", type=int, default=2, help="kills per phase (run_orphan: x5 runs)")
     ap.add_argument("--full", action="store_true", help="36 kills per phase: >= 500 landed in all")
     ap.add_argument("--seed", type=int, default=None)
