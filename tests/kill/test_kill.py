@@ -193,6 +193,7 @@ class Tally:
     def __init__(self):
         self.by_phase = {p.name: dict.fromkeys(COUNTERS, 0) for p in PHASES}
         self.notes = []
+        self.causes = {}  # deaths by how the program ended
 
     def add(self, phase, what, note=None):
         self.by_phase[phase.name][what] += 1
@@ -209,6 +210,8 @@ class Tally:
         for name, c in self.by_phase.items():
             rows.append("%-*s" % (w, name) + "".join("%9d" % c[k] for k in COUNTERS))
         rows.append("%-*s" % (w, "total") + "".join("%9d" % self.total(k) for k in COUNTERS))
+        if self.causes:
+            rows.append("deaths by cause: " + ", ".join("%s %d" % kv for kv in sorted(self.causes.items())))
         return "\n".join(rows)
 
 
@@ -230,9 +233,9 @@ def kill_at(phase, cu, err, t0, rng):
     return True
 
 
-def sweep_strays(tally, phase, known):
+def sweep_strays(tally, phase):
     """Children we did not start ourselves: what cuhook left behind."""
-    for pid in children() - known:
+    for pid in children():
         states = proc_state(pid)
         if states and not all(s == "Z" for s in states):
             tally.add(phase, "strays", "pid %d states %s" % (pid, "".join(states)))
@@ -290,11 +293,13 @@ def after_kill(tally, phase, pid, wait, stdin, out, err, trace, work, attach_aga
         os.kill(pid, signal.SIGKILL)
         wait(10)
         tally.add(phase, "deaths", "did not end when told")
+        tally.causes["hung"] = tally.causes.get("hung", 0) + 1
     elif rc < 0:
         tally.add(phase, "deaths", "%s; cuhook's last line: %s" % (describe_status(rc), last_line(err.rest())))
+        tally.causes[describe_status(rc)] = tally.causes.get(describe_status(rc), 0) + 1
     elif not results_ok(rc, last):
         tally.add(phase, "wrong results", "%s %r" % (describe_status(rc), last))
-    sweep_strays(tally, phase, set())
+    sweep_strays(tally, phase)
 
 
 def one_attach(phase, tally, rng, work):
@@ -350,7 +355,7 @@ def one_run(phase, tally, rng, work):
         rc_cu = cu.wait()
         tally.add(phase, "missed", "cuhook %s: %s" % (describe_status(rc_cu), last_line(err.rest())))
         time.sleep(SETTLE_S)
-        sweep_strays(tally, phase, set())
+        sweep_strays(tally, phase)
         return
     rc_cu = cu.wait()
     if rc_cu != -signal.SIGKILL:
@@ -361,7 +366,7 @@ def one_run(phase, tally, rng, work):
         # the program never ran (cuhook killed before the end of its setup): it must be gone
         tally.add(phase, "not started")
         time.sleep(SETTLE_S)
-        sweep_strays(tally, phase, set())
+        sweep_strays(tally, phase)
         return
     pid = int(line.split()[1])
     status = {}
@@ -423,7 +428,8 @@ def case_run_orphan():
     tally.by_phase = {phase.name: dict.fromkeys(COUNTERS, 0)}
     problems = Problems()
     env = dict(os.environ, LD_PRELOAD=A.fork_delay, KILL_FORK_DELAY_MS="300")
-    for i in range(A.per_phase * 5):
+    runs = 10
+    for i in range(runs):
         work = tempfile.mkdtemp(prefix="cuhook-kill-")
         try:
             cu = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(work, "t.bin"), "--",
@@ -442,13 +448,13 @@ def case_run_orphan():
             started = out.wait_for(r"^pid \d+", 0.1)
             if started:
                 tally.add(phase, "wrong results", "the program ran although cuhook died before it seized it")
-            sweep_strays(tally, phase, set())
+            sweep_strays(tally, phase)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     print(tally.table())
     for n in tally.notes:
         print("  " + n)
-    problems.check(tally.total("kills") == A.per_phase * 5, "every kill landed")
+    problems.check(tally.total("kills") == runs, "every kill landed")
     for k in FAILURES:
         problems.check(tally.total(k) == 0, "%d %s" % (tally.total(k), k))
     problems.exit()
@@ -626,7 +632,7 @@ def main():
     ap.add_argument("--fork-delay", help="fork_delay.so (run_orphan)")
     ap.add_argument("--case", required=True, choices=["harness", "run_orphan", "watch_killed", "watch_deadline",
                                                           "watch_probe"])
-    ap.add_argument("--per-phase", type=int, default=2, help="kills per phase (run_orphan: x5 runs)")
+    ap.add_argument("--per-phase", type=int, default=3, help="kills per phase (run_orphan: 10 runs)")
     ap.add_argument("--full", action="store_true", help="36 kills per phase: >= 500 landed in all")
     ap.add_argument("--seed", type=int, default=None)
     A = ap.parse_args()
