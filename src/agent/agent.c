@@ -15,6 +15,7 @@
 #include "loader_watch.h"
 #include "nvfd.h"
 #include "record.h"
+#include "self_maps.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +49,9 @@ static pid_t session_pid; /* the process that started this session (exit_watch_o
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
 static bool jumps_left; /* a session ended without taking its jumps out (by itself, writer.c) */
 static char last_error[PATH_MAX + 512];
+/* The writer's failure this session (agent_trace_failed): its errno, and what it said. */
+static int trace_failed;
+static char trace_failure[256];
 
 void agent_log(int level, const char *fmt, ...)
 {
@@ -59,7 +64,7 @@ void agent_log(int level, const char *fmt, ...)
 	 * 2: a warning NOTE, and stderr always. */
 	if (level >= 1 && active)
 		writer_note(level - 1, msg);
-	if (cfg.verbose >= 1 || level >= 2) {
+	if (!cfg.quiet && (cfg.verbose >= 1 || level >= 2)) {
 		char line[560];
 		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
 		if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
@@ -70,6 +75,20 @@ void agent_log(int level, const char *fmt, ...)
 static void set_error(const char *msg)
 {
 	snprintf(last_error, sizeof(last_error), "%s", msg);
+}
+
+void agent_trace_failed(int err)
+{
+	int n = snprintf(trace_failure, sizeof(trace_failure),
+	                 "writing the trace failed (%s); tracing stopped, the program goes on", strerror(err));
+	__atomic_store_n(&trace_failed, err, __ATOMIC_RELEASE);
+	if (cfg.quiet || n <= 0)
+		return;
+	char line[sizeof(trace_failure) + 16];
+	n = snprintf(line, sizeof(line), "cuhook: %s\n", trace_failure);
+	if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
+		/* nothing more we can do */
+	}
 }
 
 /* The XSAVE area the shim needs: every state component the OS enabled except AMX tiles
@@ -244,6 +263,14 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
+/* Create this session's trace file and start the writer, as cfg says. */
+static int open_trace(const char *path, char *err, size_t errlen)
+{
+	struct writer_opts wo = {.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                         .replace = cfg.force, .max_size = cfg.max_size};
+	return writer_open(path, &wo, err, errlen);
+}
+
 static void scan_libraries(bool plan_only)
 {
 	struct scan s;
@@ -299,7 +326,7 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -373,6 +400,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	}
 	cfg = *c;
 	count_overflow = 0;
+	__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
 	if (!once) {
 		detect_xsave();
 		pthread_atfork(NULL, NULL, on_fork_child);
@@ -383,7 +411,7 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	cuhook_clock_monotonic = cfg.monotonic;
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	int rc = open_trace(path, err, sizeof(err));
 	if (rc != 0) {
 		set_error(err);
 		return rc;
@@ -463,10 +491,49 @@ static bool traced_by_cuhook(void)
 	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
 }
 
+/* Is cuhook's injector loading us (or was it, and left its dlopen to finish without it)? Its
+ * call gate, a one-page anonymous read+exec mapping that starts with CUHOOK_GATE_MAGIC, is mapped
+ * for as long as one of its calls may return into it (src/inject/remote_call.c). */
+static bool gate_line(uintptr_t lo, uintptr_t hi, const char *rest, void *ctx)
+{
+	char perms[8];
+	unsigned long ino;
+	int end = 0;
+	if (hi - lo != 4096 || sscanf(rest, "%7s %*s %*s %lu %n", perms, &ino, &end) < 2 || ino != 0 ||
+	    strcmp(perms, "r-xp") != 0 || rest[end])
+		return false;
+	*(bool *)ctx = memcmp((const void *)lo, CUHOOK_GATE_MAGIC, sizeof(CUHOOK_GATE_MAGIC)) == 0;
+	return *(bool *)ctx;
+}
+
+static bool injector_gate_mapped(void)
+{
+	bool found = false;
+	self_maps_each(gate_line, &found);
+	return found;
+}
+
+/* Does this process run with privileges its starter may not have: executed set-user-ID,
+ * set-group-ID or with file capabilities (AT_SECURE), or with effective ids other than its real
+ * ones? Then whoever set its environment must not choose what it writes where: the agent takes
+ * no options from the environment there (its options come from the injector alone, which had
+ * the right to ptrace the process). */
+static bool privileges_differ(void)
+{
+	return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+#define PRIVILEGED_REFUSAL "the process runs with other privileges than its starter's (set-user-ID, " \
+	"set-group-ID or file capabilities): no tracing from its environment"
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
-	if (traced_by_cuhook())
+	if (traced_by_cuhook() || injector_gate_mapped())
 		return;
+	if (privileges_differ()) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", PRIVILEGED_REFUSAL);
+		return;
+	}
 	struct cuhook_config c;
 	char err[400];
 	config_defaults(&c);
@@ -488,11 +555,16 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
-/* The API's options string, or the environment when it is NULL. */
+/* The API's options string, or the environment when it is NULL (never in a process whose
+ * privileges differ from its starter's: privileges_differ). */
 static int parse_options(const char *options, struct cuhook_config *c)
 {
 	char err[400];
 	config_defaults(c);
+	if (!options && privileges_differ()) {
+		set_error(PRIVILEGED_REFUSAL);
+		return -1;
+	}
 	int rc = options ? config_from_string(c, options, err, sizeof(err))
 	                 : config_from_env(c, err, sizeof(err));
 	if (rc != 0)
@@ -536,6 +608,11 @@ int cuhook_agent_stop(unsigned flags)
 		return 0;
 	}
 	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
+	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
+	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
+		set_error(trace_failure);
+		return CUHOOK_STOP_TRACE_FAILED;
+	}
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "code_write.h"
 #include "injector_watch.h"
+#include "out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,14 @@
  * blocks; the other only waits for W.done. */
 enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
 
+/* The size cap's closing blocks: a CLOCK, a NOTE saying the cap was reached (text at most
+ * CAP_NOTE_MAX bytes) and the END block. Their room is kept below the cap from the start, so
+ * the closed file never exceeds it. */
+#define CAP_NOTE_MAX 192
+#define CAP_CLOSE_ROOM                                                                         \
+	(3 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
+	 sizeof(struct cuhook_note_block) + CAP_NOTE_MAX + sizeof(struct cuhook_end_block))
+
 static struct {
 	int fd;
 	volatile int stop;
@@ -42,6 +51,13 @@ static struct {
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
 	uint64_t events, dropped;
+	uint64_t bytes;            /* the file's size so far */
+	uint64_t max_size;         /* the size cap, 0 none */
+	int capped;                /* a block did not fit below the cap: nothing more is written but
+	                              the closing blocks */
+	int closing;               /* writing the closing blocks, which the cap has room for */
+	uint64_t cap_events;       /* ENTRY/EXIT records not written because of the cap */
+	uint64_t cap_counted;      /* counted calls not written because of the cap */
 	unsigned libs_written;
 	uint32_t funcs_written;
 	uint64_t last_clock_ns;
@@ -88,25 +104,36 @@ static void fail(int err)
 		return;
 	W.failed = err;
 	cuhook_recording = 0;
-	char msg[256];
-	int n = snprintf(msg, sizeof(msg),
-	                 "cuhook: writing the trace failed (%s); tracing stopped, the program goes on\n",
-	                 strerror(err));
-	if (write(2, msg, (size_t)n) < 0) {
-		/* nothing more we can do */
-	}
+	agent_trace_failed(err);
 }
 
-/* Write header + payload as one block with one system call. */
-static void put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
+/* May a block of `total` bytes be written under the size cap? The first one that may not ends
+ * the writing for good (W.capped): the file stays a prefix of the uncapped one, with no block
+ * after a missing one (no events of a function whose table was left out, no sequence gap). */
+static bool fits_cap(size_t total)
+{
+	if (!W.max_size || W.closing)
+		return true;
+	if (!W.capped && W.bytes + total + CAP_CLOSE_ROOM <= W.max_size)
+		return true;
+	W.capped = 1;
+	return false;
+}
+
+/* Write header + payload as one block with one system call. False when it was not written (a
+ * write error, or the size cap). */
+static bool put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
 	if (W.failed)
-		return;
+		return false;
 	static const uint8_t zeros[8];
 	size_t pad = CUHOOK_ALIGN8(alen + blen) - (alen + blen);
+	size_t total = sizeof(struct cuhook_block) + alen + blen + pad;
+	if (!fits_cap(total))
+		return false;
 	struct cuhook_block h = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)(alen + blen + pad), W.seq++};
 	struct iovec iov[4] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}, {(void *)zeros, pad}};
-	size_t total = sizeof(h) + alen + blen + pad;
+	W.bytes += total;
 	int iovcnt = 4;
 	struct iovec *v = iov;
 	while (total > 0) {
@@ -115,11 +142,11 @@ static void put_block(uint16_t type, const void *a, size_t alen, const void *b, 
 			if (errno == EINTR)
 				continue;
 			fail(errno);
-			return;
+			return false;
 		}
 		if (n == 0) {
 			fail(EIO);
-			return;
+			return false;
 		}
 		total -= (size_t)n;
 		while (n > 0 && iovcnt > 0) {
@@ -134,6 +161,7 @@ static void put_block(uint16_t type, const void *a, size_t alen, const void *b, 
 			}
 		}
 	}
+	return true;
 }
 
 static void put_clock(void)
@@ -224,11 +252,60 @@ static void put_notes(void)
 	}
 }
 
+static bool is_event(const struct cuhook_rec *h)
+{
+	return h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT;
+}
+
+/* Bytes of records one more EVENTS block may hold under the size cap. */
+static uint64_t events_room(void)
+{
+	uint64_t used = W.bytes + CAP_CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block);
+	return W.max_size > used ? W.max_size - used : 0;
+}
+
+/* The size cap is reached inside [from, to) (records only, no PAD): the records that still fit,
+ * [from, returned end), go out as a shorter block, so that the file fills up to the cap. */
+static uint32_t cap_cut(struct ring *r, uint32_t from, uint32_t to, uint32_t *nrec, uint32_t *nev)
+{
+	uint64_t room = events_room();
+	uint32_t p = from;
+	*nrec = *nev = 0;
+	while (p < to) {
+		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
+		if (h->size < 8 || p + h->size > to || p + h->size - from > room)
+			break;
+		(*nrec)++;
+		*nev += is_event(h);
+		p += h->size;
+	}
+	return p;
+}
+
+/* One EVENTS block of nrec records holding nev ENTRY/EXIT records: counted as written, or as
+ * dropped when the size cap keeps them out. */
+static void put_run(struct ring *r, uint32_t from, uint32_t to, uint32_t nrec, uint32_t nev)
+{
+	if (W.max_size && !W.capped && !W.closing && to - from > events_room()) {
+		uint32_t fit_rec, fit_ev, end = cap_cut(r, from, to, &fit_rec, &fit_ev);
+		if (fit_rec)
+			put_run(r, from, end, fit_rec, fit_ev);
+		W.capped = 1;
+		W.cap_events += nev - fit_ev;
+		return;
+	}
+	struct cuhook_events_block eb = {r->tid, nrec};
+	if (put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + from, to - from))
+		W.events += nev;
+	else if (W.capped)
+		W.cap_events += nev;
+}
+
 /* Write [from, to) of a ring's data (no wrap inside) as EVENTS blocks, skipping PAD records,
  * counting events and drops. */
 static void put_events(struct ring *r, uint32_t from, uint32_t to)
 {
-	uint32_t run = from, nrec = 0;
+	uint32_t run = from, nrec = 0, nev = 0;
 	uint32_t p = from;
 	while (p < to) {
 		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
@@ -236,25 +313,21 @@ static void put_events(struct ring *r, uint32_t from, uint32_t to)
 		if (len < 8 || p + len > to)
 			len = to - p; /* cannot happen: records are written whole; never loop */
 		if (h->type == CUHOOK_REC_PAD) {
-			if (nrec) {
-				struct cuhook_events_block eb = {r->tid, nrec};
-				put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, p - run);
-			}
-			nrec = 0;
+			if (nrec)
+				put_run(r, run, p, nrec, nev);
+			nrec = nev = 0;
 			run = p + len;
 		} else {
 			nrec++;
-			if (h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT)
-				W.events++;
+			if (is_event(h))
+				nev++;
 			else if (h->type == CUHOOK_REC_DROP)
 				W.dropped += ((const struct cuhook_rec_drop *)h)->count;
 		}
 		p += len;
 	}
-	if (nrec) {
-		struct cuhook_events_block eb = {r->tid, nrec};
-		put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, to - run);
-	}
+	if (nrec)
+		put_run(r, run, to, nrec, nev);
 }
 
 static void announce(struct ring *r)
@@ -289,6 +362,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 {
 	struct cuhook_count_entry e[RING_COUNT_SLOTS];
 	uint32_t n = 0;
+	uint64_t calls = 0;
 	for (uint32_t s = 0; s < nslots; s++) {
 		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
 		if (c == r->counts_seen[s])
@@ -296,6 +370,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 		e[n].func = func[s];
 		e[n].reserved = 0;
 		e[n].calls = c - r->counts_seen[s];
+		calls += e[n].calls;
 		r->counts_seen[s] = c;
 		n++;
 	}
@@ -305,7 +380,8 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	/* the events' clock (trace_format.h: the file's clock source) */
 	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
 	struct cuhook_counts_block cb = {r->tid, n, tsc};
-	put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0]));
+	if (!put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0])) && W.capped)
+		W.cap_counted += calls;
 }
 
 static void round_once(void)
@@ -423,14 +499,13 @@ static size_t read_file(const char *path, char *buf, size_t cap)
 	return len;
 }
 
-int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot create trace file '%s': %s", path, strerror(e));
-		return -e;
-	}
+	int fd = cuhook_out_create(path, o->replace, "trace file",
+	                           "not replaced without force=1 (cuhook --force, CUHOOK_FORCE=1); or choose another name",
+	                           err, errlen);
+	if (fd < 0)
+		return fd;
 	W.fd = fd;
 	W.stop = 0;
 	W.closer = CLOSER_NONE;
@@ -438,6 +513,9 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	W.seq = 0;
 	W.failed = 0;
 	W.events = W.dropped = 0;
+	W.max_size = o->max_size;
+	W.capped = W.closing = 0;
+	W.cap_events = W.cap_counted = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
 	/* A new file (a second attach): name every thread again, and forget what a previous
@@ -448,7 +526,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
 			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
 	}
-	W.flush_ms = flush_ms ? flush_ms : 50;
+	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
 	size_t cl = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -465,7 +543,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	h.clock_source = cuhook_clock_monotonic ? CUHOOK_CLOCK_MONOTONIC : CUHOOK_CLOCK_TSC;
 	h.cmdline_len = (uint32_t)cl;
 	h.exe_len = (uint32_t)el;
-	h.flags = flags;
+	h.flags = o->flags;
 	h.start_tsc = __builtin_ia32_rdtsc();
 	h.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	h.start_realtime_ns = clock_ns(CLOCK_REALTIME);
@@ -480,6 +558,7 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		W.fd = -1;
 		return -e;
 	}
+	W.bytes = h.header_size;
 	put_clock();
 
 	/* The writer must not receive the program's signals: block them all in it. */
@@ -560,8 +639,18 @@ static void finish_file(void)
 		threads++;
 		W.dropped += r->dropped;
 	}
+	W.closing = 1;
 	put_clock();
-	struct cuhook_end_block e = {W.events, W.dropped, threads, 0};
+	if (W.capped) {
+		char text[CAP_NOTE_MAX];
+		int tl = snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
+		                  "(counted as dropped) and %llu counted calls after it were not written",
+		                  (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
+		                  (unsigned long long)W.cap_counted);
+		struct cuhook_note_block nb = {1, (uint32_t)(tl < (int)sizeof(text) ? tl : (int)sizeof(text) - 1)};
+		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+	}
+	struct cuhook_end_block e = {W.events, W.dropped + W.cap_events, threads, 0};
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
 	close(W.fd);
 	W.fd = -1;
@@ -601,7 +690,7 @@ uint64_t writer_events(void)
 
 uint64_t writer_dropped(void)
 {
-	return W.dropped;
+	return W.dropped + W.cap_events;
 }
 
 void writer_forget_after_fork(void)

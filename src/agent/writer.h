@@ -7,9 +7,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Create the file, write its header and start the thread. Returns 0, or -errno with a message
- * in err. */
-int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen);
+struct writer_opts {
+	unsigned flush_ms;  /* the writer's period */
+	unsigned flags;     /* the file header's CUHOOK_FILE_* */
+	bool replace;       /* an existing file at the path may be replaced (src/format/out_file.h) */
+	uint64_t max_size;  /* the size cap, 0 none: once the next block would not leave room below
+	                       it for the closing blocks, nothing more is written but those (a
+	                       CLOCK, a NOTE saying so, the END block, whose dropped count includes
+	                       the ENTRY/EXIT records not written); the rings are still drained, so
+	                       no thread waits, and the file never exceeds max_size */
+};
+
+/* Create the file (exclusively, src/format/out_file.h), write its header and start the thread.
+ * Returns 0, or -errno with a message in err. */
+int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen);
 
 /* Stop the thread, drain everything, write the END block, close. */
 void writer_close(void);

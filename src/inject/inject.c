@@ -9,8 +9,8 @@
  * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
  *          ->  detach
  * spawn:   fork; the child waits for our word on a pipe, then execs; we seize it, send the word,
- *          stop it at its entry point with a breakpoint, then the attach sequence on that
- *          (normally single-threaded) process.
+ *          stop it at its entry point (reported by a stub in the gate page), then the attach
+ *          sequence on that (normally single-threaded) process.
  *
  * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
  * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
@@ -156,13 +156,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 	uint64_t args[2] = {path, mode}, handle = 0;
 	/* With the other threads running already, a slow dlopen just gets a second timeout. */
 	rc.on_slow = *released ? slow_beside : release_during_dlopen;
+	rc.leave_on_timeout = *released;
 	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
 	th = rc.th;
 	*thp = th;
 	if (rc.slow)
 		*released = true;
 	if (r != RC_OK)
-		return -1;
+		return -1; /* th may be NULL: left to finish its call */
 	char sc[64];
 	if (!handle) {
 		char msg[1024];
@@ -171,6 +172,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 			inj_error("a seccomp filter of process %d refuses %s, which loading the agent needs "
 			          "(dlopen: %s). Backed out; the process goes on.",
 			          tg->pid, syscall_name(rc.seccomp_nr, sc, sizeof(sc)), msg);
+		else if (target_seccomp_mode(tg->pid) == 2)
+			/* A filter that answers with an errno (SECCOMP_RET_ERRNO) sends no signal to see: dlopen
+			 * just fails with that error, which alone reads like a file permission problem. */
+			inj_error("process %d could not load the agent %s: %s. The process runs under a seccomp "
+			          "filter (Seccomp: 2 in /proc/%d/status), which probably refused a system call "
+			          "dlopen needs (openat, mmap, mprotect...) with that error; cuhook cannot load its "
+			          "agent into it. Backed out; the process goes on.",
+			          tg->pid, o->agent_path, msg, tg->pid);
 		else
 			inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, msg);
 		return -1;
@@ -222,6 +231,10 @@ static int fixup_threads(struct itarget *tg, struct ithread *caller, const struc
 		if (mapped != probe) {
 			th->regs.rip = mapped + (ip - probe);
 			th->regs_dirty = true;
+			/* At once, not at detach: should we be killed before, the thread must not resume
+			 * inside the bytes a jump overwrites (or will). */
+			if (pt_setregs(th->tid, &th->regs) < 0)
+				return -1;
 			t->moved++;
 			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
 			        (unsigned long long)th->regs.rip);
@@ -305,6 +318,7 @@ static int prepare_agent(struct itarget *tg, struct ithread *caller, const struc
 	if (!opts)
 		return -1;
 	uint64_t args[1] = {opts}, rv = 0;
+	rc.leave_on_timeout = true; /* only called while the other threads run */
 	if (rcall_invoke(&rc, api->prepare, args, 1, &rv, call_timeout(o), "cuhook_agent_prepare") != RC_OK)
 		return -1;
 	int r = (int)(uint32_t)rv;
@@ -411,6 +425,17 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		        t->seize_ns / 1e6);
 	}
 
+	/* With the functions planned already (prepared now, or by an earlier attach), threads inside
+	 * bytes a jump will overwrite are moved to the relocated copies before the start writes it:
+	 * a copy runs correctly with or without the jump, so there is no instant at which our death
+	 * would leave a thread inside a jump. Functions planned by this start itself (no prepare,
+	 * or other --funcs than before) are covered by the fixup after it. */
+	bool planned = t->agent_reused || (released && api.prepare);
+	t0 = inj_now_ns();
+	if (planned && fixup_threads(tg, caller, &api, t) < 0)
+		goto out;
+	t->fixup_ns = inj_now_ns() - t0;
+
 	t0 = inj_now_ns();
 	struct rcall rc;
 	rcall_begin(&rc, tg, caller);
@@ -442,9 +467,10 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
 		goto out;
 	}
-	t->fixup_ns = inj_now_ns() - t0;
+	t->fixup_ns += inj_now_ns() - t0;
 	ret = 0;
 out:
+	rcall_end_sequence(tg, thread_by_tid(tg, caller_tid));
 	unboost_new_threads(tg->pid, &boost);
 	unboost(&boost);
 	maps_free(&m);
@@ -479,12 +505,19 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
 		inj_error("the agent in process %d could not stop: %s (%s)", tg->pid, msg, strerror(-r));
 		/* still move threads out of relocated code if it did unpatch some */
+	} else if (r == CUHOOK_STOP_TRACE_FAILED) {
+		/* Stopped cleanly, but the trace is incomplete: ours to say (the process's stderr is not
+		 * the operator's, and the agent said nothing there). */
+		char msg[1024];
+		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+		inj_error("the agent in process %d stopped, but its trace is incomplete: %s", tg->pid, msg);
 	}
 	t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) == 0 && r >= 0)
-		ret = 0;
+		ret = r == CUHOOK_STOP_TRACE_FAILED ? 1 : 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
+	rcall_end_sequence(tg, thread_by_tid(tg, caller->tid));
 	unboost(&boost);
 	maps_free(&m);
 	return ret;
@@ -613,19 +646,16 @@ static bool is_exec_stop(pid_t pid, int st, uint64_t arg)
 	return (st >> 16) == PTRACE_EVENT_EXEC;
 }
 
-static bool is_entry_trap(pid_t pid, int st, uint64_t entry)
+static bool is_entry_report(pid_t pid, int st, uint64_t arg)
 {
-	if ((st >> 16) != 0 || WSTOPSIG(st) != SIGTRAP)
-		return false;
-	struct user_regs_struct r;
-	return ptrace(PTRACE_GETREGS, pid, 0, &r) == 0 && r.rip == entry + 1;
+	return rentry_reached(pid, st, (const struct rentry *)(uintptr_t)arg);
 }
 
-int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig)
+int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e)
 {
 	char exe[64];
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", tg->pid);
-	*entry = auxv_entry(tg->pid);
+	uint64_t entry = auxv_entry(tg->pid);
 	if (elf_check_x86_64(exe, what) < 0)
 		return -1;
 	if (elf_has_interp(exe) == 0) {
@@ -633,28 +663,26 @@ int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint
 		          what);
 		return -1;
 	}
-	if (!*entry || (tg->memfd < 0 && mem_open(tg) < 0)) {
+	if (!entry || (!mem_ready(tg) && mem_open(tg) < 0)) {
 		inj_error("cannot find the entry point of %s", what);
 		return -1;
 	}
-	/* A breakpoint at the program's entry point: by then the dynamic loader has mapped and
+	/* The loader jumps to a stub of ours instead of the entry point: by then it has mapped and
 	 * relocated every library and run their constructors (libc is initialised, dlopen works),
-	 * and not one instruction of the program itself has run. */
-	uint8_t int3 = 0xcc;
-	if (mem_read(tg, *entry, orig, 1) < 0 || mem_write(tg, *entry, &int3, 1) < 0)
-		return -1;
-	return 0;
+	 * and not one instruction of the program itself has run. The stub reports and goes on to
+	 * the entry point: should cuhook vanish, the program starts as if nothing happened (an int3
+	 * there would kill it). */
+	return rentry_install(tg, entry, e);
 }
 
-int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t)
 {
 	pid_t pid = tg->pid;
 	uint64_t stop0 = inj_now_ns();
 	struct ithread *main_th = target_add_thread(tg, pid);
-	if (!main_th || mem_write(tg, entry, &orig, 1) < 0 || pt_getregs(pid, &main_th->regs) < 0)
+	if (!main_th || pt_getregs(pid, &main_th->regs) < 0 || rentry_finish(tg, &main_th->regs, e) < 0)
 		return -1;
-	main_th->regs.rip = entry; /* back onto the restored instruction */
 	main_th->regs_dirty = true;
 	main_th->stopped = true;
 	if (pt_setregs(pid, &main_th->regs) < 0)
@@ -725,9 +753,10 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	if (o->spawned)
 		*o->spawned = pid;
 
-	/* EXITKILL until we let go: should cuhook die during the setup, the child (with our
-	 * breakpoint in it, or a half-started agent) dies too instead of running damaged. */
-	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
+	/* No EXITKILL: should cuhook die from here on, the program runs on untraced (its entry is
+	 * reported by a stub that goes on by itself, remote calls complete by themselves). Before
+	 * the seize, the child waits on the pipe and exits unstarted (125) if we die. */
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC) != 0) {
 		inj_error("cannot trace the child: %s", strerror(errno));
 		close(go[1]);
 		kill(pid, SIGKILL);
@@ -749,19 +778,18 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 
 	struct itarget tg;
 	target_init(&tg, pid);
-	uint64_t entry;
-	uint8_t orig;
-	if (entry_breakpoint(&tg, argv[0], &entry, &orig) < 0)
+	struct rentry entry;
+	if (entry_breakpoint(&tg, argv[0], &entry) < 0)
 		goto fail;
 	pt_cont(pid, 0);
-	r = run_until(pid, exit_status, is_entry_trap, entry);
+	r = run_until(pid, exit_status, is_entry_report, (uint64_t)(uintptr_t)&entry);
 	if (r <= 0) {
 		if (r == 0)
 			inj_error("%s ended before reaching its entry point", argv[0]);
 		target_free(&tg);
 		return -1;
 	}
-	if (inject_at_entry(&tg, entry, orig, o, t) < 0)
+	if (inject_at_entry(&tg, &entry, o, t) < 0)
 		goto fail;
 	uint64_t d0 = inj_now_ns();
 	if (o->follow)

@@ -95,19 +95,37 @@ static int list_tasks(pid_t pid, pid_t **out, int *n)
 	return 0;
 }
 
-/* One letter of /proc/PID/task/TID/stat: R, S, D, T, t, Z, X... or 0. */
-static char thread_state(pid_t pid, pid_t tid)
+bool task_stat(pid_t pid, pid_t tid, char *state, uint64_t *cpu)
 {
-	char p[96], buf[512];
+	char p[96], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", pid, tid);
 	FILE *f = fopen(p, "re");
 	if (!f)
-		return 0;
+		return false;
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
 	char *rp = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
-	return rp && rp[1] == ' ' ? rp[2] : 0;
+	char st = 0;
+	unsigned long long ut = 0, stime = 0;
+	/* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime */
+	if (!rp || sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &st, &ut,
+	                  &stime) != 3)
+		return false;
+	if (state)
+		*state = st;
+	if (cpu)
+		*cpu = ut + stime;
+	return true;
+}
+
+/* One letter of /proc/PID/task/TID/stat: R, S, D, T, t, Z, X... or 0. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+	char s = 0;
+	task_stat(pid, tid, &s, NULL);
+	return s;
 }
 
 /* Is this one of the agent's own threads? The agent names them "cuhook..." (PR_SET_NAME). */

@@ -18,10 +18,13 @@ each kill that landed (cuhook was still running):
     record (no "already tracing");
   - no process may be left behind: the harness is a child subreaper, so whatever cuhook leaves
     (a stopped child it forked) becomes its child and is found, killed and counted.
-Under `cuhook run`, a program whose setup cuhook had not finished dies with it by design (it is
-traced with PTRACE_O_EXITKILL until the agent is started; not one instruction of its own ran):
-counted as "not started", not as a death. Any of the others is a failure; the table printed at
-the end counts them per phase.
+Under `cuhook run` the same holds from the moment cuhook has seized its child: no
+PTRACE_O_EXITKILL, the program's entry is reported by a stub that goes on by itself and remote
+calls complete by themselves, so a program killed or stopped after the seize is a failure like
+any other. Only a child that cuhook had not seized yet (it waits for cuhook's word on a pipe and
+exits 125 at EOF, before the exec: not one instruction of the program ran), or none forked yet,
+counts as "not started". Any of the others is a failure; the table printed at the end counts
+them per phase, and the deaths per phase by how the program ended.
 
 The other cases: run_orphan (defect 10: cuhook run killed between fork and the seize of its
 child, made certain by fork_delay.c preloaded into cuhook), watch_killed and watch_deadline (the
@@ -193,12 +196,17 @@ class Tally:
     def __init__(self):
         self.by_phase = {p.name: dict.fromkeys(COUNTERS, 0) for p in PHASES}
         self.notes = []
-        self.causes = {}  # deaths by how the program ended
+        self.causes = {}  # phase name: {how the program ended: deaths}
 
     def add(self, phase, what, note=None):
         self.by_phase[phase.name][what] += 1
         if note and len(self.notes) < 40:
             self.notes.append("%s: %s: %s" % (phase.name, what, note))
+
+    def death(self, phase, cause, note):
+        self.add(phase, "deaths", note)
+        by = self.causes.setdefault(phase.name, {})
+        by[cause] = by.get(cause, 0) + 1
 
     def total(self, what):
         return sum(c[what] for c in self.by_phase.values())
@@ -210,8 +218,13 @@ class Tally:
         for name, c in self.by_phase.items():
             rows.append("%-*s" % (w, name) + "".join("%9d" % c[k] for k in COUNTERS))
         rows.append("%-*s" % (w, "total") + "".join("%9d" % self.total(k) for k in COUNTERS))
-        if self.causes:
-            rows.append("deaths by cause: " + ", ".join("%s %d" % kv for kv in sorted(self.causes.items())))
+        total = {}
+        for name, by in self.causes.items():
+            rows.append("deaths by cause, %s: %s" % (name, ", ".join("%s %d" % kv for kv in sorted(by.items()))))
+            for cause, n in by.items():
+                total[cause] = total.get(cause, 0) + n
+        if total:
+            rows.append("deaths by cause: " + ", ".join("%s %d" % kv for kv in sorted(total.items())))
         return "\n".join(rows)
 
 
@@ -292,11 +305,10 @@ def after_kill(tally, phase, pid, wait, stdin, out, err, trace, work, attach_aga
     if rc is None:
         os.kill(pid, signal.SIGKILL)
         wait(10)
-        tally.add(phase, "deaths", "did not end when told")
-        tally.causes["hung"] = tally.causes.get("hung", 0) + 1
+        tally.death(phase, "hung", "did not end when told")
     elif rc < 0:
-        tally.add(phase, "deaths", "%s; cuhook's last line: %s" % (describe_status(rc), last_line(err.rest())))
-        tally.causes[describe_status(rc)] = tally.causes.get(describe_status(rc), 0) + 1
+        tally.death(phase, describe_status(rc), "%s; cuhook's last line: %s" % (describe_status(rc),
+                                                                                last_line(err.rest())))
     elif not results_ok(rc, last):
         tally.add(phase, "wrong results", "%s %r" % (describe_status(rc), last))
     sweep_strays(tally, phase)
@@ -361,14 +373,14 @@ def one_run(phase, tally, rng, work):
     if rc_cu != -signal.SIGKILL:
         raise Fatal("cuhook run ended with %s rather than by our SIGKILL" % describe_status(rc_cu))
     tally.add(phase, "kills")
-    line = out.wait_for(r"^pid \d+", 0.5)
-    if line is None:
-        # the program never ran (cuhook killed before the end of its setup): it must be gone
-        tally.add(phase, "not started")
-        time.sleep(SETTLE_S)
-        sweep_strays(tally, phase)
+    # cuhook's child, if it forked one, is ours now (we are a subreaper), a zombie included
+    kids = children()
+    if not kids:
+        tally.add(phase, "not started")  # killed before its fork
         return
-    pid = int(line.split()[1])
+    if len(kids) != 1:
+        raise Fatal("cuhook run left %d processes, not one: %s" % (len(kids), sorted(kids)))
+    pid = kids.pop()
     status = {}
 
     def wait(timeout):
@@ -386,6 +398,19 @@ def one_run(phase, tally, rng, work):
             time.sleep(0.01)
         return status["rc"]
 
+    # The program runs (it says its pid first thing), or the child, never seized or never told
+    # to go on, exits 125 before its exec.
+    started, deadline = None, time.monotonic() + 10
+    while started is None and time.monotonic() < deadline and wait(0) is None:
+        started = out.wait_for(r"^pid \d+", 0.05)
+    if started is None:
+        started = out.wait_for(r"^pid \d+", 0.05)
+    if started is None and wait(0) == 125:
+        tally.add(phase, "not started")
+        sweep_strays(tally, phase)
+        return
+    if started is not None and int(started.split()[1]) != pid:
+        raise Fatal("the program says it is %s, cuhook's child was %d" % (started, pid))
     after_kill(tally, phase, pid, wait, cu.stdin, out, err, trace, work, attach_again=False)
 
 

@@ -12,6 +12,7 @@ import os
 import random
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -384,6 +385,44 @@ def test_filters():
     check("\033[" not in out, "NO_COLOR")
 
 
+def test_bad_values():
+    """Values that used to be taken silently: a time that is not a number (nan, inf), a glob that
+    matches nothing because it is malformed. Each is refused with exit 2 and names its option."""
+    path = gen("basic")
+    for opt, value in [("--time-range", "nan:"), ("--time-range", ":nan"), ("--time-range", "inf:"),
+                       ("--time-range", "1ms:infms"), ("--time-range", "1e400:"), ("--time-range", "-nan:"),
+                       ("--functions", "cu["), ("--functions", "cuInit,cuMem[A-"), ("--functions", "cu\\"),
+                       ("--functions", "[[:bogus:]]*"), ("--thread", "work[er"), ("--threads", "1000,[")]:
+        _, err = run(["report", opt, value, path], rc=2)
+        check(opt.rstrip("s") in err or opt in err, f"{opt} {value}: the message names the option: {err}")
+    # well-formed brackets and classes are globs like any other
+    j, _ = report_json(path, "--functions", "cuMem[A]*,cu[[:upper:]]nit")
+    eq(sorted(f["name"] for f in j["functions"]), ["cuInit", "cuMemAlloc_v2"], "bracket globs")
+
+
+def test_hostile_names():
+    """A trace whose program, executable, library, thread, function names and note carry terminal
+    escape sequences (ESC, a C1 CSI as UTF-8, bytes that are not UTF-8): the text report, on stdout
+    and stderr, holds no byte a terminal acts on; every such character is shown escaped."""
+    path = gen("hostile", "hostile")
+    e = dict(os.environ, TZ="UTC")
+    for args in (["--no-color"], ["--color"], ["--no-color", "--all", "--top", "20"]):
+        p = subprocess.run([A.cuhook, "report", *args, path], capture_output=True, timeout=60)
+        eq(p.returncode, 0, f"report {args}: status ({p.stderr!r})")
+        for name, raw in (("stdout", p.stdout), ("stderr", p.stderr)):
+            try:
+                text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+            except UnicodeDecodeError as e:
+                raise Fail(f"report {args}: {name} is not valid UTF-8 ({e}): {raw!r}")
+            if "--color" in args:
+                text = re.sub("\033\\[[0-9;]*m", "", text)  # the report's own colours
+            bad = sorted({c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
+            check(not bad, f"report {args}: {name} holds control characters {bad!r}:\n{text}")
+        out = p.stdout.decode()
+        for shown in ("libcuda.so.1\\u009b1m", "6601 w\\xff", "cuEvil", "cuRefused"):
+            check(shown in out, f"report {args}: {shown!r} shown: {out}")
+
+
 def parse_protobuf(buf):
     """Fields of a protobuf message: list of (field number, wire type, value)."""
     i, out = 0, []
@@ -648,6 +687,58 @@ def test_errors():
     check("no calls traced" in out, "empty trace text")
 
 
+def test_output_file():
+    """-o FILE: a new file of mode 600; an existing file or a link (here to a file of ours, and a
+    dangling one) is refused before any trace is read (exit 1, a message naming it and --force)
+    and left as it was; --force replaces the name (a link itself, never its target); "-" is
+    stdout."""
+    path = gen("basic")
+    want, _ = run(["report", "--no-color", path])
+    new = os.path.join(TMP, "new.txt")
+    run(["report", "--no-color", "-o", new, path])
+    eq(oct(os.stat(new).st_mode & 0o7777), oct(0o600), "mode of a new -o file")
+    with open(new) as f:
+        eq(f.read(), want, "-o file content")
+    victim = os.path.join(TMP, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("the link's target\n")
+    entries = {"file": os.path.join(TMP, "existing.txt"), "link": os.path.join(TMP, "link.txt"),
+               "dangling link": os.path.join(TMP, "dangling.txt")}
+    targets = {"link": victim, "dangling link": os.path.join(TMP, "never.txt")}
+    for kind, out in entries.items():
+        if kind == "file":
+            with open(out, "w") as f:
+                f.write("precious\n")
+        else:
+            os.symlink(targets[kind], out)
+        # refused before reading: even with a trace that does not exist
+        _, err = run(["report", "-o", out, path, os.path.join(TMP, "missing.bin")], rc=1)
+        eq(err.strip(), f"cuhook report: output file '{out}' exists; pass --force to replace it, or choose "
+                        "another name with -o", f"{kind}: message")
+        if kind == "file":
+            with open(out, "rb") as f:
+                eq(f.read(), b"precious\n", "the existing file")
+        else:
+            eq(os.readlink(out), targets[kind], f"{kind}: the link")
+        run(["report", "--no-color", "--force", "-o", out, path])
+        st = os.lstat(out)
+        check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+              f"{kind}: --force made a new regular file of mode 600 (mode {st.st_mode:o})")
+        with open(out) as f:
+            eq(f.read(), want, f"{kind}: the report replaced it")
+    with open(victim, "rb") as f:
+        eq(f.read(), b"the link's target\n", "the link's target")
+    check(not os.path.lexists(targets["dangling link"]), "a dangling link's target was created")
+    # --force never removes anything but a file or a link
+    fifo = os.path.join(TMP, "fifo")
+    os.mkfifo(fifo)
+    _, err = run(["report", "--force", "-o", fifo, path], rc=1)
+    check("neither a regular file nor a symbolic link" in err and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+          f"FIFO with --force: {err}")
+    out, _ = run(["report", "--no-color", "-o", "-", path])
+    eq(out, want, "-o - is stdout")
+
+
 def test_truncated():
     """Cut the trace at many offsets: every cut gives exit 1 with a clear message (header cut),
     or exit 0 with a report marked truncated; never a crash."""
@@ -779,8 +870,8 @@ def counts_blocks(data):
 
 def perfetto_counters(path, *opts):
     """`cuhook report --format perfetto`'s counter tracks: {(tid, function): [values in time order]}."""
-    pf = os.path.join(TMP, "counters.pftrace")
-    run(["report", "--format", "perfetto", "-o", pf, *opts, path])
+    pf = os.path.join(TMP, "counters.pftrace")  # replaced at each call
+    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
     with open(pf, "rb") as f:
         packets = parse_protobuf(f.read())
     names, points = {}, {}
