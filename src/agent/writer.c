@@ -32,13 +32,14 @@
  * blocks; the other only waits for W.done. */
 enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
 
-/* The size cap's closing blocks: a CLOCK, a NOTE saying the cap was reached (text at most
- * CAP_NOTE_MAX bytes) and the END block. Their room is kept below the cap from the start, so
- * the closed file never exceeds it. */
-#define CAP_NOTE_MAX 192
+/* The closing blocks: a CLOCK, at most two NOTEs (why the writer ended the session itself, and
+ * that the size cap was reached; text at most CLOSE_NOTE_MAX bytes each) and the END block.
+ * Their room is kept below the size cap from the start, so the closed file never exceeds it,
+ * and the reason a session ended by itself is in the file whatever the cap left. */
+#define CLOSE_NOTE_MAX 192
 #define CAP_CLOSE_ROOM                                                                         \
-	(3 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
-	 sizeof(struct cuhook_note_block) + CAP_NOTE_MAX + sizeof(struct cuhook_end_block))
+	(4 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
+	 2 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
 
 static struct {
 	int fd;
@@ -225,6 +226,12 @@ static void put_tables(void)
 	}
 }
 
+static void put_note(uint8_t level, const char *text, size_t len)
+{
+	struct cuhook_note_block nb = {level, (uint32_t)len};
+	put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, len);
+}
+
 static void put_notes(void)
 {
 	char *notes = scratch(SCRATCH_NOTES, NOTES_CAP);
@@ -239,16 +246,15 @@ static void put_notes(void)
 	pthread_mutex_unlock(&W.notes_lock);
 	for (size_t off = 0; off < len;) {
 		const char *text = notes + off + 1;
-		struct cuhook_note_block nb = {(uint8_t)notes[off], (uint32_t)strlen(text)};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
-		off += 1 + nb.len + 1;
+		size_t len = strlen(text);
+		put_note((uint8_t)notes[off], text, len);
+		off += 1 + len + 1;
 	}
 	if (lost) {
 		char text[80];
 		int tl = snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost,
 		                  NOTES_CAP);
-		struct cuhook_note_block nb = {1, (uint32_t)tl};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		put_note(1, text, (size_t)tl);
 	}
 }
 
@@ -437,14 +443,14 @@ static bool claim_close(int who)
 	return __atomic_compare_exchange_n(&W.closer, &none, who, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-static void finish_file(void);
+static void finish_file(const char *why);
 
 static void *writer_main(void *unused)
 {
 	(void)unused;
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
-	char why[320];
+	char why[CLOSE_NOTE_MAX];
 	bool ending = false;
 	while (!W.stop) {
 		round_once();
@@ -468,12 +474,11 @@ static void *writer_main(void *unused)
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
 	if (ending) {
 		/* Calls pass straight through from now on (the jumps stay: writing code while the
-		 * program runs is not the writer's business); the file gets the reason, the last
-		 * events and its END block. The agent learns it at its next start or stop
-		 * (writer_ended_itself). */
+		 * program runs is not the writer's business); the file gets the last events, the
+		 * reason (in the room kept for it below a size cap) and its END block. The agent
+		 * learns it at its next start or stop (writer_ended_itself). */
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-		writer_note(1, why);
-		finish_file();
+		finish_file(why);
 	}
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -614,14 +619,22 @@ int writer_close_within(int timeout_ms)
 	}
 	/* cuhook_writer_alive is 0 already: the writer cleared it as it left */
 	if (mine)
-		finish_file();
+		finish_file(NULL);
 	/* else the writer ended the session itself and closed the file before W.done */
 	return 0;
 }
 
+/* A closing NOTE: its text cut to CLOSE_NOTE_MAX bytes, the room kept for it. */
+static void put_closing_note(const char *text)
+{
+	size_t len = strlen(text);
+	put_note(1, text, len < CLOSE_NOTE_MAX ? len : CLOSE_NOTE_MAX - 1);
+}
+
 /* The last round, the END block, close. From the thread that stops the session (the program's,
- * at exit or at stop) once the writer has left its loop, or from the writer itself. */
-static void finish_file(void)
+ * at exit or at stop) once the writer has left its loop, or from the writer itself, which says
+ * why it ended the session. */
+static void finish_file(const char *why)
 {
 	/* A file size limit must not kill the program with SIGXFSZ: block it while writing and
 	 * discard one that our writes raised. */
@@ -641,14 +654,15 @@ static void finish_file(void)
 	}
 	W.closing = 1;
 	put_clock();
+	if (why)
+		put_closing_note(why);
 	if (W.capped) {
-		char text[CAP_NOTE_MAX];
-		int tl = snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
-		                  "(counted as dropped) and %llu counted calls after it were not written",
-		                  (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
-		                  (unsigned long long)W.cap_counted);
-		struct cuhook_note_block nb = {1, (uint32_t)(tl < (int)sizeof(text) ? tl : (int)sizeof(text) - 1)};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		char text[CLOSE_NOTE_MAX];
+		snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
+		         "(counted as dropped) and %llu counted calls after it were not written",
+		         (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
+		         (unsigned long long)W.cap_counted);
+		put_closing_note(text);
 	}
 	struct cuhook_end_block e = {W.events, W.dropped + W.cap_events, threads, 0};
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);

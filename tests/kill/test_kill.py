@@ -553,23 +553,34 @@ def start_attach(pid, trace, *extra):
 
 def case_watch_killed():
     """cuhook attach SIGKILLed while tracing: the agent ends the trace by itself (END and a note),
-    the program runs on, and a later attach works. Twice: watching cuhook with a pidfd, and with
-    pidfd_open refused in the program (kernels < 5.3), through /proc."""
+    the program runs on, and a later attach works. Three times: watching cuhook with a pidfd,
+    with pidfd_open refused in the program (kernels < 5.3), through /proc, and with a size cap
+    reached before the kill (--max-size 64K): the file stays within it and has both the cap's
+    note and the one saying why the agent ended the trace (room is kept for both)."""
     problems = Problems()
-    for no_pidfd in ("0", "1"):
+    cap = 64 << 10
+    for no_pidfd, extra in (("0", ()), ("1", ()), ("0", ("--max-size", "64K"))):
         work = tempfile.mkdtemp(prefix="cuhook-kill-")
         try:
             t = Target(work, dict(os.environ, KILL_TARGET_NO_PIDFD=no_pidfd))
             trace = os.path.join(work, "trace.bin")
             try:
-                cu, _ = start_attach(t.pid, trace)
-                time.sleep(0.2)
+                cu, _ = start_attach(t.pid, trace, *extra)
+                # 12 threads fill 64K within a round or two; 0.5 s lets the cap be reached first
+                time.sleep(0.5 if extra else 0.2)
+                if extra:
+                    problems.check(os.path.getsize(trace) > cap - 4096, "the cap is reached before the kill: "
+                                   "%d bytes" % os.path.getsize(trace))
                 cu.send_signal(signal.SIGKILL)
                 cu.wait()
                 # one writer round (flush_ms, 50) to notice, one to close: 1 s is ample
                 if size_settles(trace, problems, 1.0):
                     check_closed_with_note(trace, r"cuhook attach \(pid %d\), which started this trace, is gone" %
                                            cu.pid, problems)
+                    if extra:
+                        problems.check(os.path.getsize(trace) <= cap, "within the cap: %d bytes" %
+                                       os.path.getsize(trace))
+                        check_closed_with_note(trace, r"trace size cap of %d bytes reached" % cap, problems)
                 attach_again_works(t.pid, work, problems)
                 t.finish(problems)
             finally:
