@@ -602,12 +602,13 @@ int cuhook_agent_stop(unsigned flags)
 			return -ENOENT;
 		}
 		/* The session ended by itself (its injector was late: a stopped cuhook continued);
-		 * what is left of it, its jumps, goes as at any stop. */
+		 * what is left of it, its jumps, goes as at any stop, and a write that failed before
+		 * is told as at any stop. */
 		unpatch_all(flags & CUHOOK_START_THREADS_STOPPED);
 		set_error("the trace had been ended by the agent itself (cuhook was gone or late)");
-		return 0;
+	} else {
+		stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	}
-	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
 	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
 		set_error(trace_failure);

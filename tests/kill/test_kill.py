@@ -29,7 +29,8 @@ them per phase, and the deaths per phase by how the program ended.
 The other cases: run_orphan (defect 10: cuhook run killed between fork and the seize of its
 child, made certain by fork_delay.c preloaded into cuhook), watch_killed and watch_deadline (the
 agent notices that the cuhook attach that started it is gone, or late past its --duration, and
-ends its trace by itself), watch_probe (the same watch in the cases cuhook cannot produce on cue,
+ends its trace by itself; watch_killed also under a size cap reached before, watch_deadline_full
+with a write that failed before, which the late detach must still tell), watch_probe (the same watch in the cases cuhook cannot produce on cue,
 with watch_probe.py starting the agent itself)."""
 import argparse
 import ctypes
@@ -45,7 +46,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Fatal, Problems, need_file, run_main  # noqa: E402
+from cuhooktest import SKIP, Fatal, Problems, need_file, run_main  # noqa: E402
 import tracefile  # noqa: E402
 
 A = None
@@ -591,43 +592,78 @@ def case_watch_killed():
     problems.exit()
 
 
-def case_watch_deadline():
-    """cuhook attach --duration, SIGSTOPped while tracing: the agent ends the trace by itself
-    at the deadline plus the grace (not before), and cuhook's late detach, once continued, still
-    takes the jumps out and exits 0."""
-    problems = Problems()
-    work = tempfile.mkdtemp(prefix="cuhook-kill-")
+def watch_deadline(problems, work, trace_dir, full):
+    """cuhook attach --duration, SIGSTOPped while tracing, its trace in trace_dir (full: a 64 KiB
+    tmpfs, where the agent's writes fail). The agent ends the trace by itself at the deadline
+    plus the grace (not before), and cuhook's late detach, once continued, still takes the jumps
+    out and exits 0, or 3 with the agent's message when the trace could not be written."""
     duration, call_timeout = 0.3, 0.5
     grace = 5 + 2 * call_timeout  # cli_opts.c: DEADLINE_GRACE_MS + 2 call timeouts
+    t = Target(work)
+    trace = os.path.join(trace_dir, "trace.bin")
+    cu = None
     try:
-        t = Target(work)
-        trace = os.path.join(work, "trace.bin")
-        cu = None
-        try:
-            # the agent's deadline counts from its start: after t0, before cuhook says it traces
-            t0 = time.monotonic()
-            cu, t_attached = start_attach(t.pid, trace, "--duration", str(duration), "--call-timeout",
-                                          str(call_timeout))
-            cu.send_signal(signal.SIGSTOP)
-            time.sleep(max(0.0, t0 + duration + grace - 1.5 - time.monotonic()))
+        # the agent's deadline counts from its start: after t0, before cuhook says it traces
+        t0 = time.monotonic()
+        cu, t_attached = start_attach(t.pid, trace, "--duration", str(duration), "--call-timeout",
+                                      str(call_timeout))
+        cu.send_signal(signal.SIGSTOP)
+        time.sleep(max(0.0, t0 + duration + grace - 1.5 - time.monotonic()))
+        if not full:
             early = tracefile.read_trace(trace, growing=True)
             problems.check(not early.has_end, "the agent waits for the grace before ending the trace itself")
-            time.sleep(max(0.0, t_attached + duration + grace + 0.3 - time.monotonic()))
-            if size_settles(trace, problems, 1.0):
-                check_closed_with_note(trace, r"cuhook attach \(pid %d\) did not end this trace by its deadline" % cu.pid, problems)
-            cu.send_signal(signal.SIGCONT)
-            _, e = cu.communicate(timeout=30)
-            problems.check(cu.returncode == 0, "cuhook's late detach succeeds: %d %s" % (cu.returncode, e.decode()))
-            attach_again_works(t.pid, work, problems)
-            t.finish(problems)
-        finally:
-            if cu and cu.poll() is None:
-                cu.send_signal(signal.SIGCONT)
-                cu.kill()
-                cu.wait()
-            t.p.kill()
-            t.p.wait()
+        time.sleep(max(0.0, t_attached + duration + grace + 0.3 - time.monotonic()))
+        if size_settles(trace, problems, 1.0) and not full:
+            check_closed_with_note(trace, r"cuhook attach \(pid %d\) did not end this trace by its deadline" % cu.pid,
+                                   problems)
+        cu.send_signal(signal.SIGCONT)
+        _, e = cu.communicate(timeout=30)
+        e = e.decode()
+        if full:
+            problems.check(cu.returncode == 3 and re.search(r"trace is incomplete: writing the trace failed \(No "
+                                                            r"space left on device\)", e),
+                           "cuhook's late detach tells the failed write, exit 3: %d %s" % (cu.returncode, e))
+        else:
+            problems.check(cu.returncode == 0, "cuhook's late detach succeeds: %d %s" % (cu.returncode, e))
+        attach_again_works(t.pid, work, problems)
+        t.finish(problems)
     finally:
+        if cu and cu.poll() is None:
+            cu.send_signal(signal.SIGCONT)
+            cu.kill()
+            cu.wait()
+        t.p.kill()
+        t.p.wait()
+
+
+def case_watch_deadline():
+    problems = Problems()
+    work = tempfile.mkdtemp(prefix="cuhook-kill-")
+    try:
+        watch_deadline(problems, work, work, full=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    problems.exit()
+
+
+def case_watch_deadline_full():
+    """watch_deadline with the trace on a full file system (a 64 KiB tmpfs: needs root)."""
+    if os.geteuid() != 0:
+        print("SKIP: needs root to mount a tmpfs")
+        sys.exit(SKIP)
+    problems = Problems()
+    work = tempfile.mkdtemp(prefix="cuhook-kill-")
+    mnt = os.path.join(work, "full")
+    os.makedirs(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True, text=True)
+    if m.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
+        print("SKIP: cannot mount a tmpfs: " + m.stderr.strip())
+        sys.exit(SKIP)
+    try:
+        watch_deadline(problems, work, mnt, full=True)
+    finally:
+        subprocess.run(["umount", mnt])
         shutil.rmtree(work, ignore_errors=True)
     problems.exit()
 
@@ -667,7 +703,7 @@ def main():
     ap.add_argument("--fakecuda", required=True)
     ap.add_argument("--fork-delay", help="fork_delay.so (run_orphan)")
     ap.add_argument("--case", required=True, choices=["harness", "run_orphan", "watch_killed", "watch_deadline",
-                                                          "watch_probe"])
+                                                          "watch_deadline_full", "watch_probe"])
     ap.add_argument("--per-phase", type=int, default=3, help="kills per phase (run_orphan: 10 runs)")
     ap.add_argument("--full", action="store_true", help="36 kills per phase: >= 500 landed in all")
     ap.add_argument("--seed", type=int, default=None)
