@@ -11,6 +11,7 @@
 #include "freeze.h"
 #include "glob_filter.h"
 #include "hooks.h"
+#include "injector_watch.h"
 #include "loader_watch.h"
 #include "nvfd.h"
 #include "record.h"
@@ -46,6 +47,7 @@ static struct cuhook_config cfg;
 static int active;
 static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
+static bool jumps_left; /* a session ended without taking its jumps out (by itself, writer.c) */
 static char last_error[PATH_MAX + 512];
 /* The writer's failure this session (agent_trace_failed): its errno, and what it said. */
 static int trace_failed;
@@ -280,9 +282,24 @@ static void scan_libraries(bool plan_only)
 	pthread_mutex_unlock(&agent_lock);
 }
 
+/* Tracing, as far as the API goes: started, and not ended by the writer itself (its injector is
+ * gone or late: injector_watch.h). Such a session is over; its jumps, left in place, pass calls
+ * through until the next start or stop takes them out. For the API's calls only (start, stop,
+ * prepare: one at a time, from the injector or at exit). */
+static bool session_open(void)
+{
+	if (active && writer_ended_itself()) {
+		active = 0;
+		jumps_left = true;
+		injector_watch_end();
+	}
+	return active;
+}
+
 void agent_scan_libraries(void)
 {
-	if (active)
+	/* not after the writer ended the session itself: nothing would be recorded */
+	if (active && !writer_ended_itself())
 		scan_libraries(false);
 }
 
@@ -334,6 +351,7 @@ static void on_fork_child(void)
 	pthread_mutex_init(&agent_lock, NULL);
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
+	injector_watch_end();
 	if (follow)
 		start_in_fork_child();
 	errno = saved_errno;
@@ -364,11 +382,19 @@ uintptr_t exit_watch_on_exit(void *unused)
 	return 0;
 }
 
+static void unpatch_all(bool threads_stopped)
+{
+	pthread_mutex_lock(&agent_lock);
+	hooks_unpatch_all(threads_stopped);
+	pthread_mutex_unlock(&agent_lock);
+	jumps_left = false;
+}
+
 static int start(const struct cuhook_config *c, unsigned flags)
 {
 	double t0 = now_ms();
 	static bool once;
-	if (active) {
+	if (session_open()) {
 		set_error("already tracing");
 		return -EALREADY;
 	}
@@ -393,6 +419,8 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	active = 1;
 	session_pid = getpid();
 	threads_stopped_now = flags & CUHOOK_START_THREADS_STOPPED;
+	if (jumps_left) /* out first, so that this session's options choose what is patched */
+		unpatch_all(threads_stopped_now);
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
 	/* Said in the trace, so a report can tell why these functions have counts and no times. */
 	if (cfg.count[0])
@@ -417,6 +445,8 @@ static int start(const struct cuhook_config *c, unsigned flags)
 	if (!any)
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
 	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
+	/* Last: the writer must not end a session this start has not finished opening. */
+	injector_watch_begin(cfg.injector, cfg.deadline_ms);
 	return 0;
 }
 
@@ -425,12 +455,10 @@ static void stop(bool unpatch, bool threads_stopped)
 	if (!active)
 		return;
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-	if (unpatch) {
-		pthread_mutex_lock(&agent_lock);
-		hooks_unpatch_all(threads_stopped);
-		pthread_mutex_unlock(&agent_lock);
-	}
+	if (unpatch)
+		unpatch_all(threads_stopped);
 	writer_close();
+	injector_watch_end();
 	active = 0;
 }
 
@@ -557,7 +585,7 @@ int cuhook_agent_prepare(const char *options)
 	struct cuhook_config c;
 	if (parse_options(options, &c) != 0)
 		return -EINVAL;
-	if (active) {
+	if (session_open()) {
 		set_error("already tracing");
 		return -EALREADY;
 	}
@@ -568,11 +596,19 @@ int cuhook_agent_prepare(const char *options)
 
 int cuhook_agent_stop(unsigned flags)
 {
-	if (!active) {
-		set_error("not tracing");
-		return -ENOENT;
+	if (!session_open()) {
+		if (!jumps_left) {
+			set_error("not tracing");
+			return -ENOENT;
+		}
+		/* The session ended by itself (its injector was late: a stopped cuhook continued);
+		 * what is left of it, its jumps, goes as at any stop, and a write that failed before
+		 * is told as at any stop. */
+		unpatch_all(flags & CUHOOK_START_THREADS_STOPPED);
+		set_error("the trace had been ended by the agent itself (cuhook was gone or late)");
+	} else {
+		stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	}
-	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
 	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
 		set_error(trace_failure);
@@ -593,5 +629,5 @@ const char *cuhook_agent_last_error(void)
 
 int cuhook_agent_active(void)
 {
-	return active;
+	return active && !writer_ended_itself();
 }

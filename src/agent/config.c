@@ -84,6 +84,12 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_MAX_SIZE:
 		c->max_size = v->size;
 		break;
+	case AOPT_INJECTOR:
+		c->injector = (int)v->u;
+		break;
+	case AOPT_DEADLINE_MS:
+		c->deadline_ms = v->u;
+		break;
 	case AOPT_NKEYS:
 		break;
 	}
@@ -93,6 +99,8 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 {
 	for (int k = 0; k < AOPT_NKEYS; k++) {
+		if (aopt_defs[k].no_env)
+			continue;
 		char name[64];
 		aopt_env_name((enum aopt_key)k, name, sizeof(name));
 		/* not from whoever started a process that has more privileges than they do */

@@ -35,6 +35,11 @@ struct cuhook_config {
 	bool force;                           /* force: replace an existing trace file
 	                                         (src/format/out_file.h) */
 	uint64_t max_size;                    /* max_size: the trace file's size cap in bytes, 0 none */
+	int injector;                         /* injector: pid of the cuhook attach that started the
+	                                         session (0: none); the agent ends the trace itself
+	                                         once it is gone */
+	unsigned deadline_ms;                 /* deadline_ms: ... or this long after the start (0:
+	                                         never) */
 };
 
 void config_defaults(struct cuhook_config *c);

@@ -7,6 +7,7 @@
 #include "trace_format.h"
 
 #include "code_write.h"
+#include "injector_watch.h"
 #include "out_file.h"
 
 #include <errno.h>
@@ -26,19 +27,27 @@
  * taking them calls malloc (see scratch()). */
 #define NOTES_CAP 32768
 
-/* The size cap's closing blocks: a CLOCK, a NOTE saying the cap was reached (text at most
- * CAP_NOTE_MAX bytes) and the END block. Their room is kept below the cap from the start, so
- * the closed file never exceeds it. */
-#define CAP_NOTE_MAX 192
+/* Who ends the session: the thread that stops it (writer_close_within), or the writer itself when
+ * the injector that started it is gone (injector_watch.h). The first to claim it writes the last
+ * blocks; the other only waits for W.done. */
+enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
+
+/* The closing blocks: a CLOCK, at most two NOTEs (why the writer ended the session itself, and
+ * that the size cap was reached; text at most CLOSE_NOTE_MAX bytes each) and the END block.
+ * Their room is kept below the size cap from the start, so the closed file never exceeds it,
+ * and the reason a session ended by itself is in the file whatever the cap left. */
+#define CLOSE_NOTE_MAX 192
 #define CAP_CLOSE_ROOM                                                                         \
-	(3 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
-	 sizeof(struct cuhook_note_block) + CAP_NOTE_MAX + sizeof(struct cuhook_end_block))
+	(4 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
+	 2 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
 
 static struct {
 	int fd;
 	volatile int stop;
+	int closer;                /* CLOSER_*: claimed once per session */
 	uint32_t wake;             /* futex word */
-	uint32_t done;             /* futex word: 1 once the thread has left its loop */
+	uint32_t done;             /* futex word: 1 once the thread has left its loop (and, when it
+	                              ended the session itself, closed the file) */
 	uint32_t seq;              /* next block sequence number */
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
@@ -217,6 +226,12 @@ static void put_tables(void)
 	}
 }
 
+static void put_note(uint8_t level, const char *text, size_t len)
+{
+	struct cuhook_note_block nb = {level, (uint32_t)len};
+	put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, len);
+}
+
 static void put_notes(void)
 {
 	char *notes = scratch(SCRATCH_NOTES, NOTES_CAP);
@@ -231,16 +246,15 @@ static void put_notes(void)
 	pthread_mutex_unlock(&W.notes_lock);
 	for (size_t off = 0; off < len;) {
 		const char *text = notes + off + 1;
-		struct cuhook_note_block nb = {(uint8_t)notes[off], (uint32_t)strlen(text)};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
-		off += 1 + nb.len + 1;
+		size_t len = strlen(text);
+		put_note((uint8_t)notes[off], text, len);
+		off += 1 + len + 1;
 	}
 	if (lost) {
 		char text[80];
 		int tl = snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost,
 		                  NOTES_CAP);
-		struct cuhook_note_block nb = {1, (uint32_t)tl};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		put_note(1, text, (size_t)tl);
 	}
 }
 
@@ -423,13 +437,30 @@ static void round_once(void)
 		put_clock();
 }
 
+static bool claim_close(int who)
+{
+	int none = CLOSER_NONE;
+	return __atomic_compare_exchange_n(&W.closer, &none, who, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void finish_file(const char *why);
+
 static void *writer_main(void *unused)
 {
 	(void)unused;
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
+	char why[CLOSE_NOTE_MAX];
+	bool ending = false;
 	while (!W.stop) {
 		round_once();
+		/* The injector that started us is gone, or late past its deadline: nobody will stop
+		 * this session, so the writer ends it (unless a stop is claiming it right now). */
+		if (injector_watch_gone(why, sizeof(why)) && claim_close(CLOSER_WRITER)) {
+			W.stop = 1;
+			ending = true;
+			break;
+		}
 		struct timespec t = {W.flush_ms / 1000, (long)(W.flush_ms % 1000) * 1000000L};
 		__atomic_store_n(&W.wake, 0, __ATOMIC_RELEASE);
 		if (!W.stop)
@@ -441,6 +472,14 @@ static void *writer_main(void *unused)
 	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
 	 * hold) is nobody's wait: the thread is detached. */
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	if (ending) {
+		/* Calls pass straight through from now on (the jumps stay: writing code while the
+		 * program runs is not the writer's business); the file gets the last events, the
+		 * reason (in the room kept for it below a size cap) and its END block. The agent
+		 * learns it at its next start or stop (writer_ended_itself). */
+		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+		finish_file(why);
+	}
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
@@ -474,6 +513,7 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 		return fd;
 	W.fd = fd;
 	W.stop = 0;
+	W.closer = CLOSER_NONE;
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	W.seq = 0;
 	W.failed = 0;
@@ -558,6 +598,8 @@ int writer_close_within(int timeout_ms)
 {
 	if (W.fd < 0)
 		return 0;
+	/* A call that timed out before claimed it already: this one finishes for it. */
+	bool mine = claim_close(CLOSER_CALLER) || __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_CALLER;
 	W.stop = 1;
 	writer_wake();
 	/* Wait for the thread to leave its loop (W.done), not for the thread to end (a join): see
@@ -576,8 +618,25 @@ int writer_close_within(int timeout_ms)
 		syscall(SYS_futex, &W.done, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
 	}
 	/* cuhook_writer_alive is 0 already: the writer cleared it as it left */
-	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
-	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
+	if (mine)
+		finish_file(NULL);
+	/* else the writer ended the session itself and closed the file before W.done */
+	return 0;
+}
+
+/* A closing NOTE: its text cut to CLOSE_NOTE_MAX bytes, the room kept for it. */
+static void put_closing_note(const char *text)
+{
+	size_t len = strlen(text);
+	put_note(1, text, len < CLOSE_NOTE_MAX ? len : CLOSE_NOTE_MAX - 1);
+}
+
+/* The last round, the END block, close. From the thread that stops the session (the program's,
+ * at exit or at stop) once the writer has left its loop, or from the writer itself, which says
+ * why it ended the session. */
+static void finish_file(const char *why)
+{
+	/* A file size limit must not kill the program with SIGXFSZ: block it while writing and
 	 * discard one that our writes raised. */
 	sigset_t xfsz, old, pending;
 	sigemptyset(&xfsz);
@@ -595,14 +654,15 @@ int writer_close_within(int timeout_ms)
 	}
 	W.closing = 1;
 	put_clock();
+	if (why)
+		put_closing_note(why);
 	if (W.capped) {
-		char text[CAP_NOTE_MAX];
-		int tl = snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
-		                  "(counted as dropped) and %llu counted calls after it were not written",
-		                  (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
-		                  (unsigned long long)W.cap_counted);
-		struct cuhook_note_block nb = {1, (uint32_t)(tl < (int)sizeof(text) ? tl : (int)sizeof(text) - 1)};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		char text[CLOSE_NOTE_MAX];
+		snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
+		         "(counted as dropped) and %llu counted calls after it were not written",
+		         (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
+		         (unsigned long long)W.cap_counted);
+		put_closing_note(text);
 	}
 	struct cuhook_end_block e = {W.events, W.dropped + W.cap_events, threads, 0};
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
@@ -615,7 +675,12 @@ int writer_close_within(int timeout_ms)
 			sigtimedwait(&xfsz, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return 0;
+}
+
+bool writer_ended_itself(void)
+{
+	return __atomic_load_n(&W.done, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_WRITER;
 }
 
 void writer_note(int level, const char *text)

@@ -29,6 +29,10 @@ void writer_close(void);
  * then left as it is, the thread still running). */
 int writer_close_within(int timeout_ms);
 
+/* The last session was ended by the writer itself, its file closed: the injector that started it
+ * is gone or late (injector_watch.h). Its jumps are still in place and pass calls through. */
+bool writer_ended_itself(void);
+
 /* Ask the thread to drain now (a ring is full). Async-signal-safe. */
 void writer_wake(void);
 

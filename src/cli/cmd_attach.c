@@ -152,6 +152,7 @@ int cmd_attach(int argc, char **argv)
 	struct cuhook_inject_opts o = {0};
 	char agent[PATH_MAX], options[8192], defout[64];
 	snprintf(defout, sizeof(defout), "trace.%d.bin", pid);
+	cuhook_inject_cli_watch(&cli, pid, duration);
 	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
 	    cuhook_inject_cli_options(&cli, defout, options, sizeof(options)) < 0)
 		return 2;

@@ -29,6 +29,9 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	[AOPT_STDERR] = {"stderr", AOPT_BOOL, 0, 0, 0, NULL, false},
 	[AOPT_FORCE] = {"force", AOPT_BOOL, 0, 0, 0, NULL, false},
 	[AOPT_MAX_SIZE] = {"max_size", AOPT_SIZE, 0, AOPT_MAX_SIZE_MIN, 0, NULL, false},
+	/* Given by cuhook attach (src/agent/injector_watch.h): constructor mode has no injector. */
+	[AOPT_INJECTOR] = {"injector", AOPT_UINT, 0, 1, INT_MAX, NULL, false, true},
+	[AOPT_DEADLINE_MS] = {"deadline_ms", AOPT_UINT, 0, 1, UINT_MAX, NULL, false, true},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */

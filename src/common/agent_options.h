@@ -31,6 +31,8 @@ enum aopt_key {
 	AOPT_STDERR,
 	AOPT_FORCE,
 	AOPT_MAX_SIZE,
+	AOPT_INJECTOR,
+	AOPT_DEADLINE_MS,
 	AOPT_NKEYS
 };
 
@@ -61,6 +63,7 @@ struct aopt_def {
 	unsigned lo, hi;            /* UINT; SIZE: lo */
 	const char *const *choices; /* CHOICE: NULL-terminated */
 	bool nonempty;              /* an empty value is refused */
+	bool no_env;                /* no CUHOOK_ variable: only in the string cuhook passes */
 };
 
 extern const struct aopt_def aopt_defs[AOPT_NKEYS];

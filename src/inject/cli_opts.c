@@ -17,7 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The agent's deadline is the --duration plus this and two call timeouts: time for a detach on a
+ * loaded machine (stopping every thread, the stop call, the fixups) before the agent may assume
+ * that cuhook will not come. */
+#define DEADLINE_GRACE_MS 5000
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
@@ -145,6 +151,19 @@ static int append(char *buf, size_t len, size_t *pos, const char *key, const cha
 	return r;
 }
 
+void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double duration)
+{
+	char p[64];
+	struct stat ours, theirs;
+	snprintf(p, sizeof(p), "/proc/%d/ns/pid", target);
+	if (stat("/proc/self/ns/pid", &ours) == 0 && stat(p, &theirs) == 0 && ours.st_dev == theirs.st_dev &&
+	    ours.st_ino == theirs.st_ino)
+		c->injector = (int)getpid();
+	double timeout_ms = c->call_timeout > 0 ? c->call_timeout * 1000 : CUHOOK_INJECT_CALL_TIMEOUT_MS;
+	double ms = duration * 1000 + DEADLINE_GRACE_MS + 2 * timeout_ms;
+	c->deadline_ms = duration >= 0 && ms < UINT_MAX ? (unsigned)ms : 0;
+}
+
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
                               char *buf, size_t len)
 {
@@ -179,6 +198,13 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
+		return -1;
+	char num[16];
+	snprintf(num, sizeof(num), "%d", c->injector);
+	if (c->injector && append(buf, len, &pos, "injector", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->deadline_ms);
+	if (c->deadline_ms && append(buf, len, &pos, "deadline_ms", num) < 0)
 		return -1;
 	for (int i = 0; i < c->nextra; i++)
 		if (append(buf, len, &pos, NULL, c->extra[i]) < 0)

@@ -8,8 +8,9 @@
  *          detach every thread
  * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
  *          ->  detach
- * spawn:   fork; the child stops itself and execs; we seize it, stop it at its entry point with
- *          a breakpoint, then the attach sequence on that (normally single-threaded) process.
+ * spawn:   fork; the child waits for our word on a pipe, then execs; we seize it, send the word,
+ *          stop it at its entry point (reported by a stub in the gate page), then the attach
+ *          sequence on that (normally single-threaded) process.
  *
  * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
  * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
@@ -34,7 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEFAULT_CALL_TIMEOUT_MS 3000
 #define STOP_TIMEOUT_MS 2000  /* a thread that does not stop in this time is in the kernel (D) */
 #define FIXUP_TIMEOUT_MS 1000 /* fixup_ip takes no lock and returns at once */
 /* glibc < 2.34 has no dlopen in libc.so; its private __libc_dlopen_mode needs this mode bit
@@ -54,7 +54,7 @@ const char *cuhook_inject_error(void)
 
 static int call_timeout(const struct cuhook_inject_opts *o)
 {
-	return o->call_timeout_ms > 0 ? o->call_timeout_ms : DEFAULT_CALL_TIMEOUT_MS;
+	return o->call_timeout_ms > 0 ? o->call_timeout_ms : CUHOOK_INJECT_CALL_TIMEOUT_MS;
 }
 
 /* Look up the agent's API in the object mapped from path. */
@@ -293,8 +293,9 @@ static void unboost_new_threads(pid_t pid, const struct boost *b)
 static void already_tracing_error(pid_t pid)
 {
 	inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
-	          "or one was killed before it could stop it, or the process was started with the "
-	          "agent in constructor mode (CUHOOK_* variables). Stop that first.", pid);
+	          "or one was killed a moment ago (the agent ends that trace by itself within its "
+	          "flush interval), or the process was started with the agent in constructor mode "
+	          "(CUHOOK_* variables). Stop that first.", pid);
 }
 
 /* The thread of tg with this tid (pointers into tg->th do not survive threads_seize_all). */
@@ -697,6 +698,27 @@ int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuh
 	return start_agent(tg, o, t, false);
 }
 
+/* The child of cuhook_inject_spawn, until its exec. */
+static _Noreturn void spawn_child(char *const argv[], const sigset_t *mask, const int go[2])
+{
+	close(go[1]);
+	/* The program gets the signal state it would have without us. */
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	char byte;
+	ssize_t n;
+	while ((n = read(go[0], &byte, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(125); /* cuhook died before it could trace us: the program is not run */
+	execvp(argv[0], argv);
+	int e = errno;
+	fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
                           struct cuhook_inject_times *t, int *exit_status)
 {
@@ -710,42 +732,43 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	if (o->follow)
 		follow_begin();
 
+	/* The child waits for a byte on this pipe before it execs: we send it once the child is
+	 * seized, so that the exec runs under ptrace. Should we die before, the child reads EOF and
+	 * exits: it never waits in a stop of its own, where a dead parent would leave it for good. */
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		inj_error("pipe: %s", strerror(errno));
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		inj_error("fork: %s", strerror(errno));
+		close(go[0]);
+		close(go[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		/* The program gets the signal state it would have without us. */
-		int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-		for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		/* Stop until the parent has seized us: then exec runs under ptrace. */
-		kill(getpid(), SIGSTOP);
-		execvp(argv[0], argv);
-		int e = errno;
-		fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
+	if (pid == 0)
+		spawn_child(argv, &old, go);
+	close(go[0]);
 	if (o->spawned)
 		*o->spawned = pid;
 
-	int st;
-	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
-		inj_error("the child did not stop before exec");
-		*exit_status = st;
-		return -1;
-	}
 	/* No EXITKILL: should cuhook die from here on, the program runs on untraced (its entry is
-	 * reported by a stub that goes on by itself, remote calls complete by themselves). */
+	 * reported by a stub that goes on by itself, remote calls complete by themselves). Before
+	 * the seize, the child waits on the pipe and exits unstarted (125) if we die. */
 	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC) != 0) {
 		inj_error("cannot trace the child: %s", strerror(errno));
+		close(go[1]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
 	}
-	kill(pid, SIGCONT);
+	char byte = 1;
+	ssize_t sent = write(go[1], &byte, 1);
+	close(go[1]);
+	if (sent != 1) {
+		/* the child is gone already: run_until collects its status */
+	}
 	int r = run_until(pid, exit_status, is_exec_stop, 0);
 	if (r <= 0) {
 		if (r == 0)

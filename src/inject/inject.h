@@ -10,10 +10,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define CUHOOK_INJECT_CALL_TIMEOUT_MS 3000 /* --call-timeout's default */
+
 struct cuhook_inject_opts {
 	const char *agent_path;    /* absolute path of the agent library */
 	const char *agent_options; /* "output=...;funcs=..." for cuhook_agent_start() */
-	int call_timeout_ms;       /* a remote call that takes longer is abandoned (0: 3000) */
+	int call_timeout_ms;       /* a remote call that takes longer is abandoned (0: the default) */
 	int verbose;               /* phases and timings on stderr */
 	bool follow;               /* spawn: stay the tracer of the program and its descendants (the
 	                            * options then hold follow=1), see cuhook_inject_follow() */
@@ -87,11 +89,18 @@ struct cuhook_inject_cli {
 	int ioctl;                 /* --ioctl: also trace ioctls on NVIDIA device files */
 	int force;                 /* --force: replace an existing trace file (agent option force=1) */
 	uint64_t max_size;         /* --max-size SIZE: the trace's size cap in bytes (max_size=), 0 none */
+	int injector;              /* attach: our pid, for the agent to watch (0: none) */
+	unsigned deadline_ms;      /* attach --duration: when the agent ends the trace itself (0: never) */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
  * -1 bad usage (message printed). */
 int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i);
+/* cuhook attach: let the agent watch us (cuhook_inject_cli_options then passes injector= and, for
+ * a duration >= 0, deadline_ms=): should we be killed or stopped past the duration, it ends the
+ * trace by itself (docs/agent.md). Our pid is passed only if the target sees us under it: the
+ * same pid namespace. */
+void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double duration);
 /* Build the agent option string ("output=ABS;funcs=...;key=value") into buf. The output path is
  * made absolute against our working directory: the target's may differ. 0 or -1 (printed). */
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,

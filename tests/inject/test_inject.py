@@ -576,8 +576,10 @@ def case_attach_prepare():
         lines = trace_lines(prepare=True)
         check([l.split()[0] for l in lines] == ["prepare", "start", "stop"], "prepare, start, stop", repr(lines))
         check("others_stopped=0" in lines[0], "the other threads ran during prepare", lines[0])
-        check(lines[0].endswith("options=output=%s;stderr=0" % os.path.join(TMP, "trace.txt")),
-              "prepare got the options (attach: nothing on the process's stderr)", lines[0])
+        check(re.search(r"options=output=%s;injector=\d+;deadline_ms=\d+;stderr=0$" %
+                        re.escape(os.path.join(TMP, "trace.txt")), lines[0]) is not None,
+              "prepare got the options (attach: nothing on the process's stderr; the agent's watch of "
+              "cuhook)", lines[0])
         check("flags=1 others_stopped=1" in lines[1], "every other thread stopped during start", lines[1])
         n, ms, _ = stopped_ms(r.stderr)
         check(n == 5, "5 threads stopped at the end", r.stderr)
@@ -713,6 +715,35 @@ def case_attach_leftover():
         check(r.returncode == 0, "--stop failed", r.stderr)
         r = attach(t.pid, "--duration", 0.01, "--force")
         check(r.returncode == 0, "attach after --stop", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_attach_watch_options():
+    # cuhook attach passes its pid (injector=) for the agent to watch, and with --duration a
+    # deadline (deadline_ms=: the duration plus 5 s and two call timeouts) after which the agent
+    # ends the trace by itself; cuhook run passes neither (run_agent_started checks the string)
+    t = Target("loop", 2)
+    try:
+        for extra, deadline in ((("--duration", 0.2), 11200), (("--duration", 0.5, "--call-timeout", 1), 7500),
+                                ((), None)):
+            # the dummy agent appends to one file: --force lets each attach take it
+            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                                  "--force"] + [str(a) for a in extra] + [str(t.pid)], stderr=subprocess.PIPE,
+                                 text=True)
+            check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+            if not extra:
+                p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+            check(p.returncode == 0, "attach %s failed" % (extra,), err)
+            start = [l for l in trace_lines() if l.startswith("start")][-1]
+            check(";injector=%d" % p.pid in start, "our pid passed with %s" % (extra,), start)
+            if deadline is None:
+                check("deadline_ms=" not in start, "no deadline without --duration", start)
+            else:
+                check(";deadline_ms=%d" % deadline in start, "deadline_ms=%d with %s" % (deadline, extra), start)
         _, mism, _ = parse_loop(t.finish())
         check(mism == 0, "target unharmed")
     finally:

@@ -168,6 +168,37 @@ static void sizes(void)
 	      "force is a boolean: %s", err);
 }
 
+/* The watch of cuhook attach (injector=, deadline_ms=): numbers in range, and never read from a
+ * CUHOOK_ variable (constructor mode has no injector). */
+static void watch_keys(void)
+{
+	struct seen s = {0};
+	char err[512] = "";
+	CHECK(aopt_parse("injector=4194304;deadline_ms=4294967295;deadline_ms=1", record, &s, err, sizeof(err)) == 0,
+	      "refused: %s", err);
+	CHECK(s.n == 3 && s.key[0] == AOPT_INJECTOR && s.v[0].u == 4194304 && s.key[1] == AOPT_DEADLINE_MS &&
+	          s.v[1].u == 4294967295u && s.v[2].u == 1,
+	      "values as given (%d items)", s.n);
+	static const struct {
+		const char *opts, *why;
+	} bad[] = {
+		{"injector=0", "'injector' must be a number from 1 to 2147483647, not '0'"},
+		{"injector=-3", "'injector' must be a number"},
+		{"injector=2147483648", "'injector' must be a number"},
+		{"injector=", "'injector' must be a number"},
+		{"deadline_ms=0", "'deadline_ms' must be a number from 1 to 4294967295, not '0'"},
+		{"deadline_ms=4294967296", "'deadline_ms' must be a number"},
+		{"deadline_ms=1.5", "'deadline_ms' must be a number"},
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(aopt_parse(bad[i].opts, NULL, NULL, err, sizeof(err)) == -1 && strstr(err, bad[i].why),
+		      "'%s': '%s', wanted '%s'", bad[i].opts, err, bad[i].why);
+	}
+	for (int k = 0; k < AOPT_NKEYS; k++)
+		CHECK(aopt_defs[k].no_env == (k == AOPT_INJECTOR || k == AOPT_DEADLINE_MS), "key %s: no_env %d",
+		      aopt_defs[k].name, aopt_defs[k].no_env);
+}
+
 static void env_names(void)
 {
 	char n[64];
@@ -186,6 +217,7 @@ int main(void)
 	RUN(refusals);
 	RUN(build_and_read_back);
 	RUN(sizes);
+	RUN(watch_keys);
 	RUN(env_names);
 	UNIT_EXIT();
 }
