@@ -756,7 +756,7 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	/* No EXITKILL: should cuhook die from here on, the program runs on untraced (its entry is
 	 * reported by a stub that goes on by itself, remote calls complete by themselves). Before
 	 * the seize, the child waits on the pipe and exits unstarted (125) if we die. */
-	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC) != 0) {
+	if (ptrace(PTRACE_SEIZE, pid, 0, INJ_SEIZE_OPTIONS | PTRACE_O_TRACEEXEC) != 0) {
 		inj_error("cannot trace the child: %s", strerror(errno));
 		close(go[1]);
 		kill(pid, SIGKILL);

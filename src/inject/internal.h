@@ -244,9 +244,15 @@ int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuh
 
 /* ---- following a process tree (follow.c) ------------------------------------------------------ */
 
+/* Every thread cuhook traces has PTRACE_O_TRACESYSGOOD: a thread at a system-call stop that we
+ * have not collected yet keeps the stop's code, and if cuhook dies then, the kernel sends the
+ * thread that code as a signal. Plain SIGTRAP would kill the program; SIGTRAP | 0x80 is no
+ * signal, and the thread runs on. (cuhook makes system-call stops only during its own calls.) */
+#define INJ_SEIZE_OPTIONS PTRACE_O_TRACESYSGOOD
 /* What cuhook run --follow keeps on every task of the tree: fork, vfork, clone and exec events. */
 #define INJ_FOLLOW_OPTIONS                                                                        \
-	(PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+	(INJ_SEIZE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |         \
+	 PTRACE_O_TRACEEXEC)
 /* Remember when following began (a trace file older than that is not one of this run's). */
 void follow_begin(void);
 

@@ -78,7 +78,7 @@ uint64_t inj_now_ns(void)
 int pt_seize(pid_t tid)
 {
 	/* No PTRACE_O_EXITKILL: if cuhook dies, the target must go on, not die with us. */
-	return ptrace(PTRACE_SEIZE, tid, 0, 0) == 0 ? 0 : -errno;
+	return ptrace(PTRACE_SEIZE, tid, 0, INJ_SEIZE_OPTIONS) == 0 ? 0 : -errno;
 }
 
 int pt_interrupt(pid_t tid)

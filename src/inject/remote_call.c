@@ -419,7 +419,8 @@ static int interrupt_call(struct rcall *rc, uint64_t top, struct user_regs_struc
 		if (r <= 0 || !WIFSTOPPED(st))
 			return -1;
 		int event = st >> 16;
-		if (event == 0 && WSTOPSIG(st) != SIGSEGV && WSTOPSIG(st) != SIGTRAP) {
+		if (event == 0 && WSTOPSIG(st) != SIGSEGV && WSTOPSIG(st) != SIGTRAP &&
+		    WSTOPSIG(st) != (SIGTRAP | 0x80) /* a system-call stop: stopped as well */) {
 			/* a signal on the way: keep it for the process, the interrupt stop comes next */
 			if (WSTOPSIG(st) != rc->tg->gate.sig)
 				ithread_add_pending(rc->th, WSTOPSIG(st));
@@ -501,12 +502,18 @@ static int finish_at_syscall_exit(struct rcall *rc, const struct saved *s)
 	}
 }
 
-/* Is this SIGTRAP stop a system-call stop (of PTRACE_SYSCALL)? Its si_code is SIGTRAP, or
- * SIGTRAP | 0x80 with PTRACE_O_TRACESYSGOOD; a real SIGTRAP (int3, a single step) has another. */
-static bool syscall_stop(pid_t tid)
+/* Is this stop (wait status st) a system-call stop of PTRACE_SYSCALL? With
+ * PTRACE_O_TRACESYSGOOD (INJ_SEIZE_OPTIONS) it reports SIGTRAP | 0x80; a thread seized by someone
+ * else's options would report SIGTRAP with that si_code; a real SIGTRAP (int3, a single step)
+ * has another. */
+static bool syscall_stop(pid_t tid, int st)
 {
+	if (!WIFSTOPPED(st) || (st >> 16) != 0)
+		return false;
+	if (WSTOPSIG(st) == (SIGTRAP | 0x80))
+		return true;
 	siginfo_t si;
-	return ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 && (si.si_code == SIGTRAP || si.si_code == (SIGTRAP | 0x80));
+	return WSTOPSIG(st) == SIGTRAP && ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 && si.si_code == SIGTRAP;
 }
 
 struct call {
@@ -636,7 +643,7 @@ static int call_run(struct rcall *rc, const struct call *c, uint64_t *ret, int t
 				return restore(rc, &s) == 0 ? RC_OK : RC_ERROR;
 			}
 		}
-		if (!c->report && sig == SIGTRAP && syscall_stop(th->tid)) {
+		if (!c->report && syscall_stop(th->tid, st)) {
 			/* Entry and exit stops alternate: each system call has both. */
 			struct user_regs_struct now;
 			if (pt_getregs(th->tid, &now) < 0)
@@ -839,7 +846,7 @@ static int map_at_exec(struct itarget *tg, uint64_t *page)
 	for (int stop = 0; stop < 3; stop++) {
 		int st = 0;
 		if (ptrace(PTRACE_SYSCALL, pid, 0, 0) != 0 || pt_wait(pid, &st, 2000) != 1 || !WIFSTOPPED(st) ||
-		    WSTOPSIG(st) != SIGTRAP || (st >> 16) != 0 || !syscall_stop(pid)) {
+		    !syscall_stop(pid, st)) {
 			inj_error("process %d: mapping a page at its exec did not go as expected (status 0x%x)", pid, st);
 			if (stop > 0)
 				pt_setregs(pid, &r0);

@@ -4,7 +4,9 @@
  * a known point between fork and PTRACE_SEIZE of the child, every time instead of in one run of
  * ten. The constructor takes LD_PRELOAD out of cuhook's environment: the program that cuhook
  * execs inherits that environment and must run without this library. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
