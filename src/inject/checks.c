@@ -96,16 +96,6 @@ int check_target(pid_t pid)
 		          "agent cannot be loaded into it", pid);
 		return -1;
 	}
-	if (proc_status_field(pid, "SigIgn", v, sizeof(v))) {
-		unsigned long long ign = strtoull(v, NULL, 16);
-		if (ign & (1ull << (SIGSEGV - 1))) {
-			/* A remote call ends with a SIGSEGV at address 0; the kernel would reset an ignored
-			 * SIGSEGV to its default for the whole process. */
-			inj_error("process %d ignores SIGSEGV, which the injector needs to see its remote "
-			          "calls return; not attaching", pid);
-			return -1;
-		}
-	}
 	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 	char exe[4096];
 	ssize_t n = readlink(p, exe, sizeof(exe) - 1);
