@@ -6,12 +6,12 @@
 
 1. A GPT-2 generation loop (gpt2_infer.py --seconds) runs; `cuhook attach --duration 0.2`
    CYCLES times in a row: every attach and detach must succeed.
-2. ATTACH_KILLS times: `cuhook attach -v` SIGKILLed at a random instant 0-400 ms after it starts
-   (the injection on a real libcuda takes tens of ms: dlopen, prepare, start, fixup) or during
-   its detach. After each: the loop process alive and not stopped, the trace file no longer
+2. ATTACH_KILLS times: `cuhook attach -v` SIGKILLed at a random instant 0-80 ms after it starts
+   (the injection on a real libcuda takes tens of ms: dlopen, prepare, start, fixup) or, one
+   time in three, during its detach. After each: the loop process alive and not stopped, the trace file no longer
    growing 2 s later (the agent ends its trace itself), and the next attach working.
    At the end every iteration's checksum must be one and the same.
-3. RUN_KILLS times: `cuhook run -- gpt2_infer.py --iters 1` SIGKILLed 0-3 s after it starts
+3. RUN_KILLS times: `cuhook run -- gpt2_infer.py --iters 1` SIGKILLed 0-0.1 s or 0.1-3 s after it starts
    (before, during or after the agent's start at the program's entry); the program, adopted by
    this script (a child subreaper), must end with status 0 and the untraced checksum (or, killed
    before the program was started, not run at all: counted apart).
@@ -94,7 +94,8 @@ def main():
         p = subprocess.Popen([a.cuhook, "attach", "-v", "--force", "-o", trace] +
                              (["--duration", "0.5"] if detach_kill else []) + [str(loop.pid)],
                              stderr=subprocess.PIPE, text=True)
-        delay = (0.5 + random.uniform(0.0, 0.06)) if detach_kill else random.uniform(0.0, 0.4)
+        # the injection takes tens of ms on a real libcuda: most kills land inside it
+        delay = (0.5 + random.uniform(0.0, 0.06)) if detach_kill else random.uniform(0.0, 0.08)
         time.sleep(delay)
         if p.poll() is None:
             p.kill()
@@ -139,7 +140,8 @@ def main():
         p = subprocess.Popen([a.cuhook, "run", "--force", "-o", out, "--", sys.executable, GPT2, "--iters", "1",
                               "--tokens", "16"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              env=env)
-        delay = random.uniform(0.0, 3.0)
+        # half in the first 100 ms (the exec, the entry stub, the agent's start), half later
+        delay = random.uniform(0.0, 0.1) if i % 2 == 0 else random.uniform(0.1, 3.0)
         time.sleep(delay)
         if p.poll() is None:
             p.kill()
