@@ -313,17 +313,24 @@ static void round_once(void)
 	struct snap {
 		struct ring *r;
 		uint64_t head;
-		uint32_t dead;
+		bool gone;
 	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
 	if (!s) {
 		pthread_mutex_unlock(&agent_lock);
 		return;
 	}
 	unsigned k = 0;
-	for (struct ring *r = list; r && k < n; r = r->next, k++) {
+	for (struct ring *r = list; r && n > 0; r = r->next, n--) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* free, or being taken by a new thread */
+		/* Whether the thread is gone is asked before its head is read: what it wrote before it
+		 * ended is then all below that head. Asked of idle rings only (one system call each). */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		s[k].r = r;
-		s[k].dead = __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
+		s[k].gone = head == r->idle_head && thread_ring_owner_gone(r);
 		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		r->idle_head = s[k].head;
+		k++;
 	}
 	uint32_t count_func[RING_COUNT_SLOTS];
 	uint32_t nslots = agent_count_slots;
@@ -333,15 +340,11 @@ static void round_once(void)
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
 		put_counts(s[i].r, count_func, nslots);
-		/* recycled once drained; not now if a thread holds the registry's lock (it may be
-		 * stopped there by cuhook while this round runs): a later round takes it */
-		if (s[i].dead && !s[i].r->recycle_counted &&
-		    s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
+		if (s[i].gone) {
+			/* drained for the last time: its drops counted, its memory for a new thread */
 			W.dropped += s[i].r->dropped;
-			s[i].r->recycle_counted = 1;
+			thread_ring_recycle(s[i].r);
 		}
-		if (s[i].r->recycle_counted)
-			thread_ring_try_recycle(s[i].r);
 	}
 	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
 		put_clock();
@@ -408,6 +411,8 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	/* A new file (a second attach): name every thread again, and forget what a previous
 	 * session left in the rings (calls that were in flight when it stopped). */
 	for (struct ring *r = thread_rings(); r; r = r->next) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* a ring a thread takes is made new by that thread */
 		r->announced = 0;
 		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
@@ -465,7 +470,9 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		W.fd = -1;
 		return -rc;
 	}
-	pthread_setname_np(thread, "cuhook-writer"); /* it runs until W.stop: the handle is valid */
+	/* it runs until W.stop: the handle is valid */
+	thread_stacks_learn(thread);
+	pthread_setname_np(thread, "cuhook-writer");
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -509,8 +516,8 @@ int writer_close_within(int timeout_ms)
 	round_once();
 	uint32_t threads = 0;
 	for (struct ring *r = thread_rings(); r; r = r->next) {
-		if (r->recycle_counted)
-			continue; /* drained and counted already, only its recycling deferred */
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* drained and counted already, free for a new thread */
 		threads++;
 		W.dropped += r->dropped;
 	}

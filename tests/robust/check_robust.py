@@ -10,7 +10,8 @@ before the stand-in libcuda), then checks:
 
 usage: check_robust.py TEST --agent LIBCUHOOK --cuhook CUHOOK --lib LIBCUDA --bindir DIR
                        [--workdir DIR]
-TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | longjmp"""
+TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | crash | longjmp |
+      writer-malloc | firstsig"""
 
 import argparse
 import csv
@@ -761,10 +762,53 @@ def test_writer_malloc(ctx):
     pr.check(rep.get("calls") == iters, f"{rep.get('calls')} calls recorded, the program made {iters}")
 
 
+# ---- 9. a thread's first traced call from a signal handler that interrupted malloc ----------
+
+FIRSTSIG_THREADS, FIRSTSIG_ROUNDS, FIRSTSIG_DEADLINE_MS = 16, 4, 5000
+
+
+def test_firstsig(ctx):
+    """Threads make their first traced call from a signal handler that interrupted malloc or
+    free (rt_firstsig: 16 threads a round, 4 rounds, and the main thread once). Making a thread's
+    state must take no lock its own interrupted code may hold: a hang is detected by the target
+    itself (a round not done in 5 s: "hung", exit 4) rather than by this script's timeout. Every
+    handler's call is traced, once, with its result."""
+    pr = ctx.problems
+    args = ["--threads", str(FIRSTSIG_THREADS), "--rounds", str(FIRSTSIG_ROUNDS),
+            "--deadline-ms", str(FIRSTSIG_DEADLINE_MS)]
+    victims = FIRSTSIG_THREADS * FIRSTSIG_ROUNDS + 1
+    plain = untraced(ctx, "rt_firstsig", args)
+    trace = fresh(ctx.path("firstsig.bin"))
+    p = run_target(ctx, "rt_firstsig", args, traced=True, output=trace, timeout=40)
+    got = kv(p.stdout)
+    hung = [l.split() for l in p.stdout.splitlines() if l.startswith("hung ")]
+    if hung:
+        rnd, left = hung[0][1:3]
+        raise Fatal(f"traced: {left} of the threads of round {rnd} hung in their first traced call "
+                    f"(a signal handler that interrupted malloc; {describe_status(p.returncode)})")
+    same_behaviour(ctx, "first calls from signal handlers", plain, p)
+    traced_ok(ctx, "first calls from signal handlers", p)
+    pr.check(got.get("victims") == str(victims) and got.get("handled") == str(victims),
+             f"victims {got.get('victims')}, handled {got.get('handled')}; expected {victims} each")
+    rep = report_json(ctx, trace)
+    check_trace_health(rep, pr)
+    rows = report_csv(ctx, trace)
+    args_seen = sorted(i32(num(r["arg0"]) or 0) for r in rows if r["func"] == "cuFakeInner")
+    pr.check(args_seen == list(range(victims)),
+             f"{len(args_seen)} cuFakeInner calls traced; expected one for each of the {victims} "
+             f"threads (arguments 0..{victims - 1})")
+    wrong = [r for r in rows if r["func"] != "cuFakeInner" or r["depth"] != "0" or not r["ret"]
+             or i32(num(r["ret"])) != i32(num(r["arg0"])) ^ 0x1234]
+    pr.check(not wrong, f"{len(wrong)} rows are not cuFakeInner(k) = k ^ 0x1234 at depth 0, e.g. "
+                        f"{row_desc(wrong[0]) if wrong else ''}")
+    print(f"first calls from signal handlers: {got.get('handled')} of {victims} threads, "
+          f"{len(args_seen)} calls traced, {len(rep.get('threads', []))} threads in the trace")
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
-         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc}
+         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig}
 
 
 def main():
