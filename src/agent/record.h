@@ -42,6 +42,7 @@ struct ring_wait_arg {
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);
+uintptr_t record_ask_populate(void *unused);
 uintptr_t record_run_callback(void *hook_id);
 uintptr_t record_monotonic_ns(void *unused);
 

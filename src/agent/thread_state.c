@@ -4,7 +4,7 @@
  * signal handler that interrupted malloc, or the thread's own pthread_exit. So nothing here takes
  * a lock or calls a libc function that allocates or locks (malloc's arena lock, the loader's,
  * glibc's per-thread lock): a handler waiting for a lock its own thread holds waits forever.
- * What it does use: mmap, gettid, prctl (system calls); lock-free lists; and the
+ * What it does use: mmap and madvise, gettid, prctl (system calls); lock-free lists; and the
  * thread descriptor glibc keeps at the thread pointer (read, never written).
  *
  * - Memory: a thread's state and ring live in one anonymous mapping, mapped on its first call
@@ -40,6 +40,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
 #define PAGE 4096u
 #define PAGE_UP(x) (((x) + PAGE - 1) & ~(uint64_t)(PAGE - 1))
 
@@ -61,6 +65,17 @@ static struct ring *rings; /* newest first; pushed with a CAS, never unlinked */
 static size_t desc_stack_off;
 static uintptr_t main_stack_lo, main_stack_hi;
 
+/* Fault in [p, p + len) writable. MADV_POPULATE_WRITE keeps what the pages hold; without it
+ * (before Linux 5.14) each page gets an atomic add of 0, which a concurrent writer of the same
+ * word cannot lose. */
+static void populate(uint8_t *p, uint64_t len)
+{
+	if (len == 0 || madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	for (uint64_t o = 0; o < len; o += PAGE)
+		__atomic_fetch_add((uint64_t *)(p + o), 0, __ATOMIC_RELAXED);
+}
+
 static struct thread_block *block_of(struct ring *r)
 {
 	return (struct thread_block *)((uint8_t *)r - offsetof(struct thread_block, ring));
@@ -79,17 +94,18 @@ static struct thread_block *claim(uint32_t size)
 	return NULL;
 }
 
-/* A new block, populated now, in the thread's first call, rather than one page fault at a time
- * in later calls. */
+/* A new block: only the headers and the ring's first part are populated (thread_state.h). */
 static struct thread_block *map_block(uint32_t size)
 {
-	uint8_t *m = mmap(NULL, BLOCK_HEADER + size, PROT_READ | PROT_WRITE,
-	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	uint8_t *m = mmap(NULL, BLOCK_HEADER + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
+	uint64_t first = size < RING_POPULATE_MIN ? size : RING_POPULATE_MIN;
+	populate(m, BLOCK_HEADER + first);
 	struct thread_block *b = (struct thread_block *)m;
 	b->ring.size = size;
 	b->ring.data = m + BLOCK_HEADER;
+	b->ring.populated = first;
 	b->ring.state = RING_CLAIMED;
 	return b;
 }
@@ -107,10 +123,12 @@ static void ring_reset(struct ring *r, uint32_t tid)
 {
 	uint32_t size = r->size;
 	uint8_t *data = r->data;
+	uint64_t populated = r->populated;
 	struct ring *next = r->next;
 	memset(r, 0, sizeof(*r));
 	r->size = size;
 	r->data = data;
+	r->populated = populated;
 	r->next = next;
 	r->tid = tid;
 	r->state = RING_CLAIMED;
@@ -191,6 +209,23 @@ bool thread_ring_owner_gone(struct ring *r)
 void thread_ring_recycle(struct ring *r)
 {
 	__atomic_store_n(&r->state, RING_FREE, __ATOMIC_RELEASE);
+}
+
+void thread_rings_populate(void)
+{
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		uint64_t pop = __atomic_load_n(&r->populated, __ATOMIC_RELAXED);
+		if (pop >= r->size || __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue;
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		uint64_t want = head >= r->size ? r->size : PAGE_UP(head + 2 * ring_populate_ahead(head));
+		if (want > r->size)
+			want = r->size;
+		if (want <= pop)
+			continue;
+		populate(r->data + pop, want - pop);
+		__atomic_store_n(&r->populated, want, __ATOMIC_RELEASE);
+	}
 }
 
 /* ---- learning where the stacks are (off the traced path) ------------------------------------ */

@@ -41,9 +41,14 @@ struct ring {
 	uint8_t *data;
 	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
 	uint32_t size;                    /* power of two; fixed (the writer reads it too) */
+	uint64_t populate_asked;          /* `populated` when the producer last asked the writer
+	                                     for more (ring_populate_ahead) */
 	/* consumer side */
 	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer */
 	uint64_t dropped_total;           /* for the END block */
+	uint64_t populated;               /* data bytes [0, populated) are in memory (written by the
+	                                     writer as it pre-faults ahead of the producer); only
+	                                     grows, and survives the ring's reuse */
 	uint64_t idle_head;               /* writer: head at its last round (an idle ring's thread
 	                                     is checked for being gone) */
 	/* fixed */
@@ -87,7 +92,7 @@ enum { RING_LIVE = 1, RING_FREE = 2, RING_CLAIMED = 3 };
 
 /* Slow path of a thread's first call: create (or reuse) its state and ring. Called through
  * cuhook_call_saving_vectors; returns the state or NULL (then the call is not traced). No lock,
- * no allocation: system calls only (mmap, gettid, prctl). */
+ * no allocation: system calls only (mmap, madvise, gettid, prctl). */
 uintptr_t thread_state_create(void *unused);
 
 /* Where the stacks of the threads are, learnt once per process, off the traced path: the main
@@ -95,6 +100,25 @@ uintptr_t thread_state_create(void *unused);
  * descriptor, at an offset found by comparing pthread_getattr_np(other) with that descriptor.
  * `other` is a running thread that glibc created (the writer). thread_state.c says why. */
 void thread_stacks_learn(pthread_t other);
+
+/* Rings are populated as they fill, so that memory grows with use, not with the number of
+ * threads: RING_POPULATE_MIN bytes at creation, then the writer keeps the populated part ahead
+ * of the producer by twice ring_populate_ahead(head), and the producer asks it for more when it
+ * comes within ring_populate_ahead(head) of the end of it. The distance grows with what the
+ * thread has written, twice that, up to RING_POPULATE_MAX: a thread that records fast gets a
+ * long runway (a writer woken late, on a busy machine, still comes before the thread reaches
+ * memory it would have to fault in itself), and one that made a few calls holds little. */
+#define RING_POPULATE_MIN (128u << 10)
+#define RING_POPULATE_MAX (32u << 20)
+static inline uint64_t ring_populate_ahead(uint64_t head)
+{
+	return head < RING_POPULATE_MIN / 2 ? RING_POPULATE_MIN
+	       : head > RING_POPULATE_MAX / 2 ? RING_POPULATE_MAX
+	                                      : 2 * head;
+}
+
+/* Writer: populate the rings' next parts ahead of their producers. */
+void thread_rings_populate(void);
 
 /* Mark the calling thread as cuhook's own: its calls are never recorded. */
 void thread_state_mark_internal(void);

@@ -28,7 +28,7 @@
 static struct {
 	int fd;
 	volatile int stop;
-	uint32_t wake;             /* futex word */
+	uint32_t wake;             /* futex word: WAKE_* bits, what the writer was woken for */
 	uint32_t done;             /* futex word: 1 once the thread has left its loop */
 	uint32_t seq;              /* next block sequence number */
 	unsigned flush_ms;
@@ -44,6 +44,11 @@ static struct {
 	void *scratch[3];          /* the writer's working memory (scratch()) */
 	size_t scratch_len[3];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
+ * trace is closing), or only to populate the rings further ahead of their producers, which
+ * needs no round (writing blocks while a program records flat out would compete with it). */
+enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
 
 /* Working memory for one round, mapped rather than malloc'd. The writer keeps running while
  * cuhook_agent_stop() waits for it with every other thread of the process stopped under ptrace,
@@ -336,6 +341,7 @@ static void round_once(void)
 	uint32_t nslots = agent_count_slots;
 	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
 	pthread_mutex_unlock(&agent_lock);
+	thread_rings_populate();
 	put_notes();
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
@@ -355,11 +361,23 @@ static void *writer_main(void *unused)
 	(void)unused;
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
+	/* A round every flush_ms, and whenever a thread asks to be drained; between rounds, only
+	 * what populating the rings needs. The wake bits are taken before the work they ask for, so
+	 * none that comes during it is lost. */
+	uint64_t next_round = 0;
 	while (!W.stop) {
-		round_once();
-		struct timespec t = {W.flush_ms / 1000, (long)(W.flush_ms % 1000) * 1000000L};
-		__atomic_store_n(&W.wake, 0, __ATOMIC_RELEASE);
-		if (!W.stop)
+		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
+			round_once();
+			next_round = clock_ns(CLOCK_MONOTONIC) + W.flush_ms * 1000000ull;
+		} else {
+			thread_rings_populate();
+		}
+		now = clock_ns(CLOCK_MONOTONIC);
+		uint64_t left = next_round > now ? next_round - now : 0;
+		struct timespec t = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		if (!W.stop && left)
 			syscall(SYS_futex, &W.wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
 	}
 	/* Done: threads waiting for room in a full ring stop waiting (their record is dropped and
@@ -373,10 +391,20 @@ static void *writer_main(void *unused)
 	return NULL;
 }
 
+static void wake_for(uint32_t why)
+{
+	if (__atomic_fetch_or(&W.wake, why, __ATOMIC_ACQ_REL) == 0)
+		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 void writer_wake(void)
 {
-	if (__atomic_exchange_n(&W.wake, 1, __ATOMIC_ACQ_REL) == 0)
-		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	wake_for(WAKE_DRAIN);
+}
+
+void writer_wake_populate(void)
+{
+	wake_for(WAKE_POPULATE);
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap)

@@ -20,6 +20,10 @@ int writer_close_within(int timeout_ms);
 /* Ask the thread to drain now (a ring is full). Async-signal-safe. */
 void writer_wake(void);
 
+/* Ask the thread to populate the rings further ahead of their producers now (a ring's producer
+ * came near the end of its populated part). Async-signal-safe. */
+void writer_wake_populate(void);
+
 /* Queue a NOTE block. */
 void writer_note(int level, const char *text);
 

@@ -11,7 +11,7 @@ before the stand-in libcuda), then checks:
 usage: check_robust.py TEST --agent LIBCUHOOK --cuhook CUHOOK --lib LIBCUDA --bindir DIR
                        [--workdir DIR]
 TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | crash | longjmp |
-      writer-malloc | firstsig"""
+      writer-malloc | firstsig | rss"""
 
 import argparse
 import csv
@@ -805,10 +805,45 @@ def test_firstsig(ctx):
           f"{len(args_seen)} calls traced, {len(rep.get('threads', []))} threads in the trace")
 
 
+# ---- 10. memory of the rings ------------------------------------------------------------------
+
+RSS_THREADS, RSS_CALLS, RSS_RING_KB = 8, 4, 65536
+
+
+def test_rss(ctx):
+    """8 threads each make 4 traced calls with 64 MiB rings: the rings' memory grows with use
+    (populated as they fill), so while the threads live the process holds far less than 8 x 64
+    MiB more than before them: at most 4 MiB a thread beyond what the threads take untraced (a
+    ring populated up front held 64; a huge page, where the system gives them unasked, 2)."""
+    pr = ctx.problems
+    args = ["--threads", str(RSS_THREADS), "--calls", str(RSS_CALLS), "--hold-ms", "300"]
+    plain = untraced(ctx, "rt_rss", args)
+    trace = fresh(ctx.path("rss.bin"))
+    p = run_target(ctx, "rt_rss", args, traced=True, output=trace,
+                   env={"CUHOOK_BUFFER_KB": str(RSS_RING_KB)})
+    pr.check(p.returncode == plain.returncode == 0, f"rt_rss traced: {describe_status(p.returncode)}"
+             f"\n--- stderr\n{tail(p.stderr)}")
+    traced_ok(ctx, "rt_rss", p)
+    got, base = kv(p.stdout), kv(plain.stdout)
+    grew = int(got["rss_during"]) - int(got["rss_before"])
+    grew_plain = int(base["rss_during"]) - int(base["rss_before"])
+    limit = max(grew_plain, 0) + RSS_THREADS * 4096
+    print(f"{RSS_THREADS} threads x {RSS_CALLS} calls, {RSS_RING_KB // 1024} MiB rings: resident memory "
+          f"grew by {grew} KiB while they lived ({grew_plain} KiB untraced); limit {limit} KiB, "
+          f"rings populated up front: {RSS_THREADS * RSS_RING_KB} KiB")
+    pr.check(grew <= limit, f"resident memory grew by {grew} KiB with {RSS_THREADS} threads that made "
+                            f"{RSS_CALLS} calls each: more than {limit} KiB (rings populated up front?)")
+    rep = report_json(ctx, trace)
+    check_trace_health(rep, pr)
+    calls = calls_by_name(rep).get("cuFakeInner", 0)
+    pr.check(calls == int(got["calls"]), f"{calls} cuFakeInner calls traced, the program made {got['calls']}")
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
-         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig}
+         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig,
+         "rss": test_rss}
 
 
 def main():
