@@ -13,6 +13,7 @@
 #include "hooks.h"
 #include "loader_watch.h"
 #include "nvfd.h"
+#include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -305,6 +306,7 @@ static void on_fork_child(void)
 	cuhook_writer_alive = 0;
 	active = 0;
 	pthread_mutex_init(&agent_lock, NULL);
+	own_threads_after_fork_child();
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
 	if (follow)

@@ -60,6 +60,25 @@ CUHOOK_API const char *cuhook_agent_last_error(void);
 /* 1 while tracing. */
 CUHOOK_API int cuhook_agent_active(void);
 
+/* The agent's own threads (its writer), by thread id, for a tool that stops every thread of the
+ * process from outside: the cuhook injector reads this object through /proc/PID/mem, at the
+ * address of its symbol in the agent's dynamic symbol table, without running anything in the
+ * process. Such a tool must leave these threads running (cuhook_agent_stop() waits for the
+ * writer) and stop every other one, whatever its name. A slot holds a thread id or 0. A thread
+ * of the agent is given its slot by the thread that creates it, as soon as pthread_create
+ * returns (so before cuhook_agent_start() returns), and gives it back as the last thing it
+ * does, while its id is still its own. `generation` grows by one after every change: a copy
+ * read between two equal readings of it is consistent. A fork child starts with every slot
+ * empty (the threads are not copied). */
+#define CUHOOK_AGENT_THREADS_MAGIC 0x74686b63u /* "ckht" */
+#define CUHOOK_AGENT_THREADS_MAX 8
+struct cuhook_agent_threads {
+	uint32_t magic;      /* CUHOOK_AGENT_THREADS_MAGIC: this layout */
+	uint32_t generation;
+	int32_t tid[CUHOOK_AGENT_THREADS_MAX];
+};
+CUHOOK_API extern struct cuhook_agent_threads cuhook_agent_threads;
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 
 #include "agent_state.h"
 #include "hooks.h"
+#include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -359,6 +360,7 @@ static void round_once(void)
 static void *writer_main(void *unused)
 {
 	(void)unused;
+	own_thread_enter();
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
 	/* A round every flush_ms, and whenever a thread asks to be drained; between rounds, only
@@ -386,6 +388,7 @@ static void *writer_main(void *unused)
 	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
 	 * hold) is nobody's wait: the thread is detached. */
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
@@ -498,7 +501,9 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		W.fd = -1;
 		return -rc;
 	}
-	/* it runs until W.stop: the handle is valid */
+	/* It runs until W.stop: the handle is valid. Listed as the agent's own (for the injector)
+	 * before it may even have run; its name is for people only. */
+	own_thread_add(thread);
 	thread_stacks_learn(thread);
 	pthread_setname_np(thread, "cuhook-writer");
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);

@@ -11,7 +11,7 @@ before the stand-in libcuda), then checks:
 usage: check_robust.py TEST --agent LIBCUHOOK --cuhook CUHOOK --lib LIBCUDA --bindir DIR
                        [--workdir DIR]
 TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | crash | longjmp |
-      writer-malloc | firstsig | rss"""
+      writer-malloc | firstsig | rss | own-threads"""
 
 import argparse
 import csv
@@ -839,11 +839,41 @@ def test_rss(ctx):
     pr.check(calls == int(got["calls"]), f"{calls} cuFakeInner calls traced, the program made {got['calls']}")
 
 
+# ---- 11. the agent's list of its own threads -------------------------------------------------
+
+def test_own_threads(ctx):
+    """The agent lists its own threads by id (cuhook_agent_threads) for the injector, which
+    leaves them running and stops every other thread: after the start, exactly its writer; in a
+    fork child, none of the parent's (the child does not have them), or, with follow=1, the
+    child's own new writer; after cuhook_agent_stop(), none."""
+    pr = ctx.problems
+    for follow, want_child in (("0", "0 0"), ("1", "1 1")):
+        trace = fresh(ctx.path(f"own-{follow}.bin"))
+        p = run_target(ctx, "rt_ownthreads", [], traced=True, output=trace, env={"CUHOOK_FOLLOW": follow})
+        for f in os.listdir(ctx.workdir):
+            if f.startswith(f"own-{follow}.") and f.endswith(".bin"):
+                os.unlink(ctx.path(f))  # the child's trace (follow=1)
+        lines = dict(l.split(None, 1) for l in p.stdout.splitlines() if " " in l)
+        what = f"follow={follow}"
+        if not pr.check(p.returncode == 0, f"{what}: rt_ownthreads: {describe_status(p.returncode)}\n"
+                                           f"{tail(p.stdout)}\n{tail(p.stderr)}"):
+            continue
+        pr.check(lines.get("started") == "1" and lines.get("started_writers") == "1",
+                 f"{what}: after the start {lines.get('started')} ids listed, {lines.get('started_writers')} "
+                 "of them the process's writer; expected the writer alone")
+        pr.check(lines.get("child") == want_child,
+                 f"{what}: a fork child's list: {lines.get('child')!r} (listed, writers of the child); "
+                 f"expected {want_child!r}")
+        pr.check(lines.get("stopped") == "0", f"{what}: {lines.get('stopped')} ids listed after the stop")
+        print(f"{what}: started {lines.get('started')} (writers {lines.get('started_writers')}), "
+              f"fork child {lines.get('child')}, after stop {lines.get('stopped')}")
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
          "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig,
-         "rss": test_rss}
+         "rss": test_rss, "own-threads": test_own_threads}
 
 
 def main():
