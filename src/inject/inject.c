@@ -18,7 +18,6 @@
 
 #include "cuhook_agent.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -45,6 +44,7 @@ struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
+	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
 };
 
 const char *cuhook_inject_error(void)
@@ -67,6 +67,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
+	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
 }
 
@@ -81,6 +82,21 @@ static int find_agent(pid_t pid, const struct maps *m, const char *want, struct 
 	if (p && agent_api_at(pid, m, p, api) == 0)
 		return 0;
 	return -1;
+}
+
+/* Where the agent already in the process (if any) lists its own threads, so that stopping the
+ * process leaves them running: looked up before anything is stopped. 0: no agent. */
+static uint64_t agent_threads_at(pid_t pid, const char *agent_path)
+{
+	struct maps m;
+	struct agent_api api;
+	if (maps_read(pid, &m) < 0) {
+		inj_error_clear(); /* the process is gone, or unreadable: seizing it will say which */
+		return 0;
+	}
+	uint64_t a = find_agent(pid, &m, agent_path, &api) == 0 ? api.threads : 0;
+	maps_free(&m);
+	return a;
 }
 
 /* A string the target returned (dlerror(), cuhook_agent_last_error()). */
@@ -257,24 +273,15 @@ static void unboost(struct boost *b)
 
 /* Threads the agent created during a boosted start (its writer) inherited nice -20 from the
  * caller; they get the nice level the caller has normally, as without us. */
-static void unboost_new_threads(pid_t pid, const struct boost *b)
+static void unboost_new_threads(struct itarget *tg, const struct boost *b)
 {
-	if (!b->set)
-		return;
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/task", pid);
-	DIR *d = opendir(p);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		id_t tid = (id_t)atoi(e->d_name);
-		if (tid == 0 || (pid_t)tid == b->tid)
-			continue;
+	pid_t own[CUHOOK_AGENT_THREADS_MAX];
+	int n = b->set ? agent_threads_read(tg, own) : 0;
+	for (int i = 0; i < n; i++) {
 		errno = 0;
-		if (getpriority(PRIO_PROCESS, tid) == -20 && errno == 0 && is_agent_thread(pid, (pid_t)tid))
-			setpriority(PRIO_PROCESS, tid, b->old);
+		if (own[i] != b->tid && getpriority(PRIO_PROCESS, (id_t)own[i]) == -20 && errno == 0)
+			setpriority(PRIO_PROCESS, (id_t)own[i], b->old);
 	}
-	if (d)
-		closedir(d);
 }
 
 static void already_tracing_error(pid_t pid)
@@ -359,6 +366,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	uint64_t t0 = inj_now_ns();
 	if (find_agent(tg->pid, &m, o->agent_path, &api) == 0) {
 		/* Nothing long to do before the start: its stubs are there from the first time. */
+		tg->agent_threads = api.threads;
 		t->agent_reused = true;
 		inj_log("agent already loaded: %s", api.path);
 	} else {
@@ -384,6 +392,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
 			goto out;
 		}
+		tg->agent_threads = api.threads; /* the threads it starts are left running from now on */
 		t->load_ns = inj_now_ns() - t0;
 		if (released && api.prepare) {
 			t0 = inj_now_ns();
@@ -444,7 +453,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	t->fixup_ns = inj_now_ns() - t0;
 	ret = 0;
 out:
-	unboost_new_threads(tg->pid, &boost);
+	unboost_new_threads(tg, &boost);
 	unboost(&boost);
 	maps_free(&m);
 	return ret;
@@ -522,6 +531,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 		return -1;
 	struct itarget tg;
 	target_init(&tg, pid);
+	tg.agent_threads = agent_threads_at(pid, o->agent_path);
 	int prio = raise_priority();
 	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
 		target_free(&tg);

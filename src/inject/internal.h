@@ -48,6 +48,8 @@ struct itarget {
 	struct ithread *th;
 	int nth, cap;
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
+	uint64_t agent_threads;       /* where the agent in the process lists its own threads
+	                                 (cuhook_agent_threads); 0: no agent loaded */
 };
 
 /* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
@@ -98,8 +100,10 @@ void threads_detach_all(struct itarget *tg);
 struct maps;
 /* The thread to run remote calls on: the one least likely to hold a libc lock. */
 struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
-/* One of the agent's own threads (named "cuhook..."): left running by threads_seize_all. */
-bool is_agent_thread(pid_t pid, pid_t tid);
+/* The agent's own threads, read from the process's memory at tg->agent_threads (left running
+ * by threads_seize_all): how many ids were put in tids (room for CUHOOK_AGENT_THREADS_MAX), 0
+ * when no agent is loaded; -1 with a message when the list cannot be read. */
+int agent_threads_read(struct itarget *tg, pid_t *tids);
 /* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
  * with PTRACE_CONT (cuhook run --follow). */
 void threads_resume_all(struct itarget *tg, long options);

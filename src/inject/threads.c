@@ -6,9 +6,13 @@
  * stopped, nobody is left to create one. */
 #include "internal.h"
 
+#include "cuhook_agent.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,18 +114,47 @@ static char thread_state(pid_t pid, pid_t tid)
 	return rp && rp[1] == ' ' ? rp[2] : 0;
 }
 
-/* Is this one of the agent's own threads? The agent names them "cuhook..." (PR_SET_NAME). */
-bool is_agent_thread(pid_t pid, pid_t tid)
+int agent_threads_read(struct itarget *tg, pid_t *tids)
 {
-	char p[96], comm[32] = "";
-	snprintf(p, sizeof(p), "/proc/%d/task/%d/comm", pid, tid);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = 0;
-	fclose(f);
-	return strncmp(comm, "cuhook", 6) == 0;
+	if (!tg->agent_threads)
+		return 0;
+	int fd = tg->memfd;
+	if (fd < 0) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	/* The agent changes the list while we read it (a writer starting or leaving): a copy read
+	 * between two equal readings of the generation is whole. */
+	struct cuhook_agent_threads a, b;
+	bool ok = false;
+	for (int tries = 0; fd >= 0 && tries < 1000 && !ok; tries++)
+		ok = pread(fd, &a, sizeof(a), (off_t)tg->agent_threads) == (ssize_t)sizeof(a) &&
+		     pread(fd, &b.generation, sizeof(b.generation),
+		           (off_t)(tg->agent_threads + offsetof(struct cuhook_agent_threads, generation))) ==
+		         (ssize_t)sizeof(b.generation) &&
+		     a.generation == b.generation;
+	int err = errno;
+	if (fd >= 0 && fd != tg->memfd)
+		close(fd);
+	if (!ok || a.magic != CUHOOK_AGENT_THREADS_MAGIC) {
+		inj_error("cannot read the list of the agent's own threads in process %d: %s", tg->pid,
+		          ok ? "not the layout this cuhook knows (another version of the agent?)" : strerror(err));
+		return -1;
+	}
+	int n = 0;
+	for (int i = 0; i < CUHOOK_AGENT_THREADS_MAX; i++)
+		if (a.tid[i] > 0)
+			tids[n++] = a.tid[i];
+	return n;
+}
+
+static bool listed(const pid_t *tids, int n, pid_t tid)
+{
+	for (int i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
 }
 
 /* Is this thread traced by us already? */
@@ -149,13 +182,18 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 			          tg->pid, strerror(-r));
 			goto fail;
 		}
+		/* The agent's own threads (its writer) are left running: they never execute patched
+		 * code, and cuhook_agent_stop() may wait for them to flush. Known by id (the agent
+		 * lists them), never by name: a thread of the program may be called anything. */
+		pid_t own[CUHOOK_AGENT_THREADS_MAX];
+		int nown = agent_threads_read(tg, own);
+		if (nown < 0) {
+			free(tids);
+			goto fail;
+		}
 		int first_new = tg->nth;
 		for (int i = 0; i < n; i++) {
-			if (target_find(tg, tids[i]))
-				continue;
-			/* The agent's own threads (its writer) are left running: they never execute
-			 * patched code, and cuhook_agent_stop() may wait for them to flush. */
-			if (is_agent_thread(tg->pid, tids[i]))
+			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]))
 				continue;
 			r = pt_seize(tids[i]);
 			if (r == -ESRCH)

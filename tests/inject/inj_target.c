@@ -20,7 +20,10 @@
  *   realpark LIB          a thread blocked in LIB's cuInjRead (a read whose syscall is within
  *                         the function's first bytes) on a pipe; a line on stdin feeds it a
  *                         byte ("first N C"), then it blocks in it again ("ready2"); the next
- *                         line feeds that one ("second N C") */
+ *                         line feeds that one ("second N C")
+ *
+ * With INJ_THREAD_NAME=NAME in the environment, every thread the target starts names itself NAME
+ * (the injector must tell the agent's threads from the program's by id, not by name). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +44,14 @@
 
 uint64_t inj_work(uint64_t x);
 
+static const char *thread_name; /* INJ_THREAD_NAME */
+
+static void name_self(void)
+{
+	if (thread_name)
+		prctl(PR_SET_NAME, thread_name);
+}
+
 /* ---- workers --------------------------------------------------------------------------------- */
 
 #define ROUND 20000
@@ -51,6 +62,7 @@ static atomic_int first_done; /* workers that have their first round's checksum 
 
 static void *worker(void *arg)
 {
+	name_self();
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 1000003u, first = 0;
 	for (long r = 0; !atomic_load(&stop_workers); r++) {
 		uint64_t acc = 0;
@@ -134,6 +146,7 @@ int inj_back_from(void);
 static void *parked(void *arg)
 {
 	int (*fn)(void) = arg;
+	name_self();
 	return (void *)(uintptr_t)fn();
 }
 
@@ -198,6 +211,7 @@ static atomic_int park_phase;
 static void *park_reader(void *arg)
 {
 	(void)arg;
+	name_self();
 	char c = 0;
 	ssize_t r = inj_read(park_pipe[0], &c, 1);
 	printf("first %zd %c\n", r, c);
@@ -242,6 +256,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *m = argv[1];
+	thread_name = getenv("INJ_THREAD_NAME");
 	int n = argc > 2 ? atoi(argv[2]) : 0;
 	if (!strcmp(m, "loop"))
 		return loop_until_stdin(n > 0 ? n : 4);

@@ -36,9 +36,9 @@ def check(cond, what, detail=""):
 class Target:
     """inj_target MODE ARGS, with stdin/stdout pipes; waits for its "ready" line."""
 
-    def __init__(self, *args, exe=None, stdin=subprocess.PIPE):
+    def __init__(self, *args, exe=None, stdin=subprocess.PIPE, env=None):
         self.p = subprocess.Popen([exe or A.target] + [str(a) for a in args], stdin=stdin,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True, env=env)
         line = self.p.stdout.readline()
         check(line.startswith("ready"), "target did not get ready", repr(line))
         self.pid = self.p.pid
@@ -521,11 +521,13 @@ def case_attach_nanosleep():
         t.kill()
 
 
-def case_attach_park():
-    t = Target("park")
+def case_attach_park(env=None):
+    t = Target("park", env=env)
     try:
         r = attach(t.pid, "--duration", 0.2, "-v")
         check(r.returncode == 0, "attach failed", r.stderr)
+        n, _, _ = stopped_ms(r.stderr)
+        check(n == 2, "both threads stopped (main, and the parked one)", r.stderr)
         check("[1 moved]" in r.stderr, "one thread moved at start", r.stderr)
         out = t.finish("")
         check("moved 42" in out, "the parked thread ran on in the relocated code", out)
@@ -542,6 +544,52 @@ def case_attach_parkback():
               "moved back at stop, not at start", r.stderr)
         out = t.finish("")
         check("moved 42" in out, "the thread ran on in the original code", out)
+    finally:
+        t.kill()
+
+
+# ---- the agent's threads told apart from the program's by id, never by name -------------------
+
+def named_threads(name):
+    """The environment that makes inj_target's threads name themselves `name`."""
+    return dict(os.environ, INJ_THREAD_NAME=name)
+
+
+def renamed_copy(exe, name, libs=()):
+    """A copy of exe called `name` in TMP (with the libraries it finds next to itself)."""
+    import shutil
+    for lib in libs:
+        shutil.copy(lib, TMP)
+    dst = os.path.join(TMP, name)
+    shutil.copy(exe, dst)
+    return dst
+
+
+def case_attach_named_thread():
+    # the same, the parked thread named like the agent's threads (cuhook-io): stopped and moved
+    # like any other
+    case_attach_park(named_threads("cuhook-io"))
+
+
+def case_attach_cuhook_app():
+    # a program called cuhook_app (every thread's name begins with "cuhook"): attached and
+    # detached, every one of its threads stopped each time, the agent's own thread never
+    base = baseline(3)
+    exe = renamed_copy(A.target, "cuhook_app", [os.path.join(os.path.dirname(A.target), "libinj_work.so")])
+    t = Target("loop", 3, exe=exe)
+    try:
+        r = attach(t.pid, "--duration", 0.3, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        for what in ("attach", "detach"):
+            n, _, _ = stopped_ms(r.stderr, what)
+            check(n == 4, "%s: the 4 threads of cuhook_app stopped" % what, r.stderr)
+        lines = trace_lines()
+        check(len(lines) == 2 and "flags=1 others_stopped=1" in lines[0] and lines[1].startswith("stop"),
+              "start with every other thread stopped, then stop", repr(lines))
+        ticks = open(os.path.join(TMP, "trace.txt")).read().count("tick")
+        check(ticks >= 5, "the agent's thread ran while attached", str(ticks))
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
     finally:
         t.kill()
 
@@ -710,11 +758,11 @@ def trace_end_events(path):
     return engine_tracefile().read_trace(path).end_events
 
 
-def case_real_park():
+def case_real_park(env=None):
     # a thread blocked in a system call inside the first bytes of a function the real agent
     # patches: moved into the relocated copy, and its read() completes there
     need_real("park_lib")
-    t = Target("realpark", A.park_lib)
+    t = Target("realpark", A.park_lib, env=env)
     out = os.path.join(TMP, "park.bin")
     try:
         p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.real_agent, "--opt", "lib=libinj_park.so*",
@@ -740,9 +788,15 @@ def case_real_park():
         t.kill()
 
 
-def driver_run(iters, attach_fn=None):
+def case_real_park_named():
+    # the same, the blocked thread named cuhook-io: stopped and moved like any other (left
+    # running, it returned from read() into the jump written over its instructions: SIGILL)
+    case_real_park(named_threads("cuhook-io"))
+
+
+def driver_run(iters, attach_fn=None, exe=None):
     """driver_user on the stand-in libcuda; attach_fn(pid) runs while it does. Its output."""
-    p = subprocess.Popen([A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
+    p = subprocess.Popen([exe or A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
                          stdout=subprocess.PIPE, text=True)
     if attach_fn:
         time.sleep(0.3)
@@ -775,6 +829,30 @@ def case_real_attach_driver():
     ev = trace_end_events(out)
     check(ev is not None and 0 < ev // 2 < calls, "events only from the window: %s of %d calls" % (ev, calls))
     print("  traced %d of %d calls; %s" % (ev // 2, calls, " | ".join(l for l in r.stderr.splitlines() if "stopped for" in l)))
+
+
+def case_real_cuhook_app():
+    # driver_user called cuhook_app, traced for a window by the real agent: its 5 threads
+    # stopped at attach and at detach, the agent's writer left running (the detach waits for
+    # it), the results unchanged, the trace closed with calls in it
+    need_real("driver_user", "fakecuda")
+    exe = renamed_copy(A.driver_user, "cuhook_app")
+    base = driver_run(300000, exe=exe)
+    out = os.path.join(TMP, "app.bin")
+    res = {}
+
+    def att(pid):
+        res["r"] = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--duration", 0.3, pid)
+
+    got = driver_run(300000, att, exe=exe)
+    r = res["r"]
+    check(r.returncode == 0, "attach failed", r.stderr)
+    for what in ("attach", "detach"):
+        n, _, _ = stopped_ms(r.stderr, what)
+        check(n == 5, "%s: the 5 threads of cuhook_app stopped" % what, r.stderr)
+    check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged by the attach")
+    ev = trace_end_events(out)
+    check(ev is not None and ev > 0, "the trace was closed with events", str(ev))
 
 
 def case_real_attach_count():
