@@ -408,7 +408,12 @@ static void stop(bool unpatch, bool threads_stopped)
 	active = 0;
 }
 
-/* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. */
+/* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. Known by
+ * its name, which the injector sets to exactly "cuhook" (src/cli/main.c) whatever its file is
+ * called: the whole name, not a prefix, so that a program that traces its children and whose
+ * name merely begins so (cuhook_app) is not taken for it. (The thread ids of the process are
+ * no help here: the tracer is another process, and the agent has nothing of it before this
+ * constructor runs.) */
 static bool traced_by_cuhook(void)
 {
 	char buf[4096];
@@ -434,7 +439,7 @@ static bool traced_by_cuhook(void)
 		return false;
 	n = read(fd, comm, sizeof(comm) - 1);
 	close(fd);
-	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
+	return n > 0 && strcmp(comm, "cuhook\n") == 0;
 }
 
 __attribute__((constructor)) static void agent_constructor(void)

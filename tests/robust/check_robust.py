@@ -11,7 +11,7 @@ before the stand-in libcuda), then checks:
 usage: check_robust.py TEST --agent LIBCUHOOK --cuhook CUHOOK --lib LIBCUDA --bindir DIR
                        [--workdir DIR]
 TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | crash | longjmp |
-      writer-malloc | firstsig | rss | own-threads"""
+      writer-malloc | firstsig | rss | own-threads | tracer-name"""
 
 import argparse
 import csv
@@ -869,11 +869,55 @@ def test_own_threads(ctx):
               f"fork child {lines.get('child')}, after stop {lines.get('stopped')}")
 
 
+# ---- 12. a tracer whose name begins like the injector's -----------------------------------------
+
+def test_tracer_name(ctx):
+    """The agent's constructor leaves the start to the cuhook injector when that is its tracer,
+    known by the injector's name, exactly "cuhook". A program that traces the process and whose
+    name only begins so (this script, renamed cuhook_app, seizes rt_loop before it loads the
+    agent) is not the injector: the agent starts from its CUHOOK_* variables, as under any other
+    tracer, and records every call."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NAME, PR_GET_NAME, PTRACE_SEIZE = 15, 16, 0x4206
+    pr = ctx.problems
+    iters = 2000
+    trace = fresh(ctx.path("tracer-name.bin"))
+    cmd = [ctx.exe("rt_loop"), "--agent", ctx.agent, "--wait-tracer", "1", "--iters", str(iters), ctx.lib]
+    proc = subprocess.Popen(cmd, env=clean_env({"CUHOOK_OUTPUT": trace}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    name = ctypes.create_string_buffer(16)
+    libc.prctl(PR_GET_NAME, name)
+    libc.prctl(PR_SET_NAME, b"cuhook_app")  # the agent reads it when it loads: kept till the end
+    try:
+        seized = libc.ptrace(PTRACE_SEIZE, proc.pid, None, None) == 0
+        err = ctypes.get_errno()
+        out, errout = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise Fatal("rt_loop under a tracer named cuhook_app did not finish")
+    finally:
+        libc.prctl(PR_SET_NAME, name)
+    if not seized:
+        print(f"note: cannot trace rt_loop here ({os.strerror(err)}): not run")
+        return
+    pr.check(proc.returncode == 0, f"rt_loop under a tracer: {describe_status(proc.returncode)}\n{tail(errout)}")
+    if not pr.check(os.path.exists(trace), "no trace: the agent took a tracer named cuhook_app for the "
+                                           "cuhook injector and left the start to it"):
+        return
+    rep = report_json(ctx, trace)
+    calls = calls_by_name(rep).get("cuFakeInner", 0)
+    pr.check(calls == iters, f"{calls} calls traced under a tracer named cuhook_app, {iters} made")
+    print(f"under a tracer named cuhook_app: {calls} of {iters} calls traced")
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
          "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig,
-         "rss": test_rss, "own-threads": test_own_threads}
+         "rss": test_rss, "own-threads": test_own_threads,
+         "tracer-name": test_tracer_name}
 
 
 def main():

@@ -21,19 +21,6 @@ static pthread_barrier_t made, leave;
 static long calls_per_thread;
 static long bad[MAX_THREADS];
 
-static long vm_rss_kb(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	long kb = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static void *worker(void *arg)
 {
 	long id = (long)(intptr_t)arg;
@@ -64,7 +51,7 @@ int main(int argc, char **argv)
 	void *lib = rt_load(agent, argv[argc - 1]);
 	f_inner = RT_FN(lib, cuFakeInner);
 	long total_bad = f_inner(-1) != (-1 ^ 0x1234);
-	long before = vm_rss_kb();
+	long before = rt_proc_status("VmRSS");
 	pthread_barrier_init(&made, NULL, (unsigned)threads + 1);
 	pthread_barrier_init(&leave, NULL, (unsigned)threads + 1);
 	pthread_t th[MAX_THREADS];
@@ -76,7 +63,7 @@ int main(int argc, char **argv)
 	pthread_barrier_wait(&made);
 	struct timespec t = {hold_ms / 1000, (hold_ms % 1000) * 1000000L};
 	nanosleep(&t, NULL);
-	long during = vm_rss_kb();
+	long during = rt_proc_status("VmRSS");
 	pthread_barrier_wait(&leave);
 	for (int i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
