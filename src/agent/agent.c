@@ -270,7 +270,8 @@ void agent_scan_libraries(void)
  * that (a stack from mmap or the cache, clone), and the child goes on multi-threaded the same
  * way a Python child that starts threads after os.fork() does. What glibc cannot reset are
  * locks of other code that a vanished thread held; the writer takes only the agent's own
- * (agent_lock, the rings' registry lock, the notes lock), and those are re-initialised first.
+ * (agent_lock, the notes lock; the rings' registry takes none), and those are re-initialised
+ * first.
  * The forking thread's ring, a copy of the parent's, is registered again under the child's tid
  * (thread_state_after_fork_child) and emptied by writer_open: the child's file holds the calls
  * the child makes, none of the parent's. A child that execs right away loses the thread with
