@@ -336,6 +336,25 @@ static struct ithread *begin_agent_calls(struct itarget *tg, struct maps *m, str
 	return caller;
 }
 
+/* cuhook_agent_stop(CUHOOK_START_THREADS_STOPPED) on the caller. The agent's stop waits for its
+ * writer thread to finish the trace; a group-stop (the process was sent SIGSTOP) may hold that
+ * thread, so it is lent from the kernel for the call (threads_lend_agent). */
+static int call_agent_stop(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
+                           const struct cuhook_inject_opts *o, uint64_t *rv)
+{
+	int lent = threads_lend_agent(tg);
+	if (lent)
+		inj_log("%d thread%s of the agent kept running for its stop", lent, lent == 1 ? "" : "s");
+	struct rcall rc;
+	rcall_begin(&rc, tg, caller);
+	/* The same promise as for start: every other thread is stopped, so the agent may restore the
+	 * original bytes with plain writes (and needs no look at /proc for running threads). */
+	uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED};
+	int r = rcall_invoke(&rc, api->stop, args, 1, rv, call_timeout(o), "cuhook_agent_stop");
+	threads_unlend_agent(tg);
+	return r;
+}
+
 /* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads.
  *
  * beside: when the agent must be loaded, do it (and cuhook_agent_prepare) while the other
@@ -436,9 +455,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) < 0) {
 		/* Threads inside overwritten bytes cannot be left there: take the patches out again. */
-		uint64_t a[1] = {CUHOOK_START_THREADS_STOPPED};
-		rcall_begin(&rc, tg, caller);
-		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
+		call_agent_stop(tg, caller, &api, o, &rv);
 		goto out;
 	}
 	t->fixup_ns = inj_now_ns() - t0;
@@ -463,13 +480,8 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
 		goto out;
 	}
-	uint64_t t0 = inj_now_ns();
-	struct rcall rc;
-	rcall_begin(&rc, tg, caller);
-	/* The same promise as for start: every other thread is stopped, so the agent may restore the
-	 * original bytes with plain writes (and needs no look at /proc for running threads). */
-	uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED}, rv = 0;
-	if (rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop") != RC_OK)
+	uint64_t t0 = inj_now_ns(), rv = 0;
+	if (call_agent_stop(tg, caller, &api, o, &rv) != RC_OK)
 		goto out;
 	t->call_ns = inj_now_ns() - t0;
 	int r = (int)(uint32_t)rv;
@@ -509,8 +521,11 @@ static int raise_priority(void)
 	return errno == 0 ? old : 0;
 }
 
-/* Seize everything, run `body`, let go: the frame of attach and detach. */
+/* Seize everything, run `body`, let go: the frame of attach and detach. stopped_ok: a process
+ * stopped by job control is taken too (a detach: the window may have ended while it was
+ * stopped); its threads are stopped again when let go, as they were. */
 static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
+                                bool stopped_ok,
                                 int (*body)(struct itarget *, const struct cuhook_inject_opts *,
                                             struct cuhook_inject_times *))
 {
@@ -518,7 +533,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	inj_verbose = o->verbose;
 	memset(t, 0, sizeof(*t));
 	inj_block_sigchld();
-	if (check_target(pid) < 0)
+	if (check_target(pid, stopped_ok) < 0)
 		return -1;
 	struct itarget tg;
 	target_init(&tg, pid);
@@ -549,12 +564,12 @@ static int attach_body(struct itarget *tg, const struct cuhook_inject_opts *o, s
 
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, attach_body);
+	return with_process_stopped(pid, o, t, false, attach_body);
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, stop_agent);
+	return with_process_stopped(pid, o, t, true, stop_agent);
 }
 
 int cuhook_inject_has_object(pid_t pid, const char *name_prefix)

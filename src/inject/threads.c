@@ -223,17 +223,24 @@ fail:
 
 /* Let a held thread go on (PTRACE_DETACH or PTRACE_CONT, `verb` for the warning) with its
  * registers written back if we changed them. The first signal that arrived while we held it goes
- * back with the request, the others by tgkill once it runs: the process gets each of them. */
+ * back with the request, the others by tgkill once it runs: the process gets each of them. A
+ * SIGCONT goes back with the request, never by tgkill: its effect (the process continued) came
+ * when it was sent; a new one would continue a stop that came after it. */
 static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
 {
 	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
 		fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
 		        t->tid, strerror(errno));
-	int sig = t->npending ? t->pending[0] : 0;
+	int first = 0;
+	for (int k = 0; k < t->npending; k++)
+		if (t->pending[k] == SIGCONT)
+			first = k;
+	int sig = t->npending ? t->pending[first] : 0;
 	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
-	for (int k = 1; k < t->npending; k++)
-		syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+	for (int k = 0; k < t->npending; k++)
+		if (k != first)
+			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
 	t->stopped = false;
 	t->regs_dirty = false;
 	t->npending = 0;
@@ -307,6 +314,43 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 		}
 	}
 	return best;
+}
+
+int threads_lend_agent(struct itarget *tg)
+{
+	pid_t *tids = NULL;
+	int n, lent = 0;
+	if (list_tasks(tg->pid, &tids, &n) < 0)
+		return 0;
+	for (int i = 0; i < n && tg->nlent < INJ_MAX_LENT; i++) {
+		if (target_find(tg, tids[i]) || !is_agent_thread(tg->pid, tids[i]))
+			continue;
+		/* Running, it runs on (seized, not interrupted); in a group-stop, the seize makes it
+		 * report a stop, which pt_wait answers by resuming it, as any stop after this. */
+		if (pt_keep_running(tids[i]) != 0)
+			break;
+		if (pt_seize(tids[i]) != 0) {
+			pt_keep_running_end(tids[i]);
+			continue;
+		}
+		tg->lent[tg->nlent++] = tids[i];
+		lent++;
+	}
+	free(tids);
+	return lent;
+}
+
+void threads_unlend_agent(struct itarget *tg)
+{
+	for (int i = 0; i < tg->nlent; i++) {
+		pid_t tid = tg->lent[i];
+		pt_keep_running_end(tid);
+		struct ithread t = {.tid = tid};
+		if (pt_interrupt(tid) != 0 || pt_wait_first_stop(tg, &t, 500) != 0)
+			continue; /* ended (reaped by the wait), or not stopping: detached when we exit */
+		ptrace(PTRACE_DETACH, tid, 0, (void *)(long)(t.npending ? t.pending[0] : 0));
+	}
+	tg->nlent = 0;
 }
 
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep)

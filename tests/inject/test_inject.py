@@ -845,6 +845,117 @@ def case_real_attach_sigint_early():
     print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
 
 
+def thread_states(pid):
+    """{tid: state letter of /proc/PID/task/TID/stat} of every thread of pid."""
+    got = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            st = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
+        except OSError:
+            continue  # ended meanwhile
+        got[int(tid)] = st[st.rindex(")") + 2]
+    return got
+
+
+def wait_states(pid, stopped, timeout=2.0):
+    """Poll until every thread of pid is stopped (T, or t: traced), or none is; the states of the
+    last look."""
+    deadline = time.time() + timeout
+    while True:
+        st = thread_states(pid)
+        if all((s in "tT") == stopped for s in st.values()) or time.time() > deadline:
+            return st
+
+
+def jobctl_attach(pid, out, delay, signals):
+    """cuhook attach -v with the real agent counting inj_work (a loop target's library) for a
+    10 ms window; `delay` s after its first stop (the checks passed), send the target each of
+    `signals` (a signal, or a pause in seconds). (exit status, stderr)."""
+    p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.real_agent, "--opt", "lib=libinj_work.so*",
+                          "--funcs", "inj_work", "--count", "inj_work", "-o", out, "--duration", "0.01",
+                          str(pid)], stderr=subprocess.PIPE, text=True)
+    err = ""
+    while "threads stopped in" not in err:
+        line = p.stderr.readline()
+        if not line:
+            break
+        err += line
+    time.sleep(delay)
+    for s in signals:
+        if isinstance(s, float):
+            time.sleep(s)
+        else:
+            os.kill(pid, s)
+    _, rest = p.communicate(timeout=60)
+    return p.returncode, err + rest
+
+
+def jobctl_cycles(signals, want_stopped):
+    """Job-control signals (signals(k) for try k) sent to a 4-thread loop target at 40 delays from
+    0 to 30 ms after the first stop of an attach (through the loading and preparing, the start,
+    the window and the detach: the remote calls are 1-10 ms of it): every
+    attach exits 0 with its trace closed (END block), the program is left stopped exactly when
+    the last signal was SIGSTOP (then runs on after SIGCONT), a next attach works (the agent was
+    stopped), and the program's results are unchanged. Tries that fail are counted, the program
+    recovered, and all of them reported at the end."""
+    need_real()
+    base = baseline(4)
+    read_trace = engine_tracefile().read_trace
+    t = Target("loop", 4)
+    out = os.path.join(TMP, "jobctl.bin")
+    fails = []
+    tries = 40
+    try:
+        for k in range(tries):
+            delay = 0.00075 * k
+            if os.path.exists(out):
+                os.unlink(out)
+            rc, err = jobctl_attach(t.pid, out, delay, signals(k))
+            st = wait_states(t.pid, want_stopped)
+            stopped = sorted(s for s in st.values() if s in "tT")
+            problems = []
+            if rc != 0:
+                problems.append("exit %d: %s" % (rc, err.strip().splitlines()[-1] if err.strip() else ""))
+            if want_stopped and len(stopped) != len(st):
+                problems.append("not stopped: %s" % "".join(sorted(st.values())))
+            if not want_stopped and stopped:
+                problems.append("left stopped: %s" % "".join(sorted(st.values())))
+            try:
+                closed = read_trace(out).has_end
+            except Exception as e:  # no file, or not a trace
+                closed = False
+            if not closed:
+                problems.append("trace without END")
+            os.kill(t.pid, signal.SIGCONT)
+            st = wait_states(t.pid, False)
+            if any(s in "tT" for s in st.values()):
+                problems.append("still stopped after SIGCONT")
+            if problems:
+                fails.append("%.1f ms: %s" % (delay * 1e3, "; ".join(problems)))
+                # recover, so that the next tries count on their own
+                cuhook("attach", "--agent", A.real_agent, "--stop", t.pid)
+        r = cuhook("attach", "--agent", A.real_agent, "--opt", "lib=libinj_work.so*", "--funcs", "inj_work",
+                   "-o", out, "--duration", 0.05, t.pid)
+        check(not fails, "%d of %d tries failed" % (len(fails), tries), "\n  " + "\n  ".join(fails))
+        check(r.returncode == 0, "an attach after them works", r.stderr)
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_real_jobctl_cont():
+    # SIGSTOP then SIGCONT (0, 0.5 or 1 ms apart) during an attach: the program runs on, as
+    # without cuhook
+    jobctl_cycles(lambda k: (signal.SIGSTOP, 0.0005 * (k % 3), signal.SIGCONT), want_stopped=False)
+
+
+def case_real_jobctl_stopped():
+    # SIGSTOP during an attach, left stopped through the end of the window: the detach works,
+    # the trace is complete, the program stays stopped until SIGCONT
+    jobctl_cycles(lambda k: (signal.SIGSTOP,), want_stopped=True)
+
+
 def case_real_cycles():
     need_real("driver_user", "fakecuda")
     iters = 3000000
