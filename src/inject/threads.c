@@ -164,9 +164,11 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				r = 0; /* ours already (cuhook run --follow traces every thread): interrupt it */
 			if (r == -EPERM) {
 				/* A zombie thread (a leader that called pthread_exit) cannot be seized, and
-				 * needs not be: it runs no code. */
+				 * needs not be: it runs no code. Nor can a thread that is exiting (gone
+				 * from /proc by now: no state), which a program ending threads all the time
+				 * always has. */
 				char s = thread_state(tg->pid, tids[i]);
-				if (s == 'Z' || s == 'X')
+				if (s == 'Z' || s == 'X' || s == 0)
 					continue;
 			}
 			if (r < 0) {
