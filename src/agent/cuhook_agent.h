@@ -36,10 +36,16 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
-/* Optional, before cuhook_agent_start() and while the other threads still run: find and plan
- * the functions of the libraries already loaded and write their stubs, without writing any
- * jump. A later cuhook_agent_start() then only writes jumps, so the time every thread must be
- * stopped for it is short. Same options as cuhook_agent_start(). */
+/* Optional, before cuhook_agent_start() and while the other threads still run: everything of
+ * the start that may take a lock another thread holds: create the trace file and the writer
+ * thread (which waits), find and plan the functions of the libraries already loaded and write
+ * their stubs, and those of the agent's own hooks, without writing any jump. A later
+ * cuhook_agent_start() with the same options then only writes jumps: with every other thread
+ * stopped it takes no lock, allocates nothing and is short. It returns -EAGAIN, starting
+ * nothing, if a library was loaded or unloaded since the preparation (prepare again), -EBUSY if
+ * the agent's lock is held. Called again with the same options, prepare reuses the file and the
+ * writer; with others, it discards the earlier preparation. cuhook_agent_stop() without a
+ * start discards it. */
 CUHOOK_API int cuhook_agent_prepare(const char *options);
 
 /* Stop tracing: restore every patched function's original bytes, flush all buffers, write the

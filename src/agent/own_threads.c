@@ -32,7 +32,8 @@ static void swap_slots(int32_t from, int32_t to, bool all)
 		}
 	}
 	/* No free slot: cannot happen, the agent runs one thread (its writer) at a time, two while
-	 * a closing writer leaves and a new one starts. */
+	 * a closing writer leaves and a new one starts, or while a preparation's waiting writer,
+	 * discarded, leaves and the next preparation's starts. */
 }
 
 /* The creator and the thread itself may both add it, even at once: a duplicate slot is

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,9 @@
 static struct {
 	int fd;
 	volatile int stop;
+	uint32_t gen;              /* the writer thread prepared last; an older one that has not
+	                              started (its preparation discarded) leaves when it sees this */
+	uint32_t go;               /* futex word: 1 once started (writer_start) */
 	uint32_t wake;             /* futex word: WAKE_* bits, what the writer was woken for */
 	uint32_t done;             /* futex word: 1 once the thread has left its loop */
 	uint32_t seq;              /* next block sequence number */
@@ -357,12 +361,33 @@ static void round_once(void)
 		put_clock();
 }
 
-static void *writer_main(void *unused)
+/* Prepared and not started: wait for writer_start(), touching nothing. True when started (the
+ * session may be over already: the loop then does its part of the close); false when this
+ * preparation was discarded (or replaced by a newer one): then leave at once, without a round
+ * and without W.done, which belong to the current writer. */
+static bool wait_for_start(uint32_t me)
 {
-	(void)unused;
+	for (;;) {
+		uint32_t go = __atomic_load_n(&W.go, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&W.gen, __ATOMIC_ACQUIRE) != me)
+			return false;
+		if (go)
+			return true;
+		if (W.stop)
+			return false;
+		syscall(SYS_futex, &W.go, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	}
+}
+
+static void *writer_main(void *gen)
+{
 	own_thread_enter();
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
+	if (!wait_for_start((uint32_t)(uintptr_t)gen)) {
+		own_thread_leave(); /* as below: while this id is still ours */
+		return NULL;
+	}
 	/* A round every flush_ms, and whenever a thread asks to be drained; between rounds, only
 	 * what populating the rings needs. The wake bits are taken before the work they ask for, so
 	 * none that comes during it is lost. */
@@ -423,7 +448,7 @@ static size_t read_file(const char *path, char *buf, size_t cap)
 	return len;
 }
 
-int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -433,22 +458,11 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	}
 	W.fd = fd;
 	W.stop = 0;
-	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	W.seq = 0;
 	W.failed = 0;
 	W.events = W.dropped = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
-	/* A new file (a second attach): name every thread again, and forget what a previous
-	 * session left in the rings (calls that were in flight when it stopped). */
-	for (struct ring *r = thread_rings(); r; r = r->next) {
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
-			continue; /* a ring a thread takes is made new by that thread */
-		r->announced = 0;
-		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
-		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
-			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
-	}
 	W.flush_ms = flush_ms ? flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
@@ -483,7 +497,10 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	}
 	put_clock();
 
-	/* The writer must not receive the program's signals: block them all in it. */
+	/* The thread is created now, while the program's threads run: pthread_create takes glibc's
+	 * locks (the thread list, the stack cache), which a thread stopped by cuhook for the start
+	 * may hold. It waits for writer_start(). It must not receive the program's signals: block
+	 * them all in it. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -492,7 +509,9 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t thread;
 	W.done = 0;
-	int rc = pthread_create(&thread, &attr, writer_main, NULL);
+	__atomic_store_n(&W.go, 0, __ATOMIC_RELEASE);
+	uint32_t gen = __atomic_add_fetch(&W.gen, 1, __ATOMIC_ACQ_REL);
+	int rc = pthread_create(&thread, &attr, writer_main, (void *)(uintptr_t)gen);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
@@ -501,13 +520,60 @@ int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, 
 		W.fd = -1;
 		return -rc;
 	}
-	/* It runs until W.stop: the handle is valid. Listed as the agent's own (for the injector)
-	 * before it may even have run; its name is for people only. */
+	/* It runs until W.stop or a newer preparation, neither of which can come before this: the
+	 * handle is valid. Listed as the agent's own (for the injector, which stops every other
+	 * thread for the start) before it may even have run; its name is for people only. */
 	own_thread_add(thread);
 	thread_stacks_learn(thread);
 	pthread_setname_np(thread, "cuhook-writer");
-	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+void writer_start(void)
+{
+	/* A new file (a second attach): name every thread again, and forget what a previous
+	 * session left in the rings (calls that were in flight when it stopped, calls counted
+	 * since). */
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* a ring a thread takes is made new by that thread */
+		r->announced = 0;
+		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
+			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
+	/* every waiter: an older writer whose preparation was discarded may wait there too */
+	syscall(SYS_futex, &W.go, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void writer_discard(void)
+{
+	if (W.fd < 0 || __atomic_load_n(&W.go, __ATOMIC_ACQUIRE))
+		return; /* nothing prepared, or started (writer_close's business) */
+	W.stop = 1;
+	syscall(SYS_futex, &W.go, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	/* The waiting thread never touches the file: no need to wait for it to leave. */
+	close(W.fd);
+	W.fd = -1;
+	/* The notes were for that file. (Tried only: this may run with the other threads stopped;
+	 * none of them takes this lock while nothing is started, but should one hold it, its notes
+	 * go into the next file rather than this waiting for it.) */
+	if (pthread_mutex_trylock(&W.notes_lock) == 0) {
+		W.notes_len = 0;
+		W.notes_lost = 0;
+		pthread_mutex_unlock(&W.notes_lock);
+	}
+}
+
+int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+{
+	int rc = writer_prepare(path, flush_ms, flags, err, errlen);
+	if (rc == 0)
+		writer_start();
+	return rc;
 }
 
 void writer_close(void)
@@ -569,10 +635,15 @@ int writer_close_within(int timeout_ms)
 	return 0;
 }
 
-void writer_note(int level, const char *text)
+void writer_note(int level, const char *text, bool wait)
 {
 	size_t n = strlen(text);
-	pthread_mutex_lock(&W.notes_lock);
+	if (!wait) {
+		if (pthread_mutex_trylock(&W.notes_lock) != 0)
+			return;
+	} else {
+		pthread_mutex_lock(&W.notes_lock);
+	}
 	if (W.notes_len + n + 2 <= NOTES_CAP) {
 		W.notes[W.notes_len] = (char)level;
 		memcpy(W.notes + W.notes_len + 1, text, n + 1);

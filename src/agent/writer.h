@@ -3,11 +3,25 @@
 #ifndef CUHOOK_WRITER_H
 #define CUHOOK_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Create the file, write its header and start the thread. Returns 0, or -errno with a message
- * in err. */
+/* Create the file, write its header and create the writer thread, which then waits, writing
+ * nothing, for writer_start(). It takes glibc's locks (open, pthread_create): call it while the
+ * program's threads run. Returns 0, or -errno with a message in err. */
+int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen);
+
+/* Start the prepared writer: the session begins with the rings as they are now. No lock, no
+ * allocation; a futex wake is its one system call: for a start with every other thread
+ * stopped, wherever they stopped. */
+void writer_start(void);
+
+/* A prepared writer that will not be started: its thread leaves (without waiting for it), the
+ * file (header only) is closed. Nothing when not prepared, or started. */
+void writer_discard(void);
+
+/* writer_prepare() then writer_start(). */
 int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen);
 
 /* Stop the thread, drain everything, write the END block, close. */
@@ -24,8 +38,9 @@ void writer_wake(void);
  * came near the end of its populated part). Async-signal-safe. */
 void writer_wake_populate(void);
 
-/* Queue a NOTE block. */
-void writer_note(int level, const char *text);
+/* Queue a NOTE block. wait false: only if its lock is free at once (a start with the other
+ * threads stopped must not wait for one of them); the note is lost otherwise. */
+void writer_note(int level, const char *text, bool wait);
 
 /* Totals so far. */
 uint64_t writer_events(void);

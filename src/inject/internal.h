@@ -42,6 +42,8 @@ struct ithread {
 	int npending;
 };
 
+#define INJ_MAX_LENT 8 /* the agent lists at most CUHOOK_AGENT_THREADS_MAX (threads.c checks) */
+
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
@@ -50,6 +52,8 @@ struct itarget {
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
 	uint64_t agent_threads;       /* where the agent in the process lists its own threads
 	                                 (cuhook_agent_threads); 0: no agent loaded */
+	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */
+	int nlent;
 };
 
 /* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
@@ -72,9 +76,23 @@ int pt_setregs(pid_t tid, const struct user_regs_struct *r);
 int pt_get_xstate(pid_t tid, struct xstate *x);
 int pt_set_xstate(pid_t tid, const struct xstate *x);
 int pt_cont(pid_t tid, int sig);
-/* Wait until a thread we interrupted reports a stop; records a signal it was about to take. */
+/* Wait until a thread we interrupted reports a stop; records a signal it was about to take. A
+ * job-control stop signal is not kept: it is passed on at once (see is_stop_signal), and the
+ * wait goes on for the stop that follows. */
 int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms);
 void ithread_add_pending(struct ithread *t, int sig);
+/* SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU. Such a signal, reported by a thread we hold, is never kept
+ * to be given back later: it is passed on in the stop that reported it (PTRACE_CONT with it),
+ * where the kernel still checks whether a SIGCONT came since, and stops the process (all its
+ * threads we hold report the group-stop, and a thread we detach while it is in effect stays
+ * stopped) or not, exactly as without us. */
+bool is_stop_signal(int sig);
+/* While pt_wait waits for any thread, keep `tid` (traced by us) running: whatever stops it is
+ * passed on and it is resumed; when it ends it is forgotten. For the agent's own threads, which
+ * a group-stop must not hold while the agent's stop waits for them (threads_lend_agent). -1 if
+ * too many. */
+int pt_keep_running(pid_t tid);
+void pt_keep_running_end(pid_t tid);
 
 int mem_open(struct itarget *tg);
 int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len);
@@ -107,6 +125,13 @@ int agent_threads_read(struct itarget *tg, pid_t *tids);
 /* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
  * with PTRACE_CONT (cuhook run --follow). */
 void threads_resume_all(struct itarget *tg, long options);
+/* The agent's own threads (its writer), which threads_seize_all leaves alone, may be held by a
+ * group-stop (SIGSTOP to the process) when its stop must wait for them to finish the trace.
+ * Lend them from the kernel: seized and resumed, they run in a group-stop too, and pt_wait keeps
+ * them running whatever stops them, until threads_unlend_agent detaches them (back into the
+ * group-stop if it is still in effect). Returns how many. */
+int threads_lend_agent(struct itarget *tg);
+void threads_unlend_agent(struct itarget *tg);
 /* Detach every thread but `keep` (which stays stopped, now tg->th[0], returned). */
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep);
 
@@ -208,8 +233,9 @@ void follow_begin(void);
 
 /* ---- checks (checks.c) ------------------------------------------------------------------------ */
 
-/* Everything that can be refused before touching the target. 0, or -1 with a message. */
-int check_target(pid_t pid);
+/* Everything that can be refused before touching the target. 0, or -1 with a message.
+ * stopped_ok: a process stopped by job control is not refused (a detach). */
+int check_target(pid_t pid, bool stopped_ok);
 /* The PTRACE_SEIZE of pid failed with err: the message that says what to change. */
 void explain_seize_error(pid_t pid, int err);
 /* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */

@@ -165,6 +165,13 @@ static int abandon(struct rcall *rc, const struct xstate *xs, uint64_t mask, cha
 		if (!WIFSTOPPED(st))
 			return -1;
 		int event = st >> 16;
+		if (event == 0 && is_stop_signal(WSTOPSIG(st))) {
+			/* a job-control stop: passed on now (internal.h), and the interrupt asked again
+			 * (the report consumed it); the group-stop or the interrupt comes next */
+			pt_cont(tid, WSTOPSIG(st));
+			pt_interrupt(tid);
+			continue;
+		}
 		if (event == 0 && WSTOPSIG(st) != SIGSEGV && WSTOPSIG(st) != SIGTRAP) {
 			/* a signal on the way: keep it for the process, the interrupt stop comes next */
 			ithread_add_pending(rc->th, WSTOPSIG(st));
@@ -304,6 +311,12 @@ int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs,
 			          what, tg->pid, sig_name(sig), (unsigned long long)now.rip);
 			restore(rc, &xs, mask);
 			return RC_CRASH;
+		}
+		if (is_stop_signal(sig)) {
+			/* SIGSTOP (the others are blocked): passed on now (internal.h); the group-stop
+			 * it starts is reported next, as an event stop, and the call goes on. */
+			pt_cont(th->tid, sig);
+			continue;
 		}
 		/* Any other signal (a timer, SIGCHLD, a kill aimed at the process) would run a handler
 		 * in the middle of our call. Keep it; the process gets it when we let go. */

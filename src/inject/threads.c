@@ -202,9 +202,11 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				r = 0; /* ours already (cuhook run --follow traces every thread): interrupt it */
 			if (r == -EPERM) {
 				/* A zombie thread (a leader that called pthread_exit) cannot be seized, and
-				 * needs not be: it runs no code. */
+				 * needs not be: it runs no code. Nor can a thread that is exiting (gone
+				 * from /proc by now: no state), which a program ending threads all the time
+				 * always has. */
 				char s = thread_state(tg->pid, tids[i]);
-				if (s == 'Z' || s == 'X')
+				if (s == 'Z' || s == 'X' || s == 0)
 					continue;
 			}
 			if (r < 0) {
@@ -261,17 +263,24 @@ fail:
 
 /* Let a held thread go on (PTRACE_DETACH or PTRACE_CONT, `verb` for the warning) with its
  * registers written back if we changed them. The first signal that arrived while we held it goes
- * back with the request, the others by tgkill once it runs: the process gets each of them. */
+ * back with the request, the others by tgkill once it runs: the process gets each of them. A
+ * SIGCONT goes back with the request, never by tgkill: its effect (the process continued) came
+ * when it was sent; a new one would continue a stop that came after it. */
 static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
 {
 	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
 		fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
 		        t->tid, strerror(errno));
-	int sig = t->npending ? t->pending[0] : 0;
+	int first = 0;
+	for (int k = 0; k < t->npending; k++)
+		if (t->pending[k] == SIGCONT)
+			first = k;
+	int sig = t->npending ? t->pending[first] : 0;
 	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
-	for (int k = 1; k < t->npending; k++)
-		syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+	for (int k = 0; k < t->npending; k++)
+		if (k != first)
+			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
 	t->stopped = false;
 	t->regs_dirty = false;
 	t->npending = 0;
@@ -345,6 +354,45 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 		}
 	}
 	return best;
+}
+
+_Static_assert(INJ_MAX_LENT >= CUHOOK_AGENT_THREADS_MAX, "room to lend every thread the agent lists");
+
+int threads_lend_agent(struct itarget *tg)
+{
+	/* By the agent's own list, as threads_seize_all leaves them. Unreadable now (it was read
+	 * for the seize): none is lent, and the message stays, as the likely cause should the stop
+	 * then not finish. */
+	pid_t tids[CUHOOK_AGENT_THREADS_MAX];
+	int n = agent_threads_read(tg, tids), lent = 0;
+	for (int i = 0; i < n && tg->nlent < INJ_MAX_LENT; i++) {
+		if (target_find(tg, tids[i]))
+			continue;
+		/* Running, it runs on (seized, not interrupted); in a group-stop, the seize makes it
+		 * report a stop, which pt_wait answers by resuming it, as any stop after this. */
+		if (pt_keep_running(tids[i]) != 0)
+			break;
+		if (pt_seize(tids[i]) != 0) {
+			pt_keep_running_end(tids[i]);
+			continue;
+		}
+		tg->lent[tg->nlent++] = tids[i];
+		lent++;
+	}
+	return lent;
+}
+
+void threads_unlend_agent(struct itarget *tg)
+{
+	for (int i = 0; i < tg->nlent; i++) {
+		pid_t tid = tg->lent[i];
+		pt_keep_running_end(tid);
+		struct ithread t = {.tid = tid};
+		if (pt_interrupt(tid) != 0 || pt_wait_first_stop(tg, &t, 500) != 0)
+			continue; /* ended (reaped by the wait), or not stopping: detached when we exit */
+		ptrace(PTRACE_DETACH, tid, 0, (void *)(long)(t.npending ? t.pending[0] : 0));
+	}
+	tg->nlent = 0;
 }
 
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep)
