@@ -324,8 +324,8 @@ void agent_scan_libraries(void)
  * (agent_lock, the notes lock; the rings' registry takes none), and those are re-initialised
  * first.
  * The forking thread's ring, a copy of the parent's, is registered again under the child's tid
- * (thread_state_after_fork_child) and emptied by writer_open: the child's file holds the calls
- * the child makes, none of the parent's. A child that execs right away loses the thread with
+ * (thread_state_after_fork_child) and emptied by writer_start (in writer_open): the child's
+ * file holds the calls the child makes, none of the parent's. A child that execs right away loses the thread with
  * the rest of the image; its file (header and tables only) is replaced by the new image's when
  * cuhook run --follow injects that (docs/injection.md).
  *

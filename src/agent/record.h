@@ -29,7 +29,7 @@ extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the threa
 /* cuhook_tls_ring_offset: stub_frame.h (the count thunks read it too) */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
-extern volatile uint32_t cuhook_session;   /* + 1 at each trace file opened (writer_open) */
+extern volatile uint32_t cuhook_session;   /* + 1 at each session started (writer_start) */
 
 /* hooks_hot[].fast_out for a decoder: nonzero when the exit fast path can write its one value
  * inline in the EXIT record (one out-parameter, no string). */

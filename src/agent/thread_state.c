@@ -326,7 +326,7 @@ void thread_state_after_fork_child(void)
 	/* The forking thread goes on here with its state (it may even be inside traced calls, whose
 	 * returns its shadow stack knows): its ring is registered again, under its new tid, so that
 	 * a writer the child starts (follow) drains what it records. What the ring holds is the
-	 * parent's; a new trace forgets it (writer_open). */
+	 * parent's; a new session forgets it (writer_start). */
 	struct thread_state *ts = cuhook_tls;
 	if (ts && ts->ring) {
 		ts->tid = (uint32_t)gettid();

@@ -124,7 +124,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
  * and the stubs use r11 the same way.
  *   Unlike the stub, it counts whether or not a session is recording: between a session's stop
  * and the removal of its jumps (and in a fork child that does not trace) the counts go to the
- * thread's own ring, and the next session starts from their values (writer_open). Written once
+ * thread's own ring, and the next session starts from their values (writer_start). Written once
  * per function and counter, in place, before any jump leads there. */
 #define COUNT_THUNK_LEN 21
 _Static_assert(HOOK_THUNK_SIZE + COUNT_THUNK_LEN <= HOOK_RELOCATED, "the count thunk ends where the relocated code begins");
