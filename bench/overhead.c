@@ -138,11 +138,13 @@ int main(int argc, char **argv)
 	}
 	/* Ring big enough for every timed call: the hook's cost, not the disk's, is measured (unless
 	 * --flush-ms asks for the writer to drain while the loop runs, as it does in a real run). */
+	/* Both sessions below, and every run, write the same scratch file: force=1 replaces it
+	 * (never through a link: src/format/out_file.h). */
 	char opts[1024];
 	unsigned kb = 1024;
 	while ((double)kb * 1024 < (double)n * reps * 160)
 		kb *= 2;
-	snprintf(opts, sizeof(opts), "output=%s;lib=libbench_standin.so;funcs=cuCtxGetCurrent;buffer_kb=%u;flush_ms=%u", out, kb, flush_ms);
+	snprintf(opts, sizeof(opts), "output=%s;force=1;lib=libbench_standin.so;funcs=cuCtxGetCurrent;buffer_kb=%u;flush_ms=%u", out, kb, flush_ms);
 	if (start(opts, 0) != 0) {
 		fprintf(stderr, "agent start failed\n");
 		return 1;
@@ -153,7 +155,7 @@ int main(int argc, char **argv)
 	stop(0);
 	printf("cuhook %.2f\n", traced);
 	/* A second session that counts the function instead (count=): one increment per call. */
-	snprintf(opts, sizeof(opts), "output=%s;lib=libbench_standin.so;funcs=cuCtxGetCurrent;count=cuCtxGetCurrent;flush_ms=%u", out, flush_ms);
+	snprintf(opts, sizeof(opts), "output=%s;force=1;lib=libbench_standin.so;funcs=cuCtxGetCurrent;count=cuCtxGetCurrent;flush_ms=%u", out, flush_ms);
 	if (start(opts, 0) != 0) {
 		fprintf(stderr, "agent start (count) failed\n");
 		return 1;

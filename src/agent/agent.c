@@ -11,11 +11,13 @@
 #include "freeze.h"
 #include "glob_filter.h"
 #include "hooks.h"
+#include "injector_watch.h"
 #include "loaded_objects.h"
 #include "loader_watch.h"
 #include "nvfd.h"
 #include "own_threads.h"
 #include "record.h"
+#include "self_maps.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,7 +56,11 @@ static char trace_file[PATH_MAX];         /* this session's (or preparation's) t
 static bool watch_planned, exit_planned;  /* the dlopen watch and the _exit hook have stubs */
 static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
+static bool jumps_left; /* a session ended without taking its jumps out (by itself, writer.c) */
 static char last_error[PATH_MAX + 512];
+/* The writer's failure this session (agent_trace_failed): its errno, and what it said. */
+static int trace_failed;
+static char trace_failure[256];
 
 void agent_log(int level, const char *fmt, ...)
 {
@@ -66,7 +73,7 @@ void agent_log(int level, const char *fmt, ...)
 	 * 2: a warning NOTE, and stderr always. */
 	if (level >= 1 && (active || prepared)) /* a preparation's notes go into its trace */
 		writer_note(level - 1, msg, !threads_stopped_now);
-	if (cfg.verbose >= 1 || level >= 2) {
+	if (!cfg.quiet && (cfg.verbose >= 1 || level >= 2)) {
 		char line[560];
 		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
 		if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
@@ -77,6 +84,20 @@ void agent_log(int level, const char *fmt, ...)
 static void set_error(const char *msg)
 {
 	snprintf(last_error, sizeof(last_error), "%s", msg);
+}
+
+void agent_trace_failed(int err)
+{
+	int n = snprintf(trace_failure, sizeof(trace_failure),
+	                 "writing the trace failed (%s); tracing stopped, the program goes on", strerror(err));
+	__atomic_store_n(&trace_failed, err, __ATOMIC_RELEASE);
+	if (cfg.quiet || n <= 0)
+		return;
+	char line[sizeof(trace_failure) + 16];
+	n = snprintf(line, sizeof(line), "cuhook: %s\n", trace_failure);
+	if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
+		/* nothing more we can do */
+	}
 }
 
 /* The XSAVE area the shim needs: every state component the OS enabled except AMX tiles
@@ -265,6 +286,13 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
+/* This session's writer options, as cfg says. */
+static struct writer_opts trace_opts(void)
+{
+	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                            .replace = cfg.force, .max_size = cfg.max_size};
+}
+
 /* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
  * that the start checks (loaded_objects.h). */
 static void scan_libraries(bool plan_only)
@@ -305,9 +333,24 @@ static void arm_libraries(void)
 	}
 }
 
+/* Tracing, as far as the API goes: started, and not ended by the writer itself (its injector is
+ * gone or late: injector_watch.h). Such a session is over; its jumps, left in place, pass calls
+ * through until the next start or stop takes them out. For the API's calls only (start, stop,
+ * prepare: one at a time, from the injector or at exit). */
+static bool session_open(void)
+{
+	if (active && writer_ended_itself()) {
+		active = 0;
+		jumps_left = true;
+		injector_watch_end();
+	}
+	return active;
+}
+
 void agent_scan_libraries(void)
 {
-	if (active)
+	/* not after the writer ended the session itself: nothing would be recorded */
+	if (active && !writer_ended_itself())
 		scan_libraries(false);
 }
 
@@ -335,7 +378,8 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = writer_open(path, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+	struct writer_opts wo = trace_opts();
+	int rc = writer_open(path, &wo, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -362,6 +406,7 @@ static void on_fork_child(void)
 	own_threads_after_fork_child();
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
+	injector_watch_end();
 	if (follow)
 		start_in_fork_child();
 	errno = saved_errno;
@@ -392,6 +437,14 @@ uintptr_t exit_watch_on_exit(void *unused)
 	return 0;
 }
 
+static void unpatch_all(bool threads_stopped)
+{
+	pthread_mutex_lock(&agent_lock);
+	hooks_unpatch_all(threads_stopped);
+	pthread_mutex_unlock(&agent_lock);
+	jumps_left = false;
+}
+
 /* Everything of a start that allocates, locks or calls into the loader, done by
  * cuhook_agent_prepare while the program's threads run; or by the start itself when nothing
  * was prepared for its options (constructor mode, `cuhook run` at the entry point where nothing
@@ -399,9 +452,13 @@ uintptr_t exit_watch_on_exit(void *unused)
  * scan of the loaded objects, the plans and stubs of their functions and of the agent's own
  * hooks. A preparation for the same options is reused (scanned again: what was loaded since is
  * planned too); one for other options is discarded. */
-static int prepare(const struct cuhook_config *c, const char *options)
+static int prepare(const struct cuhook_config *c, const char *options, bool stopped)
 {
 	static bool once;
+	/* The jumps of a session the writer ended by itself: out first, so that this session's
+	 * options choose what is planned and patched. */
+	if (jumps_left)
+		unpatch_all(stopped);
 	bool same = prepared && options && strlen(options) < sizeof(prepared_options) &&
 	            !strcmp(options, prepared_options);
 	if (prepared && !same) {
@@ -411,6 +468,7 @@ static int prepare(const struct cuhook_config *c, const char *options)
 	if (!prepared) {
 		cfg = *c;
 		count_overflow = 0;
+		__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
 		if (!once) {
 			detect_xsave();
 			pthread_atfork(NULL, NULL, on_fork_child);
@@ -421,7 +479,8 @@ static int prepare(const struct cuhook_config *c, const char *options)
 		cuhook_clock_monotonic = cfg.monotonic;
 		char err[400];
 		config_output_path(&cfg, trace_file, sizeof(trace_file));
-		int rc = writer_prepare(trace_file, cfg.flush_ms, cfg.drop ? CUHOOK_FILE_LOSSY : 0, err, sizeof(err));
+		struct writer_opts wo = trace_opts();
+		int rc = writer_prepare(trace_file, &wo, err, sizeof(err));
 		if (rc != 0) {
 			set_error(err);
 			return rc;
@@ -491,6 +550,9 @@ static int go(bool stopped)
 		any |= !agent_libs[i].internal && !agent_libs[i].ioctl;
 	if (!any)
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
+	/* Last, and while the other threads are still taken as stopped (agent_log): the writer must
+	 * not end a session this start has not finished opening. */
+	injector_watch_begin(cfg.injector, cfg.deadline_ms);
 	threads_stopped_now = false;
 	snprintf(last_error, sizeof(last_error), "tracing to %s", trace_file);
 	return 0;
@@ -498,13 +560,13 @@ static int go(bool stopped)
 
 static int start(const struct cuhook_config *c, const char *options, unsigned flags)
 {
-	if (active) {
+	if (session_open()) {
 		set_error("already tracing");
 		return -EALREADY;
 	}
 	bool ready = prepared && options && !strcmp(options, prepared_options);
 	if (!ready) {
-		int rc = prepare(c, options);
+		int rc = prepare(c, options, flags & CUHOOK_START_THREADS_STOPPED);
 		if (rc != 0)
 			return rc;
 	}
@@ -516,12 +578,10 @@ static void stop(bool unpatch, bool threads_stopped)
 	if (!active)
 		return;
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-	if (unpatch) {
-		pthread_mutex_lock(&agent_lock);
-		hooks_unpatch_all(threads_stopped);
-		pthread_mutex_unlock(&agent_lock);
-	}
+	if (unpatch)
+		unpatch_all(threads_stopped);
 	writer_close();
+	injector_watch_end();
 	active = 0;
 }
 
@@ -559,10 +619,49 @@ static bool traced_by_cuhook(void)
 	return n > 0 && strcmp(comm, "cuhook\n") == 0;
 }
 
+/* Is cuhook's injector loading us (or was it, and left its dlopen to finish without it)? Its
+ * call gate, a one-page anonymous read+exec mapping that starts with CUHOOK_GATE_MAGIC, is mapped
+ * for as long as one of its calls may return into it (src/inject/remote_call.c). */
+static bool gate_line(uintptr_t lo, uintptr_t hi, const char *rest, void *ctx)
+{
+	char perms[8];
+	unsigned long ino;
+	int end = 0;
+	if (hi - lo != 4096 || sscanf(rest, "%7s %*s %*s %lu %n", perms, &ino, &end) < 2 || ino != 0 ||
+	    strcmp(perms, "r-xp") != 0 || rest[end])
+		return false;
+	*(bool *)ctx = memcmp((const void *)lo, CUHOOK_GATE_MAGIC, sizeof(CUHOOK_GATE_MAGIC)) == 0;
+	return *(bool *)ctx;
+}
+
+static bool injector_gate_mapped(void)
+{
+	bool found = false;
+	self_maps_each(gate_line, &found);
+	return found;
+}
+
+/* Does this process run with privileges its starter may not have: executed set-user-ID,
+ * set-group-ID or with file capabilities (AT_SECURE), or with effective ids other than its real
+ * ones? Then whoever set its environment must not choose what it writes where: the agent takes
+ * no options from the environment there (its options come from the injector alone, which had
+ * the right to ptrace the process). */
+static bool privileges_differ(void)
+{
+	return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+#define PRIVILEGED_REFUSAL "the process runs with other privileges than its starter's (set-user-ID, " \
+	"set-group-ID or file capabilities): no tracing from its environment"
+
 __attribute__((constructor)) static void agent_constructor(void)
 {
-	if (traced_by_cuhook())
+	if (traced_by_cuhook() || injector_gate_mapped())
 		return;
+	if (privileges_differ()) {
+		fprintf(stderr, "cuhook: %s; not tracing\n", PRIVILEGED_REFUSAL);
+		return;
+	}
 	struct cuhook_config c;
 	char err[400];
 	config_defaults(&c);
@@ -584,11 +683,16 @@ __attribute__((destructor)) static void agent_destructor(void)
 	stop(false, false);
 }
 
-/* The API's options string, or the environment when it is NULL. */
+/* The API's options string, or the environment when it is NULL (never in a process whose
+ * privileges differ from its starter's: privileges_differ). */
 static int parse_options(const char *options, struct cuhook_config *c)
 {
 	char err[400];
 	config_defaults(c);
+	if (!options && privileges_differ()) {
+		set_error(PRIVILEGED_REFUSAL);
+		return -1;
+	}
 	int rc = options ? config_from_string(c, options, err, sizeof(err))
 	                 : config_from_env(c, err, sizeof(err));
 	if (rc != 0)
@@ -609,27 +713,40 @@ int cuhook_agent_prepare(const char *options)
 	struct cuhook_config c;
 	if (parse_options(options, &c) != 0)
 		return -EINVAL;
-	if (active) {
+	if (session_open()) {
 		set_error("already tracing");
 		return -EALREADY;
 	}
-	return prepare(&c, options);
+	return prepare(&c, options, false);
 }
 
 int cuhook_agent_stop(unsigned flags)
 {
-	if (!active && prepared) {
+	if (!session_open() && prepared) {
 		/* prepared, never started (an injector that backed out, or died in between) */
 		writer_discard();
 		prepared = false;
 		set_error("not tracing: a preparation was discarded");
 		return 0;
 	}
-	if (!active) {
-		set_error("not tracing");
-		return -ENOENT;
+	if (!session_open()) {
+		if (!jumps_left) {
+			set_error("not tracing");
+			return -ENOENT;
+		}
+		/* The session ended by itself (its injector was late: a stopped cuhook continued);
+		 * what is left of it, its jumps, goes as at any stop, and a write that failed before
+		 * is told as at any stop. */
+		unpatch_all(flags & CUHOOK_START_THREADS_STOPPED);
+		set_error("the trace had been ended by the agent itself (cuhook was gone or late)");
+	} else {
+		stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	}
-	stop(true, flags & CUHOOK_START_THREADS_STOPPED);
+	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
+	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
+		set_error(trace_failure);
+		return CUHOOK_STOP_TRACE_FAILED;
+	}
 	return 0;
 }
 
@@ -645,5 +762,5 @@ const char *cuhook_agent_last_error(void)
 
 int cuhook_agent_active(void)
 {
-	return active;
+	return active && !writer_ended_itself();
 }

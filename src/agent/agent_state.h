@@ -42,4 +42,10 @@ void agent_scan_libraries(void);
  * trace; 2 a warning NOTE, and always goes to stderr. */
 void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The writer could not write the trace (errno err: a full disk...) and tracing stopped. Said on
+ * stderr when that is the operator's (constructor mode, cuhook run), and kept for the answer of
+ * cuhook_agent_stop() (cuhook attach, where stderr=0: the process's stderr is someone else's).
+ * Called on the writer thread. */
+void agent_trace_failed(int err);
+
 #endif

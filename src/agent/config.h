@@ -1,5 +1,6 @@
 /* The agent's options: from CUHOOK_* environment variables (constructor mode) or from the
- * "key=value;key=value" string cuhook passes to cuhook_agent_start (injected mode).
+ * "key=value;key=value" string cuhook passes to cuhook_agent_start (injected mode), both read
+ * with the option codec the CLI builds that string with (src/common/agent_options.h).
  * docs/agent.md lists them. */
 #ifndef CUHOOK_CONFIG_H
 #define CUHOOK_CONFIG_H
@@ -7,28 +8,44 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "agent_options.h"
 
 struct cuhook_config {
-	char output[PATH_MAX];   /* output: trace path; "%p" becomes the pid */
-	char funcs[1024];        /* funcs: glob filter of function names */
-	char count[1024];        /* count: globs of traced functions to count, not record (default
-	                            CUHOOK_COUNT_DEFAULT, empty: none); the calls leave only
-	                            per-thread totals (COUNTS blocks) */
-	char lib[256];           /* lib: basename glob of the libraries to patch */
-	unsigned buffer_kb;      /* buffer_kb: per-thread ring size */
-	bool drop;               /* drop: lossy (never wait for the writer) */
-	unsigned flush_ms;       /* flush_ms: writer period */
-	bool monotonic;          /* clock=monotonic instead of tsc */
-	int verbose;             /* verbose: 0 quiet, 1 summary, 2 every refusal */
-	bool disable;            /* disable: do nothing */
-	bool ioctl;              /* ioctl: also trace ioctls on NVIDIA device files */
-	char ioctl_paths[1024];  /* ioctl_paths: globs of the device files' paths */
-	bool follow;             /* follow: fork children trace into a file of their own, and every
-	                            file name gets ".PID" before its extension */
+	char output[AOPT_PATH_MAX + 1];       /* output: trace path; "%p" becomes the pid */
+	char funcs[AOPT_GLOBS_MAX + 1];       /* funcs: glob filter of function names */
+	char count[AOPT_GLOBS_MAX + 1];       /* count: globs of traced functions to count, not record
+	                                         (default CUHOOK_COUNT_DEFAULT, empty: none); the calls
+	                                         leave only per-thread totals (COUNTS blocks) */
+	char lib[AOPT_GLOB_MAX + 1];          /* lib: basename glob of the libraries to patch */
+	unsigned buffer_kb;                   /* buffer_kb: per-thread ring size */
+	bool drop;                            /* drop: lossy (never wait for the writer) */
+	unsigned flush_ms;                    /* flush_ms: writer period */
+	bool monotonic;                       /* clock=monotonic instead of tsc */
+	int verbose;                          /* verbose: 0 quiet, 1 summary, 2 every refusal */
+	bool disable;                         /* disable: do nothing */
+	bool ioctl;                           /* ioctl: also trace ioctls on NVIDIA device files */
+	char ioctl_paths[AOPT_GLOBS_MAX + 1]; /* ioctl_paths: globs of the device files' paths */
+	bool follow;                          /* follow: fork children trace into a file of their own,
+	                                         and every file name gets ".PID" before its extension */
+	bool quiet;                           /* stderr=0: nothing on the process's stderr (cuhook
+	                                         attach: it is not the operator's); a failed write is
+	                                         told at stop instead */
+	bool force;                           /* force: replace an existing trace file
+	                                         (src/format/out_file.h) */
+	uint64_t max_size;                    /* max_size: the trace file's size cap in bytes, 0 none */
+	int injector;                         /* injector: pid of the cuhook attach that started the
+	                                         session (0: none); the agent ends the trace itself
+	                                         once it is gone */
+	unsigned deadline_ms;                 /* deadline_ms: ... or this long after the start (0:
+	                                         never) */
 };
 
 void config_defaults(struct cuhook_config *c);
-/* Returns 0, or -1 with a message in err for an unknown key or a bad value. */
+/* Returns 0, or -1 with a message in err for an unknown key or a bad value. The environment is
+ * read with secure_getenv: nothing in a process started with more privileges than its starter
+ * (set-user-ID, set-group-ID, file capabilities). */
 int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
 /* The trace file of this process (src/format/trace_path.h: %p, and ".PID" with follow). */

@@ -15,6 +15,12 @@
 
 #define CUHOOK_API __attribute__((visibility("default")))
 
+/* The first bytes of the page that cuhook's injector maps in a process for its remote calls
+ * (src/inject/remote_call.c). While such a page exists, the agent is being (or was) loaded by
+ * the injector: its constructor never starts tracing by itself then, even if the injector is
+ * gone by the time a late dlopen runs it. */
+#define CUHOOK_GATE_MAGIC "cuhook-call-gate/1"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,6 +42,11 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
+/* The smallest size cap (max_size=, cuhook --max-size) accepted: room for the file header (the
+ * command line and the executable's path, up to 8 KiB) and the closing blocks, with some left
+ * for the tables and events. */
+#define CUHOOK_MAX_SIZE_MIN (64u << 10)
+
 /* Optional, before cuhook_agent_start() and while the other threads still run: everything of
  * the start that may take a lock another thread holds: create the trace file and the writer
  * thread (which waits), find and plan the functions of the libraries already loaded and write
@@ -50,8 +61,12 @@ CUHOOK_API int cuhook_agent_prepare(const char *options);
 
 /* Stop tracing: restore every patched function's original bytes, flush all buffers, write the
  * END block and close the file. Stubs stay mapped (threads may still be inside them); threads
- * still inside traced calls return through them correctly. The agent can be started again. */
+ * still inside traced calls return through them correctly. The agent can be started again.
+ * Returns 0; CUHOOK_STOP_TRACE_FAILED when it stopped, but the trace could not be written in
+ * full during the session (a full disk: tracing had stopped then), cuhook_agent_last_error()
+ * saying why; or a negative errno (not tracing: -ENOENT). */
 CUHOOK_API int cuhook_agent_stop(unsigned flags);
+#define CUHOOK_STOP_TRACE_FAILED 1
 
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so

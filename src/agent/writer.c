@@ -8,6 +8,8 @@
 #include "trace_format.h"
 
 #include "code_write.h"
+#include "injector_watch.h"
+#include "out_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,18 +29,41 @@
  * taking them calls malloc (see scratch()). */
 #define NOTES_CAP 32768
 
+/* Who ends the session: the thread that stops it (writer_close_within), or the writer itself when
+ * the injector that started it is gone (injector_watch.h). The first to claim it writes the last
+ * blocks; the other only waits for W.done. */
+enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
+
+/* The closing blocks: a CLOCK, at most two NOTEs (why the writer ended the session itself, and
+ * that the size cap was reached; text at most CLOSE_NOTE_MAX bytes each) and the END block.
+ * Their room is kept below the size cap from the start, so the closed file never exceeds it,
+ * and the reason a session ended by itself is in the file whatever the cap left. */
+#define CLOSE_NOTE_MAX 192
+#define CAP_CLOSE_ROOM                                                                         \
+	(4 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
+	 2 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
+
 static struct {
 	int fd;
 	volatile int stop;
 	uint32_t gen;              /* the writer thread prepared last; an older one that has not
 	                              started (its preparation discarded) leaves when it sees this */
 	uint32_t go;               /* futex word: 1 once started (writer_start) */
+	int closer;                /* CLOSER_*: claimed once per session */
 	uint32_t wake;             /* futex word: WAKE_* bits, what the writer was woken for */
-	uint32_t done;             /* futex word: 1 once the thread has left its loop */
+	uint32_t done;             /* futex word: 1 once the thread has left its loop (and, when it
+	                              ended the session itself, closed the file) */
 	uint32_t seq;              /* next block sequence number */
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
 	uint64_t events, dropped;
+	uint64_t bytes;            /* the file's size so far */
+	uint64_t max_size;         /* the size cap, 0 none */
+	int capped;                /* a block did not fit below the cap: nothing more is written but
+	                              the closing blocks */
+	int closing;               /* writing the closing blocks, which the cap has room for */
+	uint64_t cap_events;       /* ENTRY/EXIT records not written because of the cap */
+	uint64_t cap_counted;      /* counted calls not written because of the cap */
 	unsigned libs_written;
 	uint32_t funcs_written;
 	uint64_t last_clock_ns;
@@ -90,25 +115,36 @@ static void fail(int err)
 		return;
 	W.failed = err;
 	cuhook_recording = 0;
-	char msg[256];
-	int n = snprintf(msg, sizeof(msg),
-	                 "cuhook: writing the trace failed (%s); tracing stopped, the program goes on\n",
-	                 strerror(err));
-	if (write(2, msg, (size_t)n) < 0) {
-		/* nothing more we can do */
-	}
+	agent_trace_failed(err);
 }
 
-/* Write header + payload as one block with one system call. */
-static void put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
+/* May a block of `total` bytes be written under the size cap? The first one that may not ends
+ * the writing for good (W.capped): the file stays a prefix of the uncapped one, with no block
+ * after a missing one (no events of a function whose table was left out, no sequence gap). */
+static bool fits_cap(size_t total)
+{
+	if (!W.max_size || W.closing)
+		return true;
+	if (!W.capped && W.bytes + total + CAP_CLOSE_ROOM <= W.max_size)
+		return true;
+	W.capped = 1;
+	return false;
+}
+
+/* Write header + payload as one block with one system call. False when it was not written (a
+ * write error, or the size cap). */
+static bool put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
 	if (W.failed)
-		return;
+		return false;
 	static const uint8_t zeros[8];
 	size_t pad = CUHOOK_ALIGN8(alen + blen) - (alen + blen);
+	size_t total = sizeof(struct cuhook_block) + alen + blen + pad;
+	if (!fits_cap(total))
+		return false;
 	struct cuhook_block h = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)(alen + blen + pad), W.seq++};
 	struct iovec iov[4] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}, {(void *)zeros, pad}};
-	size_t total = sizeof(h) + alen + blen + pad;
+	W.bytes += total;
 	int iovcnt = 4;
 	struct iovec *v = iov;
 	while (total > 0) {
@@ -117,11 +153,11 @@ static void put_block(uint16_t type, const void *a, size_t alen, const void *b, 
 			if (errno == EINTR)
 				continue;
 			fail(errno);
-			return;
+			return false;
 		}
 		if (n == 0) {
 			fail(EIO);
-			return;
+			return false;
 		}
 		total -= (size_t)n;
 		while (n > 0 && iovcnt > 0) {
@@ -136,6 +172,7 @@ static void put_block(uint16_t type, const void *a, size_t alen, const void *b, 
 			}
 		}
 	}
+	return true;
 }
 
 static void put_clock(void)
@@ -199,6 +236,12 @@ static void put_tables(void)
 	}
 }
 
+static void put_note(uint8_t level, const char *text, size_t len)
+{
+	struct cuhook_note_block nb = {level, (uint32_t)len};
+	put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, len);
+}
+
 static void put_notes(void)
 {
 	char *notes = scratch(SCRATCH_NOTES, NOTES_CAP);
@@ -213,24 +256,72 @@ static void put_notes(void)
 	pthread_mutex_unlock(&W.notes_lock);
 	for (size_t off = 0; off < len;) {
 		const char *text = notes + off + 1;
-		struct cuhook_note_block nb = {(uint8_t)notes[off], (uint32_t)strlen(text)};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
-		off += 1 + nb.len + 1;
+		size_t len = strlen(text);
+		put_note((uint8_t)notes[off], text, len);
+		off += 1 + len + 1;
 	}
 	if (lost) {
 		char text[80];
 		int tl = snprintf(text, sizeof(text), "%u notes lost: more than %d bytes queued in one round", lost,
 		                  NOTES_CAP);
-		struct cuhook_note_block nb = {1, (uint32_t)tl};
-		put_block(CUHOOK_BLOCK_NOTE, &nb, sizeof(nb), text, nb.len);
+		put_note(1, text, (size_t)tl);
 	}
+}
+
+static bool is_event(const struct cuhook_rec *h)
+{
+	return h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT;
+}
+
+/* Bytes of records one more EVENTS block may hold under the size cap. */
+static uint64_t events_room(void)
+{
+	uint64_t used = W.bytes + CAP_CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block);
+	return W.max_size > used ? W.max_size - used : 0;
+}
+
+/* The size cap is reached inside [from, to) (records only, no PAD): the records that still fit,
+ * [from, returned end), go out as a shorter block, so that the file fills up to the cap. */
+static uint32_t cap_cut(struct ring *r, uint32_t from, uint32_t to, uint32_t *nrec, uint32_t *nev)
+{
+	uint64_t room = events_room();
+	uint32_t p = from;
+	*nrec = *nev = 0;
+	while (p < to) {
+		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
+		if (h->size < 8 || p + h->size > to || p + h->size - from > room)
+			break;
+		(*nrec)++;
+		*nev += is_event(h);
+		p += h->size;
+	}
+	return p;
+}
+
+/* One EVENTS block of nrec records holding nev ENTRY/EXIT records: counted as written, or as
+ * dropped when the size cap keeps them out. */
+static void put_run(struct ring *r, uint32_t from, uint32_t to, uint32_t nrec, uint32_t nev)
+{
+	if (W.max_size && !W.capped && !W.closing && to - from > events_room()) {
+		uint32_t fit_rec, fit_ev, end = cap_cut(r, from, to, &fit_rec, &fit_ev);
+		if (fit_rec)
+			put_run(r, from, end, fit_rec, fit_ev);
+		W.capped = 1;
+		W.cap_events += nev - fit_ev;
+		return;
+	}
+	struct cuhook_events_block eb = {r->tid, nrec};
+	if (put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + from, to - from))
+		W.events += nev;
+	else if (W.capped)
+		W.cap_events += nev;
 }
 
 /* Write [from, to) of a ring's data (no wrap inside) as EVENTS blocks, skipping PAD records,
  * counting events and drops. */
 static void put_events(struct ring *r, uint32_t from, uint32_t to)
 {
-	uint32_t run = from, nrec = 0;
+	uint32_t run = from, nrec = 0, nev = 0;
 	uint32_t p = from;
 	while (p < to) {
 		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
@@ -238,25 +329,21 @@ static void put_events(struct ring *r, uint32_t from, uint32_t to)
 		if (len < 8 || p + len > to)
 			len = to - p; /* cannot happen: records are written whole; never loop */
 		if (h->type == CUHOOK_REC_PAD) {
-			if (nrec) {
-				struct cuhook_events_block eb = {r->tid, nrec};
-				put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, p - run);
-			}
-			nrec = 0;
+			if (nrec)
+				put_run(r, run, p, nrec, nev);
+			nrec = nev = 0;
 			run = p + len;
 		} else {
 			nrec++;
-			if (h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT)
-				W.events++;
+			if (is_event(h))
+				nev++;
 			else if (h->type == CUHOOK_REC_DROP)
 				W.dropped += ((const struct cuhook_rec_drop *)h)->count;
 		}
 		p += len;
 	}
-	if (nrec) {
-		struct cuhook_events_block eb = {r->tid, nrec};
-		put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + run, to - run);
-	}
+	if (nrec)
+		put_run(r, run, to, nrec, nev);
 }
 
 static void announce(struct ring *r)
@@ -291,6 +378,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 {
 	struct cuhook_count_entry e[RING_COUNT_SLOTS];
 	uint32_t n = 0;
+	uint64_t calls = 0;
 	for (uint32_t s = 0; s < nslots; s++) {
 		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
 		if (c == r->counts_seen[s])
@@ -298,6 +386,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 		e[n].func = func[s];
 		e[n].reserved = 0;
 		e[n].calls = c - r->counts_seen[s];
+		calls += e[n].calls;
 		r->counts_seen[s] = c;
 		n++;
 	}
@@ -307,7 +396,8 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	/* the events' clock (trace_format.h: the file's clock source) */
 	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
 	struct cuhook_counts_block cb = {r->tid, n, tsc};
-	put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0]));
+	if (!put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0])) && W.capped)
+		W.cap_counted += calls;
 }
 
 static void round_once(void)
@@ -361,6 +451,14 @@ static void round_once(void)
 		put_clock();
 }
 
+static bool claim_close(int who)
+{
+	int none = CLOSER_NONE;
+	return __atomic_compare_exchange_n(&W.closer, &none, who, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void finish_file(const char *why);
+
 /* Prepared and not started: wait for writer_start(), touching nothing. True when started (the
  * session may be over already: the loop then does its part of the close); false when this
  * preparation was discarded (or replaced by a newer one): then leave at once, without a round
@@ -390,7 +488,10 @@ static void *writer_main(void *gen)
 	}
 	/* A round every flush_ms, and whenever a thread asks to be drained; between rounds, only
 	 * what populating the rings needs. The wake bits are taken before the work they ask for, so
-	 * none that comes during it is lost. */
+	 * none that comes during it is lost. The injector watch is asked only once started: a
+	 * preparation never started has no injector to lose. */
+	char why_end[CLOSE_NOTE_MAX];
+	bool ending = false;
 	uint64_t next_round = 0;
 	while (!W.stop) {
 		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
@@ -398,6 +499,14 @@ static void *writer_main(void *gen)
 		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
 			round_once();
 			next_round = clock_ns(CLOCK_MONOTONIC) + W.flush_ms * 1000000ull;
+			/* The injector that started us is gone, or late past its deadline: nobody will
+			 * stop this session, so the writer ends it (unless a stop is claiming it right
+			 * now). */
+			if (injector_watch_gone(why_end, sizeof(why_end)) && claim_close(CLOSER_WRITER)) {
+				W.stop = 1;
+				ending = true;
+				break;
+			}
 		} else {
 			thread_rings_populate();
 		}
@@ -413,6 +522,14 @@ static void *writer_main(void *gen)
 	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
 	 * hold) is nobody's wait: the thread is detached. */
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	if (ending) {
+		/* Calls pass straight through from now on (the jumps stay: writing code while the
+		 * program runs is not the writer's business); the file gets the last events, the
+		 * reason (in the room kept for it below a size cap) and its END block. The agent
+		 * learns it at its next start or stop (writer_ended_itself). */
+		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+		finish_file(why_end);
+	}
 	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -448,22 +565,25 @@ static size_t read_file(const char *path, char *buf, size_t cap)
 	return len;
 }
 
-int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+int writer_prepare(const char *path, const struct writer_opts *o, char *err, size_t errlen)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot create trace file '%s': %s", path, strerror(e));
-		return -e;
-	}
+	int fd = cuhook_out_create(path, o->replace, "trace file",
+	                           "not replaced without force=1 (cuhook --force, CUHOOK_FORCE=1); or choose another name",
+	                           err, errlen);
+	if (fd < 0)
+		return fd;
 	W.fd = fd;
 	W.stop = 0;
+	W.closer = CLOSER_NONE;
 	W.seq = 0;
 	W.failed = 0;
 	W.events = W.dropped = 0;
+	W.max_size = o->max_size;
+	W.capped = W.closing = 0;
+	W.cap_events = W.cap_counted = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
-	W.flush_ms = flush_ms ? flush_ms : 50;
+	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
 	size_t cl = read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
@@ -480,7 +600,7 @@ int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *er
 	h.clock_source = cuhook_clock_monotonic ? CUHOOK_CLOCK_MONOTONIC : CUHOOK_CLOCK_TSC;
 	h.cmdline_len = (uint32_t)cl;
 	h.exe_len = (uint32_t)el;
-	h.flags = flags;
+	h.flags = o->flags;
 	h.start_tsc = __builtin_ia32_rdtsc();
 	h.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	h.start_realtime_ns = clock_ns(CLOCK_REALTIME);
@@ -495,6 +615,7 @@ int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *er
 		W.fd = -1;
 		return -e;
 	}
+	W.bytes = h.header_size;
 	put_clock();
 
 	/* The thread is created now, while the program's threads run: pthread_create takes glibc's
@@ -568,9 +689,9 @@ void writer_discard(void)
 	}
 }
 
-int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen)
+int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen)
 {
-	int rc = writer_prepare(path, flush_ms, flags, err, errlen);
+	int rc = writer_prepare(path, o, err, errlen);
 	if (rc == 0)
 		writer_start();
 	return rc;
@@ -585,6 +706,8 @@ int writer_close_within(int timeout_ms)
 {
 	if (W.fd < 0)
 		return 0;
+	/* A call that timed out before claimed it already: this one finishes for it. */
+	bool mine = claim_close(CLOSER_CALLER) || __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_CALLER;
 	W.stop = 1;
 	writer_wake();
 	/* Wait for the thread to leave its loop (W.done), not for the thread to end (a join): see
@@ -603,8 +726,25 @@ int writer_close_within(int timeout_ms)
 		syscall(SYS_futex, &W.done, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
 	}
 	/* cuhook_writer_alive is 0 already: the writer cleared it as it left */
-	/* The last blocks are written from the calling thread (the program's, at exit or at stop).
-	 * A file size limit must not kill the program with SIGXFSZ: block it while writing and
+	if (mine)
+		finish_file(NULL);
+	/* else the writer ended the session itself and closed the file before W.done */
+	return 0;
+}
+
+/* A closing NOTE: its text cut to CLOSE_NOTE_MAX bytes, the room kept for it. */
+static void put_closing_note(const char *text)
+{
+	size_t len = strlen(text);
+	put_note(1, text, len < CLOSE_NOTE_MAX ? len : CLOSE_NOTE_MAX - 1);
+}
+
+/* The last round, the END block, close. From the thread that stops the session (the program's,
+ * at exit or at stop) once the writer has left its loop, or from the writer itself, which says
+ * why it ended the session. */
+static void finish_file(const char *why)
+{
+	/* A file size limit must not kill the program with SIGXFSZ: block it while writing and
 	 * discard one that our writes raised. */
 	sigset_t xfsz, old, pending;
 	sigemptyset(&xfsz);
@@ -620,8 +760,19 @@ int writer_close_within(int timeout_ms)
 		threads++;
 		W.dropped += r->dropped;
 	}
+	W.closing = 1;
 	put_clock();
-	struct cuhook_end_block e = {W.events, W.dropped, threads, 0};
+	if (why)
+		put_closing_note(why);
+	if (W.capped) {
+		char text[CLOSE_NOTE_MAX];
+		snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "
+		         "(counted as dropped) and %llu counted calls after it were not written",
+		         (unsigned long long)W.max_size, (unsigned long long)W.cap_events,
+		         (unsigned long long)W.cap_counted);
+		put_closing_note(text);
+	}
+	struct cuhook_end_block e = {W.events, W.dropped + W.cap_events, threads, 0};
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
 	close(W.fd);
 	W.fd = -1;
@@ -632,7 +783,12 @@ int writer_close_within(int timeout_ms)
 			sigtimedwait(&xfsz, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return 0;
+}
+
+bool writer_ended_itself(void)
+{
+	return __atomic_load_n(&W.done, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_WRITER;
 }
 
 void writer_note(int level, const char *text, bool wait)
@@ -661,7 +817,7 @@ uint64_t writer_events(void)
 
 uint64_t writer_dropped(void)
 {
-	return W.dropped;
+	return W.dropped + W.cap_events;
 }
 
 void writer_forget_after_fork(void)

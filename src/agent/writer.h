@@ -7,10 +7,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Create the file, write its header and create the writer thread, which then waits, writing
- * nothing, for writer_start(). It takes glibc's locks (open, pthread_create): call it while the
- * program's threads run. Returns 0, or -errno with a message in err. */
-int writer_prepare(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen);
+struct writer_opts {
+	unsigned flush_ms;  /* the writer's period */
+	unsigned flags;     /* the file header's CUHOOK_FILE_* */
+	bool replace;       /* an existing file at the path may be replaced (src/format/out_file.h) */
+	uint64_t max_size;  /* the size cap, 0 none: once the next block would not leave room below
+	                       it for the closing blocks, nothing more is written but those (a
+	                       CLOCK, a NOTE saying so, the END block, whose dropped count includes
+	                       the ENTRY/EXIT records not written); the rings are still drained, so
+	                       no thread waits, and the file never exceeds max_size */
+};
+
+/* Create the file (exclusively, src/format/out_file.h), write its header and create the writer
+ * thread, which then waits, writing nothing, for writer_start(). It takes glibc's locks (open,
+ * pthread_create): call it while the program's threads run. Returns 0, or -errno with a message
+ * in err. */
+int writer_prepare(const char *path, const struct writer_opts *o, char *err, size_t errlen);
 
 /* Start the prepared writer: the session begins with the rings as they are now. No lock, no
  * allocation; a futex wake is its one system call: for a start with every other thread
@@ -22,7 +34,7 @@ void writer_start(void);
 void writer_discard(void);
 
 /* writer_prepare() then writer_start(). */
-int writer_open(const char *path, unsigned flush_ms, unsigned flags, char *err, size_t errlen);
+int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen);
 
 /* Stop the thread, drain everything, write the END block, close. */
 void writer_close(void);
@@ -30,6 +42,10 @@ void writer_close(void);
  * round: 0 when the trace was closed, -1 when the writer did not finish in time (the file is
  * then left as it is, the thread still running). */
 int writer_close_within(int timeout_ms);
+
+/* The last session was ended by the writer itself, its file closed: the injector that started it
+ * is gone or late (injector_watch.h). Its jumps are still in place and pass calls through. */
+bool writer_ended_itself(void);
 
 /* Ask the thread to drain now (a ring is full). Async-signal-safe. */
 void writer_wake(void);

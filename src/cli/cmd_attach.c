@@ -3,6 +3,7 @@
  * Put the agent into a running process, let it trace until Ctrl-C, --duration or the process's
  * exit, then take the patches out and leave; the process goes on as if nothing happened. The
  * work is in src/inject (docs/injection.md). */
+#include "agent_options.h"
 #include "commands.h"
 #include "inject.h"
 
@@ -18,6 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_DURATION_S (366 * 86400.0) /* a year: anything longer is a typo */
+#define EXIT_TRACE_INCOMPLETE 3        /* detached, but the agent could not write its whole trace */
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -28,7 +32,10 @@ static void usage(FILE *f)
 	        "  --duration SEC        stop tracing after SEC seconds (fractions allowed)\n"
 	        "  --stop                only stop an agent left tracing in PID (by a killed cuhook)\n"
 	        "%s"
-	        "Default output: trace.PID.bin in the current directory.\n",
+	        "Default output: trace.PID.bin in the current directory. If it exists, the process is\n"
+	        "not touched and the exit status is 2 (unless --force). Exit status: 0 traced and\n"
+	        "detached; 1 failed (the process is left as it was); 2 usage; 3 detached, but the trace\n"
+	        "could not be written in full (a full disk: the message says why).\n",
 	        CUHOOK_INJECT_CLI_HELP);
 }
 
@@ -48,7 +55,8 @@ static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
 			double left = duration - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9);
 			if (left <= 0)
 				break;
-			timeout = (int)(left * 1000) + 1;
+			/* at most an hour per wait: (int) of a longer time in ms would overflow */
+			timeout = left > 3600 ? 3600 * 1000 : (int)(left * 1000) + 1;
 		}
 		/* Without pidfd (kernel < 5.3) look at the process every 200 ms. */
 		if (pfd < 0 && (timeout < 0 || timeout > 200))
@@ -75,6 +83,21 @@ static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
 	return ret;
 }
 
+/* Take the agent out; our exit status. A trace the agent could not write in full (a full disk)
+ * is told here, on our stderr: the process's is not ours, and the agent wrote nothing there. */
+static int detach(pid_t pid, const struct cuhook_inject_opts *o, int verbose, const char *what)
+{
+	struct cuhook_inject_times t;
+	int r = cuhook_inject_detach(pid, o, &t);
+	if (r != 0)
+		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
+	if (r < 0)
+		return 1;
+	if (verbose)
+		cuhook_inject_print_times(what, &t);
+	return r > 0 ? EXIT_TRACE_INCOMPLETE : 0;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct cuhook_inject_cli cli = {0};
@@ -93,12 +116,12 @@ int cmd_attach(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--duration") || !strncmp(a, "--duration=", 11)) {
 			const char *v = a[10] == '=' ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
-			char *end;
-			duration = v ? strtod(v, &end) : -1;
-			if (!v || *end || duration < 0) {
-				fprintf(stderr, "cuhook attach: --duration wants seconds >= 0\n");
+			if (!v) {
+				fprintf(stderr, "cuhook attach: --duration needs a value\n");
 				return 2;
 			}
+			if (cuhook_parse_seconds("--duration", v, 0, MAX_DURATION_S, &duration) < 0)
+				return 2;
 		} else if (!strcmp(a, "--stop")) {
 			stop_only = true;
 		} else if (a[0] == '-' || pid_arg) {
@@ -118,9 +141,18 @@ int cmd_attach(int argc, char **argv)
 	}
 	pid_t pid = (pid_t)pidl;
 
+	/* The process's stderr is not ours: the agent says nothing there, and a trace it could not
+	 * write is told to us at the detach (cuhook_agent_stop), and by us. */
+	if (cli.nextra >= (int)(sizeof(cli.extra) / sizeof(cli.extra[0]))) {
+		fprintf(stderr, "cuhook attach: too many --opt\n");
+		return 2;
+	}
+	cli.extra[cli.nextra++] = "stderr=0";
+
 	struct cuhook_inject_opts o = {0};
 	char agent[PATH_MAX], options[8192], defout[64];
 	snprintf(defout, sizeof(defout), "trace.%d.bin", pid);
+	cuhook_inject_cli_watch(&cli, pid, duration);
 	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
 	    cuhook_inject_cli_options(&cli, defout, options, sizeof(options)) < 0)
 		return 2;
@@ -136,16 +168,12 @@ int cmd_attach(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 
 	struct cuhook_inject_times t;
-	if (stop_only) {
-		if (cuhook_inject_detach(pid, &o, &t) < 0) {
-			fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
-			return 1;
-		}
-		if (cli.verbose)
-			cuhook_inject_print_times("stop", &t);
-		return 0;
-	}
+	if (stop_only)
+		return detach(pid, &o, cli.verbose, "stop");
 
+	/* an existing trace file: refused before the process is touched */
+	if (cuhook_inject_check_output("attach", options, pid) < 0)
+		return 2;
 	if (cuhook_inject_check(pid) < 0) {
 		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
 		return 1;
@@ -159,20 +187,14 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (cli.verbose)
 		cuhook_inject_print_times("attach", &t);
-	const char *out = strstr(options, "output=");
-	fprintf(stderr, "cuhook: tracing process %d into %.*s; %s\n", pid,
-	        out ? (int)strcspn(out + 7, ";") : 1, out ? out + 7 : "?",
+	char out[PATH_MAX];
+	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
+	fprintf(stderr, "cuhook: tracing process %d into %s; %s\n", pid, out,
 	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
 
 	if (wait_window(pid, duration, &sigs) == 1) {
 		fprintf(stderr, "cuhook: process %d exited; the agent closed the trace\n", pid);
 		return 0;
 	}
-	if (cuhook_inject_detach(pid, &o, &t) < 0) {
-		fprintf(stderr, "cuhook attach: %s\n", cuhook_inject_error());
-		return 1;
-	}
-	if (cli.verbose)
-		cuhook_inject_print_times("detach", &t);
-	return 0;
+	return detach(pid, &o, cli.verbose, "detach");
 }

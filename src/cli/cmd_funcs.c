@@ -6,6 +6,7 @@
 #include "elf_file.h"
 #include "glob_filter.h"
 #include "relocate.h"
+#include "text_safe.h"
 #include "trace_format.h"
 #include "x86_insn.h"
 
@@ -34,7 +35,15 @@ int cmd_funcs(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:ah", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': filter = optarg; break;
+		case 'f': {
+			char why[2048];
+			if (glob_filter_check(optarg, why, sizeof(why)) < 0) {
+				fprintf(stderr, "cuhook funcs: --funcs: %s\n", why);
+				return 2;
+			}
+			filter = optarg;
+			break;
+		}
 		case 'a': all = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -76,12 +85,14 @@ int cmd_funcs(int argc, char **argv)
 
 	csh cs;
 	x86_open(&cs);
+	/* The names are the file's: shown escaped where a terminal would act on them. */
+	char name[GLOB_PATTERN_MAX * TEXT_SAFE_GROWTH + 1], prev[sizeof(name)];
 	unsigned counts[CUHOOK_STATUS_COUNT] = {0};
 	for (size_t i = 0; i < nf; i++) {
 		struct reloc_plan p;
 		if (i > 0 && fns[i].addr == fns[i - 1].addr) {
 			p.status = CUHOOK_REFUSED_ALIAS;
-			snprintf(p.detail, sizeof(p.detail), "same address as %s", fns[i - 1].name);
+			snprintf(p.detail, sizeof(p.detail), "same address as %s", text_safe(prev, sizeof(prev), fns[i - 1].name));
 		} else {
 			const uint8_t *code = elf_file_bytes(&ef, fns[i].addr, fns[i].size);
 			if (!code) {
@@ -93,13 +104,14 @@ int cmd_funcs(int argc, char **argv)
 			}
 		}
 		counts[p.status]++;
+		text_safe(name, sizeof(name), fns[i].name);
 		if (all)
-			printf("%-48s %-8s %s%s%s\n", fns[i].name,
+			printf("%-48s %-8s %s%s%s\n", name,
 			       p.status == CUHOOK_PATCHED ? "patch" : "refuse",
 			       p.status == CUHOOK_PATCHED ? "" : cuhook_patch_status_names[p.status],
 			       p.status == CUHOOK_PATCHED ? "" : ": ", p.status == CUHOOK_PATCHED ? "" : p.detail);
 		else if (p.status != CUHOOK_PATCHED && p.status != CUHOOK_REFUSED_ALIAS)
-			printf("refused %-40s %s: %s\n", fns[i].name, cuhook_patch_status_names[p.status], p.detail);
+			printf("refused %-40s %s: %s\n", name, cuhook_patch_status_names[p.status], p.detail);
 	}
 	cs_close(&cs);
 	printf("%s: %zu exported functions: %u patchable", path, nf, counts[CUHOOK_PATCHED]);

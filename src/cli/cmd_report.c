@@ -1,6 +1,7 @@
 /* cuhook report [options] trace.bin...: where the time went. This file only turns the command
  * line into struct rp_opts; the report itself is src/report (docs/report.md). */
 #include "commands.h"
+#include "glob_filter.h"
 #include "report.h"
 
 #include <getopt.h>
@@ -15,7 +16,9 @@ static void usage(FILE *f)
 	        "usage: cuhook report [options] trace.bin...\n"
 	        "\n"
 	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded\n"
-	        "  -o, --output FILE     write there instead of stdout\n"
+	        "  -o, --output FILE     write there instead of stdout: a new file (mode 0600); one that\n"
+	        "                        exists is refused unless --force\n"
+	        "      --force           replace the -o file if it exists (never written through a link)\n"
 	        "      --top N           slowest calls listed (default 10)\n"
 	        "      --sort KEY        summary order: total (default), calls, avg, med, min, max, name\n"
 	        "      --functions GLOBS only calls of these functions (comma-separated, * and ?)\n"
@@ -34,7 +37,8 @@ static void usage(FILE *f)
 	        "  -h, --help\n"
 	        "\n"
 	        "Exit status: 0 reported; 1 a file could not be read as a trace (missing, empty, not a\n"
-	        "trace, unsupported version) or the output could not be written; 2 usage error;\n"
+	        "trace, unsupported version) or the output could not be written (it exists: --force);\n"
+	        "2 usage error;\n"
 	        "3 with --strict, a trace was truncated or damaged (it is still reported).\n");
 }
 
@@ -100,9 +104,20 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+/* A list of globs (--functions, --thread): refused when a pattern would silently match nothing
+ * or not what was meant (a '[' without its ']'...). */
+static int check_globs(const char *opt, const char *list)
+{
+	char why[2048];
+	if (glob_filter_check(list, why, sizeof(why)) == 0)
+		return 0;
+	fprintf(stderr, "cuhook report: %s: %s\n", opt, why);
+	return -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN };
+	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN, O_FORCE };
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
@@ -119,6 +134,7 @@ int cmd_report(int argc, char **argv)
 		{"strict", no_argument, 0, O_STRICT},
 		{"separate", no_argument, 0, O_SEPARATE},
 		{"align", required_argument, 0, O_ALIGN},
+		{"force", no_argument, 0, O_FORCE},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -156,9 +172,13 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case O_FUNCS:
+			if (check_globs("--functions", optarg))
+				return RP_EXIT_USAGE;
 			o.functions = optarg;
 			break;
 		case O_THREAD:
+			if (check_globs("--thread", optarg))
+				return RP_EXIT_USAGE;
 			o.threads = optarg;
 			break;
 		case O_RANGE:
@@ -187,6 +207,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_SEPARATE:
 			o.separate = 1;
+			break;
+		case O_FORCE:
+			o.force = 1;
 			break;
 		case O_ALIGN:
 			if (!strcmp(optarg, "realtime"))

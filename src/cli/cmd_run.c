@@ -31,8 +31,9 @@ static void usage(FILE *f)
 	        "                        process: FILE with .PID before its extension (trace.1234.bin);\n"
 	        "                        cuhook returns when all of them have ended\n"
 	        "%s"
-	        "Default output: trace.bin in the current directory. If the agent cannot be put into\n"
-	        "PROG, PROG is not run and the exit status is 125 (126/127: PROG cannot be executed).\n",
+	        "Default output: trace.bin in the current directory. If it exists, PROG is not run and\n"
+	        "the exit status is 2 (unless --force). If the agent cannot be put into PROG, PROG is\n"
+	        "not run and the exit status is 125 (126/127: PROG cannot be executed).\n",
 	        CUHOOK_INJECT_CLI_HELP);
 }
 
@@ -122,6 +123,9 @@ int cmd_run(int argc, char **argv)
 	}
 	if (cuhook_inject_cli_setup(&cli, &o, agent, sizeof(agent)) < 0 ||
 	    cuhook_inject_cli_options(&cli, "trace.bin", options, sizeof(options)) < 0)
+		return 2;
+	/* an existing trace file: refused here, before the program is started */
+	if (cuhook_inject_check_output("run", options, 0) < 0)
 		return 2;
 	o.agent_options = options;
 	o.follow = follow;

@@ -192,8 +192,9 @@ struct cuhook_note_block {
 
 struct cuhook_end_block {
 	uint64_t events;   /* ENTRY + EXIT records written */
-	uint64_t dropped;  /* records dropped (lossy mode, or a full ring when the writer is gone);
-	                      after a write error the file has no END block at all */
+	uint64_t dropped;  /* records dropped (lossy mode, or a full ring when the writer is gone),
+	                      and the ENTRY/EXIT records the size cap (agent option max_size) kept
+	                      out; after a write error the file has no END block at all */
 	uint32_t threads;
 	uint32_t reserved;
 };

@@ -10,11 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The value of "Key:" in /proc/PID/status, or NULL. */
-static char *status_field(pid_t pid, const char *key, char *buf, size_t len)
+char *proc_status_field(pid_t pid, const char *key, char *buf, size_t len)
 {
-	char p[64], line[512];
-	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	char dir[32];
+	snprintf(dir, sizeof(dir), "%d", pid);
+	return proc_status_field_at(dir, key, buf, len);
+}
+
+char *proc_status_field_at(const char *dir, const char *key, char *buf, size_t len)
+{
+	char p[96], line[512];
+	snprintf(p, sizeof(p), "/proc/%s/status", dir);
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return NULL;
@@ -34,7 +40,7 @@ static char *status_field(pid_t pid, const char *key, char *buf, size_t len)
 	return res;
 }
 
-static void read_comm(pid_t pid, char *buf, size_t len)
+void proc_comm(pid_t pid, char *buf, size_t len)
 {
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
@@ -52,57 +58,7 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 int target_seccomp_mode(pid_t pid)
 {
 	char v[32];
-	return status_field(pid, "Seccomp", v, sizeof(v)) ? atoi(v) : -1;
-}
-
-/* Set when the tracer of pid is somebody else; prints who. */
-static int check_tracer(pid_t pid)
-{
-	char v[32];
-	if (!status_field(pid, "TracerPid", v, sizeof(v)))
-		return 0;
-	pid_t tracer = (pid_t)atoi(v);
-	if (tracer == 0 || tracer == getpid())
-		return 0;
-	char comm[64];
-	read_comm(tracer, comm, sizeof(comm));
-	inj_error("process %d is already traced by process %d (%s): a debugger or tracer (gdb, strace, "
-	          "another cuhook) holds it, and a process can have only one. Detach it first.",
-	          pid, tracer, comm);
-	return -1;
-}
-
-void explain_seize_error(pid_t pid, int err)
-{
-	if (err == ESRCH) {
-		inj_error("no such process: %d", pid);
-		return;
-	}
-	if (err != EPERM) {
-		inj_error("cannot attach to process %d: %s", pid, strerror(err));
-		return;
-	}
-	if (check_tracer(pid) < 0)
-		return;
-	char uid[64] = "?", yama[16] = "";
-	status_field(pid, "Uid", uid, sizeof(uid));
-	uid[strcspn(uid, "\t ")] = 0;
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	if (f) {
-		if (fgets(yama, sizeof(yama), f))
-			yama[strcspn(yama, "\n")] = 0;
-		fclose(f);
-	}
-	char hint[256];
-	if (yama[0] && yama[0] != '0')
-		snprintf(hint, sizeof(hint), "/proc/sys/kernel/yama/ptrace_scope is %s: run as root, or "
-		         "give cuhook CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep), or set it to 0", yama);
-	else
-		snprintf(hint, sizeof(hint), "run cuhook as root or as the process's user with "
-		         "CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep); a setuid or non-dumpable process "
-		         "needs CAP_SYS_PTRACE");
-	inj_error("permission denied attaching to process %d (owned by uid %s, you are uid %d): %s",
-	          pid, uid, (int)geteuid(), hint);
+	return proc_status_field(pid, "Seccomp", v, sizeof(v)) ? atoi(v) : -1;
 }
 
 int check_target(pid_t pid, bool stopped_ok)
@@ -121,9 +77,9 @@ int check_target(pid_t pid, bool stopped_ok)
 		inj_error("no such process: %d", pid);
 		return -1;
 	}
-	if (check_tracer(pid) < 0)
+	if (check_no_other_tracer(pid) < 0)
 		return -1;
-	if (status_field(pid, "State", v, sizeof(v))) {
+	if (proc_status_field(pid, "State", v, sizeof(v))) {
 		if (v[0] == 'Z' || v[0] == 'X') {
 			inj_error("process %d has exited (zombie)", pid);
 			return -1;
@@ -142,7 +98,7 @@ int check_target(pid_t pid, bool stopped_ok)
 		          "agent cannot be loaded into it", pid);
 		return -1;
 	}
-	if (status_field(pid, "SigIgn", v, sizeof(v))) {
+	if (proc_status_field(pid, "SigIgn", v, sizeof(v))) {
 		unsigned long long ign = strtoull(v, NULL, 16);
 		if (ign & (1ull << (SIGSEGV - 1))) {
 			/* A remote call ends with a SIGSEGV at address 0; the kernel would reset an ignored

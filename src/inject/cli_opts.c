@@ -5,12 +5,25 @@
 #include "inject.h"
 
 #include "../cli/commands.h"
+#include "agent_options.h"
+#include "text_safe.h"
 
+#include "out_file.h"
+#include "trace_path.h"
+
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The agent's deadline is the --duration plus this and two call timeouts: time for a detach on a
+ * loaded machine (stopping every thread, the stop call, the fixups) before the agent may assume
+ * that cuhook will not come. */
+#define DEADLINE_GRACE_MS 5000
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
@@ -19,6 +32,34 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 		return NULL;
 	}
 	return argv[++*i];
+}
+
+/* A value of `key` given with option `name`, checked as the agent would check it: refused here,
+ * before anything is done to a process, rather than by the agent inside it. */
+static const char *agent_value(enum aopt_key key, const char *name, const char *v)
+{
+	char err[1024];
+	union aopt_value val;
+	if (v && aopt_check_as(key, name, v, &val, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cuhook: %s\n", err);
+		return NULL;
+	}
+	return v;
+}
+
+int cuhook_parse_seconds(const char *name, const char *v, double min, double max, double *out)
+{
+	char *end, shown[64 * TEXT_SAFE_GROWTH + 1];
+	errno = 0;
+	double x = strtod(v, &end);
+	/* strtod takes "nan", "inf" and 1e400 (as inf, ERANGE): none is a time */
+	if (end == v || *end || errno == ERANGE || !isfinite(x) || x < min || x > max) {
+		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+		fprintf(stderr, "cuhook: %s wants seconds from %.10g to %.10g, not '%s'\n", name, min, max, shown);
+		return -1;
+	}
+	*out = x;
+	return 0;
 }
 
 int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i)
@@ -39,11 +80,27 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 	} else if (!strcmp(a, "--ioctl")) {
 		c->ioctl = 1;
+	} else if (!strcmp(a, "--force")) {
+		c->force = 1;
+	} else if (!strcmp(a, "--max-size")) {
+		/* the agent's max_size= (where 0 means no cap): a cap asked for here must be one */
+		union aopt_value size;
+		char err[256];
+		if (!(v = VALUE()))
+			return -1;
+		if (aopt_check_as(AOPT_MAX_SIZE, a, v, &size, err, sizeof(err)) < 0 || !size.size) {
+			char shown[64 * TEXT_SAFE_GROWTH + 1];
+			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+			fprintf(stderr, "cuhook: --max-size wants a size of at least %uK (bytes, or with K, M, G), "
+			        "not '%s'\n", aopt_defs[AOPT_MAX_SIZE].lo >> 10, shown);
+			return -1;
+		}
+		c->max_size = size.size;
 	} else if (!strcmp(a, "--funcs")) {
-		if (!(c->funcs = VALUE()))
+		if (!(c->funcs = agent_value(AOPT_FUNCS, a, VALUE())))
 			return -1;
 	} else if (!strcmp(a, "--count")) {
-		if (!(c->count = VALUE()))
+		if (!(c->count = agent_value(AOPT_COUNT, a, VALUE())))
 			return -1;
 	} else if (!strcmp(a, "--record-all")) {
 		c->count = ""; /* an empty list: nothing counted, every call recorded */
@@ -57,16 +114,23 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			fprintf(stderr, "cuhook: --opt wants KEY=VALUE (at most 32)\n");
 			return -1;
 		}
-		c->extra[c->nextra++] = v;
-	} else if (!strcmp(a, "--call-timeout")) {
-		if (!(v = VALUE()))
-			return -1;
-		char *end;
-		c->call_timeout = strtod(v, &end);
-		if (*end || c->call_timeout <= 0) {
-			fprintf(stderr, "cuhook: --call-timeout wants seconds > 0\n");
+		char err[1024];
+		if (!strncmp(v, "output=", 7)) {
+			/* a relative path would be the target's, not ours: -o makes it absolute */
+			fprintf(stderr, "cuhook: --opt output=...: use -o FILE\n");
 			return -1;
 		}
+		if (aopt_check_item(v, err, sizeof(err)) < 0) {
+			char shown[64 * TEXT_SAFE_GROWTH + 1];
+			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+			fprintf(stderr, "cuhook: --opt %s: %s\n", shown, err);
+			return -1;
+		}
+		c->extra[c->nextra++] = v;
+	} else if (!strcmp(a, "--call-timeout")) {
+		/* at least 1 ms (0 ms means the default); at most an hour: the target waits meanwhile */
+		if (!(v = VALUE()) || cuhook_parse_seconds(a, v, 0.001, 3600, &c->call_timeout) < 0)
+			return -1;
 	} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
 		c->verbose = 1;
 	} else {
@@ -76,21 +140,28 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 	return 1;
 }
 
-/* Append "key=value;" refusing the separator inside a value: the agent splits on ';'. */
+/* Append "key=value" (key NULL: value is a whole "key=value" item), checked by the codec. */
 static int append(char *buf, size_t len, size_t *pos, const char *key, const char *value)
 {
-	if (strchr(value, ';')) {
-		fprintf(stderr, "cuhook: '%s' contains ';', which cannot be passed to the agent\n", value);
-		return -1;
-	}
-	int n = snprintf(buf + *pos, len - *pos, "%s%s%s%s", *pos ? ";" : "", key ? key : "",
-	                 key ? "=" : "", value);
-	if (n < 0 || (size_t)n >= len - *pos) {
-		fprintf(stderr, "cuhook: agent options too long\n");
-		return -1;
-	}
-	*pos += (size_t)n;
-	return 0;
+	char err[1024];
+	int r = key ? aopt_append(buf, len, pos, key, value, err, sizeof(err))
+	            : aopt_append_item(buf, len, pos, value, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "cuhook: %s\n", err);
+	return r;
+}
+
+void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double duration)
+{
+	char p[64];
+	struct stat ours, theirs;
+	snprintf(p, sizeof(p), "/proc/%d/ns/pid", target);
+	if (stat("/proc/self/ns/pid", &ours) == 0 && stat(p, &theirs) == 0 && ours.st_dev == theirs.st_dev &&
+	    ours.st_ino == theirs.st_ino)
+		c->injector = (int)getpid();
+	double timeout_ms = c->call_timeout > 0 ? c->call_timeout * 1000 : CUHOOK_INJECT_CALL_TIMEOUT_MS;
+	double ms = duration * 1000 + DEADLINE_GRACE_MS + 2 * timeout_ms;
+	c->deadline_ms = duration >= 0 && ms < UINT_MAX ? (unsigned)ms : 0;
 }
 
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
@@ -116,14 +187,53 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	}
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
 		return -1;
+	if (c->force && append(buf, len, &pos, "force", "1") < 0)
+		return -1;
+	if (c->max_size) {
+		char n[32];
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)c->max_size);
+		if (append(buf, len, &pos, "max_size", n) < 0)
+			return -1;
+	}
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
+		return -1;
+	char num[16];
+	snprintf(num, sizeof(num), "%d", c->injector);
+	if (c->injector && append(buf, len, &pos, "injector", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->deadline_ms);
+	if (c->deadline_ms && append(buf, len, &pos, "deadline_ms", num) < 0)
 		return -1;
 	for (int i = 0; i < c->nextra; i++)
 		if (append(buf, len, &pos, NULL, c->extra[i]) < 0)
 			return -1;
 	return 0;
+}
+
+/* A boolean agent option as the agent takes it: its last value in opts (checked when built). */
+static bool option_true(const char *opts, enum aopt_key key)
+{
+	char v[16], err[256];
+	union aopt_value val;
+	return aopt_get(opts, key, v, sizeof(v)) && aopt_check(key, v, &val, err, sizeof(err)) == 0 && val.b;
+}
+
+int cuhook_inject_check_output(const char *cmd, const char *options, pid_t pid)
+{
+	char out[PATH_MAX], path[PATH_MAX + 32], err[PATH_MAX + 256];
+	if (!aopt_get(options, AOPT_OUTPUT, out, sizeof(out)))
+		return 0;
+	bool follow = option_true(options, AOPT_FOLLOW);
+	if (pid <= 0 && (follow || strstr(out, "%p")))
+		return 0; /* named after a process that does not exist yet: its agent decides */
+	cuhook_trace_path(out, (int)pid, follow, path, sizeof(path));
+	if (cuhook_out_check(path, option_true(options, AOPT_FORCE), "trace file",
+	                     "pass --force to replace it, or choose another name with -o", err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "cuhook %s: %s\n", cmd, err);
+	return -1;
 }
 
 int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inject_opts *o,
@@ -140,7 +250,7 @@ int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inj
 		return -1;
 	}
 	o->agent_path = agent_buf;
-	o->call_timeout_ms = c->call_timeout > 0 ? (int)(c->call_timeout * 1000) : 0;
+	o->call_timeout_ms = c->call_timeout > 0 ? (int)(c->call_timeout * 1000 + 0.5) : 0;
 	o->verbose = c->verbose;
 	return 0;
 }

@@ -7,19 +7,22 @@
  * kept with PTRACE_LISTEN until SIGCONT.
  *
  * Two ways a process gets a trace of its own:
- *  - it execs a program: at the exec event an int3 goes at the new image's entry point and,
- *    when it hits, the agent is put in exactly as `cuhook run` does (inject_at_entry), with the
- *    same options; follow=1 makes the agent write FILE.PID;
+ *  - it execs a program: at the exec event the loader is made to jump to a stub that reports
+ *    the program's entry (rentry_install) and, when it does, the agent is put in exactly as
+ *    `cuhook run` does (inject_at_entry), with the same options; follow=1 makes the agent write
+ *    FILE.PID;
  *  - it forks without exec: the child inherits the agent, started, and (follow=1) the agent's
  *    atfork handler opens FILE.CHILDPID and starts a writer in the child (src/agent/agent.c).
  *    Nothing to do here.
  * A process that execs after its earlier image wrote a trace: that file is renamed
  * FILE.PID-1.EXT (-2...) so the new image's FILE.PID does not overwrite it; an earlier image
  * that recorded no call (a fork child that execs at once) leaves nothing behind. */
+#include "agent_options.h"
 #include "inject.h"
 #include "internal.h"
 
 #include "trace_format.h"
+#include "text_safe.h"
 #include "trace_path.h"
 
 #include <errno.h>
@@ -42,11 +45,10 @@ void follow_begin(void)
 	clock_gettime(CLOCK_REALTIME, &follow_t0);
 }
 
-/* A process whose new image waits for its entry breakpoint. */
+/* A process whose new image has not reached its entry point yet. */
 struct pending {
 	pid_t pid;
-	uint64_t entry;
-	uint8_t orig;
+	struct rentry entry;
 	char exe[PATH_MAX];
 };
 
@@ -87,22 +89,11 @@ static struct pending *pending_add(pid_t pid)
 	return p;
 }
 
-/* The output= value of the agent options. */
-static void options_output(const char *opts, char *buf, size_t len)
-{
-	buf[0] = 0;
-	const char *o = opts ? strstr(opts, "output=") : NULL;
-	while (o && o != opts && o[-1] != ';')
-		o = strstr(o + 1, "output=");
-	if (o)
-		snprintf(buf, len, "%.*s", (int)strcspn(o + 7, ";"), o + 7);
-}
-
 /* A trace file of process pid: 1 if it holds recorded calls (an EVENTS block), 0 if not, -1 if
  * it is not such a file. */
 static int trace_has_events(const char *path, pid_t pid)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	struct cuhook_file_header h;
@@ -126,19 +117,37 @@ out:
 	return ret;
 }
 
+/* rename(from, to) unless `to` exists (whatever it is: a file, a dangling link): 0, or -errno,
+ * -EEXIST when something is there. Never replaces: checking first and renaming after would let
+ * an entry made in between be replaced. Where renameat2's RENAME_NOREPLACE is not supported (an
+ * older kernel, some file systems), a hard link that fails on an existing name does the same,
+ * and the old name is then removed. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+		return -errno;
+	if (link(from, to) != 0)
+		return -errno;
+	unlink(from);
+	return 0;
+}
+
 /* pid has just exec'd: its earlier image is gone, and with it any writer of FILE.PID. Keep a
  * trace that image recorded under another name; drop one with nothing in it. */
 static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *o)
 {
 	char out[PATH_MAX], f[PATH_MAX + 32];
-	options_output(o->agent_options, out, sizeof(out));
+	aopt_get(o->agent_options, AOPT_OUTPUT, out, sizeof(out));
 	if (!out[0])
 		return;
 	cuhook_trace_path(out, (int)pid, true, f, sizeof(f));
 	struct stat sb;
-	if (stat(f, &sb) != 0)
-		return;
-	/* Older than this run: a file of an earlier run and a recycled pid, replaced as usual. */
+	if (lstat(f, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return; /* not a file an agent wrote (a link someone put there is not ours to move) */
+	/* Older than this run: a file of an earlier run and a recycled pid, left to the new image's
+	 * agent (which replaces it with force=1 only). */
 	if (sb.st_mtim.tv_sec < follow_t0.tv_sec ||
 	    (sb.st_mtim.tv_sec == follow_t0.tv_sec && sb.st_mtim.tv_nsec < follow_t0.tv_nsec))
 		return;
@@ -157,17 +166,19 @@ static void set_aside_earlier_trace(pid_t pid, const struct cuhook_inject_opts *
 	for (int n = 1; n < 1000; n++) {
 		char g[PATH_MAX + 48];
 		snprintf(g, sizeof(g), "%.*s-%d%s", (int)stem, f, n, f + stem);
-		if (access(g, F_OK) == 0)
-			continue;
-		if (rename(f, g) == 0)
+		int r = rename_noreplace(f, g);
+		if (r == 0)
 			inj_log("process %d exec'd: the trace of its earlier program is now %s", pid, g);
-		return;
+		if (r != -EEXIST)
+			return;
 	}
 }
 
+/* why: an inj_error text (made safe already) or ours */
 static void warn_untraced(pid_t pid, const char *exe, const char *why)
 {
-	fprintf(stderr, "cuhook: process %d (%s) is not traced: %s\n", pid, exe, why);
+	char shown[PATH_MAX * TEXT_SAFE_GROWTH / 4];
+	fprintf(stderr, "cuhook: process %d (%s) is not traced: %s\n", pid, text_safe(shown, sizeof(shown), exe), why);
 }
 
 /* PTRACE_EVENT_EXEC of pid (the thread that exec'd now has the process's id). */
@@ -184,42 +195,34 @@ static void on_exec(pid_t pid, const struct cuhook_inject_opts *o)
 	struct itarget tg;
 	target_init(&tg, pid);
 	inj_error_clear();
-	uint64_t entry;
-	uint8_t orig;
-	if (entry_breakpoint(&tg, exe, &entry, &orig) < 0) {
+	struct rentry entry;
+	if (entry_breakpoint(&tg, exe, &entry) < 0) {
 		/* Not traced itself (static, not x86-64...); what it execs later may be. */
 		warn_untraced(pid, exe, inj_error_text());
 		target_free(&tg);
 		pt_cont(pid, 0);
 		return;
 	}
-	target_free(&tg);
 	struct pending *p = pending_add(pid);
 	if (!p) {
-		/* cannot remember it: take the breakpoint out again */
-		target_init(&tg, pid);
-		if (mem_open(&tg) == 0)
-			mem_write(&tg, entry, &orig, 1);
+		/* cannot remember it: the loader goes to the entry point itself again */
+		mem_write(&tg, entry.auxv_slot, &entry.entry, 8);
 		target_free(&tg);
 		warn_untraced(pid, exe, "out of memory");
 		pt_cont(pid, 0);
 		return;
 	}
+	target_free(&tg);
 	p->entry = entry;
-	p->orig = orig;
 	snprintf(p->exe, sizeof(p->exe), "%s", exe);
-	/* Until the agent is in: should cuhook die, this process dies too rather than run on into
-	 * the breakpoint. */
-	ptrace(PTRACE_SETOPTIONS, pid, 0, (void *)(long)(INJ_FOLLOW_OPTIONS | PTRACE_O_EXITKILL));
 	pt_cont(pid, 0);
 }
 
-/* pid stopped by SIGTRAP: our entry breakpoint? Then put the agent in. */
-static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
+/* pid stopped with status st: its entry stub's report? Then put the agent in. */
+static bool on_entry_report(pid_t pid, int st, const struct cuhook_inject_opts *o)
 {
 	struct pending *p = pending_find(pid);
-	struct user_regs_struct r;
-	if (!p || ptrace(PTRACE_GETREGS, pid, 0, &r) != 0 || r.rip != p->entry + 1)
+	if (!p || !rentry_reached(pid, st, &p->entry))
 		return false;
 	struct pending pe = *p;
 	pending_drop(pid);
@@ -229,12 +232,12 @@ static bool on_trap(pid_t pid, const struct cuhook_inject_opts *o)
 	inj_error_clear();
 	struct cuhook_inject_times t;
 	memset(&t, 0, sizeof(t));
-	if (mem_open(&tg) < 0 || inject_at_entry(&tg, pe.entry, pe.orig, o, &t) < 0) {
+	if (mem_open(&tg) < 0 || inject_at_entry(&tg, &pe.entry, o, &t) < 0) {
 		/* The threads still stopped in tg go on (the main one back on its restored entry
 		 * instruction), traced for what they fork and exec, without the agent. Those that
 		 * could not be stopped were detached: the process then runs on untraced. */
 		warn_untraced(pid, pe.exe, inj_error_text());
-		if (tg.memfd < 0)
+		if (!mem_ready(&tg))
 			pt_cont(pid, 0);
 		threads_resume_all(&tg, INJ_FOLLOW_OPTIONS);
 		target_free(&tg);
@@ -299,14 +302,14 @@ int cuhook_inject_follow(pid_t pid, const struct cuhook_inject_opts *o, int *sta
 				/* group-stop: stay stopped, as without us; SIGCONT ends it */
 				ptrace(PTRACE_LISTEN, tid, 0, 0);
 			} else {
-				/* a new task's first stop (or a leftover interrupt): it may carry options
-				 * inherited from an injection window (EXITKILL) */
+				/* a new task's first stop (or a leftover interrupt): the options it
+				 * inherited are its parent's; make sure of ours */
 				ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)(long)INJ_FOLLOW_OPTIONS);
 				pt_cont(tid, 0);
 			}
 			break;
 		case 0:
-			if (sig == SIGTRAP && on_trap(tid, o))
+			if (on_entry_report(tid, st, o))
 				break;
 			pt_cont(tid, sig); /* the process's signal: on its way */
 			break;

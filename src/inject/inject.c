@@ -8,8 +8,9 @@
  *          detach every thread
  * detach:  seize + interrupt every thread  ->  remote cuhook_agent_stop(0)  ->  fix up ips back
  *          ->  detach
- * spawn:   fork; the child stops itself and execs; we seize it, stop it at its entry point with
- *          a breakpoint, then the attach sequence on that (normally single-threaded) process.
+ * spawn:   fork; the child waits for our word on a pipe, then execs; we seize it, send the word,
+ *          stop it at its entry point (reported by a stub in the gate page), then the attach
+ *          sequence on that (normally single-threaded) process.
  *
  * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
  * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
@@ -33,7 +34,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEFAULT_CALL_TIMEOUT_MS 3000
 #define STOP_TIMEOUT_MS 2000  /* a thread that does not stop in this time is in the kernel (D) */
 #define FIXUP_TIMEOUT_MS 1000 /* fixup_ip takes no lock and returns at once */
 /* glibc < 2.34 has no dlopen in libc.so; its private __libc_dlopen_mode needs this mode bit
@@ -54,7 +54,7 @@ const char *cuhook_inject_error(void)
 
 static int call_timeout(const struct cuhook_inject_opts *o)
 {
-	return o->call_timeout_ms > 0 ? o->call_timeout_ms : DEFAULT_CALL_TIMEOUT_MS;
+	return o->call_timeout_ms > 0 ? o->call_timeout_ms : CUHOOK_INJECT_CALL_TIMEOUT_MS;
 }
 
 /* Look up the agent's API in the object mapped from path. */
@@ -172,13 +172,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 	uint64_t args[2] = {path, mode}, handle = 0;
 	/* With the other threads running already, a slow dlopen just gets a second timeout. */
 	rc.on_slow = *released ? slow_beside : release_during_dlopen;
+	rc.leave_on_timeout = *released;
 	int r = rcall_invoke(&rc, dlopen_fn, args, 2, &handle, call_timeout(o), "dlopen of the agent");
 	th = rc.th;
 	*thp = th;
 	if (rc.slow)
 		*released = true;
 	if (r != RC_OK)
-		return -1;
+		return -1; /* th may be NULL: left to finish its call */
 	char sc[64];
 	if (!handle) {
 		char msg[1024];
@@ -187,6 +188,14 @@ static int load_agent(struct itarget *tg, struct ithread **thp, const struct map
 			inj_error("a seccomp filter of process %d refuses %s, which loading the agent needs "
 			          "(dlopen: %s). Backed out; the process goes on.",
 			          tg->pid, syscall_name(rc.seccomp_nr, sc, sizeof(sc)), msg);
+		else if (target_seccomp_mode(tg->pid) == 2)
+			/* A filter that answers with an errno (SECCOMP_RET_ERRNO) sends no signal to see: dlopen
+			 * just fails with that error, which alone reads like a file permission problem. */
+			inj_error("process %d could not load the agent %s: %s. The process runs under a seccomp "
+			          "filter (Seccomp: 2 in /proc/%d/status), which probably refused a system call "
+			          "dlopen needs (openat, mmap, mprotect...) with that error; cuhook cannot load its "
+			          "agent into it. Backed out; the process goes on.",
+			          tg->pid, o->agent_path, msg, tg->pid);
 		else
 			inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, msg);
 		return -1;
@@ -238,6 +247,10 @@ static int fixup_threads(struct itarget *tg, struct ithread *caller, const struc
 		if (mapped != probe) {
 			th->regs.rip = mapped + (ip - probe);
 			th->regs_dirty = true;
+			/* At once, not at detach: should we be killed before, the thread must not resume
+			 * inside the bytes a jump overwrites (or will). */
+			if (pt_setregs(th->tid, &th->regs) < 0)
+				return -1;
 			t->moved++;
 			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
 			        (unsigned long long)th->regs.rip);
@@ -287,8 +300,9 @@ static void unboost_new_threads(struct itarget *tg, const struct boost *b)
 static void already_tracing_error(pid_t pid)
 {
 	inj_error("the agent in process %d is already tracing: another cuhook attach is running, "
-	          "or one was killed before it could stop it, or the process was started with the "
-	          "agent in constructor mode (CUHOOK_* variables). Stop that first.", pid);
+	          "or one was killed a moment ago (the agent ends that trace by itself within its "
+	          "flush interval), or the process was started with the agent in constructor mode "
+	          "(CUHOOK_* variables). Stop that first.", pid);
 }
 
 /* The thread of tg with this tid (pointers into tg->th do not survive threads_seize_all). */
@@ -311,6 +325,7 @@ static int prepare_agent(struct itarget *tg, struct ithread *caller, const struc
 	if (!opts)
 		return -1;
 	uint64_t args[1] = {opts}, rv = 0;
+	rc.leave_on_timeout = true; /* only called while the other threads run */
 	if (rcall_invoke(&rc, api->prepare, args, 1, &rv, call_timeout(o), "cuhook_agent_prepare") != RC_OK)
 		return -1;
 	int r = (int)(uint32_t)rv;
@@ -496,7 +511,16 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 				goto out;
 			t->beside = true;
 		}
+		/* With the functions planned already (prepared now, or by an earlier attach), threads
+		 * inside bytes a jump will overwrite are moved to the relocated copies before the start
+		 * writes it: a copy runs correctly with or without the jump, so there is no instant at
+		 * which our death would leave a thread inside a jump. Functions planned by this start
+		 * itself (no prepare, or other --funcs than before) are covered by the fixup after it. */
 		uint64_t t0 = inj_now_ns();
+		if ((t->agent_reused || prepared) && fixup_threads(tg, caller, &api, t) < 0)
+			goto out;
+		t->fixup_ns += inj_now_ns() - t0;
+		t0 = inj_now_ns();
 		struct rcall rc;
 		rcall_begin(&rc, tg, caller);
 		uint64_t opts = rcall_push_string(&rc, o->agent_options ? o->agent_options : "");
@@ -535,7 +559,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		call_agent_stop(tg, caller, &api, o, &rv);
 		goto out;
 	}
-	t->fixup_ns = inj_now_ns() - t0;
+	t->fixup_ns += inj_now_ns() - t0;
 	ret = 0;
 out:
 	if (ret < 0 && prepared && calls_ok) {
@@ -547,6 +571,7 @@ out:
 		uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED};
 		rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop");
 	}
+	rcall_end_sequence(tg, thread_by_tid(tg, caller_tid));
 	unboost_new_threads(tg, &boost);
 	unboost(&boost);
 	maps_free(&m);
@@ -576,12 +601,19 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
 		inj_error("the agent in process %d could not stop: %s (%s)", tg->pid, msg, strerror(-r));
 		/* still move threads out of relocated code if it did unpatch some */
+	} else if (r == CUHOOK_STOP_TRACE_FAILED) {
+		/* Stopped cleanly, but the trace is incomplete: ours to say (the process's stderr is not
+		 * the operator's, and the agent said nothing there). */
+		char msg[1024];
+		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+		inj_error("the agent in process %d stopped, but its trace is incomplete: %s", tg->pid, msg);
 	}
 	t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) == 0 && r >= 0)
-		ret = 0;
+		ret = r == CUHOOK_STOP_TRACE_FAILED ? 1 : 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
+	rcall_end_sequence(tg, thread_by_tid(tg, caller->tid));
 	unboost(&boost);
 	maps_free(&m);
 	return ret;
@@ -714,19 +746,16 @@ static bool is_exec_stop(pid_t pid, int st, uint64_t arg)
 	return (st >> 16) == PTRACE_EVENT_EXEC;
 }
 
-static bool is_entry_trap(pid_t pid, int st, uint64_t entry)
+static bool is_entry_report(pid_t pid, int st, uint64_t arg)
 {
-	if ((st >> 16) != 0 || WSTOPSIG(st) != SIGTRAP)
-		return false;
-	struct user_regs_struct r;
-	return ptrace(PTRACE_GETREGS, pid, 0, &r) == 0 && r.rip == entry + 1;
+	return rentry_reached(pid, st, (const struct rentry *)(uintptr_t)arg);
 }
 
-int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig)
+int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e)
 {
 	char exe[64];
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", tg->pid);
-	*entry = auxv_entry(tg->pid);
+	uint64_t entry = auxv_entry(tg->pid);
 	if (elf_check_x86_64(exe, what) < 0)
 		return -1;
 	if (elf_has_interp(exe) == 0) {
@@ -734,28 +763,26 @@ int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint
 		          what);
 		return -1;
 	}
-	if (!*entry || (tg->memfd < 0 && mem_open(tg) < 0)) {
+	if (!entry || (!mem_ready(tg) && mem_open(tg) < 0)) {
 		inj_error("cannot find the entry point of %s", what);
 		return -1;
 	}
-	/* A breakpoint at the program's entry point: by then the dynamic loader has mapped and
+	/* The loader jumps to a stub of ours instead of the entry point: by then it has mapped and
 	 * relocated every library and run their constructors (libc is initialised, dlopen works),
-	 * and not one instruction of the program itself has run. */
-	uint8_t int3 = 0xcc;
-	if (mem_read(tg, *entry, orig, 1) < 0 || mem_write(tg, *entry, &int3, 1) < 0)
-		return -1;
-	return 0;
+	 * and not one instruction of the program itself has run. The stub reports and goes on to
+	 * the entry point: should cuhook vanish, the program starts as if nothing happened (an int3
+	 * there would kill it). */
+	return rentry_install(tg, entry, e);
 }
 
-int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t)
 {
 	pid_t pid = tg->pid;
 	uint64_t stop0 = inj_now_ns();
 	struct ithread *main_th = target_add_thread(tg, pid);
-	if (!main_th || mem_write(tg, entry, &orig, 1) < 0 || pt_getregs(pid, &main_th->regs) < 0)
+	if (!main_th || pt_getregs(pid, &main_th->regs) < 0 || rentry_finish(tg, &main_th->regs, e) < 0)
 		return -1;
-	main_th->regs.rip = entry; /* back onto the restored instruction */
 	main_th->regs_dirty = true;
 	main_th->stopped = true;
 	if (pt_setregs(pid, &main_th->regs) < 0)
@@ -771,6 +798,27 @@ int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const stru
 	return start_agent(tg, o, t, false);
 }
 
+/* The child of cuhook_inject_spawn, until its exec. */
+static _Noreturn void spawn_child(char *const argv[], const sigset_t *mask, const int go[2])
+{
+	close(go[1]);
+	/* The program gets the signal state it would have without us. */
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	char byte;
+	ssize_t n;
+	while ((n = read(go[0], &byte, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(125); /* cuhook died before it could trace us: the program is not run */
+	execvp(argv[0], argv);
+	int e = errno;
+	fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
 pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o,
                           struct cuhook_inject_times *t, int *exit_status)
 {
@@ -784,42 +832,43 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 	if (o->follow)
 		follow_begin();
 
+	/* The child waits for a byte on this pipe before it execs: we send it once the child is
+	 * seized, so that the exec runs under ptrace. Should we die before, the child reads EOF and
+	 * exits: it never waits in a stop of its own, where a dead parent would leave it for good. */
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		inj_error("pipe: %s", strerror(errno));
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		inj_error("fork: %s", strerror(errno));
+		close(go[0]);
+		close(go[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		/* The program gets the signal state it would have without us. */
-		int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-		for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		/* Stop until the parent has seized us: then exec runs under ptrace. */
-		kill(getpid(), SIGSTOP);
-		execvp(argv[0], argv);
-		int e = errno;
-		fprintf(stderr, "cuhook: cannot execute %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
+	if (pid == 0)
+		spawn_child(argv, &old, go);
+	close(go[0]);
 	if (o->spawned)
 		*o->spawned = pid;
 
-	int st;
-	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st)) {
-		inj_error("the child did not stop before exec");
-		*exit_status = st;
-		return -1;
-	}
-	/* EXITKILL until we let go: should cuhook die during the setup, the child (stopped, or with
-	 * our breakpoint in it) dies too instead of running damaged. */
-	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) != 0) {
+	/* No EXITKILL: should cuhook die from here on, the program runs on untraced (its entry is
+	 * reported by a stub that goes on by itself, remote calls complete by themselves). Before
+	 * the seize, the child waits on the pipe and exits unstarted (125) if we die. */
+	if (ptrace(PTRACE_SEIZE, pid, 0, INJ_SEIZE_OPTIONS | PTRACE_O_TRACEEXEC) != 0) {
 		inj_error("cannot trace the child: %s", strerror(errno));
+		close(go[1]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
 	}
-	kill(pid, SIGCONT);
+	char byte = 1;
+	ssize_t sent = write(go[1], &byte, 1);
+	close(go[1]);
+	if (sent != 1) {
+		/* the child is gone already: run_until collects its status */
+	}
 	int r = run_until(pid, exit_status, is_exec_stop, 0);
 	if (r <= 0) {
 		if (r == 0)
@@ -829,19 +878,18 @@ pid_t cuhook_inject_spawn(char *const argv[], const struct cuhook_inject_opts *o
 
 	struct itarget tg;
 	target_init(&tg, pid);
-	uint64_t entry;
-	uint8_t orig;
-	if (entry_breakpoint(&tg, argv[0], &entry, &orig) < 0)
+	struct rentry entry;
+	if (entry_breakpoint(&tg, argv[0], &entry) < 0)
 		goto fail;
 	pt_cont(pid, 0);
-	r = run_until(pid, exit_status, is_entry_trap, entry);
+	r = run_until(pid, exit_status, is_entry_report, (uint64_t)(uintptr_t)&entry);
 	if (r <= 0) {
 		if (r == 0)
 			inj_error("%s ended before reaching its entry point", argv[0]);
 		target_free(&tg);
 		return -1;
 	}
-	if (inject_at_entry(&tg, entry, orig, o, t) < 0)
+	if (inject_at_entry(&tg, &entry, o, t) < 0)
 		goto fail;
 	uint64_t d0 = inj_now_ns();
 	if (o->follow)

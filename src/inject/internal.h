@@ -4,6 +4,7 @@
  *   symbols.c      /proc/PID/maps and the dynamic symbols of the ELF files mapped there
  *   remote_call.c  call a function inside the target on one stopped thread
  *   checks.c       refuse early, with a clear message, what cannot work (no PID, debugger, ...)
+ *   seize_refusal.c  why the kernel refused to let us trace it, and what to change
  *   inject.c       the sequences: load + start the agent, stop it, fix up instruction pointers
  * Errors: a failing function stores one message with inj_error() and returns a negative value;
  * the caller that prints is the CLI (cuhook_inject_error()). */
@@ -44,9 +45,20 @@ struct ithread {
 
 #define INJ_MAX_LENT 8 /* the agent lists at most CUHOOK_AGENT_THREADS_MAX (threads.c checks) */
 
+/* Where remote calls return (remote_call.c): a page of ours in the target while a sequence of
+ * calls runs, and what is needed to map it. */
+struct rgate {
+	uint64_t page;                /* the gate's page, 0 when not mapped */
+	uint64_t restore_rt;          /* libc's __restore_rt (rt_sigreturn), 0 before the first look */
+	uint64_t mmap_fn, munmap_fn;  /* libc's */
+	int sig;                      /* the gate's report signal; 0: calls watched by system-call stops */
+	bool keep;                    /* a call was left to finish on its own: never unmap the page */
+};
+
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
+	bool mem_ptrace;              /* no memfd: memory through PTRACE_PEEKDATA/POKEDATA (mem_open) */
 	struct ithread *th;
 	int nth, cap;
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
@@ -54,6 +66,7 @@ struct itarget {
 	                                 (cuhook_agent_threads); 0: no agent loaded */
 	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */
 	int nlent;
+	struct rgate gate;
 };
 
 /* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
@@ -94,9 +107,16 @@ bool is_stop_signal(int sig);
 int pt_keep_running(pid_t tid);
 void pt_keep_running_end(pid_t tid);
 
+/* /proc/PID/mem, or when we may not open it (another user's process, cuhook with CAP_SYS_PTRACE
+ * but not CAP_DAC_OVERRIDE) ptrace on a stopped thread of tg. 0, or -1 with a message. */
 int mem_open(struct itarget *tg);
+/* mem_open() was done and succeeded. */
+bool mem_ready(const struct itarget *tg);
 int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len);
 int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len);
+/* Up to n bytes at addr, without a message: how many were read (0: none; fewer where readable
+ * memory ends). */
+size_t mem_read_some(struct itarget *tg, uint64_t addr, void *buf, size_t n);
 /* A NUL-terminated string of the target, cut to len-1 bytes. */
 int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len);
 
@@ -122,6 +142,9 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
  * by threads_seize_all): how many ids were put in tids (room for CUHOOK_AGENT_THREADS_MAX), 0
  * when no agent is loaded; -1 with a message when the list cannot be read. */
 int agent_threads_read(struct itarget *tg, pid_t *tids);
+/* A thread's state letter (R, S, D, T, t, Z...) and CPU time used (user + system, clock ticks),
+ * from /proc/PID/task/TID/stat; either may be NULL. false if it cannot be read. */
+bool task_stat(pid_t pid, pid_t tid, char *state, uint64_t *cpu);
 /* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
  * with PTRACE_CONT (cuhook run --follow). */
 void threads_resume_all(struct itarget *tg, long options);
@@ -185,6 +208,10 @@ struct rcall {
 	void (*on_slow)(struct rcall *rc);
 	void *ctx;
 	bool slow;                    /* on_slow was called */
+	/* The other threads run: if the call times out, let it finish on its own (the thread is
+	 * detached and returns where it was when the call returns) rather than interrupt it, which
+	 * would leave whatever it holds (the loader's lock) held. rc->th is NULL afterwards. */
+	bool leave_on_timeout;
 };
 
 void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th);
@@ -205,29 +232,56 @@ enum rcall_result {
 /* Call fn(args...) (up to 6 integer/pointer args) on rc->th, wait at most timeout_ms for it
  * to return, then put every register back as it was. *ret gets rax. A system call that a
  * seccomp filter traps (SIGSYS) fails with EPERM instead, and the call goes on; see
- * rc->seccomp_denied afterwards. */
+ * rc->seccomp_denied afterwards. The first call of a sequence maps the gate every call returns
+ * through; should cuhook vanish at any instant, the call still completes and the thread goes on
+ * where it was. */
 int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
                  int timeout_ms, const char *what);
+/* The sequence of calls is over: unmap the gate (on th, stopped; NULL: leave it mapped). */
+void rcall_end_sequence(struct itarget *tg, struct ithread *th);
+
+/* A new program's entry, reported by a stub in the gate page (cuhook run, exec under --follow):
+ * at the exec stop of tg->pid (memory open), map the gate page and point the loader's AT_ENTRY
+ * at the stub, which stops the thread with a signal (SIGURG) before the program's first
+ * instruction and then jumps to the entry point; untraced, it just starts the program. */
+struct rentry {
+	uint64_t entry;               /* the program's entry point */
+	uint64_t auxv_slot;           /* where AT_ENTRY's value is on the initial stack */
+	uint64_t stub, stop_ip;       /* the stub, and its rip at the report stop */
+	uint64_t page;                /* the gate page it lives in, for the calls that follow */
+};
+int rentry_install(struct itarget *tg, uint64_t entry, struct rentry *e);
+/* Is this wait status the stub's report? */
+bool rentry_reached(pid_t pid, int status, const struct rentry *e);
+/* At that stop: r (the thread's registers) moved to the program's entry point with the loader's
+ * rdx, and AT_ENTRY put back. The thread stays in its stop. */
+int rentry_finish(struct itarget *tg, struct user_regs_struct *r, const struct rentry *e);
 
 /* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
 
 struct cuhook_inject_opts;
 struct cuhook_inject_times;
 /* Right after an exec of tg->pid (stopped): check that the new image can take the agent, find
- * its entry point and put an int3 there (opening tg->memfd). 0, or -1 with a message naming
- * the program as `what`. */
-int entry_breakpoint(struct itarget *tg, const char *what, uint64_t *entry, uint8_t *orig);
-/* tg->pid stopped on that int3 (empty tg): put the byte back, stop every thread, load and start
- * the agent, fix up. 0: every thread stopped in tg, for the caller to detach or resume; -1 with
- * a message (the threads still in tg, if any, are stopped). */
-int inject_at_entry(struct itarget *tg, uint64_t entry, uint8_t orig, const struct cuhook_inject_opts *o,
+ * its entry point and have it reported (rentry_install; opening tg->memfd). 0, or -1 with a
+ * message naming the program as `what`. */
+int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e);
+/* tg->pid stopped on that report (rentry_reached; empty tg): move it to the entry point, stop
+ * every thread, load and start the agent, fix up. 0: every thread stopped in tg, for the caller
+ * to detach or resume; -1 with a message (the threads still in tg, if any, are stopped). */
+int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t);
 
 /* ---- following a process tree (follow.c) ------------------------------------------------------ */
 
+/* Every thread cuhook traces has PTRACE_O_TRACESYSGOOD: a thread at a system-call stop that we
+ * have not collected yet keeps the stop's code, and if cuhook dies then, the kernel sends the
+ * thread that code as a signal. Plain SIGTRAP would kill the program; SIGTRAP | 0x80 is no
+ * signal, and the thread runs on. (cuhook makes system-call stops only during its own calls.) */
+#define INJ_SEIZE_OPTIONS PTRACE_O_TRACESYSGOOD
 /* What cuhook run --follow keeps on every task of the tree: fork, vfork, clone and exec events. */
 #define INJ_FOLLOW_OPTIONS                                                                        \
-	(PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+	(INJ_SEIZE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |         \
+	 PTRACE_O_TRACEEXEC)
 /* Remember when following began (a trace file older than that is not one of this run's). */
 void follow_begin(void);
 
@@ -236,9 +290,20 @@ void follow_begin(void);
 /* Everything that can be refused before touching the target. 0, or -1 with a message.
  * stopped_ok: a process stopped by job control is not refused (a detach). */
 int check_target(pid_t pid, bool stopped_ok);
-/* The PTRACE_SEIZE of pid failed with err: the message that says what to change. */
-void explain_seize_error(pid_t pid, int err);
 /* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */
 int target_seccomp_mode(pid_t pid);
+/* The value of "Key:" in /proc/PID/status (or /proc/DIR/status, DIR as "PID/task/TID") into buf,
+ * or NULL. */
+char *proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+char *proc_status_field_at(const char *dir, const char *key, char *buf, size_t len);
+/* /proc/PID/comm, or "?". */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
+/* ---- refused ptrace (seize_refusal.c) ---------------------------------------------------------- */
+
+/* -1 with a message naming it when a thread of pid has a tracer other than us. */
+int check_no_other_tracer(pid_t pid);
+/* The PTRACE_SEIZE of pid failed with err: the message that says why, and what to change. */
+void explain_seize_error(pid_t pid, int err);
 
 #endif

@@ -6,6 +6,7 @@
  * one pread/pwrite per block instead of a PTRACE_PEEK/POKE per word, and writes work on
  * read-only pages as ptrace pokes do. */
 #include "internal.h"
+#include "text_safe.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -22,18 +23,23 @@
 
 /* ---- errors and logging ---------------------------------------------------------------------- */
 
-static char err_buf[1024];
+static char err_buf[2048];
 static bool err_set;
 int inj_verbose;
 
+/* Messages name what the target chose (its program's path, its threads' and tracer's names, a
+ * dlerror() text): the whole message is made safe for a terminal here, once, whatever the
+ * caller put in it (none of ours holds a control character). */
 void inj_error(const char *fmt, ...)
 {
 	if (err_set)
 		return;
+	char raw[sizeof(err_buf)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	text_safe(err_buf, sizeof(err_buf), raw);
 	err_set = true;
 }
 
@@ -52,12 +58,12 @@ void inj_log(const char *fmt, ...)
 {
 	if (!inj_verbose)
 		return;
+	char raw[1024], safe[sizeof(raw) * 2];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "cuhook: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "cuhook: %s\n", text_safe(safe, sizeof(safe), raw));
 }
 
 uint64_t inj_now_ns(void)
@@ -72,7 +78,7 @@ uint64_t inj_now_ns(void)
 int pt_seize(pid_t tid)
 {
 	/* No PTRACE_O_EXITKILL: if cuhook dies, the target must go on, not die with us. */
-	return ptrace(PTRACE_SEIZE, tid, 0, 0) == 0 ? 0 : -errno;
+	return ptrace(PTRACE_SEIZE, tid, 0, INJ_SEIZE_OPTIONS) == 0 ? 0 : -errno;
 }
 
 int pt_interrupt(pid_t tid)
@@ -286,11 +292,60 @@ bool regs_in_restartable_syscall(const struct user_regs_struct *r)
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
+/* A thread of tg in a ptrace stop, for PTRACE_PEEKDATA/POKEDATA: one we hold, or the process
+ * itself (stopped at its exec or its entry point before any thread is in tg). */
+static pid_t stopped_tid(const struct itarget *tg)
+{
+	for (int i = 0; i < tg->nth; i++)
+		if (tg->th[i].stopped)
+			return tg->th[i].tid;
+	return tg->pid;
+}
+
+/* Through ptrace, a word at a time: n bytes at addr, 0 or -errno. A write of part of a word reads
+ * the word first. Like /proc/PID/mem, POKEDATA writes read-only (code) pages. */
+static int ptrace_mem(const struct itarget *tg, uint64_t addr, void *buf, size_t n, bool write)
+{
+	pid_t tid = stopped_tid(tg);
+	for (size_t done = 0; done < n;) {
+		uint64_t at = addr + done, word_at = at & ~(uint64_t)7;
+		size_t off = (size_t)(at - word_at), k = 8 - off < n - done ? 8 - off : n - done;
+		errno = 0;
+		long w = ptrace(PTRACE_PEEKDATA, tid, (void *)word_at, 0);
+		if (errno)
+			return -errno;
+		if (write) {
+			memcpy((char *)&w + off, (const char *)buf + done, k);
+			if (ptrace(PTRACE_POKEDATA, tid, (void *)word_at, (void *)w) != 0)
+				return -errno;
+		} else {
+			memcpy((char *)buf + done, (char *)&w + off, k);
+		}
+		done += k;
+	}
+	return 0;
+}
+
+bool mem_ready(const struct itarget *tg)
+{
+	return tg->memfd >= 0 || tg->mem_ptrace;
+}
+
 int mem_open(struct itarget *tg)
 {
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
 	tg->memfd = open(p, O_RDWR | O_CLOEXEC);
+	if (tg->memfd < 0 && errno == EACCES) {
+		/* /proc/PID/mem is mode 0600 and belongs to the process's user: opening another user's
+		 * needs CAP_DAC_OVERRIDE besides the ptrace right, and a cuhook given only
+		 * CAP_SYS_PTRACE (setcap cap_sys_ptrace+ep) has that right alone. The stop we hold is
+		 * all that PTRACE_PEEKDATA/POKEDATA need; what goes through memory is a few hundred
+		 * bytes (strings, a breakpoint). */
+		tg->mem_ptrace = true;
+		inj_log("%s: %s; reading and writing memory with PTRACE_PEEKDATA/POKEDATA instead", p, strerror(errno));
+		return 0;
+	}
 	if (tg->memfd < 0) {
 		inj_error("cannot open %s: %s", p, strerror(errno));
 		return -1;
@@ -300,6 +355,14 @@ int mem_open(struct itarget *tg)
 
 int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len)
 {
+	if (tg->mem_ptrace) {
+		int r = ptrace_mem(tg, addr, buf, len, false);
+		if (r == 0)
+			return 0;
+		inj_error("cannot read %zu bytes at 0x%llx in process %d: %s", len, (unsigned long long)addr, tg->pid,
+		          strerror(-r));
+		return -1;
+	}
 	ssize_t n = pread(tg->memfd, buf, len, (off_t)addr);
 	if (n == (ssize_t)len)
 		return 0;
@@ -310,12 +373,38 @@ int mem_read(struct itarget *tg, uint64_t addr, void *buf, size_t len)
 
 int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len)
 {
+	if (tg->mem_ptrace) {
+		int r = ptrace_mem(tg, addr, (void *)buf, len, true);
+		if (r == 0)
+			return 0;
+		inj_error("cannot write %zu bytes at 0x%llx in process %d: %s", len, (unsigned long long)addr,
+		          tg->pid, strerror(-r));
+		return -1;
+	}
 	ssize_t n = pwrite(tg->memfd, buf, len, (off_t)addr);
 	if (n == (ssize_t)len)
 		return 0;
 	inj_error("cannot write %zu bytes at 0x%llx in process %d: %s", len, (unsigned long long)addr,
 	          tg->pid, n < 0 ? strerror(errno) : "short write");
 	return -1;
+}
+
+size_t mem_read_some(struct itarget *tg, uint64_t addr, void *buf, size_t n)
+{
+	if (!tg->mem_ptrace) {
+		ssize_t r = pread(tg->memfd, buf, n, (off_t)addr);
+		return r > 0 ? (size_t)r : 0;
+	}
+	size_t got = 0;
+	while (got < n) {
+		size_t k = 8 - ((addr + got) & 7);
+		if (k > n - got)
+			k = n - got;
+		if (ptrace_mem(tg, addr + got, (char *)buf + got, k, false) != 0)
+			break;
+		got += k;
+	}
+	return got;
 }
 
 int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
@@ -326,11 +415,14 @@ int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
 		size_t chunk = 4096 - ((addr + got) & 4095);
 		if (chunk > len - 1 - got)
 			chunk = len - 1 - got;
-		ssize_t n = pread(tg->memfd, buf + got, chunk, (off_t)(addr + got));
-		if (n <= 0)
+		/* through ptrace a word at a time: a string ends soon, the page may go on long after */
+		if (tg->mem_ptrace && chunk > 8)
+			chunk = 8;
+		size_t n = mem_read_some(tg, addr + got, buf + got, chunk);
+		if (n == 0)
 			break;
-		void *nul = memchr(buf + got, 0, (size_t)n);
-		got += (size_t)n;
+		void *nul = memchr(buf + got, 0, n);
+		got += n;
 		if (nul)
 			return 0;
 	}

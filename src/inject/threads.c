@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 void target_init(struct itarget *tg, pid_t pid)
@@ -99,19 +100,48 @@ static int list_tasks(pid_t pid, pid_t **out, int *n)
 	return 0;
 }
 
-/* One letter of /proc/PID/task/TID/stat: R, S, D, T, t, Z, X... or 0. */
-static char thread_state(pid_t pid, pid_t tid)
+bool task_stat(pid_t pid, pid_t tid, char *state, uint64_t *cpu)
 {
-	char p[96], buf[512];
+	char p[96], buf[1024];
 	snprintf(p, sizeof(p), "/proc/%d/task/%d/stat", pid, tid);
 	FILE *f = fopen(p, "re");
 	if (!f)
-		return 0;
+		return false;
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
 	char *rp = strrchr(buf, ')'); /* the name may contain spaces and parentheses */
-	return rp && rp[1] == ' ' ? rp[2] : 0;
+	char st = 0;
+	unsigned long long ut = 0, stime = 0;
+	/* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime */
+	if (!rp || sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &st, &ut,
+	                  &stime) != 3)
+		return false;
+	if (state)
+		*state = st;
+	if (cpu)
+		*cpu = ut + stime;
+	return true;
+}
+
+/* One letter of /proc/PID/task/TID/stat: R, S, D, T, t, Z, X... or 0. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+	char s = 0;
+	task_stat(pid, tid, &s, NULL);
+	return s;
+}
+
+/* len bytes of the target at addr: through fd (/proc/PID/mem), or where that could not be opened
+ * (another user's process, cuhook with CAP_SYS_PTRACE alone: mem_open) with process_vm_readv,
+ * which needs the ptrace right only, and no stopped thread (the list is read before any is). */
+static bool read_target(pid_t pid, int fd, uint64_t addr, void *buf, size_t len)
+{
+	if (fd >= 0)
+		return pread(fd, buf, len, (off_t)addr) == (ssize_t)len;
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 }
 
 int agent_threads_read(struct itarget *tg, pid_t *tids)
@@ -119,7 +149,7 @@ int agent_threads_read(struct itarget *tg, pid_t *tids)
 	if (!tg->agent_threads)
 		return 0;
 	int fd = tg->memfd;
-	if (fd < 0) {
+	if (fd < 0 && !tg->mem_ptrace) {
 		char p[64];
 		snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -128,11 +158,10 @@ int agent_threads_read(struct itarget *tg, pid_t *tids)
 	 * between two equal readings of the generation is whole. */
 	struct cuhook_agent_threads a, b;
 	bool ok = false;
-	for (int tries = 0; fd >= 0 && tries < 1000 && !ok; tries++)
-		ok = pread(fd, &a, sizeof(a), (off_t)tg->agent_threads) == (ssize_t)sizeof(a) &&
-		     pread(fd, &b.generation, sizeof(b.generation),
-		           (off_t)(tg->agent_threads + offsetof(struct cuhook_agent_threads, generation))) ==
-		         (ssize_t)sizeof(b.generation) &&
+	for (int tries = 0; tries < 1000 && !ok; tries++)
+		ok = read_target(tg->pid, fd, tg->agent_threads, &a, sizeof(a)) &&
+		     read_target(tg->pid, fd, tg->agent_threads + offsetof(struct cuhook_agent_threads, generation),
+		                 &b.generation, sizeof(b.generation)) &&
 		     a.generation == b.generation;
 	int err = errno;
 	if (fd >= 0 && fd != tg->memfd)

@@ -43,7 +43,9 @@ enum rp_sort {
 struct rp_opts {
 	enum rp_format format;
 	enum rp_sort sort;
-	const char *output;        /* -o FILE, NULL: stdout */
+	const char *output;        /* -o FILE, NULL or "-": stdout; a new file (mode 0600), never
+	                              written through a link (src/format/out_file.h) */
+	int force;                 /* --force: replace an existing -o FILE */
 	unsigned top;              /* rows of the slowest-calls list (--top) */
 	unsigned width;            /* timeline columns */
 	int all;                   /* --all: list every refused function */
@@ -278,8 +280,14 @@ const char *rp_fmt_bytes(char *buf, size_t len, double bytes);
 /* A JSON string literal (with quotes) of n bytes of s: escapes quotes, backslashes, control
  * characters, and bytes >= 0x80 that are not valid UTF-8 (as \u00XX of the byte). */
 void rp_json_str(FILE *f, const char *s, size_t n);
-/* Parse "1.5", "1.5s", "200ms", "30us", "100ns" into ns; -1 if malformed. */
+/* Parse "1.5", "1.5s", "200ms", "30us", "100ns" into ns; -1 if malformed, not finite (nan,
+ * inf), negative or beyond 9e18 ns. */
 int rp_parse_time(const char *s, int64_t *ns);
+/* A string from a trace (a program, thread, function or library name, a note) as the text
+ * report prints it: s itself when a terminal can take it as it is, else a copy with control
+ * characters and invalid UTF-8 shown escaped (src/common/text_safe.h), valid until 8 more calls.
+ * The exports escape in their own syntax and do not use it. */
+const char *rp_safe(const char *s);
 /* fnmatch-style '*' and '?' glob against a comma-separated list: 1 if any matches. */
 int rp_glob_list_match(const char *globs, const char *name);
 

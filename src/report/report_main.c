@@ -3,6 +3,8 @@
  * damaged one is reported on what could be read, with a warning on stderr. */
 #include "report.h"
 
+#include "out_file.h"
+
 #include <unistd.h>
 
 #include <errno.h>
@@ -13,11 +15,12 @@ static void warn_damage(const struct tr_trace *t)
 {
 	/* A missing END block alone is the normal result of a killed program: worth one line. */
 	if (t->truncated)
-		fprintf(stderr, "cuhook report: warning: %s: truncated: %s\n", t->path, t->truncated_reason);
+		fprintf(stderr, "cuhook report: warning: %s: truncated: %s\n", rp_safe(t->path),
+		        rp_safe(t->truncated_reason));
 	if (t->errors)
-		fprintf(stderr, "cuhook report: warning: %s: %llu error%s while reading (first: %s)\n", t->path,
+		fprintf(stderr, "cuhook report: warning: %s: %llu error%s while reading (first: %s)\n", rp_safe(t->path),
 		        (unsigned long long)t->errors, t->errors == 1 ? "" : "s",
-		        t->nerror_msgs ? t->error_msgs[0] : "?");
+		        t->nerror_msgs ? rp_safe(t->error_msgs[0]) : "?");
 }
 
 /* Progress on a terminal for traces big enough to take a moment (the reader calls this every
@@ -31,6 +34,26 @@ static void show_progress(const char *path, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
+#define OUTPUT_HINT "pass --force to replace it, or choose another name with -o"
+
+/* -o FILE, created as every file cuhook writes is (out_file.h); stdout for none or "-". */
+static FILE *open_output(const struct rp_opts *o)
+{
+	if (!o->output || !strcmp(o->output, "-"))
+		return stdout;
+	char err[4608];
+	int fd = cuhook_out_create(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err));
+	FILE *f = fd >= 0 ? fdopen(fd, o->format == RP_FMT_PERFETTO ? "wb" : "w") : NULL;
+	if (!f) {
+		if (fd >= 0) {
+			snprintf(err, sizeof(err), "%s: %s", o->output, strerror(errno));
+			close(fd);
+		}
+		fprintf(stderr, "cuhook report: %s\n", err);
+	}
+	return f;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
@@ -38,10 +61,17 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;
-	char err[512];
+	char err[4608];
 	FILE *out = NULL;
 	if (!traces || !views) {
 		fprintf(stderr, "cuhook report: out of memory\n");
+		status = RP_EXIT_ERROR;
+		goto done;
+	}
+	/* an output that will be refused is said before reading traces that may be large */
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
 		status = RP_EXIT_ERROR;
 		goto done;
 	}
@@ -84,14 +114,10 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	free(shift);
 	if (!nviews)
 		goto done;
-	out = stdout;
-	if (o->output && strcmp(o->output, "-")) {
-		out = fopen(o->output, o->format == RP_FMT_PERFETTO ? "wb" : "w");
-		if (!out) {
-			fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
-			status = RP_EXIT_ERROR;
-			goto done;
-		}
+	out = open_output(o);
+	if (!out) {
+		status = RP_EXIT_ERROR;
+		goto done;
 	}
 	int rc = 0;
 	switch (o->format) {

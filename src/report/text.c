@@ -56,12 +56,12 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 	const struct tr_trace *t = v->t;
 	char b[32];
 	if (merged)
-		fprintf(f, "\n%sprocess %u: %s%s\n", BOLD(v), t->pid, t->path, RESET(v));
+		fprintf(f, "\n%sprocess %u: %s%s\n", BOLD(v), t->pid, rp_safe(t->path), RESET(v));
 	else
-		fprintf(f, "%scuhook report: %s%s\n", BOLD(v), t->path, RESET(v));
-	fprintf(f, "  program    %s\n", t->cmdline[0] ? t->cmdline : "?");
+		fprintf(f, "%scuhook report: %s%s\n", BOLD(v), rp_safe(t->path), RESET(v));
+	fprintf(f, "  program    %s\n", t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 	if (t->exe[0])
-		fprintf(f, "  executable %s\n", t->exe);
+		fprintf(f, "  executable %s\n", rp_safe(t->exe));
 	fprintf(f, "  pid        %u (parent %u)\n", t->pid, t->ppid);
 	if (t->start_realtime_ns) {
 		time_t sec = (time_t)(t->start_realtime_ns / 1000000000u);
@@ -75,7 +75,7 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 		fprintf(f, "  starts at  +%s on the common time axis\n", rp_fmt_dur(b, sizeof(b), (double)v->shift));
 	const struct tr_lib *lib = main_lib(t);
 	if (lib)
-		fprintf(f, "  driver     %s%s%s%s\n", lib->path, lib->version[0] ? " (" : "", lib->version,
+		fprintf(f, "  driver     %s%s%s%s\n", rp_safe(lib->path), lib->version[0] ? " (" : "", rp_safe(lib->version),
 		        lib->version[0] ? ")" : "");
 	uint32_t patched = 0, other = 0, ioctl_hooked = 0;
 	for (uint32_t i = 0; i < t->nfuncs; i++) {
@@ -95,7 +95,7 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 	fprintf(f, "  threads    %u", t->nthreads);
 	for (uint32_t i = 0; i < t->nthreads && i < 8; i++)
 		fprintf(f, "%s%u%s%s", i ? ", " : ": ", t->threads[i].tid, t->threads[i].name[0] ? " " : "",
-		        t->threads[i].name);
+		        rp_safe(t->threads[i].name));
 	fprintf(f, "%s\n", t->nthreads > 8 ? ", ..." : "");
 	fprintf(f, "  events     %llu (%u calls", (unsigned long long)(t->nentry + t->nexit), t->ncalls);
 	if (v->has_ioctl) {
@@ -118,9 +118,9 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
-	        RESET(v), t->dropped ? " records lost (lossy mode or write errors): counts are lower bounds" : "");
+	        RESET(v), t->dropped ? " records lost (lossy mode, size cap or write errors): counts are lower bounds" : "");
 	if (t->truncated)
-		fprintf(f, "  truncated  %syes%s: %s\n", YELLOW(v), RESET(v), t->truncated_reason);
+		fprintf(f, "  truncated  %syes%s: %s\n", YELLOW(v), RESET(v), rp_safe(t->truncated_reason));
 	else
 		fprintf(f, "  truncated  no\n");
 	if (t->errors) {
@@ -135,13 +135,13 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 			fprintf(f, ", %llu block gaps", (unsigned long long)t->seq_gaps);
 		fprintf(f, "\n");
 		for (uint32_t i = 0; i < t->nerror_msgs; i++)
-			fprintf(f, "             %s%s%s\n", DIM(v), t->error_msgs[i], RESET(v));
+			fprintf(f, "             %s%s%s\n", DIM(v), rp_safe(t->error_msgs[i]), RESET(v));
 	}
 	if (t->clock_guessed)
 		fprintf(f, "  %swarning%s    no usable CLOCK pair: times are raw TSC ticks, not ns\n", YELLOW(v), RESET(v));
 	for (uint32_t i = 0; i < t->nnotes; i++)
 		fprintf(f, "  %s %s\n", t->notes[i].level >= 2 ? "error  " : t->notes[i].level ? "warning" : "note   ",
-		        t->notes[i].text);
+		        rp_safe(t->notes[i].text));
 }
 
 /* ---- API summary ------------------------------------------------------------------------------ */
@@ -221,7 +221,7 @@ static void write_summary(FILE *f, const struct rp_view *v, const struct rp_fsta
 			if (ms || c != COL_PROCS)
 				fprintf(f, "  %*s", w[c], cells[i][c]);
 		const struct rp_fstat *s = FS(i);
-		fprintf(f, "  %s", ms ? ms[i].name : tr_func_name(v->t, s->func));
+		fprintf(f, "  %s", rp_safe(ms ? ms[i].name : tr_func_name(v->t, s->func)));
 		if (s->counted && !s->calls)
 			fprintf(f, " %s(counted)%s", DIM(v), RESET(v));
 		else if (s->counted)
@@ -274,7 +274,7 @@ static void write_refused(FILE *f, const struct rp_view *v)
 				fprintf(f, " ... (--all lists them)");
 				break;
 			}
-			fprintf(f, "%s %s", shown ? "," : "", fn->name);
+			fprintf(f, "%s %s", shown ? "," : "", rp_safe(fn->name));
 			shown++;
 		}
 		fprintf(f, "\n");
@@ -375,9 +375,9 @@ static void write_slowest(FILE *f, const struct rp_view *v)
 	char b1[32], b2[32], th[32], d[512];
 	int tw = 6, fw = 8;
 	for (uint32_t i = 0; i < n; i++) {
-		int l = (int)strlen(rp_thread_label(v, t->calls[idx[i]].thread, th, sizeof(th)));
+		int l = (int)strlen(rp_safe(rp_thread_label(v, t->calls[idx[i]].thread, th, sizeof(th))));
 		tw = l > tw ? l : tw;
-		l = (int)strlen(tr_func_name(t, t->calls[idx[i]].func));
+		l = (int)strlen(rp_safe(tr_func_name(t, t->calls[idx[i]].func)));
 		fw = l > fw ? l : fw;
 	}
 	section(f, v, "Slowest calls");
@@ -388,8 +388,9 @@ static void write_slowest(FILE *f, const struct rp_view *v)
 		rp_describe_call(v, c, d, sizeof(d));
 		fprintf(f, "  %12s %12s  %-*s  %-*s%s%s\n", rp_fmt_dur(b1, sizeof(b1), (double)tr_call_dur(c)),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(c->start_ns - v->t0)), tw,
-		        rp_thread_label(v, c->thread, th, sizeof(th)), d[0] ? fw : 0, d[0] ? tr_func_name(t, c->func) : "",
-		        d[0] ? "  " : tr_func_name(t, c->func), d);
+		        rp_safe(rp_thread_label(v, c->thread, th, sizeof(th))), d[0] ? fw : 0,
+		        d[0] ? rp_safe(tr_func_name(t, c->func)) : "", d[0] ? "  " : rp_safe(tr_func_name(t, c->func)),
+		        rp_safe(d));
 	}
 	free(idx);
 }
@@ -406,7 +407,7 @@ static void write_findings(FILE *f, const struct rp_view *v, const struct rp_fin
 		/* wrap at 100 columns, continuation lines indented under the text */
 		fprintf(f, "  %s%s%s", col, marks[s], RESET(v));
 		int colpos = 3;
-		for (const char *p = fd[i].text; *p;) {
+		for (const char *p = rp_safe(fd[i].text); *p;) {
 			while (*p == ' ')
 				p++;
 			if (!*p)
@@ -444,8 +445,8 @@ static void write_gaps(FILE *f, const struct rp_view *v, const struct rp_analysi
 		int64_t sync = rp_sync_time_in(v, after->thread, after->start_ns - g->top[i], after->start_ns);
 		fprintf(f, "  %12s at %10s after %s, before %s (%s)", rp_fmt_dur(b1, sizeof(b1), (double)g->top[i]),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(after->start_ns - g->top[i] - v->t0)),
-		        tr_func_name(t, before->func), tr_func_name(t, after->func),
-		        rp_thread_label(v, after->thread, th, sizeof(th)));
+		        rp_safe(tr_func_name(t, before->func)), rp_safe(tr_func_name(t, after->func)),
+		        rp_safe(rp_thread_label(v, after->thread, th, sizeof(th))));
 		if (sync)
 			fprintf(f, ", %s of it in sync calls", rp_fmt_dur(b3, sizeof(b3), (double)sync));
 		fprintf(f, "\n");
@@ -462,8 +463,8 @@ static void write_nesting(FILE *f, const struct rp_view *v, const struct rp_anal
 	           "part of the caller's:\n",
 	        (unsigned long long)a->nested_calls, a->nested_calls == 1 ? " was" : "s were", a->max_depth);
 	for (uint32_t i = 0; i < a->nnest; i++)
-		fprintf(f, "  %s > %s: %llu call%s, %s\n", tr_func_name(v->t, a->nest[i].parent_func),
-		        tr_func_name(v->t, a->nest[i].child_func), (unsigned long long)a->nest[i].count,
+		fprintf(f, "  %s > %s: %llu call%s, %s\n", rp_safe(tr_func_name(v->t, a->nest[i].parent_func)),
+		        rp_safe(tr_func_name(v->t, a->nest[i].child_func)), (unsigned long long)a->nest[i].count,
 		        a->nest[i].count == 1 ? "" : "s", rp_fmt_dur(b, sizeof(b), (double)a->nest[i].child_time));
 }
 
@@ -568,7 +569,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		fprintf(f, "  %8u  %12s  %12s  %7u  %8u  %12s  %7.1f  %s\n", t->pid, start,
 		        rp_fmt_dur(b2, sizeof(b2), (double)(v->t1 - v->t0)), t->nthreads, v->nsel,
 		        rp_fmt_dur(b3, sizeof(b3), (double)a[k].api_time),
-		        api > 0 ? 100.0 * (double)a[k].api_time / (double)api : 0.0, t->cmdline[0] ? t->cmdline : "?");
+		        api > 0 ? 100.0 * (double)a[k].api_time / (double)api : 0.0, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 	}
 
 	write_summary(f, v0, NULL, nms, ms, calls != sel);
@@ -584,7 +585,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		unsigned nfd = rp_findings(v, &a[k], fs, nfs, fd, RP_MAX_FINDINGS);
 		free(fs);
 		fprintf(f, "\n\n%s== process %u (%s): its own analysis, times from its start ==%s\n", BOLD(v), v->t->pid,
-		        v->t->cmdline[0] ? v->t->cmdline : "?", RESET(v));
+		        v->t->cmdline[0] ? rp_safe(v->t->cmdline) : "?", RESET(v));
 		write_sections(f, v, &a[k], fd, nfd);
 		write_refused(f, v);
 	}

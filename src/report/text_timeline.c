@@ -130,7 +130,7 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 		for (uint32_t i = 0; i < views[k].t->nthreads; i++) {
 			if (row[k][i] >= nrows)
 				continue;
-			int l = (int)strlen(rp_thread_label(&views[k], i, label, sizeof(label))) + (n > 1 ? 2 : 0);
+			int l = (int)strlen(rp_safe(rp_thread_label(&views[k], i, label, sizeof(label)))) + (n > 1 ? 2 : 0);
 			if (l > lw)
 				lw = l;
 		}
@@ -142,9 +142,9 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 			if (row[k][i] >= nrows)
 				continue;
 			if (n > 1 && !shown++)
-				fprintf(f, "  pid %u %s\n", t->pid, t->cmdline[0] ? t->cmdline : "?");
+				fprintf(f, "  pid %u %s\n", t->pid, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 			rp_thread_label(v, i, label, sizeof(label));
-			fprintf(f, "  %s%-*s |", n > 1 ? "  " : "", n > 1 ? lw - 2 : lw, label);
+			fprintf(f, "  %s%-*s |", n > 1 ? "  " : "", n > 1 ? lw - 2 : lw, rp_safe(label));
 			const double *a = acc + ((size_t)row[k][i] * w) * CL_COUNT;
 			int cur = -1;
 			for (unsigned q = 0; q < w; q++) {

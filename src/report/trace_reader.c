@@ -10,13 +10,17 @@
  *     function defined later (which the writer never does) merely tolerated, not an error.
  *  2. walk the same, already validated, prefix again and decode the EVENTS blocks: the hot loop.
  *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
- *     argument values stay in the mapping (the call keeps a pointer to its ENTRY record).
+ *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record).
  *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
- *     are known: their times convert like events' and their ids are checked like events'. */
+ *     are known: their times convert like events' and their ids are checked like events'.
+ *
+ * The bytes come from trace_input.c, read into memory of the trace's own as the passes ask for
+ * them: the header alone first, then block by block, never far past what has been validated. */
 #include "trace_reader.h"
 
 #include "decoders.h"
 #include "put.h"
+#include "trace_input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +35,11 @@
 /* A hostile FUNCS block could name id 4e9: refuse ids beyond this instead of allocating for them.
  * libcuda exports ~1000 functions; a process patching several libraries stays far below. */
 #define TR_MAX_FUNC_ID (1u << 20)
+
+/* The agent writes a header of at most 8 KiB (a 4 KiB command line, a PATH_MAX executable); a
+ * header_size beyond this is corrupt, and refusing it keeps a hostile header from making the
+ * reader read gigabytes as a "command line". */
+#define TR_MAX_HEADER_BYTES (1u << 20)
 
 _Static_assert(sizeof(struct cuhook_file_header) == 72, "file header layout");
 _Static_assert(sizeof(struct cuhook_block) == 16, "block header layout");
@@ -178,11 +187,22 @@ static uint32_t thread_get(struct tr_trace *t, uint32_t tid)
 
 /* ---- file header --------------------------------------------------------------------------- */
 
-static int parse_header(struct tr_trace *t, char *err, size_t errlen)
+/* The file header is read alone, and checked, before anything else is read. */
+static int parse_header(struct tr_trace *t, struct tr_input *in, char *err, size_t errlen)
 {
-	const uint8_t *m = t->map_;
-	size_t size = t->size_;
-	if (size == 0) {
+	const uint8_t *m = tr_input_peek(in, 0, sizeof(struct cuhook_file_header), 0);
+	size_t size = sizeof(struct cuhook_file_header);
+	if (!m && !in->oom) { /* shorter than a header: what there is */
+		size = (size_t)tr_input_avail(in);
+		m = size ? tr_input_peek(in, 0, size, 0) : NULL;
+	}
+	if (in->oom)
+		goto oom;
+	if (in->read_errno) {
+		fail(err, errlen, "%s: %s", t->path, strerror(in->read_errno));
+		return -1;
+	}
+	if (size == 0 || !m) {
 		fail(err, errlen, "%s: empty file (the traced process wrote nothing)", t->path);
 		return -1;
 	}
@@ -214,10 +234,21 @@ static int parse_header(struct tr_trace *t, char *err, size_t errlen)
 		     h->header_size, (unsigned long long)need);
 		return -1;
 	}
-	if (h->header_size > size) {
-		fail(err, errlen, "%s: truncated file header (%zu of %u bytes)", t->path, size, h->header_size);
+	if (h->header_size > TR_MAX_HEADER_BYTES) {
+		fail(err, errlen, "%s: corrupt file header (header_size %u, more than the %u bytes a header "
+		     "can have)", t->path, h->header_size, TR_MAX_HEADER_BYTES);
 		return -1;
 	}
+	uint32_t header_size = h->header_size;
+	h = (const void *)tr_input_peek(in, 0, header_size, 0);
+	if (in->oom)
+		goto oom;
+	if (!h) {
+		fail(err, errlen, "%s: truncated file header (%llu of %u bytes)", t->path,
+		     (unsigned long long)tr_input_avail(in), header_size);
+		return -1;
+	}
+	t->header_size_ = header_size;
 	if (h->clock_source > CUHOOK_CLOCK_MONOTONIC) {
 		fail(err, errlen, "%s: corrupt file header (unknown clock source %u)", t->path, h->clock_source);
 		return -1;
@@ -241,8 +272,7 @@ static int parse_header(struct tr_trace *t, char *err, size_t errlen)
 	char *joined = calloc((size_t)n + 1, 1);
 	if (!t->argv || !joined) {
 		free(joined);
-		fail(err, errlen, "%s: out of memory", t->path);
-		return -1;
+		goto oom;
 	}
 	for (uint32_t i = 0, start = 0; i < n; i++) {
 		if (cl[i] == 0 || i == n - 1) {
@@ -261,11 +291,12 @@ static int parse_header(struct tr_trace *t, char *err, size_t errlen)
 	for (uint32_t i = 0; i < t->argc; i++)
 		if (!t->argv[i])
 			t->cmdline = NULL;
-	if (!t->cmdline || !t->exe) {
-		fail(err, errlen, "%s: out of memory", t->path);
-		return -1;
-	}
+	if (!t->cmdline || !t->exe)
+		goto oom;
 	return 0;
+oom:
+	fail(err, errlen, "%s: out of memory", t->path);
+	return -1;
 }
 
 /* ---- metadata blocks (pass 1) -------------------------------------------------------------- */
@@ -457,20 +488,32 @@ static const char *block_type_name(unsigned type)
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
-/* Pass 1. Returns the offset where the readable prefix ends, or (uint64_t)-1 when out of
- * memory. */
-static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
+static int block_decoded_now(unsigned type)
 {
-	const uint8_t *m = t->map_;
-	uint64_t size = t->size_, off = ((const struct cuhook_file_header *)m)->header_size;
+	return type == CUHOOK_BLOCK_CLOCK || type == CUHOOK_BLOCK_LIB || type == CUHOOK_BLOCK_FUNCS ||
+	       type == CUHOOK_BLOCK_THREAD || type == CUHOOK_BLOCK_NOTE || type == CUHOOK_BLOCK_END;
+}
+
+/* Pass 1: each block header is read and checked before anything after it is read (a sequential
+ * input reads the payloads too, a seekable one only those of metadata blocks). Returns the offset
+ * where the readable prefix ends, or (uint64_t)-1 when out of memory. */
+static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct clock_pairs *cp)
+{
+	uint64_t off = t->header_size_;
 	uint32_t expect_seq = 0;
-	while (off < size) {
-		if (size - off < sizeof(struct cuhook_block)) {
+	for (;;) {
+		const struct cuhook_block *bp = (const void *)tr_input_peek(in, off, sizeof(*bp), 1);
+		if (in->oom)
+			return (uint64_t)-1;
+		uint64_t size = tr_input_avail(in);
+		if (!bp) {
+			if (off >= size)
+				break;
 			set_truncated(t, off, "block header cut at offset %llu (%llu bytes remain)",
 			              (unsigned long long)off, (unsigned long long)(size - off));
 			return off;
 		}
-		const struct cuhook_block *b = (const void *)(m + off);
+		const struct cuhook_block hdr = *bp, *b = &hdr; /* the next peek may move the bytes */
 		if (b->magic != CUHOOK_BLOCK_MAGIC) {
 			set_truncated(t, off, "bad block magic at offset %llu", (unsigned long long)off);
 			return off;
@@ -480,7 +523,18 @@ static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
 			              (unsigned long long)off, b->size);
 			return off;
 		}
-		if (b->size > size - off - sizeof(*b)) {
+		/* The metadata is decoded now; EVENTS and COUNTS payloads wait for pass 2, and unknown
+		 * blocks are skipped. */
+		const uint8_t *p = NULL;
+		int whole;
+		if (block_decoded_now(b->type))
+			whole = (p = tr_input_peek(in, off + sizeof(*b), b->size, 1)) != NULL;
+		else
+			whole = tr_input_reaches(in, off + sizeof(*b) + b->size);
+		if (in->oom)
+			return (uint64_t)-1;
+		size = tr_input_avail(in);
+		if (!whole) {
 			set_truncated(t, off, "%s block at offset %llu cut: payload of %u bytes, %llu remain",
 			              block_type_name(b->type), (unsigned long long)off, b->size,
 			              (unsigned long long)(size - off - sizeof(*b)));
@@ -493,7 +547,6 @@ static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
 		}
 		expect_seq = b->seq + 1;
 		t->nblocks++;
-		const uint8_t *p = m + off + sizeof(*b);
 		int rc = 0;
 		switch (b->type) {
 		case CUHOOK_BLOCK_CLOCK:
@@ -530,6 +583,7 @@ static uint64_t pass_blocks(struct tr_trace *t, struct clock_pairs *cp)
 			}
 			memcpy(&t->end, p, sizeof(t->end));
 			t->has_end = 1;
+			t->end_at_ = off;
 			break;
 		default:
 			/* A newer writer's block type: its size is known, so skip it. */
@@ -614,7 +668,7 @@ static inline void note_time(struct tr_trace *t, int64_t ns)
 		t->last_ns = ns;
 }
 
-/* Decoded values of call ci: `nvalues` values, then str_len string bytes, in the mapping. */
+/* Decoded values of call ci: `nvalues` values, then str_len string bytes, in the bytes read. */
 static int add_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, unsigned nvalues,
                     const uint64_t *values, unsigned str_len)
 {
@@ -869,19 +923,42 @@ static int block_counts(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 
 void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
 
-static int pass_events(struct tr_trace *t, uint64_t stop)
+/* Pass 2 over [header_size, stop), which pass 1 found readable. The bytes come as they are read
+ * (tr_input_wait), and each block header is checked again: a regular file is read a second time
+ * here and may have shrunk or changed since pass 1. Sets *cut to where decoding stopped (stop, or
+ * the offset of the first block that could not be read, or differs: *changed). Returns 0, or -1
+ * when out of memory. */
+static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, uint64_t *cut, int *changed)
 {
-	const uint8_t *m = t->map_;
-	uint64_t off = ((const struct cuhook_file_header *)m)->header_size;
+	uint64_t off = t->header_size_, have = 0;
 	uint64_t next_report = 64ull << 20;
-	/* Pass 1 validated every block header before `stop`. */
+	const uint64_t bh = sizeof(struct cuhook_block);
+	*cut = stop;
+	*changed = 0;
 	while (off < stop) {
-		const struct cuhook_block *b = (const void *)(m + off);
-		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, m + off + sizeof(*b), b->size, off))
+		if (off + bh > have)
+			have = tr_input_wait(in, off + bh);
+		const struct cuhook_block *b = (const void *)(in->buf + off);
+		if (off + bh > have) {
+			*cut = off;
+			break;
+		}
+		if (stop - off < bh || b->magic != CUHOOK_BLOCK_MAGIC || b->size % 8 || b->size > stop - off - bh) {
+			*cut = off;
+			*changed = 1;
+			break;
+		}
+		if (off + bh + b->size > have)
+			have = tr_input_wait(in, off + bh + b->size);
+		if (off + bh + b->size > have) {
+			*cut = off;
+			break;
+		}
+		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, in->buf + off + bh, b->size, off))
 			return -1;
-		if (b->type == CUHOOK_BLOCK_COUNTS && block_counts(t, m + off + sizeof(*b), b->size, off))
+		if (b->type == CUHOOK_BLOCK_COUNTS && block_counts(t, in->buf + off + bh, b->size, off))
 			return -1;
-		off += sizeof(*b) + b->size;
+		off += bh + b->size;
 		if (tr_progress && off >= next_report) {
 			tr_progress(t->path, off, stop);
 			next_report = off + (64ull << 20);
@@ -930,13 +1007,27 @@ static int sort_data(struct tr_trace *t)
 	return 0;
 }
 
-static int decode(struct tr_trace *t, char *err, size_t errlen)
+/* The input ended before its limit: the file shrank while it was read (someone truncated it), or
+ * a read failed. What the passes made of the bytes that came is kept; the reason (the cut pass 1
+ * or 2 found where the bytes ended) is prefixed with why there were no more. */
+static void input_ended(struct tr_trace *t, const struct tr_input *in)
 {
-	if (parse_header(t, err, errlen))
+	char was[sizeof(t->truncated_reason)];
+	snprintf(was, sizeof(was), "%s", t->truncated_reason);
+	if (in->read_errno)
+		set_truncated(t, t->truncated_at, "read error (%s): %s", strerror(in->read_errno), was);
+	else
+		set_truncated(t, t->truncated_at, "the file shrank while it was read (%llu bytes when opened, "
+		              "%llu now): %s", (unsigned long long)in->limit, (unsigned long long)in->size_now, was);
+}
+
+static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t errlen)
+{
+	if (parse_header(t, in, err, errlen))
 		return -1;
 	struct clock_pairs cp;
 	memset(&cp, 0, sizeof(cp));
-	uint64_t stop = pass_blocks(t, &cp);
+	uint64_t stop = pass_blocks(t, in, &cp);
 	if (stop == (uint64_t)-1)
 		goto oom;
 	if (!t->truncated) {
@@ -949,8 +1040,23 @@ static int decode(struct tr_trace *t, char *err, size_t errlen)
 	setup_realtime(t, &cp);
 	t->first_ns = INT64_MAX;
 	t->last_ns = INT64_MIN;
-	if (reserve_calls(t) || pass_events(t, stop))
+	uint64_t cut;
+	int changed;
+	if (reserve_calls(t) || tr_input_load(in, t->header_size_, stop) || pass_events(t, in, stop, &cut, &changed))
 		goto oom;
+	tr_input_stop(in);
+	if (cut < stop) {
+		/* Pass 1 read these blocks; the file lost or changed them before pass 2 read them again. */
+		if (changed)
+			set_truncated(t, cut, "the file changed while it was read: the block at offset %llu is not "
+			              "the one read before", (unsigned long long)cut);
+		else
+			set_truncated(t, cut, "blocks from offset %llu on could not be read", (unsigned long long)cut);
+		if (t->has_end && t->end_at_ >= cut)
+			t->has_end = 0;
+	}
+	if (in->shrank || in->read_errno)
+		input_ended(t, in);
 	/* The END block counts every record dropped, also those a thread never got to report in a
 	 * DROP record (it dropped its last records, or the ring was still full at the close). */
 	if (t->has_end && t->end.dropped > t->dropped)
@@ -990,120 +1096,105 @@ static struct tr_trace *trace_new(const char *name)
 	return t;
 }
 
+/* What a path is when it cannot hold a trace; NULL for a regular file or a pipe. */
+static const char *not_a_trace_file(mode_t mode)
+{
+	if (S_ISREG(mode) || S_ISFIFO(mode))
+		return NULL;
+	if (S_ISDIR(mode))
+		return "is a directory";
+	if (S_ISCHR(mode))
+		return "is a character device";
+	if (S_ISBLK(mode))
+		return "is a block device";
+	if (S_ISSOCK(mode))
+		return "is a socket";
+	return "is not a regular file";
+}
+
+/* Decode, keep the bytes read, close the input and its file. */
+static struct tr_trace *finish(struct tr_trace *t, struct tr_input *in, char *err, size_t errlen)
+{
+	int rc = decode(t, in, err, errlen);
+	tr_input_stop(in);
+	t->size_ = (size_t)in->size;
+	tr_input_take(in, &t->map_, &t->map_cap_);
+	tr_input_close(in);
+	if (in->fd >= 0)
+		close(in->fd);
+	if (rc) {
+		tr_close(t);
+		return NULL;
+	}
+	return t;
+}
+
 struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Look before opening: opening a device can act (a watchdog starts counting, a tape
+	 * rewinds), and a FIFO is opened blocking only when it is one, to wait for its writer. */
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		fail(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	const char *what = not_a_trace_file(st.st_mode);
+	if (what) {
+		fail(err, errlen, "%s: %s, not a trace", path, what);
+		return NULL;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (S_ISFIFO(st.st_mode) ? 0 : O_NONBLOCK));
 	if (fd < 0) {
 		fail(err, errlen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		fail(err, errlen, "%s: %s", path, strerror(errno));
+	/* The path may have changed in between: what counts is what was opened. */
+	if (fstat(fd, &st) < 0 || (what = not_a_trace_file(st.st_mode)) != NULL) {
+		if (what)
+			fail(err, errlen, "%s: %s, not a trace", path, what);
+		else
+			fail(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return NULL;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		fail(err, errlen, "%s: is a directory", path);
-		close(fd);
-		return NULL;
-	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	struct tr_trace *t = trace_new(path);
 	if (!t) {
 		fail(err, errlen, "%s: out of memory", path);
 		close(fd);
 		return NULL;
 	}
-	if (S_ISREG(st.st_mode) && st.st_size > 0) {
-		/* Map the file: no copy, and pages are read once. (A file truncated by someone else
-		 * while we read it could still raise SIGBUS; traces are complete files here.) */
-		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		if (m == MAP_FAILED) {
-			fail(err, errlen, "%s: cannot map: %s", path, strerror(errno));
-			close(fd);
-			tr_close(t);
-			return NULL;
-		}
-		madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-		t->map_ = m;
-		t->size_ = (size_t)st.st_size;
-		t->mapped_ = 1;
-	} else {
-		/* A pipe or a special file: read it all. */
-		size_t cap = 1 << 20, len = 0;
-		uint8_t *buf = malloc(cap);
-		for (;;) {
-			if (!buf) {
-				fail(err, errlen, "%s: out of memory", path);
-				close(fd);
-				tr_close(t);
-				return NULL;
-			}
-			if (len == cap) {
-				uint8_t *nb = realloc(buf, cap * 2);
-				if (!nb)
-					free(buf);
-				buf = nb;
-				cap *= 2;
-				continue;
-			}
-			ssize_t n = read(fd, buf + len, cap - len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				fail(err, errlen, "%s: %s", path, strerror(errno));
-				free(buf);
-				close(fd);
-				tr_close(t);
-				return NULL;
-			}
-			if (n == 0)
-				break;
-			len += (size_t)n;
-		}
-		t->map_ = buf;
-		t->size_ = len;
-	}
-	close(fd);
-	if (decode(t, err, errlen)) {
-		tr_close(t);
-		return NULL;
-	}
-	return t;
+	/* A regular file is read up to the size it had when opened; a pipe (or a file that does not
+	 * know its size, like those in /proc) until it ends. Both only as far as they are a trace
+	 * (trace_input.h). */
+	struct tr_input in;
+	int seekable = S_ISREG(st.st_mode) && st.st_size > 0;
+	tr_input_fd(&in, fd, seekable ? (uint64_t)st.st_size : UINT64_MAX, seekable);
+	if (seekable)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	return finish(t, &in, err, errlen);
 }
 
 struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen)
 {
 	struct tr_trace *t = trace_new(name ? name : "<memory>");
-	uint8_t *copy = malloc(len ? len : 1);
-	if (!t || !copy) {
-		free(copy);
-		if (t)
-			tr_close(t);
+	if (!t) {
 		fail(err, errlen, "%s: out of memory", name ? name : "<memory>");
 		return NULL;
 	}
-	if (len)
-		memcpy(copy, buf, len);
-	t->map_ = copy;
-	t->size_ = len;
-	if (decode(t, err, errlen)) {
-		tr_close(t);
-		return NULL;
-	}
-	return t;
+	/* Copied as a pipe is read, behind the validation: the fuzzers run that code. */
+	struct tr_input in;
+	tr_input_mem(&in, buf, len);
+	return finish(t, &in, err, errlen);
 }
 
 void tr_close(struct tr_trace *t)
 {
 	if (!t)
 		return;
-	if (t->map_) {
-		if (t->mapped_)
-			munmap((void *)t->map_, t->size_);
-		else
-			free((void *)t->map_);
-	}
+	tr_input_free_buf(t->map_, t->map_cap_);
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		free(t->threads[i].stack_);
 	free(t->threads);

@@ -17,8 +17,11 @@
  * version, header cut) or a trace of the readable prefix with `truncated` set and counters of
  * what was skipped — never a read out of bounds or a loop without progress.
  *
- * The trace keeps the file mapped: argument values and DATA values/strings point into it, so
- * they stay valid until tr_close(). */
+ * Input is read, never mapped, into memory of the trace's own, as far as it is valid and never
+ * far beyond: a file that shrinks or changes while (or after) it is read cannot make the reader
+ * or the report fault, and garbage after a valid prefix costs little memory (trace_reader.c,
+ * "input"). Argument values and DATA values/strings point into that copy, so they stay valid
+ * until tr_close(). */
 #ifndef CUHOOK_TRACE_READER_H
 #define CUHOOK_TRACE_READER_H
 
@@ -91,7 +94,7 @@ struct tr_call {
 	int64_t start_ns;
 	int64_t end_ns;
 	uint64_t ret;
-	const struct cuhook_rec_entry *entry_; /* into the mapping: use tr_call_arg() */
+	const struct cuhook_rec_entry *entry_; /* into the bytes read: use tr_call_arg() */
 	uint32_t func;        /* id in funcs[] */
 	uint32_t thread;      /* index in threads[] (not the tid) */
 	uint32_t parent;      /* index in calls[] of the enclosing traced call, or TR_NONE */
@@ -109,8 +112,8 @@ struct tr_data {
 	uint16_t decoder;         /* index into cuhook_decoders, from the CALL's function name */
 	uint8_t at_exit;
 	uint8_t nvalues;
-	const uint64_t *values;   /* into the mapping */
-	const char *str;          /* into the mapping, NOT NUL-terminated: str_len bytes */
+	const uint64_t *values;   /* into the bytes read */
+	const char *str;          /* into the bytes read, NOT NUL-terminated: str_len bytes */
 	uint16_t str_len;
 };
 
@@ -195,9 +198,11 @@ struct tr_trace {
 	uint32_t nerror_msgs;
 
 	/* private */
-	const uint8_t *map_;
-	size_t size_;
-	int mapped_;              /* 1: munmap, 0: free */
+	uint8_t *map_;            /* the bytes read, at their file offsets (trace_input.h) */
+	size_t size_;             /* where they end */
+	size_t map_cap_;          /* bytes mapped */
+	uint32_t header_size_;
+	uint64_t end_at_;         /* offset of the END block */
 	struct tr_arena_chunk *arena_;   /* string copies */
 	uint32_t *tid_hash_;
 	uint32_t tid_hash_cap_;
@@ -207,9 +212,11 @@ struct tr_trace {
 	uint32_t *thread_call_index_;
 };
 
-/* Open and decode a trace file. Returns the trace (possibly marked truncated / with errors), or
- * NULL with a one-line reason in err when the file cannot be read as a trace at all: missing,
- * empty, not a trace (bad magic), unsupported version, header cut or corrupt, out of memory. */
+/* Open and decode a trace file: a regular file (read up to the size it had when opened) or a
+ * pipe. Returns the trace (possibly marked truncated / with errors: also a file that shrank while
+ * it was read), or NULL with a one-line reason in err when the file cannot be read as a trace at
+ * all: missing, a directory or a device, empty, not a trace (bad magic), unsupported version,
+ * header cut or corrupt, out of memory. */
 /* Optional: called while a big trace is decoded (every 64 MiB of events, then once at the end
  * with done == total), for a progress indicator. NULL (the default): silent. */
 extern void (*tr_progress)(const char *path, uint64_t done, uint64_t total);

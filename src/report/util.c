@@ -1,7 +1,9 @@
 /* Formatting helpers shared by the text report and the exporters. */
 #include "report.h"
+#include "text_safe.h"
 
 #include <fnmatch.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,35 +38,6 @@ const char *rp_fmt_bytes(char *buf, size_t len, double bytes)
 	return buf;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t need;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	else if ((c & 0xe0) == 0xc0)
-		need = 2, min = 0x80;
-	else if ((c & 0xf0) == 0xe0)
-		need = 3, min = 0x800;
-	else if ((c & 0xf8) == 0xf0)
-		need = 4, min = 0x10000;
-	else
-		return 0;
-	if (need > n)
-		return 0;
-	unsigned cp = c & (0x7f >> need);
-	for (size_t i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need;
-}
-
 void rp_json_str(FILE *f, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -82,7 +55,7 @@ void rp_json_str(FILE *f, const char *s, size_t n)
 			putc((int)c, f);
 			i++;
 		} else {
-			size_t l = utf8_len(u + i, n - i);
+			size_t l = text_utf8_len(u + i, n - i);
 			if (l) {
 				fwrite(u + i, 1, l, f);
 				i += l;
@@ -99,7 +72,7 @@ int rp_parse_time(const char *s, int64_t *ns)
 {
 	char *end;
 	double v = strtod(s, &end);
-	if (end == s || v < 0)
+	if (end == s || !isfinite(v) || v < 0)
 		return -1;
 	double mul = 1e9; /* plain numbers are seconds */
 	if (!strcmp(end, "") || !strcmp(end, "s"))
@@ -117,6 +90,32 @@ int rp_parse_time(const char *s, int64_t *ns)
 		return -1;
 	*ns = (int64_t)(r + 0.5);
 	return 0;
+}
+
+const char *rp_safe(const char *s)
+{
+	/* A few calls may feed one printf: each gets its own buffer, reused round robin. */
+	static struct {
+		char *p;
+		size_t cap;
+	} ring[8];
+	static unsigned next;
+	if (!s)
+		return "";
+	size_t n = strlen(s);
+	if (text_is_safe(s, n))
+		return s;
+	size_t need = n * TEXT_SAFE_GROWTH + 1;
+	unsigned k = next++ % (sizeof(ring) / sizeof(ring[0]));
+	if (need > ring[k].cap) {
+		char *p = realloc(ring[k].p, need);
+		if (!p)
+			return "(unprintable)";
+		ring[k].p = p;
+		ring[k].cap = need;
+	}
+	text_safe_n(ring[k].p, ring[k].cap, s, n);
+	return ring[k].p;
 }
 
 int rp_glob_list_match(const char *globs, const char *name)

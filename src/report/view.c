@@ -8,7 +8,7 @@
 
 struct rp_name_slot {
 	uint64_t handle;   /* 0: empty (a null handle is never a kernel) */
-	const char *name;  /* into the trace mapping, not NUL-terminated */
+	const char *name;  /* into the trace's bytes, not NUL-terminated */
 	uint16_t len;
 };
 

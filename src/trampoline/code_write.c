@@ -1,5 +1,7 @@
 #include "code_write.h"
 
+#include "self_maps.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
@@ -13,42 +15,29 @@
 
 int code_writer_tid;
 
+struct prot_query {
+	uintptr_t addr, end;
+	int prot;
+};
+
+static bool prot_line(uintptr_t a, uintptr_t b, const char *perms, void *ctx)
+{
+	struct prot_query *q = ctx;
+	if (q->addr < a || q->addr >= b)
+		return false;
+	q->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+	          (perms[2] == 'x' ? PROT_EXEC : 0);
+	q->end = b;
+	return true;
+}
+
 /* Protection of the mapping containing `addr`, from /proc/self/maps; -1 if unmapped. */
 static int prot_of(uintptr_t addr, uintptr_t *map_end)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	char buf[8192], line[512];
-	size_t ll = 0;
-	ssize_t n;
-	int prot = -1;
-	while (prot < 0 && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\n') {
-				if (ll < sizeof(line) - 1)
-					line[ll++] = buf[i];
-				continue;
-			}
-			line[ll] = 0;
-			ll = 0;
-			char *e;
-			uintptr_t a = strtoul(line, &e, 16);
-			if (*e != '-')
-				continue;
-			uintptr_t b = strtoul(e + 1, &e, 16);
-			if (addr < a || addr >= b)
-				continue;
-			while (*e == ' ')
-				e++;
-			prot = (e[0] == 'r' ? PROT_READ : 0) | (e[1] == 'w' ? PROT_WRITE : 0) |
-			       (e[2] == 'x' ? PROT_EXEC : 0);
-			*map_end = b;
-			break;
-		}
-	}
-	close(fd);
-	return prot;
+	struct prot_query q = {addr, 0, -1};
+	self_maps_each(prot_line, &q);
+	*map_end = q.end;
+	return q.prot;
 }
 
 int code_unlock(struct code_unlock *u, uintptr_t lo, uintptr_t hi)
@@ -96,10 +85,9 @@ static int cas16(volatile void *p, uint64_t olo, uint64_t ohi, uint64_t nlo, uin
 int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain)
 {
 	uintptr_t a = (uintptr_t)dst;
-	if (plain) {
-		memcpy(dst, src, len);
-		return 0;
-	}
+	/* Atomic even when the caller says every other thread is stopped (plain), whenever the bytes
+	 * allow it: threads are stopped by a ptrace tracer that may die at any instant, and they
+	 * resume then, possibly in the middle of these writes. A straddling store stays plain. */
 	if ((a & 7) + len <= 8) {
 		uint64_t *w = (uint64_t *)(a & ~7ul);
 		uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -116,6 +104,10 @@ int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain
 			if (cas16(w, old[0], old[1], nw[0], nw[1]))
 				return 0;
 		}
+	}
+	if (plain) {
+		memcpy(dst, src, len);
+		return 0;
 	}
 	return -1;
 }

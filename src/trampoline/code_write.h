@@ -25,8 +25,9 @@ void code_lock(const struct code_unlock *u);
 
 /* Store len (<= 8) bytes at dst so that no thread can execute a mix of old and new bytes: one
  * aligned 8-byte store when they fit in an aligned quadword, else a 16-byte cmpxchg16b when they
- * fit in an aligned 16 bytes. With `plain` (no other thread can run this code) a memcpy.
- * Returns -1 when neither atomic form covers the bytes. */
+ * fit in an aligned 16 bytes. With `plain` (no other thread can run this code) a memcpy where
+ * neither form covers the bytes (atomic otherwise all the same: the threads are stopped by a
+ * tracer that may die). Returns -1 when neither atomic form covers the bytes and not plain. */
 int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain);
 
 /* True when this process has one thread apart from cuhook's own writer thread. */

@@ -1,5 +1,7 @@
 #include "near_alloc.h"
 
+#include "self_maps.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -35,54 +37,35 @@ static bool in_reach(uintptr_t start, size_t size, uintptr_t lo, uintptr_t hi)
 	return end <= lo + REACH && start + REACH >= hi && start >= PAGE * 16;
 }
 
-/* Parse one "start-end ..." line of /proc/self/maps. */
-static bool parse_range(const char *s, uintptr_t *a, uintptr_t *b)
+struct gap_search {
+	uintptr_t lo, hi, prev_end;
+	size_t size;
+	void *best;
+};
+
+/* Gap [prev_end, a) before this mapping: try the end of it nearest the target range. */
+static bool gap_line(uintptr_t a, uintptr_t b, const char *rest, void *ctx)
 {
-	char *e;
-	*a = strtoul(s, &e, 16);
-	if (*e != '-')
-		return false;
-	*b = strtoul(e + 1, &e, 16);
-	return true;
+	(void)rest;
+	struct gap_search *g = ctx;
+	if (a > g->prev_end && a - g->prev_end >= g->size) {
+		uintptr_t cand = (a <= g->lo) ? a - g->size : g->prev_end;
+		if (in_reach(cand, g->size, g->lo, g->hi) && (g->best = try_map(cand, g->size)))
+			return true;
+	}
+	if (b > g->prev_end)
+		g->prev_end = b;
+	return false;
 }
 
 void *near_alloc(uintptr_t lo, uintptr_t hi, size_t size)
 {
 	size = (size + PAGE - 1) & ~(PAGE - 1);
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* Walk the gaps between mappings, preferring the address closest to the library. */
+	struct gap_search g = {lo, hi, PAGE * 16, size, NULL};
+	if (self_maps_each(gap_line, &g) < 0)
 		return NULL;
-	/* Walk the gaps between mappings; try the end of each gap nearest the target range. Read the
-	 * file with plain read(2): this runs inside other programs and must not disturb their stdio. */
-	char buf[8192], line[512];
-	size_t ll = 0;
-	uintptr_t prev_end = PAGE * 16;
-	void *best = NULL;
-	ssize_t n;
-	bool done = false;
-	while (!done && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n && !done; i++) {
-			if (buf[i] != '\n') {
-				if (ll < sizeof(line) - 1)
-					line[ll++] = buf[i];
-				continue;
-			}
-			line[ll] = 0;
-			ll = 0;
-			uintptr_t a, b;
-			if (!parse_range(line, &a, &b))
-				continue;
-			if (a > prev_end && a - prev_end >= size) {
-				/* Gap [prev_end, a): prefer the address closest to the library. */
-				uintptr_t cand = (a <= lo) ? a - size : prev_end;
-				if (in_reach(cand, size, lo, hi) && (best = try_map(cand, size)))
-					done = true;
-			}
-			if (b > prev_end)
-				prev_end = b;
-		}
-	}
-	close(fd);
+	void *best = g.best;
 	if (!best) {
 		/* After the last mapping (the top of the address space is usually the stack; the gap
 		 * above the library may not have appeared as a "gap before" anything). */

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 SKIP = 77
 MASK64 = (1 << 64) - 1
@@ -80,6 +81,20 @@ def need_file(path, what):
         raise Fatal(f"{what} not found at {path!r} (not built yet?)")
 
 
+def need_files(paths):
+    """need_file() for each (path, what)."""
+    for path, what in paths:
+        need_file(path, what)
+
+
+def work_directory(workdir, prefix):
+    """workdir (made if missing), or a new temporary one named prefix...; said on stdout."""
+    workdir = workdir or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(workdir, exist_ok=True)
+    print(f"work directory: {workdir}")
+    return workdir
+
+
 def tail(text, n=2000):
     return text if len(text) <= n else "..." + text[-n:]
 
@@ -129,8 +144,9 @@ def num(s):
 
 
 def report(cuhook, trace, fmt, out_path):
-    """Runs `cuhook report --format fmt --strict -o out_path trace`; returns the output text."""
-    run([cuhook, "report", "--format", fmt, "--strict", "-o", out_path, trace],
+    """Runs `cuhook report --format fmt --strict --force -o out_path trace` (out_path: the
+    caller's scratch file, replaced); returns the output text."""
+    run([cuhook, "report", "--format", fmt, "--strict", "--force", "-o", out_path, trace],
         what=f"cuhook report --format {fmt}")
     with open(out_path) as f:
         return f.read()

@@ -96,7 +96,8 @@ def _counts(t, p):
     t.counts_blocks += 1
 
 
-def read_trace(path):
+def read_trace(path, growing=False):
+    """growing: the file is being written; a last block not complete yet ends the reading."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != b"CUHOOKTR":
@@ -107,6 +108,8 @@ def read_trace(path):
     off = header_size
     while off + 16 <= len(data):
         magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
+        if growing and magic == BLOCK_MAGIC and off + 16 + size > len(data):
+            return t
         if magic != BLOCK_MAGIC or off + 16 + size > len(data):
             raise TraceError(f"{path}: damaged block at offset {off}")
         p = data[off + 16:off + 16 + size]
@@ -126,6 +129,6 @@ def read_trace(path):
             t.has_end = True
             t.end_events, t.end_dropped = struct.unpack_from("<QQ", p, 0)
         off += 16 + size
-    if off != len(data):
+    if off != len(data) and not growing:
         raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
     return t

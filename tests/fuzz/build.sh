@@ -24,9 +24,11 @@ if ! "$cc" $san "$probe/p.c" -o "$probe/p" 2>"$probe/err"; then
 fi
 cflags="-g -O1 -std=gnu11 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-}"
 # the trace reader and the report: every source of src/report, the decoder table of src/format
-"$cc" $cflags -I"$root/src/report" -I"$root/src/format" \
+# and how the report creates its -o file, the text sanitizer of src/common
+"$cc" $cflags -I"$root/src/report" -I"$root/src/format" -I"$root/src/common" \
 	"$root/tests/fuzz/fuzz_trace.c" "$root"/src/report/*.c "$root/src/format/decoders.c" \
-	-lm -o "$out/fuzz_trace.tmp"
+	"$root/src/format/out_file.c" "$root/src/common/text_safe.c" \
+	-lm -pthread -o "$out/fuzz_trace.tmp"
 mv "$out/fuzz_trace.tmp" "$out/fuzz_trace"
 # the ELF reader of cuhook funcs and the relocation planner it feeds
 "$cc" $cflags -I"$root/src/trampoline" -I"$root/src/format" -I"$root/src/asm" \

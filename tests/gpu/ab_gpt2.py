@@ -131,7 +131,10 @@ for r in range(a.rounds):
         if side != "untraced":
             k = names.index(side)
             suffix = "" if len(arms) == 1 else f"-{k}"
-            opts = f"output={a.trace_dir}/ab-{r}{suffix}.bin" + (";" + arms[k] if arms[k] else "")
+            out = f"{a.trace_dir}/ab-{r}{suffix}.bin"
+            if os.path.lexists(out):  # an earlier run's: the agent creates new files only
+                os.unlink(out)
+            opts = f"output={out}" + (";" + arms[k] if arms[k] else "")
             if agent.cuhook_agent_start(opts.encode(), 0) != 0:
                 print("agent start failed:", agent.cuhook_agent_last_error().decode(), file=sys.stderr)
                 sys.exit(1)

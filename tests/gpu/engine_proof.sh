@@ -30,7 +30,7 @@ $cuhook funcs --funcs 'cu*' "$libcuda" | tee "$out/funcs.txt" | tail -15
 log "2a. untraced"
 python3 tests/gpu/matmul100.py | tee "$out/untraced.txt"
 log "2b. traced (ctypes.CDLL of the agent before torch)"
-CUHOOK_AGENT=$agent CUHOOK_OUTPUT=$out/matmul.bin CUHOOK_VERBOSE=1 python3 tests/gpu/matmul100.py | tee "$out/traced.txt"
+CUHOOK_AGENT=$agent CUHOOK_FORCE=1 CUHOOK_OUTPUT=$out/matmul.bin CUHOOK_VERBOSE=1 python3 tests/gpu/matmul100.py | tee "$out/traced.txt"
 if cmp -s <(grep checksum "$out/untraced.txt") <(grep checksum "$out/traced.txt"); then echo "checksums equal"; else echo "CHECKSUMS DIFFER"; fi
 $cuhook report "$out/matmul.bin" > "$out/report.txt" 2>&1; head -60 "$out/report.txt"
 $cuhook report --format json "$out/matmul.bin" > "$out/report.json"

@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED=1
 log "1a. gpt2 untraced"
 python3 tests/gpu/gpt2_infer.py --iters 3 | tee "$out/gpt2_untraced.txt"
 log "1b. gpt2 under cuhook run"
-$cuhook run -v -o "$out/gpt2_run.bin" -- python3 tests/gpu/gpt2_infer.py --iters 3 | tee "$out/gpt2_run.txt"
+$cuhook run -v --force -o "$out/gpt2_run.bin" -- python3 tests/gpu/gpt2_infer.py --iters 3 | tee "$out/gpt2_run.txt"
 echo "exit status $?"
 if diff <(grep -o 'checksum .*' "$out/gpt2_untraced.txt") <(grep -o 'checksum .*' "$out/gpt2_run.txt") >/dev/null; then
   echo "gpt2 tokens identical untraced / cuhook run"; else echo "GPT2 TOKENS DIFFER"; fi
@@ -33,7 +33,7 @@ python3 tests/gpu/gpt2_infer.py --seconds 30 --tokens 16 > "$out/gpt2_loop.txt" 
 pid=$!
 for i in $(seq 1 120); do grep -q '^iter 2 ' "$out/gpt2_loop.txt" && break; sleep 0.5; done
 t_attach=$(date +%s.%N)
-$cuhook attach -v --duration 5 -o "$out/gpt2_attach.bin" $pid 2>&1 | tee "$out/attach.txt"
+$cuhook attach -v --force --duration 5 -o "$out/gpt2_attach.bin" $pid 2>&1 | tee "$out/attach.txt"
 echo "attach exit status ${PIPESTATUS[0]}"
 t_detach=$(date +%s.%N)
 wait $pid; echo "target exit status $?"
@@ -51,7 +51,7 @@ import json,sys; r=json.load(sys.stdin); c={f['name']:f['calls'] for f in r['fun
 print('attach window: launches', c.get('cuLaunchKernelEx',0), c.get('cuLaunchKernel',0), 'events', r['events'], 'dropped', r['dropped'])"
 
 log "3. 100 matrix products under cuhook run"
-$cuhook run -o "$out/matmul_run.bin" -- python3 tests/gpu/matmul100.py
+$cuhook run --force -o "$out/matmul_run.bin" -- python3 tests/gpu/matmul100.py
 $cuhook report --format json "$out/matmul_run.bin" | python3 -c "
 import json,sys; r=json.load(sys.stdin); c={f['name']:f['calls'] for f in r['functions']}
 print('cuhook run matmul100: cuLaunchKernelEx', c.get('cuLaunchKernelEx',0), 'cuLaunchKernel', c.get('cuLaunchKernel',0))"

@@ -17,15 +17,15 @@ import ctypes, runpy, sys
 libc = ctypes.CDLL(None); print('reg', libc.syscall(324, 64, 0, 0), file=sys.stderr)
 sys.argv = ['gpt2_infer.py', '--iters', '14', '--tokens', '32']
 runpy.run_path('tests/gpu/gpt2_infer.py', run_name='__main__')" 2>/dev/null | med)"
-echo "agent, nothing patched (funcs=-*): $(CUHOOK_AGENT=$A CUHOOK_FUNCS='-*' CUHOOK_OUTPUT=/tmp/n.bin $P $G 2>/dev/null | med)"
-echo "agent, all traced: $(CUHOOK_AGENT=$A CUHOOK_OUTPUT=/tmp/t.bin $P $G 2>/dev/null | med)"
-echo "agent, all traced, drop mode: $(CUHOOK_AGENT=$A CUHOOK_DROP=1 CUHOOK_OUTPUT=/tmp/t2.bin $P $G 2>/dev/null | med)"
+echo "agent, nothing patched (funcs=-*): $(CUHOOK_AGENT=$A CUHOOK_FUNCS='-*' CUHOOK_FORCE=1 CUHOOK_OUTPUT=/tmp/n.bin $P $G 2>/dev/null | med)"
+echo "agent, all traced: $(CUHOOK_AGENT=$A CUHOOK_FORCE=1 CUHOOK_OUTPUT=/tmp/t.bin $P $G 2>/dev/null | med)"
+echo "agent, all traced, drop mode: $(CUHOOK_AGENT=$A CUHOOK_DROP=1 CUHOOK_FORCE=1 CUHOOK_OUTPUT=/tmp/t2.bin $P $G 2>/dev/null | med)"
 done
 # attach then detach: the rate after
 $P tests/gpu/gpt2_infer.py --seconds 25 --tokens 32 > /tmp/loop.txt 2>/dev/null &
 pid=$!
 sleep 8
-/tmp/b/src/cli/cuhook attach --duration 3 -o /tmp/a.bin $pid >/dev/null 2>&1
+/tmp/b/src/cli/cuhook attach --force --duration 3 -o /tmp/a.bin $pid >/dev/null 2>&1
 t=$(date +%s.%N); echo "detached at $t"
 wait $pid
 awk '/^iter/ {print $2, $4}' /tmp/loop.txt | awk '{printf "%s:%s ", $1, $2} END {print ""}'

@@ -9,9 +9,13 @@
  *
  * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
  * which is the CUHOOK_START_THREADS_STOPPED promise; for prepare, 0 is expected (the other
- * threads run meanwhile). The option prepare_ms=N makes prepare take N ms, like planning a large
- * libcuda. Built with -DDUMMY_NO_PREPARE it has no cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
- * inj_park_from to inj_park_to while started, and inj_back_from to inj_back_to when stopped, so
+ * threads run meanwhile). Its own knobs come from the target's environment, not from the
+ * options (cuhook accepts only the real agent's keys there): INJ_DUMMY_PREPARE_MS=N makes prepare
+ * take N ms, like planning a large libcuda; INJ_DUMMY_START_MS=N and INJ_DUMMY_STOP_MS=N make
+ * start and stop take N ms (for killing cuhook in the middle of those calls);
+ * INJ_DUMMY_TICKER=0 starts no ticking thread. Built with -DDUMMY_NO_PREPARE it has no
+ * cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
+ * inj_park_from to inj_park_to until a stop, and inj_back_from to inj_back_to after one, so
  * the injector's moving of parked threads can be tested without the real agent. */
 #include "cuhook_agent.h"
 
@@ -21,6 +25,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +40,24 @@ CUHOOK_API struct cuhook_agent_threads cuhook_agent_threads = {.magic = CUHOOK_A
 static char output[4096];
 static char last_error[4200] = "no error";
 static atomic_int active;
+static atomic_int stopped; /* a stop came after the last start */
 static atomic_int ticker_stop;
 static pthread_t ticker;
 static atomic_int ticker_tid;
+
+static bool no_ticker(void)
+{
+	const char *v = getenv("INJ_DUMMY_TICKER");
+	return v && !strcmp(v, "0");
+}
+
+/* Sleep for the milliseconds the variable `name` says, if any. */
+static void env_sleep(const char *name)
+{
+	const char *ms = getenv(name);
+	if (ms)
+		usleep((useconds_t)atoi(ms) * 1000);
+}
 
 static void out_line(const char *line)
 {
@@ -109,7 +129,7 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	         flags, others_stopped(), options);
 	out_line(line);
 	atomic_store(&ticker_stop, 0);
-	if (!strstr(options, "ticker=0")) {
+	if (!no_ticker()) {
 		pthread_create(&ticker, NULL, tick, NULL);
 		/* Listed before start returns (the id from its CPU clock: (~tid << 3) | 6). */
 		clockid_t c;
@@ -119,8 +139,10 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 		}
 		pthread_setname_np(ticker, "dummy-ticker");
 	}
-	atomic_store(&active, strstr(options, "ticker=0") ? 2 : 1);
+	atomic_store(&active, no_ticker() ? 2 : 1);
+	atomic_store(&stopped, 0);
 	snprintf(last_error, sizeof(last_error), "dummy agent started, writing %s", output);
+	env_sleep("INJ_DUMMY_START_MS");
 	return 0;
 }
 
@@ -141,9 +163,7 @@ CUHOOK_API int cuhook_agent_prepare(const char *options)
 	snprintf(line, sizeof(line), "prepare pid=%d others_stopped=%d options=%s\n", (int)getpid(),
 	         others_stopped(), options);
 	out_line(line);
-	const char *ms = strstr(options, "prepare_ms=");
-	if (ms)
-		usleep((useconds_t)atoi(ms + 11) * 1000);
+	env_sleep("INJ_DUMMY_PREPARE_MS");
 	return 0;
 }
 #endif
@@ -152,6 +172,7 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags)
 {
 	(void)flags;
 	int was = atomic_exchange(&active, 0);
+	atomic_store(&stopped, 1);
 	if (!was) {
 		snprintf(last_error, sizeof(last_error), "not started");
 		return -EINVAL;
@@ -164,13 +185,17 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags)
 	char line[64];
 	snprintf(line, sizeof(line), "stop pid=%d\n", (int)getpid());
 	out_line(line);
+	env_sleep("INJ_DUMMY_STOP_MS");
 	return 0;
 }
 
 CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
 {
-	const char *from = atomic_load(&active) ? "inj_park_from" : "inj_back_from";
-	const char *to = atomic_load(&active) ? "inj_park_to" : "inj_back_to";
+	/* Before a stop, inj_park_from stands for the first bytes of a planned function (the
+	 * injector may ask before the start, as soon as they are planned); after one, inj_back_from
+	 * for code that must be left. */
+	const char *from = atomic_load(&stopped) ? "inj_back_from" : "inj_park_from";
+	const char *to = atomic_load(&stopped) ? "inj_back_to" : "inj_park_to";
 	void *f = dlsym(RTLD_DEFAULT, from), *t = dlsym(RTLD_DEFAULT, to);
 	if (f && t && ip == (uintptr_t)f)
 		return (uintptr_t)t;

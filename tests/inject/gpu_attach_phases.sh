@@ -38,6 +38,8 @@ for i in $(seq 1 "$rounds"); do
   B=$!
   wait_iter "$out/loopA$i.txt" && wait_iter "$out/loopB$i.txt" || { echo "loops did not start"; tail "$out/loopA$i.txt"; exit 1; }
   echo "round $i: threads $(ls /proc/$A/task | wc -l) / $(ls /proc/$B/task | wc -l)"
+  # fresh names: the baseline build (/tmp/bbase) may predate --force
+  rm -f "$out/new$i.bin" "$out/base$i.bin"
   new() { /tmp/bnew/src/cli/cuhook attach -v --duration 1 -o "$out/new$i.bin" $A 2>&1 | grep -E 'stopped for' | sed 's/^/  new  /'; }
   base() { [ -n "$overlay" ] && /tmp/bbase/src/cli/cuhook attach -v --duration 1 -o "$out/base$i.bin" $B 2>&1 | grep -E 'stopped for' | sed 's/^/  base /'; }
   if [ $((i % 2)) -eq 1 ]; then new; base; else base; new; fi

@@ -17,6 +17,11 @@
  *                              times, waits 300 ms (its writer writes them) and execs PROG ARGS;
  *                              and a posix_spawn (vfork) of PROG ARGS; waits for both, exits 0 if
  *                              both exited 0 (else 3)
+ *                            With INJ_FOLLOW_PLANT=STEM in the environment, the fork child
+ *                            first plants what `cuhook run --follow` must not clobber when it
+ *                            sets the child's earlier trace aside: STEM.PID-1.bin, a link to
+ *                            the missing STEM.planted, and STEM.PID-2.bin, a file holding
+ *                            "planted" (PID: the child's)
  * Prints "pid P role R" for each process (roles: calls, parent, child, execparent). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -64,6 +69,20 @@ static void role(const char *r)
 {
 	printf("pid %d role %s\n", (int)getpid(), r);
 	fflush(stdout);
+}
+
+/* exec mode's INJ_FOLLOW_PLANT (see the top) */
+static void plant(const char *stem)
+{
+	char link[4096], target[4096], file[4096];
+	snprintf(link, sizeof(link), "%s.%d-1.bin", stem, (int)getpid());
+	snprintf(target, sizeof(target), "%s.planted", stem);
+	snprintf(file, sizeof(file), "%s.%d-2.bin", stem, (int)getpid());
+	FILE *f = fopen(file, "w");
+	if (symlink(target, link) != 0 || !f || fputs("planted\n", f) < 0 || fclose(f) != 0) {
+		perror("inj_follow: plant");
+		_exit(2);
+	}
 }
 
 static long child_m;
@@ -161,6 +180,8 @@ int main(int argc, char **argv)
 			call("cuFakeConstC", k);
 			struct timespec ts = {0, 300000000};
 			nanosleep(&ts, NULL);
+			if (getenv("INJ_FOLLOW_PLANT"))
+				plant(getenv("INJ_FOLLOW_PLANT"));
 			execv(prog[0], prog);
 			perror("inj_follow: execv");
 			_exit(127);

@@ -7,6 +7,9 @@
  *   read THREADS          THREADS-1 workers as in loop; the main thread blocks in read(0) and
  *                         prints "read: LINE" (THREADS=1: the only thread is the one in read)
  *   sleep MS              one thread in nanosleep(MS); prints "slept T ms" (measured)
+ *   join                  a second thread blocks in read(0) and prints "read: LINE"; the main
+ *                         thread waits for it in pthread_join (a futex): the injector then makes
+ *                         its remote calls on the reader, never on the main thread
  *   exit N | kill SIG     exit with N / die by signal SIG (number)
  *   sigint                count SIGINTs; 300 ms after the first, print "sigint N" and exit 3
  *   echo                  copy stdin to stdout
@@ -14,8 +17,12 @@
  *                         the dummy agent's fixup_ip maps it, at start / at stop, to code that
  *                         returns 42: prints "moved 42" once the thread was moved
  *   seccomp THREADS       loop, under a seccomp filter that traps openat (SIGSYS)
+ *   seccomp-errno THREADS loop, under a seccomp filter that fails openat with EACCES
+ *                         (SECCOMP_RET_ERRNO: no signal, the call just fails)
+ *   nodump THREADS        loop, not dumpable (prctl(PR_SET_DUMPABLE, 0))
  *   lockheld LIB THREADS  loop, plus a thread stuck inside dlopen(LIB) (the loader lock held)
- *   traced                a child process ptraces us (as a debugger would); then sleeps
+ *   traced [NAME]         a child process ptraces us (as a debugger would), named NAME if given
+ *                         (PR_SET_NAME); then sleeps
  *   ignsegv               SIGSEGV ignored; then sleeps
  *   realpark LIB          a thread blocked in LIB's cuInjRead (a read whose syscall is within
  *                         the function's first bytes) on a pipe; a line on stdin feeds it a
@@ -197,12 +204,13 @@ static void *stuck_dlopen(void *lib)
 	return NULL;
 }
 
-static int install_seccomp(void)
+/* openat gets `verdict` (SECCOMP_RET_TRAP, or SECCOMP_RET_ERRNO | errno), the rest is allowed. */
+static int install_seccomp(unsigned verdict)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		BPF_STMT(BPF_RET | BPF_K, verdict),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
@@ -211,6 +219,17 @@ static int install_seccomp(void)
 		return -1;
 	}
 	return 0;
+}
+
+static void *line_reader(void *arg)
+{
+	(void)arg;
+	char buf[256];
+	ssize_t r = read(0, buf, sizeof(buf) - 1);
+	buf[r > 0 ? r : 0] = 0;
+	printf("read: %s", buf);
+	fflush(stdout);
+	return NULL;
 }
 
 static ssize_t (*inj_read)(int, void *, size_t);
@@ -383,6 +402,14 @@ int main(int argc, char **argv)
 		       r ? " (interrupted)" : "");
 		return 0;
 	}
+	if (!strcmp(m, "join")) {
+		pthread_t t;
+		pthread_create(&t, NULL, line_reader, NULL);
+		usleep(20000); /* it is inside the read now */
+		ready();
+		pthread_join(t, NULL);
+		return 0;
+	}
 	if (!strcmp(m, "exit"))
 		return n;
 	if (!strcmp(m, "kill")) {
@@ -411,8 +438,13 @@ int main(int argc, char **argv)
 		return park(inj_park_from);
 	if (!strcmp(m, "parkback"))
 		return park(inj_back_from);
-	if (!strcmp(m, "seccomp")) {
-		if (install_seccomp() < 0)
+	if (!strcmp(m, "seccomp") || !strcmp(m, "seccomp-errno")) {
+		if (install_seccomp(!strcmp(m, "seccomp") ? SECCOMP_RET_TRAP : SECCOMP_RET_ERRNO | EACCES) < 0)
+			return 1;
+		return loop_until_stdin(n > 0 ? n : 2);
+	}
+	if (!strcmp(m, "nodump")) {
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 			return 1;
 		return loop_until_stdin(n > 0 ? n : 2);
 	}
@@ -432,6 +464,8 @@ int main(int argc, char **argv)
 			return 1;
 		if (fork() == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (argc > 2)
+				prctl(PR_SET_NAME, argv[2]);
 			if (ptrace(PTRACE_SEIZE, parent, 0, 0) != 0)
 				perror("PTRACE_SEIZE");
 			if (write(p[1], "x", 1) != 1)

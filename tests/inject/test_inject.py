@@ -10,7 +10,9 @@ import argparse
 import os
 import pty
 import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,12 +35,23 @@ def check(cond, what, detail=""):
         raise Fail(what + (": " + detail if detail else ""))
 
 
+def as_user(uid):
+    """For preexec_fn: the child runs as uid (gid the same, no groups)."""
+    def become():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    return become
+
+
 class Target:
     """inj_target MODE ARGS, with stdin/stdout pipes; waits for its "ready" line."""
 
-    def __init__(self, *args, exe=None, stdin=subprocess.PIPE, env=None):
+    def __init__(self, *args, exe=None, stdin=subprocess.PIPE, env=None, user=None):
         self.p = subprocess.Popen([exe or A.target] + [str(a) for a in args], stdin=stdin,
-                                  stdout=subprocess.PIPE, text=True, env=env)
+                                  stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **env) if env else None,
+                                  preexec_fn=as_user(user) if user is not None else None)
         line = self.p.stdout.readline()
         check(line.startswith("ready"), "target did not get ready", repr(line))
         self.pid = self.p.pid
@@ -102,33 +115,37 @@ def expect_fail(r, pattern):
 # ---- run ---------------------------------------------------------------------------------------
 
 def case_run_exit_code():
-    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "exit", 7)
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t1"), "--", A.target, "exit", 7)
     check(r.returncode == 7, "exit 7 expected", "%d %s" % (r.returncode, r.stderr))
-    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--", A.target, "kill", 15)
+    r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "t2"), "--", A.target, "kill", 15)
     # cuhook dies of the same signal: -15 for Python, 143 for a shell
     check(r.returncode in (-15, 143), "death by SIGTERM expected", "%d %s" % (r.returncode, r.stderr))
     r = subprocess.run(["sh", "-c", '"$0" run --agent "$1" -o "$2" -- "$3" kill 15; echo "rc=$?"',
-                        A.cuhook, A.agent, os.path.join(TMP, "t"), A.target], capture_output=True, text=True)
+                        A.cuhook, A.agent, os.path.join(TMP, "t3"), A.target], capture_output=True, text=True)
     check("rc=143" in r.stdout, "a shell should see 143", r.stdout + r.stderr)
+
+
+NO_TICKER = dict(os.environ, INJ_DUMMY_TICKER="0")  # the dummy agent's own knob (its environment)
 
 
 def case_run_agent_started():
     out = os.path.join(TMP, "run.txt")
-    r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "ticker=0",
-               "--count", "cuCtxGetDevice*", "--", A.target, "echo", input="hello\nworld\n")
+    r = cuhook("run", "--agent", A.agent, "-o", out, "--funcs", "cuLaunch*,cuMem*", "--opt", "flush_ms=20",
+               "--count", "cuCtxGetDevice*", "--", A.target, "echo", input="hello\nworld\n", env=NO_TICKER)
     check(r.returncode == 0, "run failed", r.stderr)
     check(r.stdout == "hello\nworld\n", "stdin/stdout must pass through untouched", repr(r.stdout))
     lines = trace_lines(out)
     check(len(lines) == 1 and lines[0].startswith("start"), "one start line expected", repr(lines))
     check("flags=1 " in lines[0], "started with CUHOOK_START_THREADS_STOPPED", lines[0])
     check("others_stopped=1" in lines[0], "all other threads stopped during start", lines[0])
-    check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;ticker=0" % out in lines[0],
+    check("options=output=%s;funcs=cuLaunch*,cuMem*;count=cuCtxGetDevice*;flush_ms=20" % out in lines[0],
           "options passed", lines[0])
     # --record-all: an empty count list (the agent's default list is then not used); no --count:
     # no count key, the agent's default applies
-    for k, (extra, want) in enumerate(((["--record-all"], ";count=;ticker=0"), ([], ";ticker=0"))):
+    for k, (extra, want) in enumerate(((["--record-all"], ";count=;flush_ms=20"), ([], ";flush_ms=20"))):
         out = os.path.join(TMP, "run%d.txt" % k)
-        r = cuhook("run", "--agent", A.agent, "-o", out, "--opt", "ticker=0", *extra, "--", A.target, "exit", 0)
+        r = cuhook("run", "--agent", A.agent, "-o", out, "--opt", "flush_ms=20", *extra, "--", A.target, "exit", 0,
+                   env=NO_TICKER)
         check(r.returncode == 0, "run %s failed" % extra, r.stderr)
         lines = trace_lines(out)
         check(len(lines) == 1 and lines[0].endswith("options=output=%s%s" % (out, want)),
@@ -139,8 +156,8 @@ def case_run_relative_output():
     # the output path is made absolute against cuhook's directory, not the program's
     sub = os.path.join(TMP, "rel")
     os.makedirs(sub, exist_ok=True)
-    r = cuhook("run", "--agent", A.agent, "-o", "rel.txt", "--opt", "ticker=0", "--", "sh", "-c",
-               "cd / && exec \"$0\" exit 0", A.target, cwd=sub)
+    r = cuhook("run", "--agent", A.agent, "-o", "rel.txt", "--", "sh", "-c",
+               "cd / && exec \"$0\" exit 0", A.target, cwd=sub, env=NO_TICKER)
     check(r.returncode == 0, "run failed", r.stderr)
     check(os.path.exists(os.path.join(sub, "rel.txt")), "trace file in cuhook's working directory")
 
@@ -154,7 +171,7 @@ def case_run_signal_forward():
     check("sigint 1" in out, "the program gets exactly one SIGINT", out)
     check(p.returncode == 3, "exit status of the program", str(p.returncode))
     # SIGTERM to cuhook: the program dies of it, cuhook too
-    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t"), "--",
+    p = subprocess.Popen([A.cuhook, "run", "--agent", A.agent, "-o", os.path.join(TMP, "t2"), "--",
                           A.target, "sleep", "5000"], stdout=subprocess.PIPE, text=True)
     check(p.stdout.readline().startswith("ready"), "target ready")
     p.send_signal(signal.SIGTERM)
@@ -200,15 +217,20 @@ def case_run_static():
 
 def case_run_bad_pattern():
     # a function pattern the agent cannot use is refused before the program runs (it used to
-    # be skipped, which made the filter match every function)
+    # be skipped, which made the filter match every function): by cuhook itself, with the
+    # agent's own check (src/common/agent_options.c), exit status 2 (usage)
     need_real("fakecuda")
     out = os.path.join(TMP, "bad.bin")
-    for opt in ("--funcs", "--count"):
-        r = cuhook("run", opt, "cu*," + "a" * 300, "--agent", A.real_agent, "-o", out, "--",
+    for opt, value, why in (("--funcs", "cu*," + "a" * 300, "longer than 255 characters"),
+                            ("--count", "cu*," + "a" * 300, "longer than 255 characters"),
+                            ("--funcs", "cu[", r"pattern 'cu\[' has a '\[' without its '\]'"),
+                            ("--count", "cuInit,cuMem[A-", r"pattern 'cuMem\[A-' has a '\[' without")):
+        r = cuhook("run", opt, value, "--agent", A.real_agent, "-o", out, "--",
                    A.follow_target, "calls", A.fakecuda, "cuFakeConstA", 5)
-        check(r.returncode == 125, opt + ": 125 when the agent refuses its options", "%d %s" % (r.returncode, r.stderr))
-        expect_fail(r, "longer than 255 characters")
+        check(r.returncode == 2, opt + ": 2 when the options are refused", "%d %s" % (r.returncode, r.stderr))
+        expect_fail(r, opt + ": .*" + why)
         check("role calls" not in r.stdout, opt + ": the program did not run", r.stdout)
+        check(not os.path.exists(out), opt + ": no trace file")
 
 
 # ---- run --follow --------------------------------------------------------------------------------
@@ -385,6 +407,134 @@ def case_follow_no_flag():
     check(list(tr) == ["t.bin"] and tr["t.bin"][1] == {"cuFakeConstA": 200}, "the parent's trace only", repr(tr))
 
 
+# ---- output files --------------------------------------------------------------------------------
+
+OUT_REFUSED = "trace file '%s' exists; pass --force to replace it, or choose another name with -o"
+
+
+def plant_file(path, text="precious\n"):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def read(path):
+    """A file's content (bytes a trace holds show as \ufffd, never an exception)."""
+    with open(path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def case_run_output_exists():
+    # an existing trace file is refused before the program runs (exit 2, the file as it was, a
+    # message naming it and --force); --force lets it through as force=1 (the agent replaces it
+    # safely), --max-size as max_size=BYTES; a bad size is a usage error
+    out = plant_file(os.path.join(TMP, "exists.txt"))
+    r = cuhook("run", "--agent", A.agent, "-o", out, "--", A.target, "exit", 7)
+    check(r.returncode == 2, "exit 2 for an existing output", "%d %s" % (r.returncode, r.stderr))
+    check(r.stderr.strip() == "cuhook run: " + OUT_REFUSED % out, "the message names the file and --force", r.stderr)
+    check(read(out) == "precious\n", "the existing file is unchanged (neither program nor agent ran)", read(out))
+    r = cuhook("run", "--force", "--max-size", "2M", "--agent", A.agent, "-o", out, "--", A.target, "exit", 7,
+               env=NO_TICKER)
+    check(r.returncode == 7, "with --force the program runs", "%d %s" % (r.returncode, r.stderr))
+    lines = trace_lines(out)  # the dummy agent appends to what is there
+    check(lines[:1] == ["precious"] and len(lines) == 2 and
+          lines[1].endswith("options=output=%s;force=1;max_size=2097152" % out),
+          "force=1 and max_size passed to the agent", repr(lines))
+    for bad in ("10K", "1.5M", "-1", "12Q", "", "99999999999999999999"):
+        r = cuhook("run", "--max-size", bad, "--agent", A.agent, "-o", os.path.join(TMP, "m"), "--", A.target,
+                   "exit", 7)
+        check(r.returncode == 2 and "--max-size wants a size of at least 64K" in r.stderr,
+              "--max-size %r refused" % bad, "%d %s" % (r.returncode, r.stderr))
+
+
+def case_attach_output_exists():
+    # attach: refused before the process is touched (no agent in it, no thread stopped)
+    t = Target("loop", 2)
+    try:
+        out = plant_file(os.path.join(TMP, "exists.txt"))
+        r = attach(t.pid, "--duration", 0.1, out=out)
+        check(r.returncode == 2, "exit 2 for an existing output", "%d %s" % (r.returncode, r.stderr))
+        check(r.stderr.strip() == "cuhook attach: " + OUT_REFUSED % out, "the message names the file and --force",
+              r.stderr)
+        maps = read("/proc/%d/maps" % t.pid)
+        check(os.path.basename(A.agent) not in maps, "the agent was not put into the process")
+        check(read(out) == "precious\n", "the existing file is unchanged", read(out))
+        r = attach(t.pid, "--duration", 0.1, "--force", out=out)
+        check(r.returncode == 0, "attach --force failed", r.stderr)
+        lines = trace_lines(out)
+        check(len(lines) == 3 and ";force=1" in lines[1] and lines[2].startswith("stop"),
+              "attached with force=1", repr(lines))
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_real_output_link():
+    # the real agent under cuhook run: -o naming a planted link to a file of ours, or an existing
+    # file: refused, both left as they were; with --force the name is replaced by a new trace
+    # (mode 600), the link's target untouched. A new file is made with mode 600 too.
+    need_real("follow_target", "fakecuda")
+    victim = plant_file(os.path.join(TMP, "victim.txt"), "the link's target\n")
+    prog = [A.follow_target, "calls", A.fakecuda, "cuFakeConstA", 25]
+    for kind in ("new", "link", "file"):
+        out = os.path.join(TMP, kind + ".bin")
+        if kind == "link":
+            os.symlink(victim, out)
+        elif kind == "file":
+            plant_file(out)
+        else:
+            r = cuhook("run", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 0, "run into a new file failed", r.stderr)
+        if kind != "new":
+            r = cuhook("run", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 2 and r.stderr.strip() == "cuhook run: " + OUT_REFUSED % out,
+                  "%s: refused with exit 2" % kind, "%d %s" % (r.returncode, r.stderr))
+            check("role calls" not in r.stdout, "%s: the program did not run" % kind, r.stdout)
+            if kind == "link":
+                check(os.path.islink(out) and os.readlink(out) == victim, "the link is unchanged")
+            else:
+                check(read(out) == "precious\n", "the file is unchanged", read(out))
+            r = cuhook("run", "--force", "--agent", A.real_agent, "-o", out, "--", *prog)
+            check(r.returncode == 0, "%s: run --force failed" % kind, r.stderr)
+        st = os.lstat(out)
+        check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+              "%s: the trace is a new regular file of mode 600" % kind, "mode %o" % st.st_mode)
+        pid, calls, _, closed = report_calls(out)
+        check(calls == {"cuFakeConstA": 25} and closed, "%s: the trace holds the 25 calls" % kind,
+              repr((calls, closed)))
+        check(read(victim) == "the link's target\n", "the link's target is unchanged", read(victim))
+
+
+def case_follow_set_aside_noclobber():
+    # --follow sets a process's earlier trace aside as FILE.PID-N.EXT when it execs; what is
+    # already there under those names is never replaced: the fork child plants a dangling link at
+    # FILE.PID-1.bin and a file at FILE.PID-2.bin just before its exec; the trace must go to -3
+    need_real("follow_target", "fakecuda")
+    d = os.path.join(TMP, "follow")
+    os.makedirs(d)
+    stem = os.path.join(d, "t")
+    r = cuhook("run", "--follow", "--agent", A.real_agent, "-o", stem + ".bin", "--", A.follow_target, "exec",
+               A.fakecuda, 100, 30, A.follow_target, "calls", A.fakecuda, "cuFakeConstB", 40,
+               env=dict(os.environ, INJ_FOLLOW_PLANT=stem))
+    check(r.returncode == 0, "exit status 0 expected", "%d %s" % (r.returncode, r.stderr))
+    kids = roles(r.stdout)["calls"]
+    forked = [k for k in kids if os.path.lexists("%s.%d-2.bin" % (stem, k))]
+    check(len(forked) == 1, "one fork child planted its entries", repr(sorted(os.listdir(d))))
+    k = forked[0]
+    link = "%s.%d-1.bin" % (stem, k)
+    check(os.path.islink(link) and os.readlink(link) == stem + ".planted" and not os.path.lexists(stem + ".planted"),
+          "the planted link is unchanged and nothing was written through it",
+          "%s: %s" % (link, os.readlink(link) if os.path.islink(link) else "no longer a link"))
+    check(read("%s.%d-2.bin" % (stem, k)) == "planted\n", "the planted file is unchanged")
+    aside = "%s.%d-3.bin" % (stem, k)
+    check(os.path.exists(aside), "the earlier trace set aside under the first free name", repr(sorted(os.listdir(d))))
+    got = report_calls(aside)
+    check(got[0] == k and got[1] == {"cuFakeConstC": 30}, "the earlier image's 30 calls", repr(got))
+    got = report_calls("%s.%d.bin" % (stem, k))
+    check(got[1] == {"cuFakeConstB": 40}, "the new image's trace", repr(got))
+
+
 # ---- attach ------------------------------------------------------------------------------------
 
 def case_attach_loop():
@@ -419,14 +569,17 @@ def case_attach_prepare():
     # dlopen and prepare run while the other threads run; the stopped time printed by -v is the
     # final stop's alone (the dummy's prepare takes 300 ms: it must not be in it)
     base = baseline(4)
-    t = Target("loop", 4)
+    t = Target("loop", 4, env={"INJ_DUMMY_PREPARE_MS": "300"})
     try:
-        r = attach(t.pid, "--duration", 0.2, "-v", "--opt", "prepare_ms=300")
+        r = attach(t.pid, "--duration", 0.2, "-v")
         check(r.returncode == 0, "attach failed", r.stderr)
         lines = trace_lines(prepare=True)
         check([l.split()[0] for l in lines] == ["prepare", "start", "stop"], "prepare, start, stop", repr(lines))
         check("others_stopped=0" in lines[0], "the other threads ran during prepare", lines[0])
-        check("prepare_ms=300" in lines[0], "prepare got the options", lines[0])
+        check(re.search(r"options=output=%s;injector=\d+;deadline_ms=\d+;stderr=0$" %
+                        re.escape(os.path.join(TMP, "trace.txt")), lines[0]) is not None,
+              "prepare got the options (attach: nothing on the process's stderr; the agent's watch of "
+              "cuhook)", lines[0])
         check("flags=1 others_stopped=1" in lines[1], "every other thread stopped during start", lines[1])
         n, ms, _ = stopped_ms(r.stderr)
         check(n == 5, "5 threads stopped at the end", r.stderr)
@@ -435,8 +588,9 @@ def case_attach_prepare():
         check(ms < 150, "stopped time counts the final stop only: %.2f ms" % ms, r.stderr)
         # a second attach reuses the agent (no dlopen) and prepares it again beside the running
         # threads: the agent's start must not open its file or create its writer with every
-        # thread stopped (a stopped thread may hold the locks that takes)
-        r = attach(t.pid, "--duration", 0.05, "-v", "--opt", "prepare_ms=300")
+        # thread stopped (a stopped thread may hold the locks that takes); INJ_DUMMY_PREPARE_MS
+        # is in the target's environment, --force for the same file (the dummy agent appends)
+        r = attach(t.pid, "--duration", 0.05, "-v", "--force")
         check(r.returncode == 0, "second attach failed", r.stderr)
         _, ms, _ = stopped_ms(r.stderr)
         m = re.search(r"before, while they ran: agent reused, prepare ([\d.]+)", r.stderr)
@@ -477,7 +631,7 @@ def case_attach_cycles():
     t = Target("loop", 4)
     try:
         for i in range(50):
-            r = attach(t.pid, "--duration", 0.01)
+            r = attach(t.pid, "--duration", 0.01, "--force")  # one file: the dummy agent appends
             check(r.returncode == 0, "attach %d failed" % i, r.stderr)
         lines = trace_lines()
         check(sum(l.startswith("start") for l in lines) == 50 and sum(l.startswith("stop") for l in lines) == 50,
@@ -610,12 +764,41 @@ def case_attach_leftover():
         check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
         p.kill()
         p.wait()
-        r = attach(t.pid, "--duration", 0.01)
+        r = attach(t.pid, "--duration", 0.01, "--force")
         expect_fail(r, "already tracing")
         r = cuhook("attach", "--agent", A.agent, "--stop", t.pid)
         check(r.returncode == 0, "--stop failed", r.stderr)
-        r = attach(t.pid, "--duration", 0.01)
+        r = attach(t.pid, "--duration", 0.01, "--force")
         check(r.returncode == 0, "attach after --stop", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_attach_watch_options():
+    # cuhook attach passes its pid (injector=) for the agent to watch, and with --duration a
+    # deadline (deadline_ms=: the duration plus 5 s and two call timeouts) after which the agent
+    # ends the trace by itself; cuhook run passes neither (run_agent_started checks the string)
+    t = Target("loop", 2)
+    try:
+        for extra, deadline in ((("--duration", 0.2), 11200), (("--duration", 0.5, "--call-timeout", 1), 7500),
+                                ((), None)):
+            # the dummy agent appends to one file: --force lets each attach take it
+            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                                  "--force"] + [str(a) for a in extra] + [str(t.pid)], stderr=subprocess.PIPE,
+                                 text=True)
+            check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached")
+            if not extra:
+                p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=30)
+            check(p.returncode == 0, "attach %s failed" % (extra,), err)
+            start = [l for l in trace_lines() if l.startswith("start")][-1]
+            check(";injector=%d" % p.pid in start, "our pid passed with %s" % (extra,), start)
+            if deadline is None:
+                check("deadline_ms=" not in start, "no deadline without --duration", start)
+            else:
+                check(";deadline_ms=%d" % deadline in start, "deadline_ms=%d with %s" % (deadline, extra), start)
         _, mism, _ = parse_loop(t.finish())
         check(mism == 0, "target unharmed")
     finally:
@@ -652,6 +835,100 @@ def case_attach_target_exits():
         t.kill()
 
 
+# ---- cuhook killed in the middle of a remote call ---------------------------------------------------
+
+def thread_states(pid):
+    """{tid: state letter of /proc/PID/task/TID/stat} of every thread of pid."""
+    got = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            st = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
+        except OSError:
+            continue  # ended meanwhile
+        got[int(tid)] = st[st.rindex(")") + 2]
+    return got
+
+
+def killed_mid_call(when, slow, after=0.0):
+    """Attach with the dummy agent made slow by `slow` (its INJ_DUMMY_* variables, in the target's
+    environment), SIGKILL cuhook `after` seconds once its stderr shows `when` (a regular
+    expression): the remote call under way when cuhook dies must still come back, and the target
+    go on with every result right and no thread left stopped."""
+    base = baseline(4)
+    t = Target("loop", 4, env=slow)
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.agent, "-o",
+                              os.path.join(TMP, "trace.txt"), "--duration", "0.3", str(t.pid)],
+                             stderr=subprocess.PIPE, text=True)
+        seen = ""
+        while not re.search(when, seen):
+            line = p.stderr.readline()
+            check(line != "", "cuhook ended before %r" % when, seen)
+            seen += line
+        time.sleep(after)
+        check(p.poll() is None, "cuhook still in the call when killed", seen)
+        p.kill()
+        p.wait()
+        time.sleep(0.3)
+        check(t.p.poll() is None, "target survived the killed cuhook", "exit %s" % t.p.poll())
+        states = list(thread_states(t.pid).values())
+        check(not any(s in "tT" for s in states), "no thread left stopped", repr(states))
+        out = t.finish()
+        check(t.p.returncode == 0, "target ended normally", "exit status %d" % t.p.returncode)
+        _, mism, ck = parse_loop(out)
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_kill_run_during_start():
+    # cuhook run killed while the agent starts (everything stopped at the program's entry): the
+    # program runs on, untraced, and ends normally. It is reparented to us (a subreaper).
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(36, 1, 0, 0, 0) == 0, "PR_SET_CHILD_SUBREAPER")  # 36: PR_SET_CHILD_SUBREAPER
+    base = baseline(2)
+    # the dummy agent's start made slow: a variable of the program's environment, inherited from ours
+    p = subprocess.Popen([A.cuhook, "run", "-v", "--agent", A.agent, "-o", os.path.join(TMP, "trace.txt"),
+                          "--", A.target, "loop", "2"], env=dict(os.environ, INJ_DUMMY_START_MS="800"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "dlopen at" not in seen:
+        line = p.stderr.readline()
+        check(line != "", "cuhook ended before its dlopen", seen)
+        seen += line
+    time.sleep(0.3)
+    check(p.poll() is None, "cuhook still in the start when killed", seen)
+    p.kill()
+    p.wait()
+    # the target is now our child (reparented); it prints "ready" once it runs its main
+    line = p.stdout.readline()
+    check(line.startswith("ready"), "the program started", repr(line))
+    p.stdin.write("quit\n")
+    p.stdin.flush()
+    out = p.stdout.read()
+    pid, status = os.waitpid(-1, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the program ended normally",
+          "status 0x%x" % status)
+    _, mism, ck = parse_loop(out)
+    check(mism == 0 and ck == base, "program unharmed", "%d %s %s" % (mism, ck, base))
+
+
+def case_kill_during_prepare():
+    # prepare runs on a program thread while the others run; cuhook dies in it
+    killed_mid_call(r"dlopen at", {"INJ_DUMMY_PREPARE_MS": "800"}, 0.3)
+
+
+def case_kill_during_start():
+    # every thread stopped, the start runs on one of them; cuhook dies in it
+    killed_mid_call(r"stopped again", {"INJ_DUMMY_START_MS": "800"}, 0.3)
+
+
+def case_kill_during_stop():
+    # the detach's stop runs on a program thread, the others stopped; cuhook dies in it
+    killed_mid_call(r"tracing process", {"INJ_DUMMY_STOP_MS": "1500"}, 0.9)
+
+
 # ---- errors ------------------------------------------------------------------------------------
 
 def case_err_no_such_pid():
@@ -668,7 +945,7 @@ def case_err_permission():
         return
     t = Target("loop", 1)
     try:
-        r = subprocess.run([A.cuhook, "attach", "--agent", A.agent, "-o", "/tmp/never", "--duration", "0.1",
+        r = subprocess.run([A.cuhook, "attach", "--agent", A.agent, "-o", os.path.join(TMP, "never"), "--duration", "0.1",
                             str(t.pid)], capture_output=True, text=True,
                            preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
         if "cannot find the agent" in r.stderr or "not found" in r.stderr:
@@ -701,18 +978,23 @@ def case_err_static():
         t.kill()
 
 
-def case_err_seccomp():
+def seccomp_refused(mode, pattern):
+    """An attach to a target in seccomp mode `mode` fails with `pattern`, the target unharmed."""
     base = baseline(2)
-    t = Target("seccomp", 2)
+    t = Target(mode, 2)
     try:
         r = attach(t.pid, "--duration", 0.1)
-        expect_fail(r, "seccomp filter .* refuses openat")
+        expect_fail(r, pattern)
         time.sleep(0.2)
         check(t.p.poll() is None, "target still running")
         _, mism, ck = parse_loop(t.finish())
         check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
     finally:
         t.kill()
+
+
+def case_err_seccomp():
+    seccomp_refused("seccomp", "seccomp filter .* refuses openat")
 
 
 def case_err_loader_lock():
@@ -746,6 +1028,221 @@ def case_err_stopped():
         time.sleep(0.1)
         expect_fail(attach(t.pid, "--duration", 0.1), "is stopped")
         os.kill(t.pid, signal.SIGCONT)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def no_raw_escape(r, what):
+    """cuhook's stderr holds no control character but newlines: what came from the target is shown
+    escaped (a terminal would act on ESC ] 0 ; ... BEL: set its title, and worse)."""
+    bad = sorted({c for c in r.stderr if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
+    check(not bad, what + ": control characters %r reach the terminal" % bad, repr(r.stderr))
+
+
+ESC_NAME = "\x1b]0;pwned\x07"  # sets a terminal's title; 10 bytes, fits a thread name
+
+
+def case_err_escape_names():
+    # names the target chooses, in cuhook's error lines: its tracer's name, its program's path
+    t = Target("traced", ESC_NAME)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, r"already traced by process \d+ \(\\x1b\]0;pwned\\x07\)")
+        no_raw_escape(r, "tracer name")
+    finally:
+        t.kill()
+    exe = os.path.join(TMP, "st" + ESC_NAME)
+    shutil.copy(A.static_target, exe)
+    t = Target("loop", 1, exe=exe)
+    try:
+        r = attach(t.pid, "--duration", 0.1)
+        expect_fail(r, r"statically linked program \(.*/st\\x1b\]0;pwned\\x07\)")
+        no_raw_escape(r, "program path")
+    finally:
+        t.kill()
+
+
+def case_err_seccomp_errno():
+    # a filter answering openat with EACCES (SECCOMP_RET_ERRNO): no SIGSYS to see, dlopen just
+    # fails with "Permission denied"; the message must name the seccomp filter all the same
+    seccomp_refused("seccomp-errno", r"could not load the agent .*Permission denied.*runs under a seccomp "
+                                     r"filter.*probably refused a system call dlopen needs")
+
+
+def unprivileged_copy():
+    """cuhook, the dummy agent and the target copied where any user can run them (the build tree
+    may not be readable by others): {name: path}."""
+    d = os.path.join(TMP, "bin")
+    os.makedirs(d)
+    os.chmod(d, 0o755)
+    paths = {}
+    for name, src in (("cuhook", A.cuhook), ("agent", A.agent), ("target", A.target)):
+        paths[name] = os.path.join(d, os.path.basename(src))
+        shutil.copy(src, paths[name])
+        os.chmod(paths[name], 0o755)
+    for lib in os.listdir(os.path.dirname(A.target)):  # the target's libinj_work.so ($ORIGIN)
+        if lib == "libinj_work.so":
+            shutil.copy(os.path.join(os.path.dirname(A.target), lib), d)
+    return paths
+
+
+def case_err_setcap():
+    # The advice "setcap cap_sys_ptrace+ep": a copy of cuhook with that file capability, run by
+    # one unprivileged user against another's process. /proc/PID/mem is 0600 and the other user's:
+    # opening it needs CAP_DAC_OVERRIDE as well, so cuhook goes through ptrace for memory.
+    if os.geteuid() != 0:
+        raise Skip("needs root to give a file capability and to change users")
+    if not shutil.which("setcap"):
+        raise Skip("no setcap (apt-get install libcap2-bin)")
+    b = unprivileged_copy()
+    sc = subprocess.run(["setcap", "cap_sys_ptrace+ep", b["cuhook"]], capture_output=True, text=True)
+    if sc.returncode != 0:
+        raise Skip("setcap refused here: " + sc.stderr.strip())
+    out = os.path.join(TMP, "cap.txt")
+    base = baseline(3)
+    t = Target("loop", 3, exe=b["target"], user=65533, env={"INJ_DUMMY_TICKER": "0"})
+    try:
+        r = subprocess.run([b["cuhook"], "attach", "-v", "--agent", b["agent"], "-o", out, "--duration", "0.2",
+                            str(t.pid)], capture_output=True, text=True, timeout=60, preexec_fn=as_user(65534))
+        check(r.returncode == 0, "attach with CAP_SYS_PTRACE as another user", r.stderr)
+        check("PTRACE_PEEKDATA/POKEDATA instead" in r.stderr, "memory through ptrace", r.stderr)
+        check([l.split()[0] for l in trace_lines(out)] == ["start", "stop"], "the agent started and stopped",
+              repr(trace_lines(out)))
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_err_nodump():
+    # same uid, still refused: the process is not dumpable; the message says so instead of
+    # "owned by uid U, you are uid U"
+    if os.geteuid() != 0:
+        raise Skip("needs root to run as another user")
+    b = unprivileged_copy()
+    t = Target("nodump", 1, exe=b["target"], user=65534)
+    try:
+        r = subprocess.run([b["cuhook"], "attach", "--agent", b["agent"], "-o", os.path.join(TMP, "n.txt"),
+                            "--duration", "0.1", str(t.pid)], capture_output=True, text=True, timeout=60,
+                           preexec_fn=as_user(65534))
+        expect_fail(r, r"permission denied attaching to process \d+ \(uid 65534 like cuhook, cuhook lacks "
+                       r"CAP_SYS_PTRACE\): it is not dumpable")
+        check("you are uid" not in r.stderr, "not told its uid differs", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_init_refused():
+    # pid 1 of a fresh pid namespace, root attaching without CAP_SYS_PTRACE (a container without
+    # it): refused because the init holds capabilities cuhook lacks, not "uid 0, you are uid 0"
+    if os.geteuid() != 0:
+        raise Skip("needs root for a pid namespace")
+    if not (shutil.which("unshare") and shutil.which("setpriv")):
+        raise Skip("no unshare or setpriv (util-linux)")
+    # unshare forks the target as pid 1 of the new namespace: it says "ready 1"
+    try:
+        t = Target("--pid", "--fork", "--mount-proc", A.target, "loop", 1, exe="unshare")
+    except Fail as e:
+        raise Skip("no pid namespace here: %s" % e)
+    try:
+        with open("/proc/%d/task/%d/children" % (t.pid, t.pid)) as f:
+            init = int(f.read().split()[0])
+        with open("/proc/%d/status" % init) as f:
+            check(re.search(r"^NSpid:\s+%d\s+1$" % init, f.read(), re.M), "the target is pid 1 in its namespace")
+        r = subprocess.run(["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", A.cuhook, "attach",
+                            "--agent", A.agent, "-o", os.path.join(TMP, "i.txt"), "--duration", "0.1", str(init)],
+                           capture_output=True, text=True, timeout=60)
+        expect_fail(r, r"permission denied attaching to process %d \(the init of its pid namespace, uid 0 like "
+                       r"cuhook, cuhook lacks CAP_SYS_PTRACE\): it holds capabilities cuhook does not "
+                       r"\(cap_sys_ptrace.*CAP_SYS_PTRACE is not in cuhook's capability bounding set" % init)
+        check("you are uid" not in r.stderr, "not 'owned by uid 0, you are uid 0'", r.stderr)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_err_attach_race():
+    # two attaches at once: the second comes while the first holds only the thread loading its
+    # agent (the reader, not the main thread: that one waits in a futex, which the injector
+    # avoids), the main thread free again. Its seize of the reader is refused (EPERM); it must
+    # name the other cuhook, not say "permission denied"
+    t = Target("join", env={"INJ_DUMMY_PREPARE_MS": "1500"})
+    first = os.path.join(TMP, "first.txt")
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.agent, "-o", first, "--duration", "0.2",
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        while not any(l.startswith("prepare") for l in trace_lines(first, prepare=True)):
+            check(time.time() < deadline and p.poll() is None, "the first attach reached its prepare")
+            time.sleep(0.01)
+        r = attach(t.pid, "--duration", 0.1, out=os.path.join(TMP, "second.txt"))
+        _, err1 = p.communicate(timeout=60)
+        check(p.returncode == 0, "the first attach succeeded", err1)
+        check(re.search(r"called on thread (?!%d\b)\d+" % t.pid, err1), "the first one held a thread other "
+              "than the main one", err1)
+        expect_fail(r, r"already traced by process %d \(cuhook\)" % p.pid)
+        check("permission denied" not in r.stderr, "not told 'permission denied'", r.stderr)
+        check(t.finish("quit\n") == "read: quit\n", "target unharmed")
+    finally:
+        t.kill()
+
+
+def agent_mapped(pid, agent):
+    with open("/proc/%d/maps" % pid) as f:
+        return any(agent in l for l in f)
+
+
+def case_bad_values():
+    # numbers that are not (nan, inf, 1e400), out of range, and malformed globs: refused with exit
+    # 2 and a message naming the option, before anything is done to a process
+    t = Target("loop", 1)
+    marker = os.path.join(TMP, "ran")
+    try:
+        for opts in (["--duration", "nan"], ["--duration", "1e400"], ["--duration", "inf"], ["--duration", "-1"],
+                     ["--duration=nan"], ["--duration", "99999999999"], ["--call-timeout", "nan"],
+                     ["--call-timeout", "0"], ["--call-timeout", "1e400"], ["--call-timeout", "0.0001"],
+                     ["--funcs", "cu["], ["--count", "cuInit,cu[A-"], ["--funcs", "cu\\"]):
+            r = attach(t.pid, *opts)
+            check(r.returncode == 2, "attach %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(opts[0].split("=")[0] in r.stderr, "attach %s: the message names the option" % opts, r.stderr)
+            check(not agent_mapped(t.pid, A.agent), "attach %s: the agent is not in the process" % opts)
+            if opts[0] in ("--duration", "--duration=nan"):
+                continue
+            r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "r.txt"), *opts, "--", "sh", "-c",
+                       "touch " + marker)
+            check(r.returncode == 2, "run %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(not os.path.exists(marker), "run %s: the program did not run" % opts)
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_opt_typo():
+    # --opt with a key or value the agent would refuse: refused by cuhook before it touches the
+    # process (it used to be found by the agent, inside the target); the real agent's keys
+    need_real()
+    t = Target("loop", 1)
+    marker = os.path.join(TMP, "ran")
+    try:
+        for opt, why in (("bogus=1", "unknown option 'bogus'"), ("buffer_kb=12", "'buffer_kb' must be a number"),
+                         ("drop=maybe", "'drop' must be 0 or 1"), ("lib=libcuda.so[", "'lib': pattern"),
+                         ("output=rel.bin", "use -o"), ("flush_ms=1;bogus=2", "cannot contain ';'")):
+            r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "a.bin"), "--duration", 0.1,
+                       "--opt", opt, t.pid)
+            check(r.returncode == 2, "attach --opt %s: exit 2" % opt, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "attach --opt %s: %r in the message" % (opt, why), r.stderr)
+            check(not agent_mapped(t.pid, A.real_agent), "attach --opt %s: the agent is not in the process" % opt)
+            r = cuhook("run", "--agent", A.real_agent, "-o", os.path.join(TMP, "r.bin"), "--opt", opt, "--",
+                       "sh", "-c", "touch " + marker)
+            check(r.returncode == 2, "run --opt %s: exit 2" % opt, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "run --opt %s: %r in the message" % (opt, why), r.stderr)
+            check(not os.path.exists(marker), "run --opt %s: the program did not run" % opt)
         _, mism, _ = parse_loop(t.finish())
         check(mism == 0, "target unharmed")
     finally:
@@ -909,13 +1406,13 @@ def case_real_attach_sigint_early():
 
     def att(pid):
         for delay in (0, 0.001, 0.003, 0.006, 0.01, 0.015, 0.025, 0.05):
-            p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", out, str(pid)],
+            p = subprocess.Popen([A.cuhook, "attach", "--force", "--agent", A.real_agent, "-o", out, str(pid)],
                                  stderr=subprocess.PIPE, text=True)
             time.sleep(delay)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=30)
             runs.append((delay, p.returncode, err.strip().splitlines()[-1:] if err.strip() else []))
-        last["r"] = cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
+        last["r"] = cuhook("attach", "--force", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
 
     got = driver_run(iters, att)
     for delay, rc, err in runs:
@@ -928,18 +1425,6 @@ def case_real_attach_sigint_early():
     check(t.has_end and sum(t.entries.values()) > 0, "the later session recorded and closed its trace",
           "%s entries, END %s" % (sum(t.entries.values()), t.has_end))
     print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
-
-
-def thread_states(pid):
-    """{tid: state letter of /proc/PID/task/TID/stat} of every thread of pid."""
-    got = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            st = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
-        except OSError:
-            continue  # ended meanwhile
-        got[int(tid)] = st[st.rindex(")") + 2]
-    return got
 
 
 def wait_states(pid, stopped, timeout=2.0):
@@ -1020,7 +1505,7 @@ def jobctl_cycles(signals, want_stopped):
                 # recover, so that the next tries count on their own
                 cuhook("attach", "--agent", A.real_agent, "--stop", t.pid)
         r = cuhook("attach", "--agent", A.real_agent, "--opt", "lib=libinj_work.so*", "--funcs", "inj_work",
-                   "-o", out, "--duration", 0.05, t.pid)
+                   "-o", out, "--force", "--duration", 0.05, t.pid)
         check(not fails, "%d of %d tries failed" % (len(fails), tries), "\n  " + "\n  ".join(fails))
         check(r.returncode == 0, "an attach after them works", r.stderr)
         _, mism, ck = parse_loop(t.finish())
@@ -1058,7 +1543,7 @@ def lock_cycles(mode, what, cycles):
         fds = fd_count(t.pid)
         worst = 0.0
         for i in range(cycles):
-            r = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--duration", 0.02, t.pid)
+            r = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--force", "--duration", 0.02, t.pid)
             check(r.returncode == 0, "attach %d of %d failed" % (i + 1, cycles), r.stderr)
             for phase in ("attach", "detach"):
                 _, ms, _ = stopped_ms(r.stderr, phase)
@@ -1118,6 +1603,36 @@ def case_real_prepare_api():
     check(t.has_end and t.entries == {"cuFakeConstA": 5}, "and trace", "%s %s" % (t.has_end, t.entries))
 
 
+def case_real_attach_disk_full():
+    # -o on a full filesystem (a 64 KiB tmpfs): the agent's write fails. cuhook attach says so on
+    # its own stderr and exits 3; the process's stderr (someone else's terminal, or log) gets
+    # nothing from cuhook; the program's results are unchanged
+    need_real("driver_user", "fakecuda")
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a tmpfs")
+    mnt = os.path.join(TMP, "full")
+    os.makedirs(mnt)
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt], capture_output=True, text=True)
+    if m.returncode != 0:
+        raise Skip("cannot mount a tmpfs: " + m.stderr.strip())
+    try:
+        iters = 1000000
+        base = driver_run(iters)
+        p = subprocess.Popen([A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(mnt, "t.bin"), "--duration", 1, p.pid)
+        out, err = p.communicate(timeout=300)
+        check(p.returncode == 0, "driver_user failed", err[-500:])
+        check(r.returncode == 3, "exit status 3: detached, the trace incomplete", "%d %s" % (r.returncode, r.stderr))
+        check(re.search(r"trace is incomplete: writing the trace failed \(No space left on device\)", r.stderr),
+              "cuhook says why", r.stderr)
+        check("cuhook" not in err, "nothing from cuhook on the program's stderr", err)
+        check(driver_checksum(out) == driver_checksum(base), "the program's results are unchanged")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
 def case_real_cycles():
     need_real("driver_user", "fakecuda")
     iters = 3000000
@@ -1126,7 +1641,8 @@ def case_real_cycles():
 
     def cycles(pid):
         for i in range(100):
-            r = cuhook("attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration", 0.01, pid)
+            r = cuhook("attach", "--force", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration",
+                       0.01, pid)
             if r.returncode != 0:
                 fails.append(r.stderr)
                 break

@@ -112,13 +112,17 @@ static void test_options(void)
 	char buf[512];
 	c.output = "rel/t.bin";
 	c.funcs = "cuLaunch*,cuMem*";
-	c.extra[c.nextra++] = "buffer=1M";
+	c.extra[c.nextra++] = "buffer_kb=2048";
 	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) == 0, "options");
 	char cwd[4096], want[4700];
-	snprintf(want, sizeof(want), "output=%s/rel/t.bin;funcs=cuLaunch*,cuMem*;buffer=1M", getcwd(cwd, sizeof(cwd)));
+	snprintf(want, sizeof(want), "output=%s/rel/t.bin;funcs=cuLaunch*,cuMem*;buffer_kb=2048", getcwd(cwd, sizeof(cwd)));
 	CHECK(strcmp(buf, want) == 0, "%s", buf);
 	c.funcs = "a;b";
 	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) < 0, "';' refused");
+	/* the agent's keys only: what it would refuse inside the process is refused here */
+	c.funcs = NULL;
+	c.extra[0] = "buffer=1M";
+	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) < 0, "unknown key refused");
 }
 
 static void test_restart_detection(void)

@@ -6,7 +6,10 @@
  * Every trace that opens must hold consistent calls and counts (COUNTS entries with valid ids,
  * their sums per function, per thread and in all equal).
  * Every trace that opens is also run through the whole report (view, stats, analysis, text, json,
- * csv, jsonl, chrome, folded, perfetto) into /dev/null. Built with AddressSanitizer and UBSan
+ * csv, jsonl, chrome, folded, perfetto) into /dev/null. Every input is also read as a file (a
+ * memfd opened by its /proc path): tr_open() reads a regular file otherwise than tr_open_mem()
+ * reads memory (trace_input.h: pass 1 skips EVENTS payloads, pass 2 reads them again), and both
+ * must give the same trace or the same error. Built with AddressSanitizer and UBSan
  * when the compiler has them, so an out-of-bounds read fails the test even when it does not
  * crash.
  *
@@ -17,8 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static FILE *devnull;
+static int memfd = -1;
+static char memfd_path[64];
 static unsigned long opened, refused, truncated_ok;
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -80,11 +87,59 @@ static void run_report(struct tr_trace *t)
 	}
 }
 
+/* The message after "NAME: " (the two readers name the input differently). */
+static const char *after_name(const char *err)
+{
+	const char *p = strstr(err, ": ");
+	return p ? p + 2 : err;
+}
+
+/* The same bytes read from a file: the same trace (or error) as from memory. */
+static int same_as_file(const struct tr_trace *m, const char *merr, const uint8_t *buf, size_t len,
+                        const char *what)
+{
+	if (ftruncate(memfd, 0) || (len && pwrite(memfd, buf, len, 0) != (ssize_t)len)) {
+		fprintf(stderr, "FAIL %s: cannot write the memfd\n", what);
+		return -1;
+	}
+	char err[512] = "";
+	struct tr_trace *f = tr_open(memfd_path, err, sizeof(err));
+	int bad = 0;
+	if (!m || !f) {
+		bad = !m != !f || strcmp(after_name(merr), after_name(err));
+	} else {
+		bad = f->ncalls != m->ncalls || f->nentry != m->nentry || f->nexit != m->nexit ||
+		      f->ndata != m->ndata || f->ncounts != m->ncounts || f->counted_calls != m->counted_calls ||
+		      f->nthreads != m->nthreads || f->nfuncs != m->nfuncs || f->nblocks != m->nblocks ||
+		      f->truncated != m->truncated || f->truncated_at != m->truncated_at ||
+		      strcmp(f->truncated_reason, m->truncated_reason) || f->errors != m->errors ||
+		      f->has_end != m->has_end || f->dropped != m->dropped || f->first_ns != m->first_ns ||
+		      f->last_ns != m->last_ns;
+		for (uint32_t i = 0; !bad && i < m->ncalls; i++) {
+			const struct tr_call *a = &m->calls[i], *b = &f->calls[i];
+			bad = a->start_ns != b->start_ns || a->end_ns != b->end_ns || a->ret != b->ret ||
+			      a->func != b->func || a->thread != b->thread || a->parent != b->parent ||
+			      a->flags != b->flags || a->ndata != b->ndata || tr_call_nargs(a) != tr_call_nargs(b);
+			for (unsigned k = 0; !bad && k < tr_call_nargs(a); k++)
+				bad = tr_call_arg(a, k) != tr_call_arg(b, k);
+		}
+	}
+	if (bad)
+		fprintf(stderr, "FAIL %s (%zu bytes): read from a file, not the trace read from memory (%s | %s)\n",
+		        what, len, m ? m->truncated_reason : merr, f ? f->truncated_reason : err);
+	tr_close(f);
+	return bad ? -1 : 0;
+}
+
 /* Open len bytes; a prefix shorter than the file must never be reported as complete. */
 static int check(const uint8_t *buf, size_t len, int is_prefix, const char *what)
 {
 	char err[512] = "";
 	struct tr_trace *t = tr_open_mem(buf, len, "fuzz", err, sizeof(err));
+	if (same_as_file(t, err, buf, len, what)) {
+		tr_close(t);
+		return -1;
+	}
 	if (!t) {
 		if (!err[0]) {
 			fprintf(stderr, "FAIL %s: NULL trace without an error message\n", what);
@@ -217,8 +272,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	devnull = fopen("/dev/null", "w");
-	if (!devnull)
+	memfd = memfd_create("fuzz_reader", MFD_CLOEXEC);
+	if (!devnull || memfd < 0)
 		return 1;
+	snprintf(memfd_path, sizeof(memfd_path), "/proc/self/fd/%d", memfd);
 	for (; i < argc; i++) {
 		size_t len;
 		uint8_t *seed = slurp(argv[i], &len);

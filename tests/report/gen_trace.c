@@ -758,10 +758,53 @@ static void scenario_nocalls(void)
 	end_block(0);
 }
 
+static void note_block(uint32_t level, const char *text)
+{
+	struct buf b = {0};
+	struct cuhook_note_block nb = {level, (uint32_t)strlen(text)};
+	buf_add(&b, &nb, sizeof(nb));
+	buf_add(&b, text, nb.len);
+	block(CUHOOK_BLOCK_NOTE, b.p, b.len);
+	free(b.p);
+}
+
+/* Everything a traced program names itself, with terminal escape sequences in it (a window
+ * title, a screen clear, colours, a C1 CSI, a byte that is not UTF-8): the text report must show
+ * each of them escaped. Two calls of cuInit, one of the oddly named function (returning an
+ * error), one nested in it. */
+static void scenario_hostile(void)
+{
+	static const char *const argv[] = {"./\x1b]0;pwned\x07", "--x=\x1b[2J", NULL};
+	static const struct fdef fs[] = {
+		{"cuInit", 0}, {"cuEvil\x1b[31m", 0}, {"cuRefused\x1b[5m", CUHOOK_REFUSED_TOO_SMALL}};
+	ftab = fs;
+	nftab = 3;
+	file_header(66, argv, "/tmp/\x1b]0;pwned\x07");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1\xc2\x9b" "1m", "580\x1b[8m");
+	funcs_block(0, 0, fs, 3);
+	thread_block(6600, "\x1b]0;pwned\x07");
+	thread_block(6601, "w\xff\x1b[2K");
+	note_block(1, "a note \x1b[1mfrom the trace\x1b[0m");
+	struct thr m = {.tid = 6600}, w = {.tid = 6601};
+	call(&m, 0, 1000, 500, NULL, 0, NULL, 0);
+	entry(&w, 1, 2000, NULL, 0, NULL, 0);
+	call(&w, 0, 2100, 100, NULL, 0, NULL, 0);
+	exit_rec(&w, 1, 3000, 999);
+	exp_calls[1]++;
+	call(&m, 0, 4000, 500, NULL, 0, NULL, 0);
+	flush(&m);
+	flush(&w);
+	clock_block(5000);
+	end_block(2);
+	free(m.recs.p);
+	free(w.recs.p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--end-unreported N]\n");
 		return 2;
@@ -818,6 +861,8 @@ int main(int argc, char **argv)
 		scenario_kernels(expect);
 	else if (!strcmp(scenario, "hot"))
 		scenario_hot(iters, expect);
+	else if (!strcmp(scenario, "hostile"))
+		scenario_hostile();
 	else {
 		fprintf(stderr, "gen_trace: unknown scenario %s\n", scenario);
 		return 2;

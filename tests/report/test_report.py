@@ -11,11 +11,14 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 A = None          # parsed arguments
 TMP = None        # scratch directory
@@ -384,6 +387,44 @@ def test_filters():
     check("\033[" not in out, "NO_COLOR")
 
 
+def test_bad_values():
+    """Values that used to be taken silently: a time that is not a number (nan, inf), a glob that
+    matches nothing because it is malformed. Each is refused with exit 2 and names its option."""
+    path = gen("basic")
+    for opt, value in [("--time-range", "nan:"), ("--time-range", ":nan"), ("--time-range", "inf:"),
+                       ("--time-range", "1ms:infms"), ("--time-range", "1e400:"), ("--time-range", "-nan:"),
+                       ("--functions", "cu["), ("--functions", "cuInit,cuMem[A-"), ("--functions", "cu\\"),
+                       ("--functions", "[[:bogus:]]*"), ("--thread", "work[er"), ("--threads", "1000,[")]:
+        _, err = run(["report", opt, value, path], rc=2)
+        check(opt.rstrip("s") in err or opt in err, f"{opt} {value}: the message names the option: {err}")
+    # well-formed brackets and classes are globs like any other
+    j, _ = report_json(path, "--functions", "cuMem[A]*,cu[[:upper:]]nit")
+    eq(sorted(f["name"] for f in j["functions"]), ["cuInit", "cuMemAlloc_v2"], "bracket globs")
+
+
+def test_hostile_names():
+    """A trace whose program, executable, library, thread, function names and note carry terminal
+    escape sequences (ESC, a C1 CSI as UTF-8, bytes that are not UTF-8): the text report, on stdout
+    and stderr, holds no byte a terminal acts on; every such character is shown escaped."""
+    path = gen("hostile", "hostile")
+    e = dict(os.environ, TZ="UTC")
+    for args in (["--no-color"], ["--color"], ["--no-color", "--all", "--top", "20"]):
+        p = subprocess.run([A.cuhook, "report", *args, path], capture_output=True, timeout=60)
+        eq(p.returncode, 0, f"report {args}: status ({p.stderr!r})")
+        for name, raw in (("stdout", p.stdout), ("stderr", p.stderr)):
+            try:
+                text = raw.decode("utf-8")  # strict: the output is valid UTF-8
+            except UnicodeDecodeError as e:
+                raise Fail(f"report {args}: {name} is not valid UTF-8 ({e}): {raw!r}")
+            if "--color" in args:
+                text = re.sub("\033\\[[0-9;]*m", "", text)  # the report's own colours
+            bad = sorted({c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
+            check(not bad, f"report {args}: {name} holds control characters {bad!r}:\n{text}")
+        out = p.stdout.decode()
+        for shown in ("libcuda.so.1\\u009b1m", "6601 w\\xff", "cuEvil", "cuRefused"):
+            check(shown in out, f"report {args}: {shown!r} shown: {out}")
+
+
 def parse_protobuf(buf):
     """Fields of a protobuf message: list of (field number, wire type, value)."""
     i, out = 0, []
@@ -648,6 +689,58 @@ def test_errors():
     check("no calls traced" in out, "empty trace text")
 
 
+def test_output_file():
+    """-o FILE: a new file of mode 600; an existing file or a link (here to a file of ours, and a
+    dangling one) is refused before any trace is read (exit 1, a message naming it and --force)
+    and left as it was; --force replaces the name (a link itself, never its target); "-" is
+    stdout."""
+    path = gen("basic")
+    want, _ = run(["report", "--no-color", path])
+    new = os.path.join(TMP, "new.txt")
+    run(["report", "--no-color", "-o", new, path])
+    eq(oct(os.stat(new).st_mode & 0o7777), oct(0o600), "mode of a new -o file")
+    with open(new) as f:
+        eq(f.read(), want, "-o file content")
+    victim = os.path.join(TMP, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("the link's target\n")
+    entries = {"file": os.path.join(TMP, "existing.txt"), "link": os.path.join(TMP, "link.txt"),
+               "dangling link": os.path.join(TMP, "dangling.txt")}
+    targets = {"link": victim, "dangling link": os.path.join(TMP, "never.txt")}
+    for kind, out in entries.items():
+        if kind == "file":
+            with open(out, "w") as f:
+                f.write("precious\n")
+        else:
+            os.symlink(targets[kind], out)
+        # refused before reading: even with a trace that does not exist
+        _, err = run(["report", "-o", out, path, os.path.join(TMP, "missing.bin")], rc=1)
+        eq(err.strip(), f"cuhook report: output file '{out}' exists; pass --force to replace it, or choose "
+                        "another name with -o", f"{kind}: message")
+        if kind == "file":
+            with open(out, "rb") as f:
+                eq(f.read(), b"precious\n", "the existing file")
+        else:
+            eq(os.readlink(out), targets[kind], f"{kind}: the link")
+        run(["report", "--no-color", "--force", "-o", out, path])
+        st = os.lstat(out)
+        check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+              f"{kind}: --force made a new regular file of mode 600 (mode {st.st_mode:o})")
+        with open(out) as f:
+            eq(f.read(), want, f"{kind}: the report replaced it")
+    with open(victim, "rb") as f:
+        eq(f.read(), b"the link's target\n", "the link's target")
+    check(not os.path.lexists(targets["dangling link"]), "a dangling link's target was created")
+    # --force never removes anything but a file or a link
+    fifo = os.path.join(TMP, "fifo")
+    os.mkfifo(fifo)
+    _, err = run(["report", "--force", "-o", fifo, path], rc=1)
+    check("neither a regular file nor a symbolic link" in err and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+          f"FIFO with --force: {err}")
+    out, _ = run(["report", "--no-color", "-o", "-", path])
+    eq(out, want, "-o - is stdout")
+
+
 def test_truncated():
     """Cut the trace at many offsets: every cut gives exit 1 with a clear message (header cut),
     or exit 0 with a report marked truncated; never a crash."""
@@ -707,6 +800,229 @@ def test_garbage():
         if out:
             json.loads(out)
         run(["report", "--no-color", g], rc=None)
+
+
+# ---- input that is not a trace, or stops being one while it is read -------------------------
+
+RSS_LIMIT_KIB = 64 * 1024  # the most `cuhook report` may use on the inputs below (it needs ~5 MiB)
+
+
+def rss_kib(pid):
+    """VmHWM (the peak RSS so far) of a running process, in KiB; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_rss(args, stdin=None, timeout=30):
+    """Run cuhook with args: (exit status, stdout, stderr, its maximum RSS in KiB), checking that
+    the RSS stays under RSS_LIMIT_KIB. Watched as it runs, and killed (failing the test) once past
+    the limit or `timeout` s: a reader without bounds must not take the machine's memory."""
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    what = f"cuhook {' '.join(args)}"
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([A.cuhook] + args, stdin=stdin, stdout=out, stderr=err,
+                             env=dict(os.environ, TZ="UTC"), preexec_fn=no_core)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            rss = rss_kib(p.pid)
+            if rss >= RSS_LIMIT_KIB or time.monotonic() > deadline:
+                p.kill()
+                _, status, ru = os.wait4(p.pid, 0)
+                p.returncode = -9
+                raise Fail(f"{what}: killed at RSS {max(rss, ru.ru_maxrss)} KiB (limit {RSS_LIMIT_KIB}), "
+                           f"after {timeout - (deadline - time.monotonic()):.1f} s")
+            time.sleep(0.01)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        o, e = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    if p.returncode < 0:
+        raise Fail(f"{what} killed by signal {-p.returncode}:\n{e}")
+    check(ru.ru_maxrss < RSS_LIMIT_KIB, f"{what}: max RSS {ru.ru_maxrss} KiB, want < {RSS_LIMIT_KIB}\n{e}")
+    return p.returncode, o, e, ru.ru_maxrss
+
+
+def run_rss_piped(shell_cmd, args):
+    """run_rss with stdin a pipe from `sh -c shell_cmd` (killed once cuhook ends)."""
+    feeder = subprocess.Popen(["sh", "-c", shell_cmd], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        return run_rss(args, stdin=feeder.stdout)
+    finally:
+        feeder.stdout.close()
+        feeder.kill()
+        feeder.wait()
+
+
+def test_special_files():
+    """A device is refused before anything is read from it; a pipe is read as a stream, only as
+    far as it is a trace."""
+    rc, _, err, _ = run_rss(["report", "/dev/zero"])
+    eq((rc, err), (1, "cuhook report: /dev/zero: is a character device, not a trace\n"), "/dev/zero")
+    # endless zeros through a pipe: refused at the magic, after the header's 72 bytes
+    rc, _, err, _ = run_rss_piped("exec cat /dev/zero", ["report", "/dev/stdin"])
+    eq((rc, err), (1, "cuhook report: /dev/stdin: not a cuhook trace (bad magic)\n"), "a pipe of zeros")
+    # a valid header, then endless zeros: a trace of nothing, truncated at its first block
+    path = gen("basic")
+    with open(path, "rb") as f:
+        good = f.read()
+    hs = int.from_bytes(good[12:16], "little")
+    head = os.path.join(TMP, "head.bin")
+    with open(head, "wb") as f:
+        f.write(good[:hs])
+    rc, out, err, _ = run_rss_piped(f"cat '{head}'; exec cat /dev/zero", ["report", "--format", "json", "/dev/stdin"])
+    j = json.loads(out)
+    eq((rc, j["truncated"], j["calls"], j["truncated_reason"]), (0, True, 0, f"bad block magic at offset {hs}"),
+       "a pipe of a header and zeros")
+    # a whole trace through a pipe: the same report as the file's
+    want, _ = report_json(path)
+    rc, out, err, _ = run_rss_piped(f"exec cat '{path}'", ["report", "--format", "json", "/dev/stdin"])
+    j = json.loads(out)
+    eq((rc, err), (0, ""), "a trace through a pipe")
+    j["file"] = want["file"]
+    eq(j, want, "the report of a trace read through a pipe")
+
+
+def test_sparse_and_garbage():
+    """Huge files that are not a trace, or only begin as one, are refused or cut quickly with
+    bounded memory: nothing is read beyond what was checked (plus a few MiB of read-ahead)."""
+    big = 5 << 30
+    sparse = os.path.join(TMP, "sparse.bin")
+    try:
+        open(sparse, "wb").close()
+        os.truncate(sparse, big)
+        rc, _, err, _ = run_rss(["report", sparse])
+        eq((rc, err), (1, f"cuhook report: {sparse}: not a cuhook trace (bad magic)\n"), "5 GiB of zeros")
+        path = gen("basic")
+        with open(path, "rb") as f:
+            good = f.read()
+        end_block = good.rfind(b"CHBK")
+        rnd = random.Random(15)
+        # everything but the END block, then 1 MiB of garbage, then zeros to 5 GiB
+        with open(sparse, "wb") as f:
+            f.write(good[:end_block] + rnd.randbytes(1 << 20))
+        os.truncate(sparse, big)
+        rc, out, _, _ = run_rss(["report", "--format", "json", sparse])
+        j = json.loads(out)
+        eq((rc, j["truncated"], j["calls"], j["events"], j["truncated_reason"]),
+           (0, True, 27, 53, f"bad block magic at offset {end_block}"), "a trace, garbage, 5 GiB of zeros")
+        # a header whose command line would be 2 GiB long
+        hdr = bytearray(good[:72])
+        struct.pack_into("<I", hdr, 12, 72 + (2 << 30) - 8)  # header_size
+        struct.pack_into("<I", hdr, 28, (2 << 30) - 8)       # cmdline_len
+        struct.pack_into("<I", hdr, 32, 0)                   # exe_len
+        with open(sparse, "wb") as f:
+            f.write(hdr)
+        os.truncate(sparse, big)
+        rc, _, err, _ = run_rss(["report", sparse])
+        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {72 + (2 << 30) - 8}, "
+                          "more than the 1048576 bytes a header can have)\n"), "a 2 GiB header")
+    finally:
+        os.unlink(sparse)
+
+
+def shrunk_reference(data, size):
+    """The report (json, csv) of the first `size` bytes of a trace, cut before it was read."""
+    cut = os.path.join(TMP, "cut-before.bin")
+    with open(cut, "wb") as f:
+        f.write(data[:size])
+    j, _ = report_json(cut)
+    out, _ = run(["report", "--format", "csv", cut])
+    return j, out
+
+
+def test_shrink_reading():
+    """A trace truncated while `cuhook report` reads it (at a chosen read, truncate_at_read): no
+    signal (SIGBUS was exit 135), the calls before the cut reported exactly as those of a file cut
+    before it was read, the reason says the file shrank."""
+    # (calls, the read that truncates: at least MIN_BYTES, where the reader is then). In pass 1
+    # the reader reads block headers, not EVENTS payloads: it finds the next header gone, and
+    # pass 2 the block cut, as when the file shrinks in pass 2.
+    cases = [(100000, 0, "pass 1: the header was just read"),
+             (100000, 1 << 20, "pass 2: the reader thread's first chunk"),
+             (20000, 1 << 20, "pass 2 without a thread (a prefix under 8 MiB)")]
+    for calls, min_bytes, where in cases:
+        src = gen(f"shrink{calls}", "big", "--calls", str(calls), "--threads", "2")
+        with open(src, "rb") as f:
+            data = f.read()
+        size = len(data) // 2 + 13
+        ref_j, ref_csv = shrunk_reference(data, size)
+        check(0 < ref_j["calls"] < calls, f"{where}: the half file holds {ref_j['calls']} of {calls} calls")
+        m = re.fullmatch(r"EVENTS block at offset (\d+) cut: .*", ref_j["truncated_reason"])
+        check(m, f"{where}: reason of the file cut before: {ref_j['truncated_reason']}")
+        shrank = f"the file shrank while it was read ({len(data)} bytes when opened, {size} now): "
+        want_reason = shrank + f"blocks from offset {m.group(1)} on could not be read"
+        outs = {}
+        for fmt in ["json", "csv"]:
+            dyn = os.path.join(TMP, "shrinking.bin")
+            shutil.copyfile(src, dyn)
+            # LeakSanitizer cannot work in a traced process (a sanitized build)
+            env = dict(os.environ, TZ="UTC", ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+            p = subprocess.run([A.truncate_at_read, dyn, str(size), str(min_bytes), "--",
+                                A.cuhook, "report", "--format", fmt, dyn],
+                               capture_output=True, timeout=120, env=env)
+            err = p.stderr.decode("utf-8", "replace")
+            check(f"{dyn} truncated to {size} bytes" in err, f"{where}: not truncated while read:\n{err}")
+            eq(p.returncode, 0, f"{where}: exit status (135: SIGBUS) of report --format {fmt}; stderr:\n{err}")
+            check(f"truncated: {want_reason}" in err, f"{where}: warning, want {want_reason!r}:\n{err}")
+            outs[fmt] = p.stdout.decode()
+        j = json.loads(outs["json"])
+        eq((j["calls"], j["events"], j["truncated"], j["complete"], j["truncated_reason"]),
+           (ref_j["calls"], ref_j["events"], True, False, want_reason), f"{where}: json")
+        check(outs["csv"] == ref_csv, f"{where}: the CSV differs from the file's cut before it was read")
+
+
+def test_changed_reading():
+    """A trace cut to half and extended back with zeros (rewritten) after pass 1 read its block
+    headers, as pass 2's reader thread reads its first MiB: pass 2 checks each block header again
+    and stops at the first one that is no longer there; no signal, the records read before."""
+    src = gen("changed", "big", "--calls", "100000", "--threads", "2")
+    with open(src, "rb") as f:
+        data = f.read()
+    size = len(data) // 2 + 13
+    after = [off for off, _, _, _ in blocks(data) if off >= size][0]  # the first header zeroed
+    ref_j, _ = shrunk_reference(data, size)
+    dyn = os.path.join(TMP, "rewritten.bin")
+    shutil.copyfile(src, dyn)
+    env = dict(os.environ, TZ="UTC", ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    p = subprocess.run([A.truncate_at_read, dyn, str(size), str(1 << 20), str(len(data)), "--",
+                        A.cuhook, "report", "--format", "json", dyn], capture_output=True, timeout=120, env=env)
+    err = p.stderr.decode("utf-8", "replace")
+    check(f"{dyn} regrown to {len(data)} bytes" in err, f"not rewritten while read:\n{err}")
+    eq(p.returncode, 0, f"exit status; stderr:\n{err}")
+    j = json.loads(p.stdout)
+    want = f"the file changed while it was read: the block at offset {after} is not the one read before"
+    eq((j["truncated"], j["complete"], j["truncated_reason"]), (True, False, want), "the reason")
+    # the block that holds the cut was read in part: its records up to the zeros, then one corrupt
+    check(ref_j["calls"] < j["calls"] < 100000 and j["errors"] >= 1,
+          f"calls {j['calls']} (cut before: {ref_j['calls']}), errors {j['errors']}")
+
+
+def test_shrink_output():
+    """The trace is truncated after it was read, while the report writes its output (stdout is a
+    full pipe): the report does not depend on the file any more (SIGBUS before: arguments were
+    read from a mapping of the file)."""
+    path = gen("written", "big", "--calls", "200000", "--threads", "2")
+    want, _ = run(["report", "--format", "csv", path])
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([A.cuhook, "report", "--format", "csv", path], stdout=subprocess.PIPE, stderr=err)
+        first = p.stdout.readline()  # it writes: every trace was read; the pipe stops it soon
+        os.truncate(path, 0)
+        rest = p.stdout.read()
+        p.wait()
+        err.seek(0)
+        e = err.read().decode("utf-8", "replace")
+    eq(p.returncode, 0, f"exit status (-7: SIGBUS) after the file was truncated; stderr:\n{e}")
+    check((first + rest).decode() == want, "the CSV written while the file was truncated differs")
 
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -779,8 +1095,8 @@ def counts_blocks(data):
 
 def perfetto_counters(path, *opts):
     """`cuhook report --format perfetto`'s counter tracks: {(tid, function): [values in time order]}."""
-    pf = os.path.join(TMP, "counters.pftrace")
-    run(["report", "--format", "perfetto", "-o", pf, *opts, path])
+    pf = os.path.join(TMP, "counters.pftrace")  # replaced at each call
+    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
     with open(pf, "rb") as f:
         packets = parse_protobuf(f.read())
     names, points = {}, {}
@@ -1070,6 +1386,7 @@ def main():
     ap.add_argument("--gen", required=True)
     ap.add_argument("--fuzz")
     ap.add_argument("--bench")
+    ap.add_argument("--truncate-at-read")
     ap.add_argument("test")
     A = ap.parse_args()
     fn = globals().get("test_" + A.test)

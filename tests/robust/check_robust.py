@@ -18,7 +18,9 @@ import csv
 import json
 import os
 import resource
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -172,12 +174,30 @@ def readable_by_all(path):
         p = os.path.dirname(p)
 
 
+EXISTS_HINT = "not replaced without force=1 (cuhook --force, CUHOOK_FORCE=1); or choose another name"
+
+
+def plant(path, kind, content="precious\n", target=None):
+    """A fresh entry at path: a regular file with content, a symbolic link to target, or a FIFO."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    if kind == "file":
+        with open(path, "w") as f:
+            f.write(content)
+    elif kind == "link":
+        os.symlink(target, path)
+    else:
+        os.mkfifo(path)
+    return path
+
+
 def test_output(ctx):
     pr = ctx.problems
     args = ["--iters", "2000", "--exit", "42"]
     plain = untraced(ctx, "rt_loop", args, want_rc=42)
 
-    # Control: with a writable path the agent traces every call (the agent is really loaded).
+    # Control: with a writable path the agent traces every call (the agent is really loaded),
+    # into a file of its own making, readable by its owner alone.
     good = fresh(ctx.path("good.bin"))
     p = run_target(ctx, "rt_loop", args, traced=True, output=good)
     same_behaviour(ctx, "writable output", plain, p)
@@ -185,25 +205,25 @@ def test_output(ctx):
     rep = report_json(ctx, good)
     pr.check(calls_by_name(rep).get("cuFakeInner") == 2000,
              f"control run: {calls_by_name(rep).get('cuFakeInner')} calls traced, expected 2000")
+    mode = os.stat(good).st_mode & 0o7777
+    pr.check(mode == 0o600, f"the trace was created with mode {mode:o}, not 600")
 
     adir = ctx.path("a-directory")
     os.makedirs(adir, exist_ok=True)
     cases = [("missing directory", "/nonexistent/dir/t.bin", "No such file or directory", None),
              ("a directory", adir, "Is a directory", None)]
 
-    ro = ctx.path("read-only.bin")
-    if os.path.exists(ro):
-        os.chmod(ro, 0o644)
-    with open(ro, "w") as f:
-        f.write("precious\n")
-    os.chmod(ro, 0o444)
+    rodir = ctx.path("read-only-dir")
+    os.makedirs(rodir, exist_ok=True)
+    os.chmod(rodir, 0o555)
     if os.geteuid() != 0:
-        cases.append(("read-only file", ro, "Permission denied", None))
+        cases.append(("read-only directory", os.path.join(rodir, "t.bin"), "Permission denied", None))
     elif all(readable_by_all(x) for x in (ctx.exe("rt_loop"), ctx.agent, ctx.lib)):
         # root ignores file modes: run this case as nobody
-        cases.append(("read-only file (as nobody)", ro, "Permission denied", drop_to_nobody))
+        cases.append(("read-only directory (as nobody)", os.path.join(rodir, "t.bin"), "Permission denied",
+                      drop_to_nobody))
     else:
-        print("note: read-only file case not run (root, and the build is not readable by nobody)")
+        print("note: read-only directory case not run (root, and the build is not readable by nobody)")
 
     for what, path, why, preexec in cases:
         p = run_target(ctx, "rt_loop", args, traced=True, output=path, preexec=preexec)
@@ -213,9 +233,63 @@ def test_output(ctx):
         pr.check(lines == [want], f"{what}: stderr should be exactly {want!r}, got {lines!r}")
         print(f"{what}: {describe_status(p.returncode)}, stderr {lines!r}")
     pr.check(not os.path.exists("/nonexistent"), "/nonexistent was created")
-    with open(ro) as f:
-        pr.check(f.read() == "precious\n", "the read-only file was changed")
     pr.check(os.listdir(adir) == [], f"files appeared in {adir}: {os.listdir(adir)}")
+    pr.check(os.listdir(rodir) == [], f"files appeared in {rodir}: {os.listdir(rodir)}")
+    test_output_existing(ctx, args, plain)
+
+
+def test_output_existing(ctx, args, plain):
+    """Something at the output path already: the agent, on its own (constructor mode), creates its
+    file exclusively and never through a link: an existing file or link is refused and left as
+    it was; CUHOOK_FORCE=1 replaces a file or the link itself (never what it points to), and
+    nothing else (a FIFO here)."""
+    pr = ctx.problems
+    victim = plant(ctx.path("victim.txt"), "file", "the link's target\n")
+    entries = {"an existing file": ("file", ctx.path("existing.bin")),
+               "a link to a file": ("link", ctx.path("link.bin")),
+               "a dangling link": ("link", ctx.path("dangling.bin")),
+               "a FIFO": ("fifo", ctx.path("fifo.bin"))}
+    targets = {"a link to a file": victim, "a dangling link": ctx.path("never-created.txt")}
+    for force in (False, True):
+        for what, (kind, path) in entries.items():
+            plant(path, kind, target=targets.get(what))
+            label = f"{what}{' with CUHOOK_FORCE=1' if force else ''}"
+            try:
+                p = run_target(ctx, "rt_loop", args, traced=True, output=path,
+                               env={"CUHOOK_FORCE": "1"} if force else None, timeout=10)
+            except Fatal as e:  # an agent that opens the FIFO waits for a reader for good
+                pr.add(f"{label}: {e}")
+                continue
+            same_behaviour(ctx, label, plain, p)
+            lines = p.stderr.splitlines()
+            print(f"{label}: {describe_status(p.returncode)}, stderr {lines!r}")
+            if force and kind != "fifo":
+                traced_ok(ctx, label, p)
+                st = os.lstat(path)
+                if pr.check(stat.S_ISREG(st.st_mode) and st.st_mode & 0o7777 == 0o600,
+                            f"{label}: the trace is not a new regular file of mode 600 (mode {st.st_mode:o})"):
+                    rep = report_json(ctx, path)
+                    pr.check(calls_by_name(rep).get("cuFakeInner") == 2000, f"{label}: calls traced: "
+                             f"{calls_by_name(rep).get('cuFakeInner')}, expected 2000")
+                continue
+            if force:
+                want = (f"cuhook: trace file '{path}' exists and is neither a regular file nor a symbolic link: "
+                        "it is never replaced; not tracing")
+            else:
+                want = f"cuhook: trace file '{path}' exists; {EXISTS_HINT}; not tracing"
+            pr.check(lines == [want], f"{label}: stderr should be exactly {want!r}, got {lines!r}")
+            st = os.lstat(path)
+            if kind == "file":
+                with open(path, "rb") as f:
+                    pr.check(f.read() == b"precious\n", f"{label}: the file was changed")
+            elif kind == "link":
+                pr.check(os.path.islink(path) and os.readlink(path) == targets[what],
+                         f"{label}: the link was changed")
+            else:
+                pr.check(stat.S_ISFIFO(st.st_mode), f"{label}: the FIFO was replaced")
+        with open(victim, "rb") as f:
+            pr.check(f.read() == b"the link's target\n", "the file a planted link points to was changed")
+        pr.check(not os.path.lexists(targets["a dangling link"]), "a dangling link's target was created")
 
 
 # ---- 2. disk full -----------------------------------------------------------------------------
@@ -301,25 +375,40 @@ def test_diskfull(ctx):
         pr.check(rep.get("truncated") is True, "final flush: trace not reported as truncated")
         check_prefix_rows(ctx, "final flush trace", report_csv(ctx, trace, strict=False), 3000)
 
-    # (c) /dev/full: the header cannot be written; the agent must give up at start.
-    args = ["--iters", "2000", "--exit", "42"]
-    plain = untraced(ctx, "rt_loop", args, want_rc=42)
-    p = run_target(ctx, "rt_loop", args, traced=True, output="/dev/full")
-    same_behaviour(ctx, "/dev/full", plain, p)
-    want = "cuhook: cannot write trace file '/dev/full': No space left on device; not tracing"
-    pr.check(p.stderr.splitlines() == [want],
-             f"/dev/full: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
-    print(f"/dev/full: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
-
-    # (d) A real full filesystem: a 64 KiB tmpfs (needs mount rights: root, as CI; skipped with a
-    # note otherwise). The writer gets ENOSPC mid-run.
+    # (c) and (d): a real full filesystem, a 64 KiB tmpfs (needs mount rights: root, as CI;
+    # skipped with a note otherwise).
     mnt = ctx.path("tmpfs")
     os.makedirs(mnt, exist_ok=True)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
                       capture_output=True).returncode != 0:
-        print("tmpfs: cannot mount here (not root?): case (d) not run")
+        print("tmpfs: cannot mount here (not root?): cases (c) and (d) not run")
         return
     try:
+        # (c) Full before the agent starts: the header cannot be written; the agent must give up
+        # at start. (This was /dev/full, which exists: the agent now refuses it as an existing
+        # file before writing.)
+        filler = os.path.join(mnt, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            while os.write(fd, b"x" * 4096) > 0:
+                pass
+        except OSError:
+            pass  # ENOSPC: full
+        os.close(fd)
+        args = ["--iters", "2000", "--exit", "42"]
+        plain = untraced(ctx, "rt_loop", args, want_rc=42)
+        trace = os.path.join(mnt, "t0.bin")
+        p = run_target(ctx, "rt_loop", args, traced=True, output=trace)
+        same_behaviour(ctx, "full tmpfs at start", plain, p)
+        want = f"cuhook: cannot write trace file '{trace}': No space left on device; not tracing"
+        pr.check(p.stderr.splitlines() == [want],
+                 f"full tmpfs at start: stderr should be exactly {want!r}, got {p.stderr.splitlines()!r}")
+        print(f"full tmpfs at start: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
+        for f in (filler, trace):
+            if os.path.exists(f):
+                os.unlink(f)
+
+        # (d) The writer gets ENOSPC mid-run.
         args = ["--iters", "200000", "--pause-after", "200", "--pause-ms", "300", "--exit", "42"]
         plain = untraced(ctx, "rt_loop", args, want_rc=42)
         trace = os.path.join(mnt, "t.bin")
@@ -912,12 +1001,126 @@ def test_tracer_name(ctx):
     print(f"under a tracer named cuhook_app: {calls} of {iters} calls traced")
 
 
+# ---- set-user-ID / set-group-ID programs ---------------------------------------------------------
+
+SKIP = 77
+CALLER = 65533   # an unprivileged user of no group, not nobody
+PRIVILEGED_REFUSAL = ("cuhook: the process runs with other privileges than its starter's (set-user-ID, "
+                      "set-group-ID or file capabilities): no tracing from its environment; not tracing")
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def suid_capable_dir(ctx):
+    """A directory for set-user-ID copies: on a file system mounted without nosuid, on a path
+    every user can search. None if there is none."""
+    for d in (ctx.workdir, "/var/tmp", "/tmp"):
+        opts = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "-T", d], capture_output=True, text=True)
+        if opts.returncode == 0 and "nosuid" not in opts.stdout.split(",") and readable_by_all(d):
+            return d
+    return None
+
+
+def as_caller(cmd, env, cwd):
+    """cmd run as uid/gid CALLER with no supplementary groups (setpriv)."""
+    return subprocess.run(["setpriv", f"--reuid={CALLER}", f"--regid={CALLER}", "--clear-groups"] + cmd,
+                          env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_setuid(ctx):
+    """A program that runs with more privileges than its caller (set-user-ID or set-group-ID)
+    loads the agent in constructor mode, and the caller points CUHOOK_OUTPUT at a file only the
+    program's privileges may write (as a set-user-ID root program could write root's files).
+    The agent must take no option from that environment and trace nothing: the file stays as it
+    was and no trace appears anywhere the program could write. Needs root (to make the copies
+    and switch users) and a file system that honours set-user-ID bits; skipped otherwise."""
+    pr = ctx.problems
+    if os.geteuid() != 0:
+        skip("needs root to make set-user-ID copies owned by another user and to run them as a third")
+    if not shutil.which("setpriv") or not shutil.which("findmnt"):
+        skip("setpriv and findmnt (util-linux) are needed")
+    base = suid_capable_dir(ctx)
+    if not base:
+        skip("no directory searchable by everyone on a file system mounted without nosuid")
+    d = tempfile.mkdtemp(prefix="cuhook-setuid-", dir=base)
+    try:
+        os.chmod(d, 0o755)
+        for f in (ctx.exe("rt_loop"), ctx.agent, ctx.lib, shutil.which("id")):
+            shutil.copy(f, d)
+            os.chmod(os.path.join(d, os.path.basename(f)), 0o755)
+        agent, lib = os.path.join(d, os.path.basename(ctx.agent)), os.path.join(d, os.path.basename(ctx.lib))
+        cwd = os.path.join(d, "cwd")  # where a trace.bin by default would go: writable by all
+        os.mkdir(cwd)
+        os.chmod(cwd, 0o1777)
+        env = clean_env()
+        env.pop("LD_LIBRARY_PATH", None)
+
+        # ids: (owner uid, owner gid, mode bits) of the privileged copy; the file its privileges
+        # may write and the caller's may not
+        kinds = {"set-user-ID": (65534, 0, 0o4755, 65534, 0, 0o600),
+                 "set-group-ID": (0, 65534, 0o2755, 0, 65534, 0o660)}
+        args = ["--iters", "2000", "--exit", "42"]
+        plain = as_caller([os.path.join(d, "rt_loop")] + args + [lib], env, cwd)
+        if plain.returncode != 42:
+            raise Fatal(f"rt_loop as uid {CALLER}: {describe_status(plain.returncode)}\n{tail(plain.stderr)}")
+
+        # control: the plain copy, run by the caller, is traced (the agent loads and works there)
+        control = os.path.join(cwd, "control.bin")
+        p = as_caller([os.path.join(d, "rt_loop"), "--agent", agent] + args + [lib],
+                      dict(env, CUHOOK_OUTPUT=control), cwd)
+        same_behaviour(ctx, "control (no privileges gained)", plain, p)
+        if pr.check(os.path.exists(control), f"control: no trace written; stderr {p.stderr.splitlines()!r}"):
+            pr.check(calls_by_name(report_json(ctx, control)).get("cuFakeInner") == 2000,
+                     "control: 2000 calls expected in its trace")
+            os.unlink(control)
+
+        for what, (uid, gid, mode, fuid, fgid, fmode) in kinds.items():
+            exe = os.path.join(d, "rt_loop-" + what)
+            shutil.copy(ctx.exe("rt_loop"), exe)
+            os.chown(exe, uid, gid)
+            os.chmod(exe, mode)  # after chown, which clears the bits
+            idexe = os.path.join(d, "id-" + what)
+            shutil.copy(shutil.which("id"), idexe)
+            os.chown(idexe, uid, gid)
+            os.chmod(idexe, mode)
+            ids = as_caller([idexe, "-u" if uid else "-g"], env, cwd).stdout.strip()
+            if ids != "65534":
+                skip(f"a {what} program does not get its owner's id here (id says {ids!r}): no_new_privs?")
+
+            victim = os.path.join(d, "victim-" + what)
+            with open(victim, "w") as f:
+                f.write("what only the privileged program may write\n")
+            os.chown(victim, fuid, fgid)
+            os.chmod(victim, fmode)
+            for force in ("0", "1"):
+                e = dict(env, CUHOOK_OUTPUT=victim, CUHOOK_FORCE=force, CUHOOK_VERBOSE="1")
+                p = as_caller([exe, "--agent", agent] + args + [lib], e, cwd)
+                label = f"{what} copy, CUHOOK_FORCE={force}"
+                print(f"{label}: {describe_status(p.returncode)}, stderr {p.stderr.splitlines()!r}")
+                same_behaviour(ctx, label, plain, p)
+                pr.check(p.stderr.splitlines() == [PRIVILEGED_REFUSAL],
+                         f"{label}: stderr should be exactly {PRIVILEGED_REFUSAL!r}, got {p.stderr.splitlines()!r}")
+                with open(victim, "rb") as f:
+                    pr.check(f.read() == b"what only the privileged program may write\n",
+                             f"{label}: the file CUHOOK_OUTPUT named was changed")
+                st = os.stat(victim)
+                pr.check((st.st_uid, st.st_gid, st.st_mode & 0o7777) == (fuid, fgid, fmode),
+                         f"{label}: the file CUHOOK_OUTPUT named changed owner or mode")
+                pr.check(os.listdir(cwd) == [], f"{label}: files appeared in the working directory: "
+                         f"{os.listdir(cwd)}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
          "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig,
          "rss": test_rss, "own-threads": test_own_threads,
-         "tracer-name": test_tracer_name}
+         "tracer-name": test_tracer_name, "setuid": test_setuid}
 
 
 def main():

@@ -1,4 +1,4 @@
-/* Unit tests of glob_filter_match (src/trampoline/glob_filter.c): CUHOOK_FUNCS and --funcs. */
+/* Unit tests of glob_filter_match (src/common/glob_filter.c): CUHOOK_FUNCS and --funcs. */
 #include "unit.h"
 
 #include "glob_filter.h"
@@ -71,37 +71,81 @@ static void excludes(void)
  * "everything" (it did when overlong patterns were skipped). glob_filter_check refuses it. */
 static void overlong_patterns(void)
 {
+	char why[128];
 	char longp[GLOB_PATTERN_MAX + 40], filter[2 * sizeof(longp)];
 	memset(longp, 'a', sizeof(longp) - 1);
 	longp[sizeof(longp) - 1] = 0;
 	NO(longp, "cuInit");
-	CHECK(glob_filter_check(longp) == -1, "an overlong pattern is refused");
+	CHECK(glob_filter_check(longp, why, sizeof(why)) == -1, "an overlong pattern is refused");
 	snprintf(filter, sizeof(filter), "cuInit,%s", longp);
 	YES(filter, "cuInit");
 	NO(filter, "cuLaunchKernel");
 	snprintf(filter, sizeof(filter), "-%s", longp);
 	YES(filter, "cuInit");              /* an overlong exclude excludes nothing */
-	CHECK(glob_filter_check("cu*,-cudbg*, cuLaunch* ") == 0, "a normal filter is accepted");
+	CHECK(glob_filter_check("cu*,-cudbg*, cuLaunch* ", why, sizeof(why)) == 0, "a normal filter is accepted");
 	memset(longp + GLOB_PATTERN_MAX, 0, sizeof(longp) - GLOB_PATTERN_MAX);
-	CHECK(glob_filter_check(longp) == 0, "a pattern of exactly GLOB_PATTERN_MAX is accepted");
+	CHECK(glob_filter_check(longp, why, sizeof(why)) == 0, "a pattern of exactly GLOB_PATTERN_MAX is accepted");
 	YES(longp, longp);
 	snprintf(filter, sizeof(filter), "!%s", longp);
-	CHECK(glob_filter_check(filter) == 0, "an exclude of GLOB_PATTERN_MAX is accepted");
+	CHECK(glob_filter_check(filter, why, sizeof(why)) == 0, "an exclude of GLOB_PATTERN_MAX is accepted");
 	NO(filter, longp);
 	/* One character more: refused whether include or exclude (the marker is not counted), as
 	 * the pattern then matches nothing. */
 	memset(longp, 'a', GLOB_PATTERN_MAX + 1);
 	longp[GLOB_PATTERN_MAX + 1] = 0;
-	CHECK(glob_filter_check(longp) == -1, "an include of GLOB_PATTERN_MAX + 1 is refused");
+	CHECK(glob_filter_check(longp, why, sizeof(why)) == -1, "an include of GLOB_PATTERN_MAX + 1 is refused");
 	NO(longp, longp);
 	snprintf(filter, sizeof(filter), "-%s", longp);
-	CHECK(glob_filter_check(filter) == -1, "an exclude of GLOB_PATTERN_MAX + 1 is refused");
+	CHECK(glob_filter_check(filter, why, sizeof(why)) == -1, "an exclude of GLOB_PATTERN_MAX + 1 is refused");
+}
+
+/* Patterns fnmatch takes silently otherwise than meant (matching nothing, or a literal '['):
+ * refused with the reason; well-formed brackets, classes and escapes pass. */
+static void malformed_patterns(void)
+{
+	static const struct {
+		const char *filter, *why; /* why: NULL when accepted */
+	} cases[] = {
+		{"cu[", "has a '[' without its ']'"},
+		{"cuMem*,cu[A-Z", "has a '[' without its ']'"},
+		{"-cu[", "has a '[' without its ']'"},
+		{"cu[]", "has a '[' without its ']'"},      /* ']' first is a member: still open */
+		{"cu[!]", "has a '[' without its ']'"},
+		{"cu[a\\]", "has a '[' without its ']'"},   /* the ']' is escaped */
+		{"[[:alpha:]", "has a '[' without its ']'"}, /* the class's ']' does not close the set */
+		{"cu\\", "ends with a lone '\\'"},
+		{"[[:bogus:]]", "names an unknown [:class:]"},
+		{"cu[]]", NULL},
+		{"cu[!]]x", NULL},
+		{"cu[[:upper:]]*", NULL},
+		{"[[:alpha]", NULL},                      /* '[', ':', 'a'... and its ']' */
+		{"cu\\[", NULL},                          /* an escaped '[' is a character */
+		{"cu[a-z]*, -cu[[:digit:]]", NULL},
+		{"cu*,-cudbg*", NULL},
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char why[512] = "";
+		int r = glob_filter_check(cases[i].filter, why, sizeof(why));
+		if (!cases[i].why) {
+			CHECK(r == 0, "'%s' should be accepted (%s)", cases[i].filter, why);
+			continue;
+		}
+		CHECK(r == -1, "'%s' should be refused", cases[i].filter);
+		CHECK(strstr(why, cases[i].why) != NULL, "'%s': reason '%s', wanted '%s'", cases[i].filter, why,
+		      cases[i].why);
+	}
+	/* the pattern in the reason is the one at fault, shown safely */
+	char why[512];
+	CHECK(glob_filter_check("cuInit, cu\x1b[", why, sizeof(why)) == -1 &&
+	          strcmp(why, "pattern 'cu\\x1b[' has a '[' without its ']'") == 0,
+	      "reason: %s", why);
 }
 
 int main(void)
 {
 	RUN(empty_filter_matches_everything);
 	RUN(overlong_patterns);
+	RUN(malformed_patterns);
 	RUN(includes);
 	RUN(excludes);
 	UNIT_EXIT();

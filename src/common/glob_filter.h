@@ -2,6 +2,8 @@
 #ifndef CUHOOK_GLOB_FILTER_H
 #define CUHOOK_GLOB_FILTER_H
 
+#include <stddef.h>
+
 #define GLOB_PATTERN_MAX 255 /* characters of one pattern */
 
 /* Glob filter: comma-separated fnmatch(3) patterns; a pattern starting with '-' or '!'
@@ -10,7 +12,11 @@
  * GLOB_PATTERN_MAX matches nothing (glob_filter_check refuses such a filter). */
 int glob_filter_match(const char *filter, const char *name);
 
-/* 0, or -1 when a pattern of the filter is longer than GLOB_PATTERN_MAX. */
-int glob_filter_check(const char *filter);
+/* 0, or -1 with the reason in why when a pattern of the filter is longer than GLOB_PATTERN_MAX
+ * or is not a well-formed fnmatch(3) pattern (a '[' without its ']', a lone trailing '\', an
+ * unknown [:class:]): such a pattern would match nothing, or not what was meant, silently. */
+int glob_filter_check(const char *filter, char *why, size_t whylen);
+/* The same for one pattern of n bytes. */
+int glob_pattern_check(const char *pattern, size_t n, char *why, size_t whylen);
 
 #endif
