@@ -12,8 +12,10 @@
 #include "glob_filter.h"
 #include "hooks.h"
 #include "injector_watch.h"
+#include "loaded_objects.h"
 #include "loader_watch.h"
 #include "nvfd.h"
+#include "own_threads.h"
 #include "record.h"
 #include "self_maps.h"
 #include "thread_state.h"
@@ -45,6 +47,13 @@ __attribute__((visibility("hidden"))) uint64_t cuhook_xsave_mask;
 
 static struct cuhook_config cfg;
 static int active;
+/* cuhook_agent_prepare done and no start yet: the trace file is open, its writer thread waits,
+ * the libraries and the agent's own hooks are planned (stubs written, no jump). The options it
+ * was made for: a start with the same ones uses it. */
+static bool prepared;
+static char prepared_options[8192];
+static char trace_file[PATH_MAX];         /* this session's (or preparation's) trace */
+static bool watch_planned, exit_planned;  /* the dlopen watch and the _exit hook have stubs */
 static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
 static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
 static bool jumps_left; /* a session ended without taking its jumps out (by itself, writer.c) */
@@ -62,8 +71,8 @@ void agent_log(int level, const char *fmt, ...)
 	va_end(ap);
 	/* level 0: stderr with CUHOOK_VERBOSE only; 1: also an info NOTE in the trace;
 	 * 2: a warning NOTE, and stderr always. */
-	if (level >= 1 && active)
-		writer_note(level - 1, msg);
+	if (level >= 1 && (active || prepared)) /* a preparation's notes go into its trace */
+		writer_note(level - 1, msg, !threads_stopped_now);
 	if (!cfg.quiet && (cfg.verbose >= 1 || level >= 2)) {
 		char line[560];
 		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
@@ -162,6 +171,7 @@ struct found_lib {
 struct scan {
 	struct found_lib libs[16];
 	unsigned n;
+	bool plan_only;      /* a preparation: every object goes into the snapshot the start checks */
 };
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
@@ -169,6 +179,8 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 	(void)size;
 	struct scan *s = ctx;
 	const char *name = info->dlpi_name;
+	if (s->plan_only)
+		loaded_snapshot_add(info->dlpi_addr, name);
 	if (!name || !*name || s->n == 16)
 		return 0;
 	const char *base = strrchr(name, '/');
@@ -199,6 +211,18 @@ static void log_counted(const char *path, uint32_t first, uint32_t count)
 		          in_place);
 }
 
+static void log_patched(const struct agent_lib *l, const struct patch_result *res)
+{
+	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
+	          l->path, res->patched, res->refused, res->filtered, freeze_stopped_threads(),
+	          freeze_moved_threads());
+	log_counted(l->path, l->first_id, l->count);
+}
+
+/* One library the scan found. plan_only (a preparation): plan it, or, known from an earlier
+ * session (unpatched since its stop), plan what this session's options add and classify its
+ * functions again; the start writes its jumps (arm_libraries). Else (found after a dlopen while
+ * tracing): patch it at once. */
 static void patch_one(const struct found_lib *f, bool plan_only)
 {
 	char real[PATH_MAX];
@@ -214,17 +238,19 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		struct agent_lib *l = &agent_libs[i];
 		if (l->base != f->base || strcmp(l->path, real) != 0)
 			continue;
-		if (plan_only)
-			return; /* planned already (an earlier prepare or start): its stubs exist */
-		/* Known from an earlier start (a second attach): patched now? */
+		req.lib_id = l->lib_id;
+		if (plan_only) {
+			/* this session's count option may differ from the last: classified again */
+			hooks_replan(&req, l->first_id, l->count);
+			l->arm_at_start = true;
+			return;
+		}
+		/* Known from an earlier session: patched now? */
 		bool armed = false;
 		for (uint32_t id = l->first_id; id < l->first_id + l->count && !armed; id++)
 			armed = hooks_cold[id].patched;
 		if (armed)
 			return;
-		req.lib_id = l->lib_id;
-		/* classifies the functions planned before again: this session's count option may
-		 * differ from the last */
 		hooks_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);
@@ -246,16 +272,13 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 	}
 	l->first_id = res.first_id;
 	l->count = res.count;
+	l->arm_at_start = plan_only;
 	agent_nlibs++;
 	if (plan_only)
 		agent_log(0, "%s: %u functions planned, %u refused, %u filtered out", real, res.patched,
 		          res.refused, res.filtered);
 	else
-		agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
-		          real, res.patched, res.refused, res.filtered, freeze_stopped_threads(),
-		          freeze_moved_threads());
-	if (!plan_only)
-		log_counted(real, res.first_id, res.count);
+		log_patched(l, &res);
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
 			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)
@@ -263,23 +286,51 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
 }
 
-/* Create this session's trace file and start the writer, as cfg says. */
-static int open_trace(const char *path, char *err, size_t errlen)
+/* This session's writer options, as cfg says. */
+static struct writer_opts trace_opts(void)
 {
-	struct writer_opts wo = {.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
-	                         .replace = cfg.force, .max_size = cfg.max_size};
-	return writer_open(path, &wo, err, errlen);
+	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
+	                            .replace = cfg.force, .max_size = cfg.max_size};
 }
 
+/* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
+ * that the start checks (loaded_objects.h). */
 static void scan_libraries(bool plan_only)
 {
 	struct scan s;
 	s.n = 0;
+	s.plan_only = plan_only;
+	if (plan_only)
+		loaded_snapshot_begin();
 	dl_iterate_phdr(scan_cb, &s);
+	if (plan_only)
+		loaded_snapshot_end();
 	pthread_mutex_lock(&agent_lock);
+	if (plan_only)
+		for (unsigned i = 0; i < agent_nlibs; i++)
+			agent_libs[i].arm_at_start = false; /* only what is loaded now */
 	for (unsigned i = 0; i < s.n; i++)
 		patch_one(&s.libs[i], plan_only);
 	pthread_mutex_unlock(&agent_lock);
+}
+
+/* The start: write the jumps of the libraries the preparation planned. Under agent_lock. */
+static void arm_libraries(void)
+{
+	for (unsigned i = 0; i < agent_nlibs; i++) {
+		struct agent_lib *l = &agent_libs[i];
+		if (!l->arm_at_start)
+			continue;
+		l->arm_at_start = false;
+		struct patch_request req = {
+		    .base = l->base, .filter = cfg.funcs, .lib_id = l->lib_id,
+		    .threads_stopped = threads_stopped_now, .classify = classify,
+		    .freeze = freeze_others, .thaw = thaw_others,
+		};
+		struct patch_result res;
+		hooks_arm(&req, l->first_id, l->count, &res);
+		log_patched(l, &res);
+	}
 }
 
 /* Tracing, as far as the API goes: started, and not ended by the writer itself (its injector is
@@ -313,10 +364,11 @@ void agent_scan_libraries(void)
  * that (a stack from mmap or the cache, clone), and the child goes on multi-threaded the same
  * way a Python child that starts threads after os.fork() does. What glibc cannot reset are
  * locks of other code that a vanished thread held; the writer takes only the agent's own
- * (agent_lock, the rings' registry lock, the notes lock), and those are re-initialised first.
+ * (agent_lock, the notes lock; the rings' registry takes none), and those are re-initialised
+ * first.
  * The forking thread's ring, a copy of the parent's, is registered again under the child's tid
- * (thread_state_after_fork_child) and emptied by writer_open: the child's file holds the calls
- * the child makes, none of the parent's. A child that execs right away loses the thread with
+ * (thread_state_after_fork_child) and emptied by writer_start (in writer_open): the child's
+ * file holds the calls the child makes, none of the parent's. A child that execs right away loses the thread with
  * the rest of the image; its file (header and tables only) is replaced by the new image's when
  * cuhook run --follow injects that (docs/injection.md).
  *
@@ -326,7 +378,8 @@ static void start_in_fork_child(void)
 {
 	char path[PATH_MAX], err[400];
 	config_output_path(&cfg, path, sizeof(path));
-	int rc = open_trace(path, err, sizeof(err));
+	struct writer_opts wo = trace_opts();
+	int rc = writer_open(path, &wo, err, sizeof(err));
 	if (rc != 0) {
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
@@ -348,7 +401,9 @@ static void on_fork_child(void)
 	cuhook_recording = 0;
 	cuhook_writer_alive = 0;
 	active = 0;
+	prepared = false; /* the waiting writer thread is the parent's */
 	pthread_mutex_init(&agent_lock, NULL);
+	own_threads_after_fork_child();
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
 	injector_watch_end();
@@ -390,64 +445,132 @@ static void unpatch_all(bool threads_stopped)
 	jumps_left = false;
 }
 
-static int start(const struct cuhook_config *c, unsigned flags)
+/* Everything of a start that allocates, locks or calls into the loader, done by
+ * cuhook_agent_prepare while the program's threads run; or by the start itself when nothing
+ * was prepared for its options (constructor mode, `cuhook run` at the entry point where nothing
+ * else runs, an injector without prepare): the trace file and its writer thread (waiting), the
+ * scan of the loaded objects, the plans and stubs of their functions and of the agent's own
+ * hooks. A preparation for the same options is reused (scanned again: what was loaded since is
+ * planned too); one for other options is discarded. */
+static int prepare(const struct cuhook_config *c, const char *options, bool stopped)
+{
+	static bool once;
+	/* The jumps of a session the writer ended by itself: out first, so that this session's
+	 * options choose what is planned and patched. */
+	if (jumps_left)
+		unpatch_all(stopped);
+	bool same = prepared && options && strlen(options) < sizeof(prepared_options) &&
+	            !strcmp(options, prepared_options);
+	if (prepared && !same) {
+		writer_discard();
+		prepared = false;
+	}
+	if (!prepared) {
+		cfg = *c;
+		count_overflow = 0;
+		__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
+		if (!once) {
+			detect_xsave();
+			pthread_atfork(NULL, NULL, on_fork_child);
+			once = true;
+		}
+		thread_ring_bytes = cfg.buffer_kb * 1024u;
+		cuhook_lossy = cfg.drop;
+		cuhook_clock_monotonic = cfg.monotonic;
+		char err[400];
+		config_output_path(&cfg, trace_file, sizeof(trace_file));
+		struct writer_opts wo = trace_opts();
+		int rc = writer_prepare(trace_file, &wo, err, sizeof(err));
+		if (rc != 0) {
+			set_error(err);
+			return rc;
+		}
+		prepared = true;
+		/* an options string too long to keep is never taken for the same as another */
+		snprintf(prepared_options, sizeof(prepared_options), "%s",
+		         options && strlen(options) < sizeof(prepared_options) ? options : "\x01");
+		/* Said in the trace, so a report can tell why these functions have counts and no times. */
+		if (cfg.count[0])
+			agent_log(1, "traced functions matching %s are counted, not recorded (%s)", cfg.count,
+			          strcmp(cfg.count, CUHOOK_COUNT_DEFAULT) ? "count option"
+			                                                  : "the default; --record-all records them");
+	}
+	scan_libraries(true);
+	watch_planned = loader_watch_prepare() == 0;
+	exit_planned = exit_watch_prepare() == 0;
+	if (cfg.ioctl)
+		nvfd_prepare(cfg.ioctl_paths);
+	return 0;
+}
+
+/* The start proper, after prepare: write the planned jumps, start the writer, begin the
+ * session. stopped (CUHOOK_START_THREADS_STOPPED): every other thread of the process is
+ * stopped wherever it was, maybe inside malloc, pthread_create or the loader, holding their
+ * locks. So nothing here allocates, takes a lock (the agent's own is only tried: no other
+ * thread holds it between sessions), or calls a libc function that does: the loaded objects are
+ * compared with the preparation's snapshot through the loader's debugger interface, the jumps
+ * written with plain stores (mprotect and membarrier are system calls), notes queued only if
+ * their lock is free. -EAGAIN: an object was loaded or unloaded since the preparation (prepare
+ * again); -EBUSY: the agent's lock is held. The preparation stays for a next try. */
+static int go(bool stopped)
 {
 	double t0 = now_ms();
-	static bool once;
-	if (session_open()) {
-		set_error("already tracing");
-		return -EALREADY;
+	if (stopped ? pthread_mutex_trylock(&agent_lock) != 0 : pthread_mutex_lock(&agent_lock) != 0) {
+		set_error("another thread holds the agent's lock; not started");
+		return -EBUSY;
 	}
-	cfg = *c;
-	count_overflow = 0;
-	__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
-	if (!once) {
-		detect_xsave();
-		pthread_atfork(NULL, NULL, on_fork_child);
-		once = true;
+	if (stopped && loaded_changed_since_snapshot()) {
+		pthread_mutex_unlock(&agent_lock);
+		set_error("a library was loaded or unloaded since the preparation; not started");
+		return -EAGAIN;
 	}
-	thread_ring_bytes = cfg.buffer_kb * 1024u;
-	cuhook_lossy = cfg.drop;
-	cuhook_clock_monotonic = cfg.monotonic;
-	char path[PATH_MAX], err[400];
-	config_output_path(&cfg, path, sizeof(path));
-	int rc = open_trace(path, err, sizeof(err));
-	if (rc != 0) {
-		set_error(err);
-		return rc;
-	}
+	threads_stopped_now = stopped;
+	/* the writer's first round waits for agent_lock: the tables it writes are then complete */
+	writer_start();
 	active = 1;
+	prepared = false;
 	session_pid = getpid();
-	threads_stopped_now = flags & CUHOOK_START_THREADS_STOPPED;
-	if (jumps_left) /* out first, so that this session's options choose what is patched */
-		unpatch_all(threads_stopped_now);
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
-	/* Said in the trace, so a report can tell why these functions have counts and no times. */
-	if (cfg.count[0])
-		agent_log(1, "traced functions matching %s are counted, not recorded (%s)", cfg.count,
-		          strcmp(cfg.count, CUHOOK_COUNT_DEFAULT) ? "count option"
-		                                                  : "the default; --record-all records them");
 	double t1 = now_ms();
-	agent_scan_libraries();
+	arm_libraries();
 	double t2 = now_ms();
-	if (loader_watch_install(threads_stopped_now) != 0)
-		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
-	if (exit_watch_install(threads_stopped_now) != 0)
-		agent_log(1, "cannot hook _exit: a process ending with _exit() will lose its last records");
+	bool watching = watch_planned && loader_watch_arm(stopped) == 0;
+	bool exit_hooked = exit_planned && exit_watch_arm(stopped) == 0;
 	if (cfg.ioctl)
-		nvfd_install(cfg.ioctl_paths, threads_stopped_now);
-	threads_stopped_now = false;
-	agent_log(0, "started in %.2f ms: trace file and writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
+		nvfd_arm(stopped);
+	pthread_mutex_unlock(&agent_lock);
+	if (!watching)
+		agent_log(1, "cannot watch dlopen: libraries loaded later will not be traced");
+	if (!exit_hooked)
+		agent_log(1, "cannot hook _exit: a process ending with _exit() will lose its last records");
+	agent_log(0, "started in %.2f ms: writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
 	          now_ms() - t0, t1 - t0, t2 - t1, now_ms() - t2);
 	bool any = false;
 	for (unsigned i = 0; i < agent_nlibs; i++)
 		any |= !agent_libs[i].internal && !agent_libs[i].ioctl;
 	if (!any)
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
-	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
-	/* Last: the writer must not end a session this start has not finished opening. */
+	/* Last, and while the other threads are still taken as stopped (agent_log): the writer must
+	 * not end a session this start has not finished opening. */
 	injector_watch_begin(cfg.injector, cfg.deadline_ms);
+	threads_stopped_now = false;
+	snprintf(last_error, sizeof(last_error), "tracing to %s", trace_file);
 	return 0;
+}
+
+static int start(const struct cuhook_config *c, const char *options, unsigned flags)
+{
+	if (session_open()) {
+		set_error("already tracing");
+		return -EALREADY;
+	}
+	bool ready = prepared && options && !strcmp(options, prepared_options);
+	if (!ready) {
+		int rc = prepare(c, options, flags & CUHOOK_START_THREADS_STOPPED);
+		if (rc != 0)
+			return rc;
+	}
+	return go(flags & CUHOOK_START_THREADS_STOPPED);
 }
 
 static void stop(bool unpatch, bool threads_stopped)
@@ -462,7 +585,12 @@ static void stop(bool unpatch, bool threads_stopped)
 	active = 0;
 }
 
-/* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. */
+/* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. Known by
+ * its name, which the injector sets to exactly "cuhook" (src/cli/main.c) whatever its file is
+ * called: the whole name, not a prefix, so that a program that traces its children and whose
+ * name merely begins so (cuhook_app) is not taken for it. (The thread ids of the process are
+ * no help here: the tracer is another process, and the agent has nothing of it before this
+ * constructor runs.) */
 static bool traced_by_cuhook(void)
 {
 	char buf[4096];
@@ -488,7 +616,7 @@ static bool traced_by_cuhook(void)
 		return false;
 	n = read(fd, comm, sizeof(comm) - 1);
 	close(fd);
-	return n > 0 && strncmp(comm, "cuhook", 6) == 0;
+	return n > 0 && strcmp(comm, "cuhook\n") == 0;
 }
 
 /* Is cuhook's injector loading us (or was it, and left its dlopen to finish without it)? Its
@@ -544,7 +672,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (c.disable)
 		return;
 	cfg.verbose = c.verbose;
-	if (start(&c, 0) != 0)
+	if (start(&c, NULL, 0) != 0)
 		fprintf(stderr, "cuhook: %s; not tracing\n", last_error);
 }
 
@@ -577,7 +705,7 @@ int cuhook_agent_start(const char *options, unsigned flags)
 	struct cuhook_config c;
 	if (parse_options(options, &c) != 0)
 		return -EINVAL;
-	return start(&c, flags);
+	return start(&c, options, flags);
 }
 
 int cuhook_agent_prepare(const char *options)
@@ -589,13 +717,18 @@ int cuhook_agent_prepare(const char *options)
 		set_error("already tracing");
 		return -EALREADY;
 	}
-	cfg = c;
-	scan_libraries(true);
-	return 0;
+	return prepare(&c, options, false);
 }
 
 int cuhook_agent_stop(unsigned flags)
 {
+	if (!session_open() && prepared) {
+		/* prepared, never started (an injector that backed out, or died in between) */
+		writer_discard();
+		prepared = false;
+		set_error("not tracing: a preparation was discarded");
+		return 0;
+	}
 	if (!session_open()) {
 		if (!jumps_left) {
 			set_error("not tracing");

@@ -18,6 +18,8 @@ struct agent_lib {
 	uint32_t first_id, count;  /* hook ids of its functions */
 	bool internal;             /* hooked for cuhook's own use (dlopen watch) */
 	bool ioctl;                /* libc listed for its traced ioctl (CUHOOK_LIB_IOCTL) */
+	bool arm_at_start;         /* found loaded by the last preparation: the start writes its
+	                              jumps */
 	char path[PATH_MAX];
 	char version[64];
 };

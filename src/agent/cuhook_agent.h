@@ -47,10 +47,16 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * for the tables and events. */
 #define CUHOOK_MAX_SIZE_MIN (64u << 10)
 
-/* Optional, before cuhook_agent_start() and while the other threads still run: find and plan
- * the functions of the libraries already loaded and write their stubs, without writing any
- * jump. A later cuhook_agent_start() then only writes jumps, so the time every thread must be
- * stopped for it is short. Same options as cuhook_agent_start(). */
+/* Optional, before cuhook_agent_start() and while the other threads still run: everything of
+ * the start that may take a lock another thread holds: create the trace file and the writer
+ * thread (which waits), find and plan the functions of the libraries already loaded and write
+ * their stubs, and those of the agent's own hooks, without writing any jump. A later
+ * cuhook_agent_start() with the same options then only writes jumps: with every other thread
+ * stopped it takes no lock, allocates nothing and is short. It returns -EAGAIN, starting
+ * nothing, if a library was loaded or unloaded since the preparation (prepare again), -EBUSY if
+ * the agent's lock is held. Called again with the same options, prepare reuses the file and the
+ * writer; with others, it discards the earlier preparation. cuhook_agent_stop() without a
+ * start discards it. */
 CUHOOK_API int cuhook_agent_prepare(const char *options);
 
 /* Stop tracing: restore every patched function's original bytes, flush all buffers, write the
@@ -74,6 +80,25 @@ CUHOOK_API const char *cuhook_agent_last_error(void);
 
 /* 1 while tracing. */
 CUHOOK_API int cuhook_agent_active(void);
+
+/* The agent's own threads (its writer), by thread id, for a tool that stops every thread of the
+ * process from outside: the cuhook injector reads this object through /proc/PID/mem, at the
+ * address of its symbol in the agent's dynamic symbol table, without running anything in the
+ * process. Such a tool must leave these threads running (cuhook_agent_stop() waits for the
+ * writer) and stop every other one, whatever its name. A slot holds a thread id or 0. A thread
+ * of the agent is given its slot by the thread that creates it, as soon as pthread_create
+ * returns (so before cuhook_agent_start() returns), and gives it back as the last thing it
+ * does, while its id is still its own. `generation` grows by one after every change: a copy
+ * read between two equal readings of it is consistent. A fork child starts with every slot
+ * empty (the threads are not copied). */
+#define CUHOOK_AGENT_THREADS_MAGIC 0x74686b63u /* "ckht" */
+#define CUHOOK_AGENT_THREADS_MAX 8
+struct cuhook_agent_threads {
+	uint32_t magic;      /* CUHOOK_AGENT_THREADS_MAGIC: this layout */
+	uint32_t generation;
+	int32_t tid[CUHOOK_AGENT_THREADS_MAX];
+};
+CUHOOK_API extern struct cuhook_agent_threads cuhook_agent_threads;
 
 #ifdef __cplusplus
 }

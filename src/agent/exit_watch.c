@@ -19,27 +19,27 @@
 
 static int installed_id = -1;
 
-int exit_watch_install(bool threads_stopped)
+int exit_watch_prepare(void)
+{
+	if (installed_id >= 0)
+		return 0;
+	uintptr_t addr;
+	size_t size;
+	Dl_info info;
+	if (libc_symbol("_exit", &addr, &size, &info) != 0)
+		return -1;
+	pthread_mutex_lock(&agent_lock);
+	uint32_t lib = 0; /* listed with the library of the dlopen watch when there is one */
+	for (unsigned i = 0; i < agent_nlibs; i++)
+		if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase)
+			lib = agent_libs[i].lib_id;
+	installed_id = hooks_plan_internal("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL);
+	pthread_mutex_unlock(&agent_lock);
+	return installed_id >= 0 ? 0 : -1;
+}
+
+int exit_watch_arm(bool threads_stopped)
 {
 	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
-	pthread_mutex_lock(&agent_lock);
-	int rc;
-	if (installed_id >= 0) {
-		rc = hooks_rearm_internal((uint32_t)installed_id, &how);
-	} else {
-		uintptr_t addr;
-		size_t size;
-		Dl_info info;
-		rc = -1;
-		if (libc_symbol("_exit", &addr, &size, &info) == 0) {
-			uint32_t lib = 0; /* listed with the library of the dlopen watch when there is one */
-			for (unsigned i = 0; i < agent_nlibs; i++)
-				if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase)
-					lib = agent_libs[i].lib_id;
-			installed_id = hooks_patch_internal_ex("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL, &how);
-			rc = installed_id >= 0 ? 0 : -1;
-		}
-	}
-	pthread_mutex_unlock(&agent_lock);
-	return rc;
+	return installed_id >= 0 ? hooks_rearm_internal((uint32_t)installed_id, &how) : -1;
 }

@@ -5,9 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Hook libc's _exit (HOOK_PROC_EXIT). After hooks_unpatch_all() (a stop), calling it again
- * writes the same hook's jump again. Returns 0, or -1 when _exit could not be hooked. */
-int exit_watch_install(bool threads_stopped);
+/* Hook libc's _exit (HOOK_PROC_EXIT), in two halves as the dlopen watch (loader_watch.h):
+ * prepare finds it and writes its stub the first time (dlsym, agent_lock: never with the other
+ * threads stopped); arm writes its jump at every start, allocating and locking nothing, with
+ * agent_lock held by the caller. 0, or -1 when _exit could not be hooked. */
+int exit_watch_prepare(void);
+int exit_watch_arm(bool threads_stopped);
 
 /* The hook's entry side, called by the C handler (through cuhook_call_saving_vectors): closes
  * this session's trace if this process started it (agent.c). */

@@ -19,17 +19,17 @@ static void after_dlopen(void)
 	agent_scan_libraries();
 }
 
-static int hook(unsigned slot, const char *name, bool threads_stopped)
+/* Plan the hook of one loader function, the first time (its stub is reused after). */
+static int plan(unsigned slot, const char *name)
 {
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
-	if (installed_ids[slot] >= 0) /* a later start: the stub made the first time is reused */
-		return hooks_rearm_internal((uint32_t)installed_ids[slot], &how);
+	if (installed_ids[slot] >= 0)
+		return 0;
 	uintptr_t addr;
 	size_t size;
 	Dl_info info;
 	if (libc_symbol(name, &addr, &size, &info) != 0)
 		return -1;
-	int id = hooks_patch_internal(name, addr, size, after_dlopen, &how);
+	int id = hooks_plan_internal(name, addr, size, HOOK_CALLBACK, 0, 0, 0, after_dlopen);
 	installed_ids[slot] = id;
 	if (id < 0)
 		return -1;
@@ -55,11 +55,20 @@ static int hook(unsigned slot, const char *name, bool threads_stopped)
 	return 0;
 }
 
-int loader_watch_install(bool threads_stopped)
+int loader_watch_prepare(void)
 {
 	pthread_mutex_lock(&agent_lock);
-	int rc = hook(0, "dlopen", threads_stopped);
-	hook(1, "dlmopen", threads_stopped); /* rare; not fatal */
+	int rc = plan(0, "dlopen");
+	plan(1, "dlmopen"); /* rare; not fatal */
 	pthread_mutex_unlock(&agent_lock);
+	return rc;
+}
+
+int loader_watch_arm(bool threads_stopped)
+{
+	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	int rc = installed_ids[0] >= 0 ? hooks_rearm_internal((uint32_t)installed_ids[0], &how) : -1;
+	if (installed_ids[1] >= 0)
+		hooks_rearm_internal((uint32_t)installed_ids[1], &how);
 	return rc;
 }

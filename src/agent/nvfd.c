@@ -178,7 +178,7 @@ static void forget_all(void)
 		nvfd_forget(fd);
 }
 
-int nvfd_install(const char *paths, bool threads_stopped)
+int nvfd_prepare(const char *paths)
 {
 	if (paths && *paths) {
 		strncpy(paths_cfg, paths, sizeof(paths_cfg) - 1);
@@ -188,65 +188,69 @@ int nvfd_install(const char *paths, bool threads_stopped)
 	if (readlink("/proc/self/fd/0", probe, sizeof(probe)) < 0 && errno != ENOENT)
 		agent_log(2, "ioctl watch: cannot read /proc/self/fd (%s): no ioctl will be recorded",
 		          strerror(errno));
+	if (tried)
+		return 0; /* a later start: the stubs made the first time are reused */
+	int rc = 0;
 	pthread_mutex_lock(&agent_lock);
+	for (unsigned i = 0; i < NWATCHED; i++)
+		ids[i] = -1;
+	uintptr_t done[NWATCHED];
+	unsigned ndone = 0;
+	uint16_t ioctl_decoder = (uint16_t)cuhook_decoder_find("ioctl");
+	for (unsigned i = 0; i < NWATCHED; i++) {
+		const struct watched *w = &watched[i];
+		uintptr_t addr;
+		size_t size;
+		Dl_info info;
+		if (libc_symbol(w->name, &addr, &size, &info) != 0) {
+			if (!w->optional || w->op == NVFD_OP_NONE)
+				agent_log(w->op == NVFD_OP_NONE ? 2 : 1, "ioctl watch: %s not found in the loaded libc",
+				          w->name);
+			if (w->op == NVFD_OP_NONE)
+				rc = -1;
+			continue;
+		}
+		bool dup = false;
+		for (unsigned k = 0; k < ndone; k++)
+			dup |= done[k] == addr;
+		if (dup)
+			continue; /* an alias (open64 = open) */
+		done[ndone++] = addr;
+		bool is_ioctl = w->op == NVFD_OP_NONE;
+		uint32_t lib = lib_for((uintptr_t)info.dli_fbase, info.dli_fname, is_ioctl, hooks_count);
+		ids[i] = is_ioctl ? hooks_plan_internal(w->name, addr, size, HOOK_RECORD | HOOK_IOCTL, 0, ioctl_decoder, lib, NULL)
+		                  : hooks_plan_internal(w->name, addr, size, HOOK_FDOP, w->op, 0, lib, NULL);
+		if (ids[i] < 0) {
+			agent_log(is_ioctl ? 2 : 1, "ioctl watch: %s could not be hooked%s", w->name,
+			          is_ioctl ? ": no ioctl will be recorded" : ": descriptors it changes may be misclassified");
+			if (is_ioctl)
+				rc = -1;
+		}
+	}
+	tried = true;
+	pthread_mutex_unlock(&agent_lock);
+	return rc;
+}
+
+int nvfd_arm(bool threads_stopped)
+{
+	if (!tried)
+		return -1; /* never prepared */
 	forget_all(); /* fds closed while the hooks were off (between a stop and this start) */
 	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
 	int rc = 0;
 	unsigned installed = 0;
-	if (!tried) {
-		for (unsigned i = 0; i < NWATCHED; i++)
-			ids[i] = -1;
-		uintptr_t done[NWATCHED];
-		unsigned ndone = 0;
-		uint16_t ioctl_decoder = (uint16_t)cuhook_decoder_find("ioctl");
-		for (unsigned i = 0; i < NWATCHED; i++) {
-			const struct watched *w = &watched[i];
-			uintptr_t addr;
-			size_t size;
-			Dl_info info;
-			if (libc_symbol(w->name, &addr, &size, &info) != 0) {
-				if (!w->optional || w->op == NVFD_OP_NONE)
-					agent_log(w->op == NVFD_OP_NONE ? 2 : 1, "ioctl watch: %s not found in the loaded libc",
-					          w->name);
-				if (w->op == NVFD_OP_NONE)
-					rc = -1;
-				continue;
-			}
-			bool dup = false;
-			for (unsigned k = 0; k < ndone; k++)
-				dup |= done[k] == addr;
-			if (dup)
-				continue; /* an alias (open64 = open) */
-			done[ndone++] = addr;
-			bool is_ioctl = w->op == NVFD_OP_NONE;
-			uint32_t lib = lib_for((uintptr_t)info.dli_fbase, info.dli_fname, is_ioctl, hooks_count);
-			int id = is_ioctl ? hooks_patch_internal_ex(w->name, addr, size,
-			                                            HOOK_RECORD | HOOK_IOCTL, 0, ioctl_decoder, lib, NULL, &how)
-			                  : hooks_patch_internal_ex(w->name, addr, size, HOOK_FDOP,
-			                                            w->op, 0, lib, NULL, &how);
-			ids[i] = id;
-			if (id < 0) {
-				agent_log(is_ioctl ? 2 : 1, "ioctl watch: %s could not be hooked%s", w->name,
-				          is_ioctl ? ": no ioctl will be recorded" : ": descriptors it changes may be misclassified");
-				if (is_ioctl)
-					rc = -1;
-				continue;
-			}
-			installed++;
-		}
-		tried = true;
-	} else {
-		/* a later start: the stubs made the first time are reused */
-		for (unsigned i = 0; i < NWATCHED; i++) {
-			if (ids[i] < 0)
-				continue;
-			if (hooks_rearm_internal((uint32_t)ids[i], &how) == 0)
-				installed++;
-			else if (watched[i].op == NVFD_OP_NONE)
+	for (unsigned i = 0; i < NWATCHED; i++) {
+		if (ids[i] < 0) {
+			if (watched[i].op == NVFD_OP_NONE)
 				rc = -1;
+			continue;
 		}
+		if (hooks_rearm_internal((uint32_t)ids[i], &how) == 0)
+			installed++;
+		else if (watched[i].op == NVFD_OP_NONE)
+			rc = -1;
 	}
-	pthread_mutex_unlock(&agent_lock);
 	agent_log(rc ? 2 : 0, "ioctl watch: %u libc functions hooked; device files: %s", installed, paths_cfg);
 	return rc;
 }

@@ -79,10 +79,14 @@ uintptr_t nvfd_classify(void *fd);
 /* Rare path: errno of the calling thread, for the DATA record of a failed ioctl. */
 uintptr_t nvfd_errno(void *unused);
 
-/* Install the hooks (libc's ioctl, and the HOOK_FDOP ones) or write their jumps again after a
- * stop; forget every classification made before. paths: ioctl_paths. Takes agent_lock. 0, or -1
- * when ioctl itself could not be hooked (a message was logged). */
-int nvfd_install(const char *paths, bool threads_stopped);
+/* The hooks (libc's ioctl, and the HOOK_FDOP ones), in two halves as the dlopen watch
+ * (loader_watch.h). nvfd_prepare(ioctl_paths): take the paths, find the functions and write
+ * their stubs the first time (dlsym, agent_lock: never with the other threads stopped).
+ * nvfd_arm: forget every classification made before (fds changed while the hooks were off) and
+ * write the jumps, at every start; it allocates and locks nothing, with agent_lock held by the
+ * caller. 0, or -1 when ioctl itself could not be hooked (a message was logged). */
+int nvfd_prepare(const char *paths);
+int nvfd_arm(bool threads_stopped);
 
 /* Path globs: comma-separated, '*' any run of characters ('/' included), '?' one character; a
  * pattern starting with '-' or '!' excludes. Matches if some include and no exclude matches.

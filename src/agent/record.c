@@ -106,6 +106,12 @@ static __attribute__((noinline, cold)) void ring_kick_writer(void)
 		cuhook_call_saving_vectors(record_kick_writer, NULL);
 }
 
+static __attribute__((noinline, cold)) void ring_ask_populate(void)
+{
+	if (cuhook_writer_alive)
+		cuhook_call_saving_vectors(record_ask_populate, NULL);
+}
+
 /* Reserve `need` bytes (a multiple of 8) in the ring, padding to its end if a record would
  * straddle it. Returns NULL when full. The record becomes visible to the writer at commit. */
 static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
@@ -125,6 +131,21 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 		limit = tail + r->size;
 	} else {
 		limit = tail + half;
+	}
+	/* The first lap's memory comes in as the ring fills (thread_state.h): within reach of the
+	 * populated part's end, ask the writer for more, once per end, and come back here a quarter
+	 * of the way on to look again; before that, come back when entering that reach. A thread
+	 * that outruns the writer takes the page faults itself. */
+	uint64_t pop = __atomic_load_n(&r->populated, __ATOMIC_RELAXED);
+	if (unlikely(pop < r->size) && head < r->size) {
+		uint64_t ahead = ring_populate_ahead(head);
+		uint64_t check = head + ahead < pop ? pop - ahead : head + ahead / 4;
+		if (head + ahead >= pop && r->populate_asked != pop) {
+			r->populate_asked = pop;
+			ring_ask_populate();
+		}
+		if (limit > check)
+			limit = check;
 	}
 	/* Nor past the end of the ring's current lap: a record the fast paths place below `limit`
 	 * then never straddles the end, so they need not check (the padding is done here, once a

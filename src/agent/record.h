@@ -29,7 +29,7 @@ extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the threa
 /* cuhook_tls_ring_offset: stub_frame.h (the count thunks read it too) */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
-extern volatile uint32_t cuhook_session;   /* + 1 at each trace file opened (writer_open) */
+extern volatile uint32_t cuhook_session;   /* + 1 at each session started (writer_start) */
 
 /* hooks_hot[].fast_out for a decoder: nonzero when the exit fast path can write its one value
  * inline in the EXIT record (one out-parameter, no string). */
@@ -42,6 +42,7 @@ struct ring_wait_arg {
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);
+uintptr_t record_ask_populate(void *unused);
 uintptr_t record_run_callback(void *hook_id);
 uintptr_t record_monotonic_ns(void *unused);
 

@@ -34,6 +34,13 @@ uintptr_t record_kick_writer(void *unused)
 	return 0;
 }
 
+uintptr_t record_ask_populate(void *unused)
+{
+	(void)unused;
+	writer_wake_populate();
+	return 0;
+}
+
 uintptr_t record_run_callback(void *hook_id)
 {
 	void (*cb)(void) = hooks_cold[(uintptr_t)hook_id].on_exit;

@@ -1,11 +1,14 @@
 /* Per-thread state of the agent: the thread's event ring (single producer: the thread; single
  * consumer: the writer), its shadow stack of hijacked return addresses, and the reentrancy
  * guard. Created on a thread's first traced call (the only slow path of a call), reached
- * through one initial-exec TLS pointer. Never freed while the thread may still be inside a
- * traced call; recycled through a free list once the writer has drained it. */
+ * through one initial-exec TLS pointer. A thread's first traced call may come from anywhere,
+ * a signal handler that interrupted malloc included: making the state takes no lock and calls
+ * nothing of libc that allocates or locks (thread_state.c). State and ring live in one mapping,
+ * reused by a later thread once the writer has seen the thread gone and drained its ring. */
 #ifndef CUHOOK_THREAD_STATE_H
 #define CUHOOK_THREAD_STATE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,17 +41,22 @@ struct ring {
 	uint8_t *data;
 	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
 	uint32_t size;                    /* power of two; fixed (the writer reads it too) */
+	uint64_t populate_asked;          /* `populated` when the producer last asked the writer
+	                                     for more (ring_populate_ahead) */
 	/* consumer side */
 	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer */
 	uint64_t dropped_total;           /* for the END block */
+	uint64_t populated;               /* data bytes [0, populated) are in memory (written by the
+	                                     writer as it pre-faults ahead of the producer); only
+	                                     grows, and survives the ring's reuse */
+	uint64_t idle_head;               /* writer: head at its last round (an idle ring's thread
+	                                     is checked for being gone) */
 	/* fixed */
 	_Alignas(64) uint32_t tid;
 	char name[16];
+	uint32_t state;                   /* RING_LIVE, RING_FREE, RING_CLAIMED */
 	uint32_t announced;               /* writer wrote its THREAD block */
-	uint32_t dead;                    /* thread exited: drain, then recycle */
-	uint32_t recycle_counted;         /* writer: dead, drained, its drops counted; recycled as
-	                                     soon as the registry's lock is free */
-	struct ring *next;                /* registry of all rings (writer walks it) */
+	struct ring *next;                /* registry of all rings, never unlinked (writer walks it) */
 	/* HOOK_COUNT calls, by counter slot: the thread adds 1 with one instruction (a signal
 	 * handler's count on the same thread cannot be lost); the writer reads them and writes the
 	 * difference from counts_seen (what the file already has) in COUNTS blocks. */
@@ -65,7 +73,7 @@ struct thread_state {
 	uint32_t tid;
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, to bound stack-argument reads */
 	struct ring *ring;
-	struct thread_state *next_free;
+	uintptr_t reserved;     /* keeps busy_sp where the stubs expect it (stub_frame.h) */
 	uintptr_t busy_sp;      /* stack pointer of the handler that set busy: a handler left by
 	                           siglongjmp (from a signal that interrupted it) leaves busy set; a
 	                           later call higher on the same stack knows it is stale */
@@ -74,13 +82,43 @@ struct thread_state {
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
 /* The thread's ring, next to its state pointer, for the counted functions' thunks (hooks.c): it
- * reaches the counters without the thread state's line. Set with the state; NULL before, in
- * cuhook's own threads, and from the thread's exit on. */
+ * reaches the counters without the thread state's line. Set with the state; NULL before, and in
+ * cuhook's own threads. */
 extern __thread struct ring *cuhook_tls_ring __attribute__((tls_model("initial-exec")));
 
-/* Slow path of a thread's first call: create (or recycle) its state and ring. Called through
- * cuhook_call_saving_vectors; returns the state or NULL (then the call is not traced). */
+/* A ring's owner: LIVE from its thread's first call until the writer has seen the thread gone
+ * and drained it; FREE then, until a new thread CLAIMs it (and makes it LIVE again). */
+enum { RING_LIVE = 1, RING_FREE = 2, RING_CLAIMED = 3 };
+
+/* Slow path of a thread's first call: create (or reuse) its state and ring. Called through
+ * cuhook_call_saving_vectors; returns the state or NULL (then the call is not traced). No lock,
+ * no allocation: system calls only (mmap, madvise, gettid, prctl). */
 uintptr_t thread_state_create(void *unused);
+
+/* Where the stacks of the threads are, learnt once per process, off the traced path: the main
+ * thread's from /proc/self/maps, every other thread's from where glibc keeps it in the thread's
+ * descriptor, at an offset found by comparing pthread_getattr_np(other) with that descriptor.
+ * `other` is a running thread that glibc created (the writer). thread_state.c says why. */
+void thread_stacks_learn(pthread_t other);
+
+/* Rings are populated as they fill, so that memory grows with use, not with the number of
+ * threads: RING_POPULATE_MIN bytes at creation, then the writer keeps the populated part ahead
+ * of the producer by twice ring_populate_ahead(head), and the producer asks it for more when it
+ * comes within ring_populate_ahead(head) of the end of it. The distance grows with what the
+ * thread has written, twice that, up to RING_POPULATE_MAX: a thread that records fast gets a
+ * long runway (a writer woken late, on a busy machine, still comes before the thread reaches
+ * memory it would have to fault in itself), and one that made a few calls holds little. */
+#define RING_POPULATE_MIN (128u << 10)
+#define RING_POPULATE_MAX (32u << 20)
+static inline uint64_t ring_populate_ahead(uint64_t head)
+{
+	return head < RING_POPULATE_MIN / 2 ? RING_POPULATE_MIN
+	       : head > RING_POPULATE_MAX / 2 ? RING_POPULATE_MAX
+	                                      : 2 * head;
+}
+
+/* Writer: populate the rings' next parts ahead of their producers. */
+void thread_rings_populate(void);
 
 /* Mark the calling thread as cuhook's own: its calls are never recorded. */
 void thread_state_mark_internal(void);
@@ -88,10 +126,13 @@ void thread_state_mark_internal(void);
 /* The registry of rings, newest first, for the writer. */
 struct ring *thread_rings(void);
 
-/* Writer: a dead ring it has drained can be reused by a new thread. Returns false, doing
- * nothing, while another thread holds the registry's lock: the writer must not wait for a
- * thread that cuhook may have stopped there (try again in a later round). */
-bool thread_ring_try_recycle(struct ring *r);
+/* Writer: has the ring's thread ended? Asked of idle rings only (the head did not move since the
+ * last round; a kill(tid, 0) each). A thread id reused meanwhile keeps the old ring alive
+ * until the new thread ends too, which costs memory, never records. */
+bool thread_ring_owner_gone(struct ring *r);
+
+/* Writer: the ring's thread is gone and the ring drained: a new thread can reuse it. */
+void thread_ring_recycle(struct ring *r);
 
 /* Per-thread ring size in bytes (power of two), set from the configuration before tracing. */
 extern uint32_t thread_ring_bytes;

@@ -2,6 +2,7 @@
 
 #include "agent_state.h"
 #include "hooks.h"
+#include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,8 +46,11 @@ enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
 static struct {
 	int fd;
 	volatile int stop;
+	uint32_t gen;              /* the writer thread prepared last; an older one that has not
+	                              started (its preparation discarded) leaves when it sees this */
+	uint32_t go;               /* futex word: 1 once started (writer_start) */
 	int closer;                /* CLOSER_*: claimed once per session */
-	uint32_t wake;             /* futex word */
+	uint32_t wake;             /* futex word: WAKE_* bits, what the writer was woken for */
 	uint32_t done;             /* futex word: 1 once the thread has left its loop (and, when it
 	                              ended the session itself, closed the file) */
 	uint32_t seq;              /* next block sequence number */
@@ -69,6 +74,11 @@ static struct {
 	void *scratch[3];          /* the writer's working memory (scratch()) */
 	size_t scratch_len[3];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
+ * trace is closing), or only to populate the rings further ahead of their producers, which
+ * needs no round (writing blocks while a program records flat out would compete with it). */
+enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
 
 /* Working memory for one round, mapped rather than malloc'd. The writer keeps running while
  * cuhook_agent_stop() waits for it with every other thread of the process stopped under ptrace,
@@ -403,35 +413,39 @@ static void round_once(void)
 	struct snap {
 		struct ring *r;
 		uint64_t head;
-		uint32_t dead;
+		bool gone;
 	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
 	if (!s) {
 		pthread_mutex_unlock(&agent_lock);
 		return;
 	}
 	unsigned k = 0;
-	for (struct ring *r = list; r && k < n; r = r->next, k++) {
+	for (struct ring *r = list; r && n > 0; r = r->next, n--) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* free, or being taken by a new thread */
+		/* Whether the thread is gone is asked before its head is read: what it wrote before it
+		 * ended is then all below that head. Asked of idle rings only (one system call each). */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		s[k].r = r;
-		s[k].dead = __atomic_load_n(&r->dead, __ATOMIC_ACQUIRE);
+		s[k].gone = head == r->idle_head && thread_ring_owner_gone(r);
 		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		r->idle_head = s[k].head;
+		k++;
 	}
 	uint32_t count_func[RING_COUNT_SLOTS];
 	uint32_t nslots = agent_count_slots;
 	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
 	pthread_mutex_unlock(&agent_lock);
+	thread_rings_populate();
 	put_notes();
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
 		put_counts(s[i].r, count_func, nslots);
-		/* recycled once drained; not now if a thread holds the registry's lock (it may be
-		 * stopped there by cuhook while this round runs): a later round takes it */
-		if (s[i].dead && !s[i].r->recycle_counted &&
-		    s[i].r->tail == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
+		if (s[i].gone) {
+			/* drained for the last time: its drops counted, its memory for a new thread */
 			W.dropped += s[i].r->dropped;
-			s[i].r->recycle_counted = 1;
+			thread_ring_recycle(s[i].r);
 		}
-		if (s[i].r->recycle_counted)
-			thread_ring_try_recycle(s[i].r);
 	}
 	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
 		put_clock();
@@ -445,25 +459,61 @@ static bool claim_close(int who)
 
 static void finish_file(const char *why);
 
-static void *writer_main(void *unused)
+/* Prepared and not started: wait for writer_start(), touching nothing. True when started (the
+ * session may be over already: the loop then does its part of the close); false when this
+ * preparation was discarded (or replaced by a newer one): then leave at once, without a round
+ * and without W.done, which belong to the current writer. */
+static bool wait_for_start(uint32_t me)
 {
-	(void)unused;
+	for (;;) {
+		uint32_t go = __atomic_load_n(&W.go, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&W.gen, __ATOMIC_ACQUIRE) != me)
+			return false;
+		if (go)
+			return true;
+		if (W.stop)
+			return false;
+		syscall(SYS_futex, &W.go, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	}
+}
+
+static void *writer_main(void *gen)
+{
+	own_thread_enter();
 	thread_state_mark_internal();
 	code_writer_tid = (int)gettid();
-	char why[CLOSE_NOTE_MAX];
+	if (!wait_for_start((uint32_t)(uintptr_t)gen)) {
+		own_thread_leave(); /* as below: while this id is still ours */
+		return NULL;
+	}
+	/* A round every flush_ms, and whenever a thread asks to be drained; between rounds, only
+	 * what populating the rings needs. The wake bits are taken before the work they ask for, so
+	 * none that comes during it is lost. The injector watch is asked only once started: a
+	 * preparation never started has no injector to lose. */
+	char why_end[CLOSE_NOTE_MAX];
 	bool ending = false;
+	uint64_t next_round = 0;
 	while (!W.stop) {
-		round_once();
-		/* The injector that started us is gone, or late past its deadline: nobody will stop
-		 * this session, so the writer ends it (unless a stop is claiming it right now). */
-		if (injector_watch_gone(why, sizeof(why)) && claim_close(CLOSER_WRITER)) {
-			W.stop = 1;
-			ending = true;
-			break;
+		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
+			round_once();
+			next_round = clock_ns(CLOCK_MONOTONIC) + W.flush_ms * 1000000ull;
+			/* The injector that started us is gone, or late past its deadline: nobody will
+			 * stop this session, so the writer ends it (unless a stop is claiming it right
+			 * now). */
+			if (injector_watch_gone(why_end, sizeof(why_end)) && claim_close(CLOSER_WRITER)) {
+				W.stop = 1;
+				ending = true;
+				break;
+			}
+		} else {
+			thread_rings_populate();
 		}
-		struct timespec t = {W.flush_ms / 1000, (long)(W.flush_ms % 1000) * 1000000L};
-		__atomic_store_n(&W.wake, 0, __ATOMIC_RELEASE);
-		if (!W.stop)
+		now = clock_ns(CLOCK_MONOTONIC);
+		uint64_t left = next_round > now ? next_round - now : 0;
+		struct timespec t = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		if (!W.stop && left)
 			syscall(SYS_futex, &W.wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
 	}
 	/* Done: threads waiting for room in a full ring stop waiting (their record is dropped and
@@ -478,17 +528,28 @@ static void *writer_main(void *unused)
 		 * reason (in the room kept for it below a size cap) and its END block. The agent
 		 * learns it at its next start or stop (writer_ended_itself). */
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-		finish_file(why);
+		finish_file(why_end);
 	}
+	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
 }
 
+static void wake_for(uint32_t why)
+{
+	if (__atomic_fetch_or(&W.wake, why, __ATOMIC_ACQ_REL) == 0)
+		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 void writer_wake(void)
 {
-	if (__atomic_exchange_n(&W.wake, 1, __ATOMIC_ACQ_REL) == 0)
-		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	wake_for(WAKE_DRAIN);
+}
+
+void writer_wake_populate(void)
+{
+	wake_for(WAKE_POPULATE);
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap)
@@ -504,7 +565,7 @@ static size_t read_file(const char *path, char *buf, size_t cap)
 	return len;
 }
 
-int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen)
+int writer_prepare(const char *path, const struct writer_opts *o, char *err, size_t errlen)
 {
 	int fd = cuhook_out_create(path, o->replace, "trace file",
 	                           "not replaced without force=1 (cuhook --force, CUHOOK_FORCE=1); or choose another name",
@@ -514,7 +575,6 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 	W.fd = fd;
 	W.stop = 0;
 	W.closer = CLOSER_NONE;
-	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	W.seq = 0;
 	W.failed = 0;
 	W.events = W.dropped = 0;
@@ -523,14 +583,6 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 	W.cap_events = W.cap_counted = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
-	/* A new file (a second attach): name every thread again, and forget what a previous
-	 * session left in the rings (calls that were in flight when it stopped). */
-	for (struct ring *r = thread_rings(); r; r = r->next) {
-		r->announced = 0;
-		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
-		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
-			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
-	}
 	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
@@ -566,7 +618,10 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 	W.bytes = h.header_size;
 	put_clock();
 
-	/* The writer must not receive the program's signals: block them all in it. */
+	/* The thread is created now, while the program's threads run: pthread_create takes glibc's
+	 * locks (the thread list, the stack cache), which a thread stopped by cuhook for the start
+	 * may hold. It waits for writer_start(). It must not receive the program's signals: block
+	 * them all in it. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -575,7 +630,9 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t thread;
 	W.done = 0;
-	int rc = pthread_create(&thread, &attr, writer_main, NULL);
+	__atomic_store_n(&W.go, 0, __ATOMIC_RELEASE);
+	uint32_t gen = __atomic_add_fetch(&W.gen, 1, __ATOMIC_ACQ_REL);
+	int rc = pthread_create(&thread, &attr, writer_main, (void *)(uintptr_t)gen);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
@@ -584,9 +641,60 @@ int writer_open(const char *path, const struct writer_opts *o, char *err, size_t
 		W.fd = -1;
 		return -rc;
 	}
-	pthread_setname_np(thread, "cuhook-writer"); /* it runs until W.stop: the handle is valid */
-	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
+	/* It runs until W.stop or a newer preparation, neither of which can come before this: the
+	 * handle is valid. Listed as the agent's own (for the injector, which stops every other
+	 * thread for the start) before it may even have run; its name is for people only. */
+	own_thread_add(thread);
+	thread_stacks_learn(thread);
+	pthread_setname_np(thread, "cuhook-writer");
 	return 0;
+}
+
+void writer_start(void)
+{
+	/* A new file (a second attach): name every thread again, and forget what a previous
+	 * session left in the rings (calls that were in flight when it stopped, calls counted
+	 * since). */
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* a ring a thread takes is made new by that thread */
+		r->announced = 0;
+		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
+			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
+	/* every waiter: an older writer whose preparation was discarded may wait there too */
+	syscall(SYS_futex, &W.go, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void writer_discard(void)
+{
+	if (W.fd < 0 || __atomic_load_n(&W.go, __ATOMIC_ACQUIRE))
+		return; /* nothing prepared, or started (writer_close's business) */
+	W.stop = 1;
+	syscall(SYS_futex, &W.go, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	/* The waiting thread never touches the file: no need to wait for it to leave. */
+	close(W.fd);
+	W.fd = -1;
+	/* The notes were for that file. (Tried only: this may run with the other threads stopped;
+	 * none of them takes this lock while nothing is started, but should one hold it, its notes
+	 * go into the next file rather than this waiting for it.) */
+	if (pthread_mutex_trylock(&W.notes_lock) == 0) {
+		W.notes_len = 0;
+		W.notes_lost = 0;
+		pthread_mutex_unlock(&W.notes_lock);
+	}
+}
+
+int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen)
+{
+	int rc = writer_prepare(path, o, err, errlen);
+	if (rc == 0)
+		writer_start();
+	return rc;
 }
 
 void writer_close(void)
@@ -647,8 +755,8 @@ static void finish_file(const char *why)
 	round_once();
 	uint32_t threads = 0;
 	for (struct ring *r = thread_rings(); r; r = r->next) {
-		if (r->recycle_counted)
-			continue; /* drained and counted already, only its recycling deferred */
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* drained and counted already, free for a new thread */
 		threads++;
 		W.dropped += r->dropped;
 	}
@@ -683,10 +791,15 @@ bool writer_ended_itself(void)
 	       __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_WRITER;
 }
 
-void writer_note(int level, const char *text)
+void writer_note(int level, const char *text, bool wait)
 {
 	size_t n = strlen(text);
-	pthread_mutex_lock(&W.notes_lock);
+	if (!wait) {
+		if (pthread_mutex_trylock(&W.notes_lock) != 0)
+			return;
+	} else {
+		pthread_mutex_lock(&W.notes_lock);
+	}
 	if (W.notes_len + n + 2 <= NOTES_CAP) {
 		W.notes[W.notes_len] = (char)level;
 		memcpy(W.notes + W.notes_len + 1, text, n + 1);

@@ -18,8 +18,22 @@ struct writer_opts {
 	                       no thread waits, and the file never exceeds max_size */
 };
 
-/* Create the file (exclusively, src/format/out_file.h), write its header and start the thread.
- * Returns 0, or -errno with a message in err. */
+/* Create the file (exclusively, src/format/out_file.h), write its header and create the writer
+ * thread, which then waits, writing nothing, for writer_start(). It takes glibc's locks (open,
+ * pthread_create): call it while the program's threads run. Returns 0, or -errno with a message
+ * in err. */
+int writer_prepare(const char *path, const struct writer_opts *o, char *err, size_t errlen);
+
+/* Start the prepared writer: the session begins with the rings as they are now. No lock, no
+ * allocation; a futex wake is its one system call: for a start with every other thread
+ * stopped, wherever they stopped. */
+void writer_start(void);
+
+/* A prepared writer that will not be started: its thread leaves (without waiting for it), the
+ * file (header only) is closed. Nothing when not prepared, or started. */
+void writer_discard(void);
+
+/* writer_prepare() then writer_start(). */
 int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen);
 
 /* Stop the thread, drain everything, write the END block, close. */
@@ -36,8 +50,13 @@ bool writer_ended_itself(void);
 /* Ask the thread to drain now (a ring is full). Async-signal-safe. */
 void writer_wake(void);
 
-/* Queue a NOTE block. */
-void writer_note(int level, const char *text);
+/* Ask the thread to populate the rings further ahead of their producers now (a ring's producer
+ * came near the end of its populated part). Async-signal-safe. */
+void writer_wake_populate(void);
+
+/* Queue a NOTE block. wait false: only if its lock is free at once (a start with the other
+ * threads stopped must not wait for one of them); the note is lost otherwise. */
+void writer_note(int level, const char *text, bool wait);
 
 /* Totals so far. */
 uint64_t writer_events(void);

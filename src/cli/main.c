@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #ifndef CUHOOK_VERSION
@@ -71,6 +72,9 @@ int cuhook_agent_path(char *buf, unsigned long len)
 
 int main(int argc, char **argv)
 {
+	/* The agent's constructor knows its injector by this name (src/agent/agent.c,
+	 * traced_by_cuhook), whatever this file is called. */
+	prctl(PR_SET_NAME, "cuhook");
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;

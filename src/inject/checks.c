@@ -61,7 +61,7 @@ int target_seccomp_mode(pid_t pid)
 	return proc_status_field(pid, "Seccomp", v, sizeof(v)) ? atoi(v) : -1;
 }
 
-int check_target(pid_t pid)
+int check_target(pid_t pid, bool stopped_ok)
 {
 	char p[64], v[64];
 	if (pid <= 0) {
@@ -84,9 +84,11 @@ int check_target(pid_t pid)
 			inj_error("process %d has exited (zombie)", pid);
 			return -1;
 		}
-		if (v[0] == 'T') {
-			/* Under ptrace a group-stopped process would run again; we would not leave it as we
-			 * found it. */
+		if (v[0] == 'T' && !stopped_ok) {
+			/* Nothing to trace until it runs again. (Its threads would be left stopped, as found:
+			 * seized in a group-stop, a thread can still run our calls, and one detached while
+			 * the group-stop is in effect stops again. A detach does that, for a process
+			 * stopped during the tracing window.) */
 			inj_error("process %d is stopped (job control); continue it first (kill -CONT %d)", pid, pid);
 			return -1;
 		}
@@ -135,5 +137,5 @@ int check_target(pid_t pid)
 int cuhook_inject_check(pid_t pid)
 {
 	inj_error_clear();
-	return check_target(pid);
+	return check_target(pid, false);
 }

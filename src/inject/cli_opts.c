@@ -268,7 +268,9 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	        "[%d moved], detach %.2f)",
 	        what, t->nthreads, t->nthreads == 1 ? "" : "s", t->stopped_ns / 1e6, t->seize_ns / 1e6,
 	        load, t->call_ns / 1e6, t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
-	if (t->beside)
+	if (t->beside && t->agent_reused)
+		fprintf(stderr, "; before, while they ran: agent reused, prepare %.2f", t->prepare_ns / 1e6);
+	else if (t->beside)
 		fprintf(stderr, "; before, while they ran: dlopen %.2f, prepare %.2f", t->load_ns / 1e6,
 		        t->prepare_ns / 1e6);
 	fputc('\n', stderr);

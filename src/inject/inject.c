@@ -19,7 +19,6 @@
 
 #include "cuhook_agent.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -45,6 +44,7 @@ struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
+	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
 };
 
 const char *cuhook_inject_error(void)
@@ -67,6 +67,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
+	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
 }
 
@@ -81,6 +82,21 @@ static int find_agent(pid_t pid, const struct maps *m, const char *want, struct 
 	if (p && agent_api_at(pid, m, p, api) == 0)
 		return 0;
 	return -1;
+}
+
+/* Where the agent already in the process (if any) lists its own threads, so that stopping the
+ * process leaves them running: looked up before anything is stopped. 0: no agent. */
+static uint64_t agent_threads_at(pid_t pid, const char *agent_path)
+{
+	struct maps m;
+	struct agent_api api;
+	if (maps_read(pid, &m) < 0) {
+		inj_error_clear(); /* the process is gone, or unreadable: seizing it will say which */
+		return 0;
+	}
+	uint64_t a = find_agent(pid, &m, agent_path, &api) == 0 ? api.threads : 0;
+	maps_free(&m);
+	return a;
 }
 
 /* A string the target returned (dlerror(), cuhook_agent_last_error()). */
@@ -270,24 +286,15 @@ static void unboost(struct boost *b)
 
 /* Threads the agent created during a boosted start (its writer) inherited nice -20 from the
  * caller; they get the nice level the caller has normally, as without us. */
-static void unboost_new_threads(pid_t pid, const struct boost *b)
+static void unboost_new_threads(struct itarget *tg, const struct boost *b)
 {
-	if (!b->set)
-		return;
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/task", pid);
-	DIR *d = opendir(p);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		id_t tid = (id_t)atoi(e->d_name);
-		if (tid == 0 || (pid_t)tid == b->tid)
-			continue;
+	pid_t own[CUHOOK_AGENT_THREADS_MAX];
+	int n = b->set ? agent_threads_read(tg, own) : 0;
+	for (int i = 0; i < n; i++) {
 		errno = 0;
-		if (getpriority(PRIO_PROCESS, tid) == -20 && errno == 0 && is_agent_thread(pid, (pid_t)tid))
-			setpriority(PRIO_PROCESS, tid, b->old);
+		if (own[i] != b->tid && getpriority(PRIO_PROCESS, (id_t)own[i]) == -20 && errno == 0)
+			setpriority(PRIO_PROCESS, (id_t)own[i], b->old);
 	}
-	if (d)
-		closedir(d);
 }
 
 static void already_tracing_error(pid_t pid)
@@ -351,44 +358,122 @@ static struct ithread *begin_agent_calls(struct itarget *tg, struct maps *m, str
 	return caller;
 }
 
+/* cuhook_agent_stop(CUHOOK_START_THREADS_STOPPED) on the caller. The agent's stop waits for its
+ * writer thread to finish the trace; a group-stop (the process was sent SIGSTOP) may hold that
+ * thread, so it is lent from the kernel for the call (threads_lend_agent). */
+static int call_agent_stop(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
+                           const struct cuhook_inject_opts *o, uint64_t *rv)
+{
+	int lent = threads_lend_agent(tg);
+	if (lent)
+		inj_log("%d thread%s of the agent kept running for its stop", lent, lent == 1 ? "" : "s");
+	struct rcall rc;
+	rcall_begin(&rc, tg, caller);
+	/* The same promise as for start: every other thread is stopped, so the agent may restore the
+	 * original bytes with plain writes (and needs no look at /proc for running threads). */
+	uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED};
+	int r = rcall_invoke(&rc, api->stop, args, 1, rv, call_timeout(o), "cuhook_agent_stop");
+	threads_unlend_agent(tg);
+	return r;
+}
+
+/* Let every thread but the caller run, and have the caller do meanwhile what the start must not
+ * do with them stopped: dlopen the agent when it is not loaded yet (*api is then found), then
+ * cuhook_agent_prepare (when the agent has it). *callerp is updated (the caller stays stopped
+ * throughout; pointers into tg->th do not survive). Then stop every thread again: the time every
+ * thread is stopped counts from here. 0, or -1 with a message. */
+static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps *m, struct agent_api *api,
+                      bool *loaded, bool *prepared, const struct cuhook_inject_opts *o,
+                      struct cuhook_inject_times *t)
+{
+	pid_t caller_tid = (*callerp)->tid;
+	int n = tg->nth;
+	uint64_t r0 = inj_now_ns();
+	*callerp = threads_release_others(tg, caller_tid);
+	inj_log("%d other thread%s run again while the agent is %s (first stop %.2f ms, released in "
+	        "%.2f ms)", n - 1, n == 2 ? "" : "s", *loaded ? "prepared" : "loaded and prepared",
+	        (inj_now_ns() - tg->first_stop_ns) / 1e6, (inj_now_ns() - r0) / 1e6);
+	if (!*loaded) {
+		bool released = true;
+		uint64_t t0 = inj_now_ns();
+		if (load_agent(tg, callerp, m, o, &released) < 0)
+			return -1;
+		maps_free(m);
+		if (maps_read(tg->pid, m) < 0)
+			return -1;
+		if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
+			inj_error("%s was loaded into process %d but does not export the agent API "
+			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+			return -1;
+		}
+		/* the writer its preparation creates is left running by the seize below */
+		tg->agent_threads = api->threads;
+		*loaded = true;
+		t->load_ns += inj_now_ns() - t0;
+	}
+	if (api->prepare) {
+		uint64_t t0 = inj_now_ns();
+		if (prepare_agent(tg, *callerp, api, o) < 0)
+			return -1;
+		*prepared = true;
+		t->prepare_ns += inj_now_ns() - t0;
+		inj_log("agent prepared in %.2f ms", (inj_now_ns() - t0) / 1e6);
+	}
+	tg->first_stop_ns = 0;
+	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	*callerp = thread_by_tid(tg, caller_tid);
+	if (!*callerp) {
+		inj_error("the thread that loaded the agent is gone");
+		return -1;
+	}
+	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+	t->nthreads = tg->nth;
+	inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s", t->seize_ns / 1e6);
+	return 0;
+}
+
+/* A start that fails with EAGAIN (a library was loaded or unloaded between the preparation and
+ * the start) is prepared and tried again, this many times in all. */
+#define START_TRIES 3
+
 /* With every thread of tg stopped: load (if needed) and start the agent, fix up the threads.
  *
- * beside: when the agent must be loaded, do it (and cuhook_agent_prepare) while the other
- * threads run, holding only the thread that makes the calls; then stop them all again for the
- * start. The time every thread is stopped is then the start's (a few jumps) instead of dlopen +
- * planning every function of libcuda (tens of ms). Not for a spawned program at its entry
- * point: there nothing may run before the agent is started. */
+ * beside: what must come before the start (dlopen of the agent when it is not there, and
+ * cuhook_agent_prepare: the trace file, the agent's writer thread, planning every function of
+ * libcuda) is done while the other threads run, holding only the thread that makes the calls;
+ * then they are all stopped again for the start, which only writes jumps. That keeps the time
+ * every thread is stopped short, and keeps that time free of anything that takes a lock of
+ * libc or the loader (a stopped thread may hold one). Not for a spawned program at its entry
+ * point: there nothing may run before the agent is started (and nothing else runs, so its start
+ * may do everything). */
 static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
                        bool beside)
 {
 	struct maps m;
-	struct agent_api api;
+	struct agent_api api = {0};
 	struct boost boost;
 	int ret = -1;
 	struct ithread *caller = begin_agent_calls(tg, &m, &boost);
 	if (!caller)
 		return -1;
 	pid_t caller_tid = caller->tid;
-	bool released = false;
+	bool loaded = false, prepared = false, calls_ok = false;
 
-	uint64_t t0 = inj_now_ns();
 	if (find_agent(tg->pid, &m, o->agent_path, &api) == 0) {
-		/* Nothing long to do before the start: its stubs are there from the first time. */
-		t->agent_reused = true;
+		tg->agent_threads = api.threads;
+		t->agent_reused = loaded = true;
 		inj_log("agent already loaded: %s", api.path);
-	} else {
-		if (check_agent_visible(tg->pid, o->agent_path) < 0)
-			goto out;
-		if (beside && tg->nth > 1) {
-			uint64_t r0 = inj_now_ns();
-			int n = tg->nth;
-			caller = threads_release_others(tg, caller_tid);
-			released = true;
-			inj_log("%d other thread%s run again while the agent is loaded and prepared (first stop "
-			        "%.2f ms, released in %.2f ms)", n - 1, n == 2 ? "" : "s",
-			        (inj_now_ns() - tg->first_stop_ns) / 1e6, (inj_now_ns() - r0) / 1e6);
-			t0 = inj_now_ns();
-		}
+	} else if (check_agent_visible(tg->pid, o->agent_path) < 0) {
+		goto out;
+	}
+	/* An agent without prepare (an older build) that is loaded already: its start does it all. */
+	beside = beside && tg->nth > 1 && (!loaded || api.prepare);
+	if (!loaded && !beside) {
+		/* at the entry point, or a single thread: loaded in the stop (which a slow dlopen may
+		 * still turn into a load beside the others) */
+		bool released = false;
+		uint64_t t0 = inj_now_ns();
 		if (load_agent(tg, &caller, &m, o, &released) < 0)
 			goto out;
 		maps_free(&m);
@@ -399,79 +484,95 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
 			goto out;
 		}
+		tg->agent_threads = api.threads; /* the threads it starts are left running from now on */
+		loaded = true;
 		t->load_ns = inj_now_ns() - t0;
-		if (released && api.prepare) {
-			t0 = inj_now_ns();
-			if (prepare_agent(tg, caller, &api, o) < 0)
+		if (released) {
+			/* dlopen let the others run: prepare too before they stop again */
+			if (api.prepare && prepare_agent(tg, caller, &api, o) < 0)
 				goto out;
-			t->prepare_ns = inj_now_ns() - t0;
-			inj_log("agent prepared in %.2f ms", t->prepare_ns / 1e6);
+			prepared = api.prepare != 0;
+			t->beside = true;
+			tg->first_stop_ns = 0;
+			if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0 || !(caller = thread_by_tid(tg, caller_tid))) {
+				inj_error("the threads of process %d could not be stopped again after loading the "
+				          "agent", tg->pid);
+				goto out;
+			}
+			t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+			t->nthreads = tg->nth;
 		}
 	}
-	t->beside = released;
-	if (released) {
-		/* Everyone stops again, for the start: the stopped time counts from here. */
-		tg->first_stop_ns = 0;
-		if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+
+	for (int try = 1;; try++) {
+		if (beside) {
+			calls_ok = false; /* the caller may be gone when this fails */
+			if (run_beside(tg, &caller, &m, &api, &loaded, &prepared, o, t) < 0)
+				goto out;
+			t->beside = true;
+		}
+		/* With the functions planned already (prepared now, or by an earlier attach), threads
+		 * inside bytes a jump will overwrite are moved to the relocated copies before the start
+		 * writes it: a copy runs correctly with or without the jump, so there is no instant at
+		 * which our death would leave a thread inside a jump. Functions planned by this start
+		 * itself (no prepare, or other --funcs than before) are covered by the fixup after it. */
+		uint64_t t0 = inj_now_ns();
+		if ((t->agent_reused || prepared) && fixup_threads(tg, caller, &api, t) < 0)
 			goto out;
-		caller = thread_by_tid(tg, caller_tid);
-		if (!caller) {
-			inj_error("the thread that loaded the agent is gone");
+		t->fixup_ns += inj_now_ns() - t0;
+		t0 = inj_now_ns();
+		struct rcall rc;
+		rcall_begin(&rc, tg, caller);
+		uint64_t opts = rcall_push_string(&rc, o->agent_options ? o->agent_options : "");
+		if (!opts)
+			goto out;
+		uint64_t args[2] = {opts, CUHOOK_START_THREADS_STOPPED}, rv = 0;
+		if (rcall_invoke(&rc, api.start, args, 2, &rv, call_timeout(o), "cuhook_agent_start") != RC_OK)
+			goto out;
+		calls_ok = true;
+		int r = (int)(uint32_t)rv;
+		char msg[1024];
+		remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
+		t->call_ns = inj_now_ns() - t0;
+		if (r == -EAGAIN && beside && try < START_TRIES) {
+			inj_log("not started: %s; preparing again", msg);
+			continue;
+		}
+		if (r == -EALREADY) {
+			already_tracing_error(tg->pid);
+			prepared = false; /* another session's: not ours to discard */
 			goto out;
 		}
-		t->seize_ns = inj_now_ns() - tg->first_stop_ns;
-		t->nthreads = tg->nth;
-		inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s",
-		        t->seize_ns / 1e6);
+		if (r < 0) {
+			inj_error("the agent in process %d could not start: %s (%s)", tg->pid, msg, strerror(-r));
+			goto out;
+		}
+		prepared = false; /* started: the session now */
+		inj_log("agent started: %s", msg);
+		break;
 	}
 
-	/* With the functions planned already (prepared now, or by an earlier attach), threads inside
-	 * bytes a jump will overwrite are moved to the relocated copies before the start writes it:
-	 * a copy runs correctly with or without the jump, so there is no instant at which our death
-	 * would leave a thread inside a jump. Functions planned by this start itself (no prepare,
-	 * or other --funcs than before) are covered by the fixup after it. */
-	bool planned = t->agent_reused || (released && api.prepare);
-	t0 = inj_now_ns();
-	if (planned && fixup_threads(tg, caller, &api, t) < 0)
-		goto out;
-	t->fixup_ns = inj_now_ns() - t0;
-
-	t0 = inj_now_ns();
-	struct rcall rc;
-	rcall_begin(&rc, tg, caller);
-	uint64_t opts = rcall_push_string(&rc, o->agent_options ? o->agent_options : "");
-	if (!opts)
-		goto out;
-	uint64_t args[2] = {opts, CUHOOK_START_THREADS_STOPPED}, rv = 0;
-	if (rcall_invoke(&rc, api.start, args, 2, &rv, call_timeout(o), "cuhook_agent_start") != RC_OK)
-		goto out;
-	int r = (int)(uint32_t)rv;
-	char msg[1024];
-	remote_message(tg, caller, api.last_error, msg, sizeof(msg), call_timeout(o));
-	t->call_ns = inj_now_ns() - t0;
-	if (r == -EALREADY) {
-		already_tracing_error(tg->pid);
-		goto out;
-	}
-	if (r < 0) {
-		inj_error("the agent in process %d could not start: %s (%s)", tg->pid, msg, strerror(-r));
-		goto out;
-	}
-	inj_log("agent started: %s", msg);
-
-	t0 = inj_now_ns();
+	uint64_t t0 = inj_now_ns();
 	if (fixup_threads(tg, caller, &api, t) < 0) {
 		/* Threads inside overwritten bytes cannot be left there: take the patches out again. */
-		uint64_t a[1] = {CUHOOK_START_THREADS_STOPPED};
-		rcall_begin(&rc, tg, caller);
-		rcall_invoke(&rc, api.stop, a, 1, &rv, call_timeout(o), "cuhook_agent_stop");
+		uint64_t rv;
+		call_agent_stop(tg, caller, &api, o, &rv);
 		goto out;
 	}
 	t->fixup_ns += inj_now_ns() - t0;
 	ret = 0;
 out:
+	if (ret < 0 && prepared && calls_ok) {
+		/* Prepared and not started (the start refused): let the agent close the trace file and
+		 * end its waiting writer now rather than at the next attach. */
+		uint64_t rv;
+		struct rcall rc;
+		rcall_begin(&rc, tg, caller);
+		uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED};
+		rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop");
+	}
 	rcall_end_sequence(tg, thread_by_tid(tg, caller_tid));
-	unboost_new_threads(tg->pid, &boost);
+	unboost_new_threads(tg, &boost);
 	unboost(&boost);
 	maps_free(&m);
 	return ret;
@@ -490,13 +591,8 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
 		goto out;
 	}
-	uint64_t t0 = inj_now_ns();
-	struct rcall rc;
-	rcall_begin(&rc, tg, caller);
-	/* The same promise as for start: every other thread is stopped, so the agent may restore the
-	 * original bytes with plain writes (and needs no look at /proc for running threads). */
-	uint64_t args[1] = {CUHOOK_START_THREADS_STOPPED}, rv = 0;
-	if (rcall_invoke(&rc, api.stop, args, 1, &rv, call_timeout(o), "cuhook_agent_stop") != RC_OK)
+	uint64_t t0 = inj_now_ns(), rv = 0;
+	if (call_agent_stop(tg, caller, &api, o, &rv) != RC_OK)
 		goto out;
 	t->call_ns = inj_now_ns() - t0;
 	int r = (int)(uint32_t)rv;
@@ -543,8 +639,11 @@ static int raise_priority(void)
 	return errno == 0 ? old : 0;
 }
 
-/* Seize everything, run `body`, let go: the frame of attach and detach. */
+/* Seize everything, run `body`, let go: the frame of attach and detach. stopped_ok: a process
+ * stopped by job control is taken too (a detach: the window may have ended while it was
+ * stopped); its threads are stopped again when let go, as they were. */
 static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
+                                bool stopped_ok,
                                 int (*body)(struct itarget *, const struct cuhook_inject_opts *,
                                             struct cuhook_inject_times *))
 {
@@ -552,10 +651,11 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	inj_verbose = o->verbose;
 	memset(t, 0, sizeof(*t));
 	inj_block_sigchld();
-	if (check_target(pid) < 0)
+	if (check_target(pid, stopped_ok) < 0)
 		return -1;
 	struct itarget tg;
 	target_init(&tg, pid);
+	tg.agent_threads = agent_threads_at(pid, o->agent_path);
 	int prio = raise_priority();
 	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
 		target_free(&tg);
@@ -583,12 +683,12 @@ static int attach_body(struct itarget *tg, const struct cuhook_inject_opts *o, s
 
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, attach_body);
+	return with_process_stopped(pid, o, t, false, attach_body);
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, stop_agent);
+	return with_process_stopped(pid, o, t, true, stop_agent);
 }
 
 int cuhook_inject_has_object(pid_t pid, const char *name_prefix)

@@ -43,6 +43,8 @@ struct ithread {
 	int npending;
 };
 
+#define INJ_MAX_LENT 8 /* the agent lists at most CUHOOK_AGENT_THREADS_MAX (threads.c checks) */
+
 /* Where remote calls return (remote_call.c): a page of ours in the target while a sequence of
  * calls runs, and what is needed to map it. */
 struct rgate {
@@ -60,6 +62,10 @@ struct itarget {
 	struct ithread *th;
 	int nth, cap;
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
+	uint64_t agent_threads;       /* where the agent in the process lists its own threads
+	                                 (cuhook_agent_threads); 0: no agent loaded */
+	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */
+	int nlent;
 	struct rgate gate;
 };
 
@@ -83,9 +89,23 @@ int pt_setregs(pid_t tid, const struct user_regs_struct *r);
 int pt_get_xstate(pid_t tid, struct xstate *x);
 int pt_set_xstate(pid_t tid, const struct xstate *x);
 int pt_cont(pid_t tid, int sig);
-/* Wait until a thread we interrupted reports a stop; records a signal it was about to take. */
+/* Wait until a thread we interrupted reports a stop; records a signal it was about to take. A
+ * job-control stop signal is not kept: it is passed on at once (see is_stop_signal), and the
+ * wait goes on for the stop that follows. */
 int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms);
 void ithread_add_pending(struct ithread *t, int sig);
+/* SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU. Such a signal, reported by a thread we hold, is never kept
+ * to be given back later: it is passed on in the stop that reported it (PTRACE_CONT with it),
+ * where the kernel still checks whether a SIGCONT came since, and stops the process (all its
+ * threads we hold report the group-stop, and a thread we detach while it is in effect stays
+ * stopped) or not, exactly as without us. */
+bool is_stop_signal(int sig);
+/* While pt_wait waits for any thread, keep `tid` (traced by us) running: whatever stops it is
+ * passed on and it is resumed; when it ends it is forgotten. For the agent's own threads, which
+ * a group-stop must not hold while the agent's stop waits for them (threads_lend_agent). -1 if
+ * too many. */
+int pt_keep_running(pid_t tid);
+void pt_keep_running_end(pid_t tid);
 
 /* /proc/PID/mem, or when we may not open it (another user's process, cuhook with CAP_SYS_PTRACE
  * but not CAP_DAC_OVERRIDE) ptrace on a stopped thread of tg. 0, or -1 with a message. */
@@ -118,14 +138,23 @@ void threads_detach_all(struct itarget *tg);
 struct maps;
 /* The thread to run remote calls on: the one least likely to hold a libc lock. */
 struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m);
+/* The agent's own threads, read from the process's memory at tg->agent_threads (left running
+ * by threads_seize_all): how many ids were put in tids (room for CUHOOK_AGENT_THREADS_MAX), 0
+ * when no agent is loaded; -1 with a message when the list cannot be read. */
+int agent_threads_read(struct itarget *tg, pid_t *tids);
 /* A thread's state letter (R, S, D, T, t, Z...) and CPU time used (user + system, clock ticks),
  * from /proc/PID/task/TID/stat; either may be NULL. false if it cannot be read. */
 bool task_stat(pid_t pid, pid_t tid, char *state, uint64_t *cpu);
-/* One of the agent's own threads (named "cuhook..."): left running by threads_seize_all. */
-bool is_agent_thread(pid_t pid, pid_t tid);
 /* Like threads_detach_all, but the threads stay traced: options set to `options`, resumed
  * with PTRACE_CONT (cuhook run --follow). */
 void threads_resume_all(struct itarget *tg, long options);
+/* The agent's own threads (its writer), which threads_seize_all leaves alone, may be held by a
+ * group-stop (SIGSTOP to the process) when its stop must wait for them to finish the trace.
+ * Lend them from the kernel: seized and resumed, they run in a group-stop too, and pt_wait keeps
+ * them running whatever stops them, until threads_unlend_agent detaches them (back into the
+ * group-stop if it is still in effect). Returns how many. */
+int threads_lend_agent(struct itarget *tg);
+void threads_unlend_agent(struct itarget *tg);
 /* Detach every thread but `keep` (which stays stopped, now tg->th[0], returned). */
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep);
 
@@ -258,8 +287,9 @@ void follow_begin(void);
 
 /* ---- checks (checks.c) ------------------------------------------------------------------------ */
 
-/* Everything that can be refused before touching the target. 0, or -1 with a message. */
-int check_target(pid_t pid);
+/* Everything that can be refused before touching the target. 0, or -1 with a message.
+ * stopped_ok: a process stopped by job control is not refused (a detach). */
+int check_target(pid_t pid, bool stopped_ok);
 /* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */
 int target_seccomp_mode(pid_t pid);
 /* The value of "Key:" in /proc/PID/status (or /proc/DIR/status, DIR as "PID/task/TID") into buf,

@@ -101,6 +101,47 @@ void inj_block_sigchld(void)
 	sigprocmask(SIG_BLOCK, &s, NULL);
 }
 
+/* Threads that must keep running while we wait for others: the agent's own, traced only so that
+ * a group-stop cannot hold them (threads_lend_agent). Whatever stops one is passed on and it is
+ * resumed; one that ends is forgotten. */
+#define KEEP_MAX 16
+static pid_t keep[KEEP_MAX];
+static int nkeep;
+
+int pt_keep_running(pid_t tid)
+{
+	if (nkeep == KEEP_MAX)
+		return -1;
+	keep[nkeep++] = tid;
+	return 0;
+}
+
+void pt_keep_running_end(pid_t tid)
+{
+	for (int i = 0; i < nkeep; i++)
+		if (keep[i] == tid) {
+			keep[i] = keep[--nkeep];
+			return;
+		}
+}
+
+static void service_kept(pid_t waited)
+{
+	for (int i = 0; i < nkeep;) {
+		int st;
+		pid_t r = keep[i] == waited ? 0 : waitpid(keep[i], &st, __WALL | WNOHANG);
+		if ((r < 0 && errno != EINTR) || (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st)))) {
+			keep[i] = keep[--nkeep];
+			continue;
+		}
+		/* a signal-delivery-stop: the signal goes on (a stop signal then starts a group-stop,
+		 * reported as an event stop, resumed in turn); an event stop: resumed */
+		if (r > 0 && WIFSTOPPED(st))
+			pt_cont(keep[i], (st >> 16) == 0 ? WSTOPSIG(st) : 0);
+		i++;
+	}
+}
+
 int pt_wait(pid_t tid, int *status, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : inj_now_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -108,6 +149,8 @@ int pt_wait(pid_t tid, int *status, int timeout_ms)
 	sigemptyset(&s);
 	sigaddset(&s, SIGCHLD);
 	for (;;) {
+		if (nkeep)
+			service_kept(tid);
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
 		if (r == tid)
 			return 1;
@@ -187,35 +230,56 @@ void ithread_add_pending(struct ithread *t, int sig)
 		t->pending[t->npending++] = sig;
 }
 
+bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 int pt_wait_first_stop(struct itarget *tg, struct ithread *t, int timeout_ms)
 {
-	int st;
-	int r = pt_wait(t->tid, &st, timeout_ms);
-	if (r == 0) {
-		inj_error("thread %d of process %d did not stop within %d ms (uninterruptible sleep in "
-		          "the kernel? 'cat /proc/%d/task/%d/stack' tells where)",
-		          t->tid, tg->pid, timeout_ms, tg->pid, t->tid);
-		return -1;
-	}
-	if (r < 0) {
-		if (r == -ECHILD)
-			return 1; /* gone (reaped by someone, or exited) */
-		inj_error("waiting for thread %d: %s", t->tid, strerror(-r));
-		return -1;
-	}
-	if (WIFEXITED(st) || WIFSIGNALED(st))
-		return 1;
-	if (WIFSTOPPED(st)) {
-		int event = st >> 16;
-		/* A signal-delivery-stop came before the interrupt: the thread is stopped just the same.
-		 * We keep the signal and hand it over at detach, so the process still gets it. */
+	uint64_t deadline = inj_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		int st;
+		uint64_t now = inj_now_ns();
+		int r = pt_wait(t->tid, &st, now < deadline ? (int)((deadline - now) / 1000000u) : 0);
+		if (r == 0) {
+			inj_error("thread %d of process %d did not stop within %d ms (uninterruptible sleep in "
+			          "the kernel? 'cat /proc/%d/task/%d/stack' tells where)",
+			          t->tid, tg->pid, timeout_ms, tg->pid, t->tid);
+			return -1;
+		}
+		if (r < 0) {
+			if (r == -ECHILD)
+				return 1; /* gone (reaped by someone, or exited) */
+			inj_error("waiting for thread %d: %s", t->tid, strerror(-r));
+			return -1;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			return 1;
+		if (!WIFSTOPPED(st)) {
+			inj_error("thread %d: unexpected wait status 0x%x", t->tid, st);
+			return -1;
+		}
+		int event = st >> 16, sig = WSTOPSIG(st);
+		if (event == 0 && is_stop_signal(sig)) {
+			/* A job-control stop on its way in. Passed on now, in the very stop where the
+			 * kernel reported it: the kernel then stops the process unless a SIGCONT came
+			 * since (as without us), and this thread reports the group-stop next. Held and
+			 * given back at detach, it would stop the process after a SIGCONT sent meanwhile,
+			 * for good. The report of a signal consumed our interrupt: ask again, for the case
+			 * where the stop does not happen (cancelled, or the signal is handled). */
+			if (pt_cont(t->tid, sig) == 0) {
+				pt_interrupt(t->tid);
+				continue;
+			}
+		}
+		/* A signal-delivery-stop came before the interrupt: the thread is stopped just the
+		 * same. We keep the signal and hand it over at detach, so the process still gets it. */
 		if (event == 0)
-			ithread_add_pending(t, WSTOPSIG(st));
+			ithread_add_pending(t, sig);
 		t->stopped = true;
 		return 0;
 	}
-	inj_error("thread %d: unexpected wait status 0x%x", t->tid, st);
-	return -1;
 }
 
 bool regs_in_restartable_syscall(const struct user_regs_struct *r)

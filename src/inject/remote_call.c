@@ -419,6 +419,13 @@ static int interrupt_call(struct rcall *rc, uint64_t top, struct user_regs_struc
 		if (r <= 0 || !WIFSTOPPED(st))
 			return -1;
 		int event = st >> 16;
+		if (event == 0 && is_stop_signal(WSTOPSIG(st))) {
+			/* a job-control stop: passed on now (internal.h), and the interrupt asked again
+			 * (the report consumed it); the group-stop or the interrupt comes next */
+			pt_cont(tid, WSTOPSIG(st));
+			pt_interrupt(tid);
+			continue;
+		}
 		if (event == 0 && WSTOPSIG(st) != SIGSEGV && WSTOPSIG(st) != SIGTRAP &&
 		    WSTOPSIG(st) != (SIGTRAP | 0x80) /* a system-call stop: stopped as well */) {
 			/* a signal on the way: keep it for the process, the interrupt stop comes next */
@@ -495,6 +502,13 @@ static int finish_at_syscall_exit(struct rcall *rc, const struct saved *s)
 		}
 		if ((st >> 16) == PTRACE_EVENT_STOP)
 			return 0;
+		if ((st >> 16) == 0 && is_stop_signal(WSTOPSIG(st))) {
+			/* a job-control stop: passed on now (internal.h), and the interrupt asked again;
+			 * the group-stop or the interrupt stop comes next, either a stop to leave it in */
+			pt_cont(tid, WSTOPSIG(st));
+			pt_interrupt(tid);
+			continue;
+		}
 		/* a signal on its way: the process gets it when we let go */
 		if ((st >> 16) == 0)
 			ithread_add_pending(rc->th, WSTOPSIG(st));
@@ -700,6 +714,13 @@ static int call_run(struct rcall *rc, const struct call *c, uint64_t *ret, int t
 			          what, tg->pid, sig_name(sig), (unsigned long long)now.rip);
 			restore(rc, &s);
 			return RC_CRASH;
+		}
+		if (is_stop_signal(sig)) {
+			/* SIGSTOP (the others are blocked): passed on now (internal.h), resumed as the
+			 * call is (system-call stops stay watched); the group-stop it starts is reported
+			 * next, as an event stop, and the call goes on. */
+			ptrace(resume, th->tid, 0, (void *)(long)sig);
+			continue;
 		}
 		/* Any other signal (a timer, SIGCHLD, a kill aimed at the process) would run a handler
 		 * in the middle of our call. Keep it; the process gets it when we let go. */

@@ -6,14 +6,19 @@
  * stopped, nobody is left to create one. */
 #include "internal.h"
 
+#include "cuhook_agent.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 void target_init(struct itarget *tg, pid_t pid)
@@ -128,18 +133,57 @@ static char thread_state(pid_t pid, pid_t tid)
 	return s;
 }
 
-/* Is this one of the agent's own threads? The agent names them "cuhook..." (PR_SET_NAME). */
-bool is_agent_thread(pid_t pid, pid_t tid)
+/* len bytes of the target at addr: through fd (/proc/PID/mem), or where that could not be opened
+ * (another user's process, cuhook with CAP_SYS_PTRACE alone: mem_open) with process_vm_readv,
+ * which needs the ptrace right only, and no stopped thread (the list is read before any is). */
+static bool read_target(pid_t pid, int fd, uint64_t addr, void *buf, size_t len)
 {
-	char p[96], comm[32] = "";
-	snprintf(p, sizeof(p), "/proc/%d/task/%d/comm", pid, tid);
-	FILE *f = fopen(p, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = 0;
-	fclose(f);
-	return strncmp(comm, "cuhook", 6) == 0;
+	if (fd >= 0)
+		return pread(fd, buf, len, (off_t)addr) == (ssize_t)len;
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+int agent_threads_read(struct itarget *tg, pid_t *tids)
+{
+	if (!tg->agent_threads)
+		return 0;
+	int fd = tg->memfd;
+	if (fd < 0 && !tg->mem_ptrace) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	/* The agent changes the list while we read it (a writer starting or leaving): a copy read
+	 * between two equal readings of the generation is whole. */
+	struct cuhook_agent_threads a, b;
+	bool ok = false;
+	for (int tries = 0; tries < 1000 && !ok; tries++)
+		ok = read_target(tg->pid, fd, tg->agent_threads, &a, sizeof(a)) &&
+		     read_target(tg->pid, fd, tg->agent_threads + offsetof(struct cuhook_agent_threads, generation),
+		                 &b.generation, sizeof(b.generation)) &&
+		     a.generation == b.generation;
+	int err = errno;
+	if (fd >= 0 && fd != tg->memfd)
+		close(fd);
+	if (!ok || a.magic != CUHOOK_AGENT_THREADS_MAGIC) {
+		inj_error("cannot read the list of the agent's own threads in process %d: %s", tg->pid,
+		          ok ? "not the layout this cuhook knows (another version of the agent?)" : strerror(err));
+		return -1;
+	}
+	int n = 0;
+	for (int i = 0; i < CUHOOK_AGENT_THREADS_MAX; i++)
+		if (a.tid[i] > 0)
+			tids[n++] = a.tid[i];
+	return n;
+}
+
+static bool listed(const pid_t *tids, int n, pid_t tid)
+{
+	for (int i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
 }
 
 /* Is this thread traced by us already? */
@@ -167,13 +211,18 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 			          tg->pid, strerror(-r));
 			goto fail;
 		}
+		/* The agent's own threads (its writer) are left running: they never execute patched
+		 * code, and cuhook_agent_stop() may wait for them to flush. Known by id (the agent
+		 * lists them), never by name: a thread of the program may be called anything. */
+		pid_t own[CUHOOK_AGENT_THREADS_MAX];
+		int nown = agent_threads_read(tg, own);
+		if (nown < 0) {
+			free(tids);
+			goto fail;
+		}
 		int first_new = tg->nth;
 		for (int i = 0; i < n; i++) {
-			if (target_find(tg, tids[i]))
-				continue;
-			/* The agent's own threads (its writer) are left running: they never execute
-			 * patched code, and cuhook_agent_stop() may wait for them to flush. */
-			if (is_agent_thread(tg->pid, tids[i]))
+			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]))
 				continue;
 			r = pt_seize(tids[i]);
 			if (r == -ESRCH)
@@ -182,9 +231,11 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				r = 0; /* ours already (cuhook run --follow traces every thread): interrupt it */
 			if (r == -EPERM) {
 				/* A zombie thread (a leader that called pthread_exit) cannot be seized, and
-				 * needs not be: it runs no code. */
+				 * needs not be: it runs no code. Nor can a thread that is exiting (gone
+				 * from /proc by now: no state), which a program ending threads all the time
+				 * always has. */
 				char s = thread_state(tg->pid, tids[i]);
-				if (s == 'Z' || s == 'X')
+				if (s == 'Z' || s == 'X' || s == 0)
 					continue;
 			}
 			if (r < 0) {
@@ -241,17 +292,24 @@ fail:
 
 /* Let a held thread go on (PTRACE_DETACH or PTRACE_CONT, `verb` for the warning) with its
  * registers written back if we changed them. The first signal that arrived while we held it goes
- * back with the request, the others by tgkill once it runs: the process gets each of them. */
+ * back with the request, the others by tgkill once it runs: the process gets each of them. A
+ * SIGCONT goes back with the request, never by tgkill: its effect (the process continued) came
+ * when it was sent; a new one would continue a stop that came after it. */
 static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
 {
 	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
 		fprintf(stderr, "cuhook: warning: thread %d: cannot write back its registers: %s\n",
 		        t->tid, strerror(errno));
-	int sig = t->npending ? t->pending[0] : 0;
+	int first = 0;
+	for (int k = 0; k < t->npending; k++)
+		if (t->pending[k] == SIGCONT)
+			first = k;
+	int sig = t->npending ? t->pending[first] : 0;
 	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
-	for (int k = 1; k < t->npending; k++)
-		syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+	for (int k = 0; k < t->npending; k++)
+		if (k != first)
+			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
 	t->stopped = false;
 	t->regs_dirty = false;
 	t->npending = 0;
@@ -325,6 +383,45 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 		}
 	}
 	return best;
+}
+
+_Static_assert(INJ_MAX_LENT >= CUHOOK_AGENT_THREADS_MAX, "room to lend every thread the agent lists");
+
+int threads_lend_agent(struct itarget *tg)
+{
+	/* By the agent's own list, as threads_seize_all leaves them. Unreadable now (it was read
+	 * for the seize): none is lent, and the message stays, as the likely cause should the stop
+	 * then not finish. */
+	pid_t tids[CUHOOK_AGENT_THREADS_MAX];
+	int n = agent_threads_read(tg, tids), lent = 0;
+	for (int i = 0; i < n && tg->nlent < INJ_MAX_LENT; i++) {
+		if (target_find(tg, tids[i]))
+			continue;
+		/* Running, it runs on (seized, not interrupted); in a group-stop, the seize makes it
+		 * report a stop, which pt_wait answers by resuming it, as any stop after this. */
+		if (pt_keep_running(tids[i]) != 0)
+			break;
+		if (pt_seize(tids[i]) != 0) {
+			pt_keep_running_end(tids[i]);
+			continue;
+		}
+		tg->lent[tg->nlent++] = tids[i];
+		lent++;
+	}
+	return lent;
+}
+
+void threads_unlend_agent(struct itarget *tg)
+{
+	for (int i = 0; i < tg->nlent; i++) {
+		pid_t tid = tg->lent[i];
+		pt_keep_running_end(tid);
+		struct ithread t = {.tid = tid};
+		if (pt_interrupt(tid) != 0 || pt_wait_first_stop(tg, &t, 500) != 0)
+			continue; /* ended (reaped by the wait), or not stopping: detached when we exit */
+		ptrace(PTRACE_DETACH, tid, 0, (void *)(long)(t.npending ? t.pending[0] : 0));
+	}
+	tg->nlent = 0;
 }
 
 struct ithread *threads_release_others(struct itarget *tg, pid_t keep)

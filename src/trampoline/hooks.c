@@ -124,7 +124,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
  * and the stubs use r11 the same way.
  *   Unlike the stub, it counts whether or not a session is recording: between a session's stop
  * and the removal of its jumps (and in a fork child that does not trace) the counts go to the
- * thread's own ring, and the next session starts from their values (writer_open). Written once
+ * thread's own ring, and the next session starts from their values (writer_start). Written once
  * per function and counter, in place, before any jump leads there. */
 #define COUNT_THUNK_LEN 21
 _Static_assert(HOOK_THUNK_SIZE + COUNT_THUNK_LEN <= HOOK_RELOCATED, "the count thunk ends where the relocated code begins");
@@ -395,30 +395,34 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 	return 0;
 }
 
-int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
-                struct patch_result *res)
+int hooks_replan(const struct patch_request *req, uint32_t first, uint32_t count)
+{
+	for (uint32_t id = first; id < first + count; id++)
+		if (hooks_cold[id].slot && !hooks_cold[id].patched) /* planned before, no jump in place */
+			classify_hot(req, id);
+	plan_ids(first, count, req);
+	return 0;
+}
+
+int hooks_arm(const struct patch_request *req, uint32_t first, uint32_t count, struct patch_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	res->first_id = first;
 	res->count = count;
-	for (uint32_t id = first; id < first + count; id++)
-		if (hooks_cold[id].slot) /* planned before; no jump of theirs is in place */
-			classify_hot(req, id);
-	plan_ids(first, count, req);
 	arm(first, count, req);
 	count_result(res);
 	return 0;
 }
 
-int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
-                         const struct patch_request *how)
+int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
+                struct patch_result *res)
 {
-	return hooks_patch_internal_ex(name, addr, size, HOOK_CALLBACK, 0, 0, 0, on_exit, how);
+	hooks_replan(req, first, count);
+	return hooks_arm(req, first, count, res);
 }
 
-int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
-                            uint16_t decoder, uint32_t lib_id, void (*on_exit)(void),
-                            const struct patch_request *how)
+int hooks_plan_internal(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
+                        uint16_t decoder, uint32_t lib_id, void (*on_exit)(void))
 {
 	int id = new_id();
 	if (id < 0)
@@ -451,8 +455,7 @@ int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8
 	hh->nstack = HOOK_STACK_DEFAULT;
 	hot_layout(hh);
 	hh->relocated = (uintptr_t)pool + HOOK_RELOCATED;
-	arm((uint32_t)id, 1, how);
-	return hc->patched ? id : -1;
+	return id;
 }
 
 int hooks_rearm_internal(uint32_t id, const struct patch_request *how)

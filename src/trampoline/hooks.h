@@ -117,23 +117,32 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 
 /* Patch again, after hooks_unpatch_all(), the library whose ids are [first, first+count)
  * (a second attach): stubs made before are reused, the filter may differ, and the functions
- * planned before are classified again (this session's options may differ too). */
+ * planned before are classified again (this session's options may differ too). It is
+ * hooks_replan() then hooks_arm(). */
 int hooks_rearm(const struct patch_request *req, uint32_t first, uint32_t count,
                 struct patch_result *res);
 
-/* Hook one function by address for cuhook's own use (the dlopen watch): HOOK_CALLBACK with
- * `on_exit` run after every call returns. Returns the id, or -1. */
-int hooks_patch_internal(const char *name, uintptr_t addr, size_t size, void (*on_exit)(void),
-                         const struct patch_request *how);
+/* The first half of hooks_rearm: classify again the functions of [first, first+count) planned
+ * before, and plan those this filter now includes for the first time; no jump (safe while the
+ * other threads run). */
+int hooks_replan(const struct patch_request *req, uint32_t first, uint32_t count);
 
-/* The same with the hot fields chosen by the caller (flags such as HOOK_IOCTL | HOOK_RECORD or
- * HOOK_FDOP, aux, decoder) and lib_id set before the jump is written: for the ioctl watch
- * (src/agent/nvfd.c). on_exit may be NULL. */
-int hooks_patch_internal_ex(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
-                            uint16_t decoder, uint32_t lib_id, void (*on_exit)(void),
-                            const struct patch_request *how);
+/* The second half: write the jumps of the planned functions of [first, first+count) that have
+ * none. It allocates nothing, takes no lock and calls no libc function that does (the memory
+ * protection changes and the core serialisation are system calls): with req->threads_stopped
+ * it may run while every other thread is stopped, wherever they stopped. */
+int hooks_arm(const struct patch_request *req, uint32_t first, uint32_t count, struct patch_result *res);
 
-/* Write the jump of an internal hook again after hooks_unpatch_all() (its stub is reused). */
+/* Plan one function by address for cuhook's own use (the dlopen watch, the ioctl watch, the
+ * _exit hook), with the hot fields chosen by the caller (flags such as HOOK_CALLBACK,
+ * HOOK_IOCTL | HOOK_RECORD or HOOK_FDOP, aux, decoder, lib_id) and `on_exit` run after every
+ * call returns when HOOK_CALLBACK is set (else NULL): its stub is written, not its jump
+ * (hooks_rearm_internal() writes it). Returns the id, or -1. */
+int hooks_plan_internal(const char *name, uintptr_t addr, size_t size, uint8_t flags, uint8_t aux,
+                        uint16_t decoder, uint32_t lib_id, void (*on_exit)(void));
+
+/* Write the jump of an internal hook planned by hooks_plan_internal(), for the first time or
+ * again after hooks_unpatch_all() (its stub is reused). Allocates nothing, as hooks_arm(). */
 int hooks_rearm_internal(uint32_t id, const struct patch_request *how);
 
 /* Remove every jump (restore the original bytes). Stubs stay mapped. Returns how many were

@@ -1,5 +1,6 @@
-/* A stand-in for libcuhook.so with the same five API functions, for testing the injector on its
- * own. It patches nothing; it writes what it was told into the output file:
+/* A stand-in for libcuhook.so with the same API (its functions, and cuhook_agent_threads listing
+ * its own thread), for testing the injector on its own. It patches nothing; it writes what it
+ * was told into the output file:
  *
  *   prepare pid=P others_stopped=S options=...           one line per cuhook_agent_prepare
  *   start pid=P flags=F others_stopped=S options=...     one line per cuhook_agent_start
@@ -29,7 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Its own thread (the ticker), listed by id as the real agent lists its writer: the injector
+ * leaves it running (stop joins it). */
+CUHOOK_API struct cuhook_agent_threads cuhook_agent_threads = {.magic = CUHOOK_AGENT_THREADS_MAGIC};
 
 static char output[4096];
 static char last_error[4200] = "no error";
@@ -101,6 +107,8 @@ static void *tick(void *arg)
 		out_line("tick\n");
 		usleep(10000);
 	}
+	cuhook_agent_threads.tid[0] = 0; /* while its id is still its own */
+	__atomic_add_fetch(&cuhook_agent_threads.generation, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -123,9 +131,13 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	atomic_store(&ticker_stop, 0);
 	if (!no_ticker()) {
 		pthread_create(&ticker, NULL, tick, NULL);
-		/* The agent names its threads cuhook*, from here, before start returns: the injector
-		 * leaves them running (stop joins this one). */
-		pthread_setname_np(ticker, "cuhook-ticker");
+		/* Listed before start returns (the id from its CPU clock: (~tid << 3) | 6). */
+		clockid_t c;
+		if (pthread_getcpuclockid(ticker, &c) == 0) {
+			cuhook_agent_threads.tid[0] = (int32_t)~(c >> 3);
+			__atomic_add_fetch(&cuhook_agent_threads.generation, 1, __ATOMIC_RELEASE);
+		}
+		pthread_setname_np(ticker, "dummy-ticker");
 	}
 	atomic_store(&active, no_ticker() ? 2 : 1);
 	atomic_store(&stopped, 0);

@@ -27,11 +27,23 @@
  *   realpark LIB          a thread blocked in LIB's cuInjRead (a read whose syscall is within
  *                         the function's first bytes) on a pipe; a line on stdin feeds it a
  *                         byte ("first N C"), then it blocks in it again ("ready2"); the next
- *                         line feeds that one ("second N C") */
+ *                         line feeds that one ("second N C")
+ *   spawn THREADS [LIB]   THREADS threads create 8 threads and join them, round after round
+ *                         (glibc's stack cache lock taken all the time, and held while stacks
+ *                         are unmapped); LIB, if given, is dlopened first. Stops at a line on
+ *                         stdin; prints "spawned N wrong W" (W: threads not created, or whose
+ *                         join did not return their argument)
+ *   phdr THREADS [LIB]    THREADS threads walk the loaded objects with dl_iterate_phdr, walk
+ *                         after walk (the loader's lock taken all the time); prints "walks N
+ *                         missed M" (M: walks that did not find the program itself)
+ *
+ * With INJ_THREAD_NAME=NAME in the environment, every thread the target starts names itself NAME
+ * (the injector must tell the agent's threads from the program's by id, not by name). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/filter.h>
+#include <link.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,6 +60,14 @@
 
 uint64_t inj_work(uint64_t x);
 
+static const char *thread_name; /* INJ_THREAD_NAME */
+
+static void name_self(void)
+{
+	if (thread_name)
+		prctl(PR_SET_NAME, thread_name);
+}
+
 /* ---- workers --------------------------------------------------------------------------------- */
 
 #define ROUND 20000
@@ -58,6 +78,7 @@ static atomic_int first_done; /* workers that have their first round's checksum 
 
 static void *worker(void *arg)
 {
+	name_self();
 	uint64_t seed = (uint64_t)(uintptr_t)arg * 1000003u, first = 0;
 	for (long r = 0; !atomic_load(&stop_workers); r++) {
 		uint64_t acc = 0;
@@ -141,6 +162,7 @@ int inj_back_from(void);
 static void *parked(void *arg)
 {
 	int (*fn)(void) = arg;
+	name_self();
 	return (void *)(uintptr_t)fn();
 }
 
@@ -217,6 +239,7 @@ static atomic_int park_phase;
 static void *park_reader(void *arg)
 {
 	(void)arg;
+	name_self();
 	char c = 0;
 	ssize_t r = inj_read(park_pipe[0], &c, 1);
 	printf("first %zd %c\n", r, c);
@@ -254,6 +277,93 @@ static int real_park(const char *lib)
 	return 0;
 }
 
+/* ---- glibc's internal locks taken all the time: spawn, phdr ----------------------------------- */
+
+static atomic_long lock_rounds, lock_wrong;
+
+static void *spawned_child(void *arg)
+{
+	return arg;
+}
+
+/* Bursts of threads: more stacks at once than glibc's stack cache keeps (40 MiB), so that
+ * joining them unmaps stacks with the cache's lock held, as a program with many short-lived
+ * threads does. */
+#define SPAWN_BURST 8
+
+static void *spawner(void *arg)
+{
+	(void)arg;
+	for (uintptr_t r = 1; !atomic_load(&stop_workers); r += SPAWN_BURST) {
+		pthread_t t[SPAWN_BURST];
+		int made = 0;
+		for (; made < SPAWN_BURST; made++)
+			if (pthread_create(&t[made], NULL, spawned_child, (void *)(r + made)) != 0)
+				break;
+		for (int k = 0; k < made; k++) {
+			void *ret = NULL;
+			if (pthread_join(t[k], &ret) != 0 || ret != (void *)(r + k))
+				atomic_fetch_add(&lock_wrong, 1);
+		}
+		if (made < SPAWN_BURST)
+			atomic_fetch_add(&lock_wrong, 1);
+		atomic_fetch_add(&lock_rounds, made);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv);
+
+/* Finds the program itself in the walk (the object one of whose segments holds main). */
+static int phdr_found(struct dl_phdr_info *info, size_t size, void *found)
+{
+	(void)size;
+	uintptr_t m = (uintptr_t)main;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && m >= info->dlpi_addr + ph->p_vaddr &&
+		    m < info->dlpi_addr + ph->p_vaddr + ph->p_memsz)
+			*(int *)found = 1;
+	}
+	return 0;
+}
+
+static void *phdr_walker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_workers)) {
+		int found = 0;
+		dl_iterate_phdr(phdr_found, &found);
+		if (!found)
+			atomic_fetch_add(&lock_wrong, 1);
+		atomic_fetch_add(&lock_rounds, 1);
+	}
+	return NULL;
+}
+
+static int lock_takers(void *(*fn)(void *), int threads, const char *lib, const char *what, const char *wrong)
+{
+#ifndef INJ_TARGET_STATIC
+	if (lib && !dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "inj_target: %s\n", dlerror());
+		return 1;
+	}
+#endif
+	nworkers = threads < 64 ? threads : 64;
+	for (int i = 0; i < nworkers; i++)
+		pthread_create(&workers[i], NULL, fn, NULL);
+	while (atomic_load(&lock_rounds) < 100 * nworkers)
+		usleep(1000);
+	ready();
+	char line[256];
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = 0;
+	stop_and_join();
+	printf("%s %ld %s %ld\n", what, atomic_load(&lock_rounds), wrong, atomic_load(&lock_wrong));
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -261,6 +371,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *m = argv[1];
+	thread_name = getenv("INJ_THREAD_NAME");
 	int n = argc > 2 ? atoi(argv[2]) : 0;
 	if (!strcmp(m, "loop"))
 		return loop_until_stdin(n > 0 ? n : 4);
@@ -371,6 +482,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(m, "realpark"))
 		return real_park(argv[2]);
+	if (!strcmp(m, "spawn"))
+		return lock_takers(spawner, n > 0 ? n : 4, argc > 3 ? argv[3] : NULL, "spawned", "wrong");
+	if (!strcmp(m, "phdr"))
+		return lock_takers(phdr_walker, n > 0 ? n : 4, argc > 3 ? argv[3] : NULL, "walks", "missed");
 	if (!strcmp(m, "ignsegv")) {
 		signal(SIGSEGV, SIG_IGN);
 		ready();

@@ -586,14 +586,21 @@ def case_attach_prepare():
         m = re.search(r"before, while they ran: dlopen ([\d.]+), prepare ([\d.]+)", r.stderr)
         check(m is not None and float(m.group(2)) >= 300, "prepare's 300 ms told apart", r.stderr)
         check(ms < 150, "stopped time counts the final stop only: %.2f ms" % ms, r.stderr)
-        # a second attach reuses the agent: no prepare, one stop, "agent reused" in it (into the
-        # same file: the dummy agent appends)
+        # a second attach reuses the agent (no dlopen) and prepares it again beside the running
+        # threads: the agent's start must not open its file or create its writer with every
+        # thread stopped (a stopped thread may hold the locks that takes); INJ_DUMMY_PREPARE_MS
+        # is in the target's environment, --force for the same file (the dummy agent appends)
         r = attach(t.pid, "--duration", 0.05, "-v", "--force")
         check(r.returncode == 0, "second attach failed", r.stderr)
-        _, ms, inner = stopped_ms(r.stderr)
-        check("agent reused" in inner and "while they ran" not in r.stderr, "reused, in the stop", r.stderr)
-        check([l.split()[0] for l in trace_lines(prepare=True)] == ["prepare", "start", "stop", "start", "stop"],
-              "no prepare the second time", repr(trace_lines(prepare=True)))
+        _, ms, _ = stopped_ms(r.stderr)
+        m = re.search(r"before, while they ran: agent reused, prepare ([\d.]+)", r.stderr)
+        check(m is not None and float(m.group(1)) >= 300, "reused, prepared beside the running threads", r.stderr)
+        check(ms < 150, "the second stop does not count prepare either: %.2f ms" % ms, r.stderr)
+        lines = trace_lines(prepare=True)
+        check([l.split()[0] for l in lines] == ["prepare", "start", "stop", "prepare", "start", "stop"],
+              "prepared again the second time", repr(lines))
+        check("others_stopped=0" in lines[3] and "flags=1 others_stopped=1" in lines[4],
+              "the second prepare beside the running threads, its start with them stopped", repr(lines))
         _, mism, ck = parse_loop(t.finish())
         check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
     finally:
@@ -675,11 +682,13 @@ def case_attach_nanosleep():
         t.kill()
 
 
-def case_attach_park():
-    t = Target("park")
+def case_attach_park(env=None):
+    t = Target("park", env=env)
     try:
         r = attach(t.pid, "--duration", 0.2, "-v")
         check(r.returncode == 0, "attach failed", r.stderr)
+        n, _, _ = stopped_ms(r.stderr)
+        check(n == 2, "both threads stopped (main, and the parked one)", r.stderr)
         check("[1 moved]" in r.stderr, "one thread moved at start", r.stderr)
         out = t.finish("")
         check("moved 42" in out, "the parked thread ran on in the relocated code", out)
@@ -696,6 +705,52 @@ def case_attach_parkback():
               "moved back at stop, not at start", r.stderr)
         out = t.finish("")
         check("moved 42" in out, "the thread ran on in the original code", out)
+    finally:
+        t.kill()
+
+
+# ---- the agent's threads told apart from the program's by id, never by name -------------------
+
+def named_threads(name):
+    """The environment that makes inj_target's threads name themselves `name`."""
+    return dict(os.environ, INJ_THREAD_NAME=name)
+
+
+def renamed_copy(exe, name, libs=()):
+    """A copy of exe called `name` in TMP (with the libraries it finds next to itself)."""
+    import shutil
+    for lib in libs:
+        shutil.copy(lib, TMP)
+    dst = os.path.join(TMP, name)
+    shutil.copy(exe, dst)
+    return dst
+
+
+def case_attach_named_thread():
+    # the same, the parked thread named like the agent's threads (cuhook-io): stopped and moved
+    # like any other
+    case_attach_park(named_threads("cuhook-io"))
+
+
+def case_attach_cuhook_app():
+    # a program called cuhook_app (every thread's name begins with "cuhook"): attached and
+    # detached, every one of its threads stopped each time, the agent's own thread never
+    base = baseline(3)
+    exe = renamed_copy(A.target, "cuhook_app", [os.path.join(os.path.dirname(A.target), "libinj_work.so")])
+    t = Target("loop", 3, exe=exe)
+    try:
+        r = attach(t.pid, "--duration", 0.3, "-v")
+        check(r.returncode == 0, "attach failed", r.stderr)
+        for what in ("attach", "detach"):
+            n, _, _ = stopped_ms(r.stderr, what)
+            check(n == 4, "%s: the 4 threads of cuhook_app stopped" % what, r.stderr)
+        lines = trace_lines()
+        check(len(lines) == 2 and "flags=1 others_stopped=1" in lines[0] and lines[1].startswith("stop"),
+              "start with every other thread stopped, then stop", repr(lines))
+        ticks = open(os.path.join(TMP, "trace.txt")).read().count("tick")
+        check(ticks >= 5, "the agent's thread ran while attached", str(ticks))
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
     finally:
         t.kill()
 
@@ -783,15 +838,15 @@ def case_attach_target_exits():
 # ---- cuhook killed in the middle of a remote call ---------------------------------------------------
 
 def thread_states(pid):
-    """The state letter of every thread of pid (R, S, T, t, ...)."""
-    out = []
+    """{tid: state letter of /proc/PID/task/TID/stat} of every thread of pid."""
+    got = {}
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                out.append(f.read().rsplit(")", 1)[1].split()[0])
+            st = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
         except OSError:
-            pass
-    return out
+            continue  # ended meanwhile
+        got[int(tid)] = st[st.rindex(")") + 2]
+    return got
 
 
 def killed_mid_call(when, slow, after=0.0):
@@ -816,7 +871,7 @@ def killed_mid_call(when, slow, after=0.0):
         p.wait()
         time.sleep(0.3)
         check(t.p.poll() is None, "target survived the killed cuhook", "exit %s" % t.p.poll())
-        states = thread_states(t.pid)
+        states = list(thread_states(t.pid).values())
         check(not any(s in "tT" for s in states), "no thread left stopped", repr(states))
         out = t.finish()
         check(t.p.returncode == 0, "target ended normally", "exit status %d" % t.p.returncode)
@@ -1218,11 +1273,11 @@ def trace_end_events(path):
     return engine_tracefile().read_trace(path).end_events
 
 
-def case_real_park():
+def case_real_park(env=None):
     # a thread blocked in a system call inside the first bytes of a function the real agent
     # patches: moved into the relocated copy, and its read() completes there
     need_real("park_lib")
-    t = Target("realpark", A.park_lib)
+    t = Target("realpark", A.park_lib, env=env)
     out = os.path.join(TMP, "park.bin")
     try:
         p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.real_agent, "--opt", "lib=libinj_park.so*",
@@ -1248,9 +1303,15 @@ def case_real_park():
         t.kill()
 
 
-def driver_run(iters, attach_fn=None):
+def case_real_park_named():
+    # the same, the blocked thread named cuhook-io: stopped and moved like any other (left
+    # running, it returned from read() into the jump written over its instructions: SIGILL)
+    case_real_park(named_threads("cuhook-io"))
+
+
+def driver_run(iters, attach_fn=None, exe=None):
     """driver_user on the stand-in libcuda; attach_fn(pid) runs while it does. Its output."""
-    p = subprocess.Popen([A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
+    p = subprocess.Popen([exe or A.driver_user, "--threads", "4", "--iters", str(iters), A.fakecuda],
                          stdout=subprocess.PIPE, text=True)
     if attach_fn:
         time.sleep(0.3)
@@ -1283,6 +1344,30 @@ def case_real_attach_driver():
     ev = trace_end_events(out)
     check(ev is not None and 0 < ev // 2 < calls, "events only from the window: %s of %d calls" % (ev, calls))
     print("  traced %d of %d calls; %s" % (ev // 2, calls, " | ".join(l for l in r.stderr.splitlines() if "stopped for" in l)))
+
+
+def case_real_cuhook_app():
+    # driver_user called cuhook_app, traced for a window by the real agent: its 5 threads
+    # stopped at attach and at detach, the agent's writer left running (the detach waits for
+    # it), the results unchanged, the trace closed with calls in it
+    need_real("driver_user", "fakecuda")
+    exe = renamed_copy(A.driver_user, "cuhook_app")
+    base = driver_run(300000, exe=exe)
+    out = os.path.join(TMP, "app.bin")
+    res = {}
+
+    def att(pid):
+        res["r"] = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--duration", 0.3, pid)
+
+    got = driver_run(300000, att, exe=exe)
+    r = res["r"]
+    check(r.returncode == 0, "attach failed", r.stderr)
+    for what in ("attach", "detach"):
+        n, _, _ = stopped_ms(r.stderr, what)
+        check(n == 5, "%s: the 5 threads of cuhook_app stopped" % what, r.stderr)
+    check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged by the attach")
+    ev = trace_end_events(out)
+    check(ev is not None and ev > 0, "the trace was closed with events", str(ev))
 
 
 def case_real_attach_count():
@@ -1353,6 +1438,182 @@ def case_real_attach_sigint_early():
     print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
 
 
+def wait_states(pid, stopped, timeout=2.0):
+    """Poll until every thread of pid is stopped (T, or t: traced), or none is; the states of the
+    last look."""
+    deadline = time.time() + timeout
+    while True:
+        st = thread_states(pid)
+        if all((s in "tT") == stopped for s in st.values()) or time.time() > deadline:
+            return st
+
+
+def jobctl_attach(pid, out, delay, signals):
+    """cuhook attach -v with the real agent counting inj_work (a loop target's library) for a
+    10 ms window; `delay` s after its first stop (the checks passed), send the target each of
+    `signals` (a signal, or a pause in seconds). (exit status, stderr)."""
+    p = subprocess.Popen([A.cuhook, "attach", "-v", "--agent", A.real_agent, "--opt", "lib=libinj_work.so*",
+                          "--funcs", "inj_work", "--count", "inj_work", "-o", out, "--duration", "0.01",
+                          str(pid)], stderr=subprocess.PIPE, text=True)
+    err = ""
+    while "threads stopped in" not in err:
+        line = p.stderr.readline()
+        if not line:
+            break
+        err += line
+    time.sleep(delay)
+    for s in signals:
+        if isinstance(s, float):
+            time.sleep(s)
+        else:
+            os.kill(pid, s)
+    _, rest = p.communicate(timeout=60)
+    return p.returncode, err + rest
+
+
+def jobctl_cycles(signals, want_stopped):
+    """Job-control signals (signals(k) for try k) sent to a 4-thread loop target at 40 delays from
+    0 to 30 ms after the first stop of an attach (through the loading and preparing, the start,
+    the window and the detach: the remote calls are 1-10 ms of it): every
+    attach exits 0 with its trace closed (END block), the program is left stopped exactly when
+    the last signal was SIGSTOP (then runs on after SIGCONT), a next attach works (the agent was
+    stopped), and the program's results are unchanged. Tries that fail are counted, the program
+    recovered, and all of them reported at the end."""
+    need_real()
+    base = baseline(4)
+    read_trace = engine_tracefile().read_trace
+    t = Target("loop", 4)
+    out = os.path.join(TMP, "jobctl.bin")
+    fails = []
+    tries = 40
+    try:
+        for k in range(tries):
+            delay = 0.00075 * k
+            if os.path.exists(out):
+                os.unlink(out)
+            rc, err = jobctl_attach(t.pid, out, delay, signals(k))
+            st = wait_states(t.pid, want_stopped)
+            stopped = sorted(s for s in st.values() if s in "tT")
+            problems = []
+            if rc != 0:
+                problems.append("exit %d: %s" % (rc, err.strip().splitlines()[-1] if err.strip() else ""))
+            if want_stopped and len(stopped) != len(st):
+                problems.append("not stopped: %s" % "".join(sorted(st.values())))
+            if not want_stopped and stopped:
+                problems.append("left stopped: %s" % "".join(sorted(st.values())))
+            try:
+                closed = read_trace(out).has_end
+            except Exception as e:  # no file, or not a trace
+                closed = False
+            if not closed:
+                problems.append("trace without END")
+            os.kill(t.pid, signal.SIGCONT)
+            st = wait_states(t.pid, False)
+            if any(s in "tT" for s in st.values()):
+                problems.append("still stopped after SIGCONT")
+            if problems:
+                fails.append("%.1f ms: %s" % (delay * 1e3, "; ".join(problems)))
+                # recover, so that the next tries count on their own
+                cuhook("attach", "--agent", A.real_agent, "--stop", t.pid)
+        r = cuhook("attach", "--agent", A.real_agent, "--opt", "lib=libinj_work.so*", "--funcs", "inj_work",
+                   "-o", out, "--force", "--duration", 0.05, t.pid)
+        check(not fails, "%d of %d tries failed" % (len(fails), tries), "\n  " + "\n  ".join(fails))
+        check(r.returncode == 0, "an attach after them works", r.stderr)
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
+def case_real_jobctl_cont():
+    # SIGSTOP then SIGCONT (0, 0.5 or 1 ms apart) during an attach: the program runs on, as
+    # without cuhook
+    jobctl_cycles(lambda k: (signal.SIGSTOP, 0.0005 * (k % 3), signal.SIGCONT), want_stopped=False)
+
+
+def case_real_jobctl_stopped():
+    # SIGSTOP during an attach, left stopped through the end of the window: the detach works,
+    # the trace is complete, the program stays stopped until SIGCONT
+    jobctl_cycles(lambda k: (signal.SIGSTOP,), want_stopped=True)
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def lock_cycles(mode, what, cycles):
+    """inj_target MODE 4 LIBCUDA: threads that take one of glibc's internal locks all the time
+    (the agent's start must not need it). `cycles` attach/detach cycles with the real agent:
+    each works, its -v stopped times (attach and detach) stay under 500 ms, it leaves no open
+    file in the target, and the program's results hold."""
+    need_real("fakecuda")
+    read_trace = engine_tracefile().read_trace
+    t = Target(mode, 4, A.fakecuda)
+    out = os.path.join(TMP, "lock.bin")
+    try:
+        fds = fd_count(t.pid)
+        worst = 0.0
+        for i in range(cycles):
+            r = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--force", "--duration", 0.02, t.pid)
+            check(r.returncode == 0, "attach %d of %d failed" % (i + 1, cycles), r.stderr)
+            for phase in ("attach", "detach"):
+                _, ms, _ = stopped_ms(r.stderr, phase)
+                check(ms < 500, "%s %d: threads stopped for %.1f ms" % (phase, i + 1, ms), r.stderr)
+                worst = max(worst, ms)
+            check(fd_count(t.pid) == fds, "attach %d: %d open files in the target, %d before" %
+                  (i + 1, fd_count(t.pid), fds))
+            check(read_trace(out).has_end, "attach %d: trace closed" % (i + 1))
+        out_text = t.finish()
+        m = re.search(r"%s (\d+) \w+ (\d+)" % what, out_text)
+        check(m is not None and int(m.group(1)) > 0 and int(m.group(2)) == 0, "the program's results hold",
+              out_text)
+        print("  %d cycles, longest stop %.2f ms; %s" % (cycles, worst, out_text.strip()))
+    finally:
+        t.kill()
+
+
+def case_real_lock_spawn():
+    # threads creating and joining threads: a stopped one may hold glibc's thread-stack lock,
+    # which pthread_create (the writer's start) takes
+    lock_cycles("spawn", "spawned", 20)
+
+
+def case_real_lock_phdr():
+    # threads walking the loaded objects: a stopped one may hold the loader's lock, which
+    # dl_iterate_phdr, dlsym and dlopen take
+    lock_cycles("phdr", "walks", 20)
+
+
+def case_real_prepare_api():
+    # the agent's prepare/start split through its API (tests/inject/inj_prepare.c): a library
+    # loaded between prepare and start makes the start refuse (EAGAIN) rather than miss it, and
+    # a second preparation traces it; a preparation that is replaced, or ended by a stop without
+    # a start, closes its file
+    need_real("prepare_target", "fakecuda")
+    read_trace = engine_tracefile().read_trace
+    r = subprocess.run([A.prepare_target, A.real_agent, A.fakecuda, TMP], capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 0, "inj_prepare failed", r.stdout + r.stderr)
+    m = re.search(r"^gap eagain (\d) active (\d) \((.*)\) start (-?\d+) wrong (\d+)$", r.stdout, re.M)
+    check(m is not None, "gap line", r.stdout)
+    check(m.group(1) == "1" and m.group(2) == "0", "start refused with EAGAIN, not tracing", m.group(0))
+    check("loaded or unloaded since the preparation" in m.group(3), "the refusal says why", m.group(3))
+    check(m.group(4) == "0" and m.group(5) == "0", "prepared again, started; results right", m.group(0))
+    t = read_trace(os.path.join(TMP, "gap.bin"))
+    check(t.has_end and t.entries == {"cuFakeConstA": 10}, "the library loaded in between is traced",
+          "%s %s" % (t.has_end, t.entries))
+    m = re.search(r"^discard fds (\d+) (\d+) (\d+) stop (-?\d+) active (\d)$", r.stdout, re.M)
+    check(m is not None, "discard line", r.stdout)
+    before, during, after = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    check(during == before + 1, "one preparation's file open (the replaced one closed)", m.group(0))
+    check(after == before and m.group(4) == "0" and m.group(5) == "0",
+          "a stop without a start closes the preparation's file", m.group(0))
+    m = re.search(r"^again start (-?\d+) wrong (\d+)$", r.stdout, re.M)
+    check(m is not None and m.group(1) == "0" and m.group(2) == "0", "a later prepare and start work", r.stdout)
+    t = read_trace(os.path.join(TMP, "again.bin"))
+    check(t.has_end and t.entries == {"cuFakeConstA": 5}, "and trace", "%s %s" % (t.has_end, t.entries))
+
+
 def case_real_attach_disk_full():
     # -o on a full filesystem (a 64 KiB tmpfs): the agent's write fails. cuhook attach says so on
     # its own stderr and exits 3; the process's stderr (someone else's terminal, or log) gets
@@ -1416,10 +1677,11 @@ def main():
     ap.add_argument("--driver-user")
     ap.add_argument("--fakecuda")
     ap.add_argument("--follow-target")
+    ap.add_argument("--prepare-target")
     ap.add_argument("--case", action="append")
     A = ap.parse_args()
     for k in ("cuhook", "agent", "agent_noprep", "target", "static_target", "slowctor", "real_agent", "park_lib",
-              "driver_user", "fakecuda", "follow_target"):
+              "driver_user", "fakecuda", "follow_target", "prepare_target"):
         if getattr(A, k):
             setattr(A, k, os.path.abspath(getattr(A, k)))
     names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))

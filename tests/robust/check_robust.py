@@ -10,7 +10,8 @@ before the stand-in libcuda), then checks:
 
 usage: check_robust.py TEST --agent LIBCUHOOK --cuhook CUHOOK --lib LIBCUDA --bindir DIR
                        [--workdir DIR]
-TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | longjmp"""
+TEST: output | diskfull | fork | recurse | signal | siglongjmp | sigkill | crash | longjmp |
+      writer-malloc | firstsig | rss | own-threads | tracer-name"""
 
 import argparse
 import csv
@@ -850,6 +851,156 @@ def test_writer_malloc(ctx):
     pr.check(rep.get("calls") == iters, f"{rep.get('calls')} calls recorded, the program made {iters}")
 
 
+# ---- 9. a thread's first traced call from a signal handler that interrupted malloc ----------
+
+FIRSTSIG_THREADS, FIRSTSIG_ROUNDS, FIRSTSIG_DEADLINE_MS = 16, 4, 5000
+
+
+def test_firstsig(ctx):
+    """Threads make their first traced call from a signal handler that interrupted malloc or
+    free (rt_firstsig: 16 threads a round, 4 rounds, and the main thread once). Making a thread's
+    state must take no lock its own interrupted code may hold: a hang is detected by the target
+    itself (a round not done in 5 s: "hung", exit 4) rather than by this script's timeout. Every
+    handler's call is traced, once, with its result."""
+    pr = ctx.problems
+    args = ["--threads", str(FIRSTSIG_THREADS), "--rounds", str(FIRSTSIG_ROUNDS),
+            "--deadline-ms", str(FIRSTSIG_DEADLINE_MS)]
+    victims = FIRSTSIG_THREADS * FIRSTSIG_ROUNDS + 1
+    plain = untraced(ctx, "rt_firstsig", args)
+    trace = fresh(ctx.path("firstsig.bin"))
+    p = run_target(ctx, "rt_firstsig", args, traced=True, output=trace, timeout=40)
+    got = kv(p.stdout)
+    hung = [l.split() for l in p.stdout.splitlines() if l.startswith("hung ")]
+    if hung:
+        rnd, left = hung[0][1:3]
+        raise Fatal(f"traced: {left} of the threads of round {rnd} hung in their first traced call "
+                    f"(a signal handler that interrupted malloc; {describe_status(p.returncode)})")
+    same_behaviour(ctx, "first calls from signal handlers", plain, p)
+    traced_ok(ctx, "first calls from signal handlers", p)
+    pr.check(got.get("victims") == str(victims) and got.get("handled") == str(victims),
+             f"victims {got.get('victims')}, handled {got.get('handled')}; expected {victims} each")
+    rep = report_json(ctx, trace)
+    check_trace_health(rep, pr)
+    rows = report_csv(ctx, trace)
+    args_seen = sorted(i32(num(r["arg0"]) or 0) for r in rows if r["func"] == "cuFakeInner")
+    pr.check(args_seen == list(range(victims)),
+             f"{len(args_seen)} cuFakeInner calls traced; expected one for each of the {victims} "
+             f"threads (arguments 0..{victims - 1})")
+    wrong = [r for r in rows if r["func"] != "cuFakeInner" or r["depth"] != "0" or not r["ret"]
+             or i32(num(r["ret"])) != i32(num(r["arg0"])) ^ 0x1234]
+    pr.check(not wrong, f"{len(wrong)} rows are not cuFakeInner(k) = k ^ 0x1234 at depth 0, e.g. "
+                        f"{row_desc(wrong[0]) if wrong else ''}")
+    print(f"first calls from signal handlers: {got.get('handled')} of {victims} threads, "
+          f"{len(args_seen)} calls traced, {len(rep.get('threads', []))} threads in the trace")
+
+
+# ---- 10. memory of the rings ------------------------------------------------------------------
+
+RSS_THREADS, RSS_CALLS, RSS_RING_KB = 8, 4, 65536
+
+
+def test_rss(ctx):
+    """8 threads each make 4 traced calls with 64 MiB rings: the rings' memory grows with use
+    (populated as they fill), so while the threads live the process holds far less than 8 x 64
+    MiB more than before them: at most 4 MiB a thread beyond what the threads take untraced (a
+    ring populated up front held 64; a huge page, where the system gives them unasked, 2)."""
+    pr = ctx.problems
+    args = ["--threads", str(RSS_THREADS), "--calls", str(RSS_CALLS), "--hold-ms", "300"]
+    plain = untraced(ctx, "rt_rss", args)
+    trace = fresh(ctx.path("rss.bin"))
+    p = run_target(ctx, "rt_rss", args, traced=True, output=trace,
+                   env={"CUHOOK_BUFFER_KB": str(RSS_RING_KB)})
+    pr.check(p.returncode == plain.returncode == 0, f"rt_rss traced: {describe_status(p.returncode)}"
+             f"\n--- stderr\n{tail(p.stderr)}")
+    traced_ok(ctx, "rt_rss", p)
+    got, base = kv(p.stdout), kv(plain.stdout)
+    grew = int(got["rss_during"]) - int(got["rss_before"])
+    grew_plain = int(base["rss_during"]) - int(base["rss_before"])
+    limit = max(grew_plain, 0) + RSS_THREADS * 4096
+    print(f"{RSS_THREADS} threads x {RSS_CALLS} calls, {RSS_RING_KB // 1024} MiB rings: resident memory "
+          f"grew by {grew} KiB while they lived ({grew_plain} KiB untraced); limit {limit} KiB, "
+          f"rings populated up front: {RSS_THREADS * RSS_RING_KB} KiB")
+    pr.check(grew <= limit, f"resident memory grew by {grew} KiB with {RSS_THREADS} threads that made "
+                            f"{RSS_CALLS} calls each: more than {limit} KiB (rings populated up front?)")
+    rep = report_json(ctx, trace)
+    check_trace_health(rep, pr)
+    calls = calls_by_name(rep).get("cuFakeInner", 0)
+    pr.check(calls == int(got["calls"]), f"{calls} cuFakeInner calls traced, the program made {got['calls']}")
+
+
+# ---- 11. the agent's list of its own threads -------------------------------------------------
+
+def test_own_threads(ctx):
+    """The agent lists its own threads by id (cuhook_agent_threads) for the injector, which
+    leaves them running and stops every other thread: after the start, exactly its writer; in a
+    fork child, none of the parent's (the child does not have them), or, with follow=1, the
+    child's own new writer; after cuhook_agent_stop(), none."""
+    pr = ctx.problems
+    for follow, want_child in (("0", "0 0"), ("1", "1 1")):
+        trace = fresh(ctx.path(f"own-{follow}.bin"))
+        p = run_target(ctx, "rt_ownthreads", [], traced=True, output=trace, env={"CUHOOK_FOLLOW": follow})
+        for f in os.listdir(ctx.workdir):
+            if f.startswith(f"own-{follow}.") and f.endswith(".bin"):
+                os.unlink(ctx.path(f))  # the child's trace (follow=1)
+        lines = dict(l.split(None, 1) for l in p.stdout.splitlines() if " " in l)
+        what = f"follow={follow}"
+        if not pr.check(p.returncode == 0, f"{what}: rt_ownthreads: {describe_status(p.returncode)}\n"
+                                           f"{tail(p.stdout)}\n{tail(p.stderr)}"):
+            continue
+        pr.check(lines.get("started") == "1" and lines.get("started_writers") == "1",
+                 f"{what}: after the start {lines.get('started')} ids listed, {lines.get('started_writers')} "
+                 "of them the process's writer; expected the writer alone")
+        pr.check(lines.get("child") == want_child,
+                 f"{what}: a fork child's list: {lines.get('child')!r} (listed, writers of the child); "
+                 f"expected {want_child!r}")
+        pr.check(lines.get("stopped") == "0", f"{what}: {lines.get('stopped')} ids listed after the stop")
+        print(f"{what}: started {lines.get('started')} (writers {lines.get('started_writers')}), "
+              f"fork child {lines.get('child')}, after stop {lines.get('stopped')}")
+
+
+# ---- 12. a tracer whose name begins like the injector's -----------------------------------------
+
+def test_tracer_name(ctx):
+    """The agent's constructor leaves the start to the cuhook injector when that is its tracer,
+    known by the injector's name, exactly "cuhook". A program that traces the process and whose
+    name only begins so (this script, renamed cuhook_app, seizes rt_loop before it loads the
+    agent) is not the injector: the agent starts from its CUHOOK_* variables, as under any other
+    tracer, and records every call."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NAME, PR_GET_NAME, PTRACE_SEIZE = 15, 16, 0x4206
+    pr = ctx.problems
+    iters = 2000
+    trace = fresh(ctx.path("tracer-name.bin"))
+    cmd = [ctx.exe("rt_loop"), "--agent", ctx.agent, "--wait-tracer", "1", "--iters", str(iters), ctx.lib]
+    proc = subprocess.Popen(cmd, env=clean_env({"CUHOOK_OUTPUT": trace}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    name = ctypes.create_string_buffer(16)
+    libc.prctl(PR_GET_NAME, name)
+    libc.prctl(PR_SET_NAME, b"cuhook_app")  # the agent reads it when it loads: kept till the end
+    try:
+        seized = libc.ptrace(PTRACE_SEIZE, proc.pid, None, None) == 0
+        err = ctypes.get_errno()
+        out, errout = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise Fatal("rt_loop under a tracer named cuhook_app did not finish")
+    finally:
+        libc.prctl(PR_SET_NAME, name)
+    if not seized:
+        print(f"note: cannot trace rt_loop here ({os.strerror(err)}): not run")
+        return
+    pr.check(proc.returncode == 0, f"rt_loop under a tracer: {describe_status(proc.returncode)}\n{tail(errout)}")
+    if not pr.check(os.path.exists(trace), "no trace: the agent took a tracer named cuhook_app for the "
+                                           "cuhook injector and left the start to it"):
+        return
+    rep = report_json(ctx, trace)
+    calls = calls_by_name(rep).get("cuFakeInner", 0)
+    pr.check(calls == iters, f"{calls} calls traced under a tracer named cuhook_app, {iters} made")
+    print(f"under a tracer named cuhook_app: {calls} of {iters} calls traced")
+
+
 # ---- set-user-ID / set-group-ID programs ---------------------------------------------------------
 
 SKIP = 77
@@ -967,7 +1118,9 @@ def test_setuid(ctx):
 TESTS = {"output": test_output, "diskfull": test_diskfull, "fork": test_fork,
          "recurse": test_recurse, "signal": test_signal, "siglongjmp": test_siglongjmp,
          "sigkill": test_sigkill, "crash": test_crash,
-         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "setuid": test_setuid}
+         "longjmp": test_longjmp, "writer-malloc": test_writer_malloc, "firstsig": test_firstsig,
+         "rss": test_rss, "own-threads": test_own_threads,
+         "tracer-name": test_tracer_name, "setuid": test_setuid}
 
 
 def main():

@@ -70,4 +70,21 @@ static inline long rt_opt_long(int argc, char **argv, const char *name, long dfl
 	return v ? strtol(v, NULL, 0) : dflt;
 }
 
+/* A number of /proc/self/status ("VmRSS", "TracerPid"), or -1. */
+static inline long rt_proc_status(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(key);
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
 #endif

@@ -13,6 +13,7 @@
  *   --throttle K      sleep 100 us after every K calls (keeps an endless run's trace small)
  *   --crash-after K   after K calls, crash (a store through a null pointer): a target that
  *                     dies on its own, with cuhook's flushes behind it
+ *   --wait-tracer 1   before loading anything, wait (10 s at most) until a tracer is attached
  * prints: "calls N", "checksum 0x...", "bad N" (wrong results; exit 3 if any) */
 #include "robust_common.h"
 
@@ -52,6 +53,13 @@ int main(int argc, char **argv)
 		}
 		progress = m;
 		close(fd);
+	}
+
+	if (rt_opt_long(argc, argv, "--wait-tracer", 0)) {
+		for (int i = 0; i < 10000 && rt_proc_status("TracerPid") <= 0; i++) {
+			struct timespec ts = {0, 1000000L};
+			nanosleep(&ts, NULL);
+		}
 	}
 
 	void *lib = rt_load(agent, argv[argc - 1]);
