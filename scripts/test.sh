@@ -22,6 +22,9 @@ if [ "${CUHOOK_NO_ASAN:-0}" != 1 ]; then
 			{ cat build-asan.setup.log; asan_ok=0; }
 		rm -f build-asan.setup.log
 	fi
+	# a tree configured before the last change of a meson.build: regenerate it first, or the
+	# list of targets below comes from the old configuration
+	[ $asan_ok = 1 ] && { ninja -C build-asan build.ninja >/dev/null || asan_ok=0; }
 	if [ $asan_ok = 1 ]; then
 		# the targets the three suites depend on (tests' executables and their depends)
 		targets=$(python3 - build-asan <<'PY'
