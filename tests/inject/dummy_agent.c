@@ -13,7 +13,8 @@
  * options (cuhook accepts only the real agent's keys there): INJ_DUMMY_PREPARE_MS=N makes prepare
  * take N ms, like planning a large libcuda; INJ_DUMMY_START_MS=N and INJ_DUMMY_STOP_MS=N make
  * start and stop take N ms (for killing cuhook in the middle of those calls);
- * INJ_DUMMY_TICKER=0 starts no ticking thread. Built with -DDUMMY_NO_PREPARE it has no
+ * INJ_DUMMY_TICKER=0 starts no ticking thread; INJ_DUMMY_CTOR_SPIN_MS=N keeps its constructor (the
+ * dlopen) busy on the CPU for N ms. Built with -DDUMMY_NO_PREPARE it has no
  * cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
  * inj_park_from to inj_park_to until a stop, and inj_back_from to inj_back_to after one, so
  * the injector's moving of parked threads can be tested without the real agent. */
@@ -57,6 +58,20 @@ static void env_sleep(const char *name)
 	const char *ms = getenv(name);
 	if (ms)
 		usleep((useconds_t)atoi(ms) * 1000);
+}
+
+/* A dlopen that is slow but working, as beside hundreds of busy threads: the constructor uses
+ * the CPU for INJ_DUMMY_CTOR_SPIN_MS milliseconds. */
+__attribute__((constructor)) static void spin_in_constructor(void)
+{
+	const char *ms = getenv("INJ_DUMMY_CTOR_SPIN_MS");
+	if (!ms)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < atoi(ms));
 }
 
 static void out_line(const char *line)

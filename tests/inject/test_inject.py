@@ -1013,6 +1013,23 @@ def case_err_loader_lock():
         t.kill()
 
 
+def case_attach_slow_dlopen():
+    # a dlopen still working (using CPU) after two call timeouts is given more time, not
+    # interrupted: the attach succeeds. Before, it was interrupted and put back after 2 timeouts,
+    # whatever it held (the loader's lock) left held.
+    base = baseline(2)
+    env = dict(os.environ, INJ_DUMMY_CTOR_SPIN_MS="1500")
+    t = Target("loop", 2, env=env)
+    try:
+        r = attach(t.pid, "--duration", 0.1, "--call-timeout", 0.4, "-v")
+        check(r.returncode == 0, "attach with a slow dlopen", r.stderr)
+        check("still working" in r.stderr, "the slow dlopen was given more time", r.stderr)
+        _, mism, ck = parse_loop(t.finish())
+        check(mism == 0 and ck == base, "target unharmed", "%d %s %s" % (mism, ck, base))
+    finally:
+        t.kill()
+
+
 def sig_ignored(pid, sig):
     with open("/proc/%d/status" % pid) as f:
         ign = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
