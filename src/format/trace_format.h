@@ -67,6 +67,9 @@ enum cuhook_block_type {
 	CUHOOK_BLOCK_NOTE = 6,   /* struct cuhook_note_block + text */
 	CUHOOK_BLOCK_END = 7,    /* struct cuhook_end_block: the trace was closed cleanly */
 	CUHOOK_BLOCK_COUNTS = 8, /* struct cuhook_counts_block + entries (version 3) */
+	CUHOOK_BLOCK_GPU_SESSION = 9, /* struct cuhook_gpu_session_block + CUPTI's path (agent
+	                                 option gpu=1; readers before it skip the block) */
+	CUHOOK_BLOCK_GPU = 10,   /* struct cuhook_gpu_block + GPU records (agent option gpu=1) */
 };
 
 struct cuhook_block {
@@ -197,6 +200,124 @@ struct cuhook_end_block {
 	                      out; after a write error the file has no END block at all */
 	uint32_t threads;
 	uint32_t reserved;
+};
+
+/* ---- the GPU side (agent option gpu=1) -------------------------------------------------------
+ *
+ * The agent loads CUPTI and enables only the activity kinds of GPU work (concurrent kernels,
+ * memcpy, memset) plus CUPTI's driver-API records of the submitting functions alone
+ * (cuLaunch*, cuMemcpy*, cuMemset*, cuGraphLaunch*): no CUPTI callbacks. CUPTI's timestamps
+ * come from the agent (cuptiActivityRegisterTimestampCallback) and the agent converts them back
+ * to the trace's clock, so every `start`/`end` below is on the clock of the EVENTS records.
+ *
+ * Links: every GPU work record carries CUPTI's correlation id; the GPU_API record with the same
+ * id says which thread and which function submitted it and when, inside that call as cuhook
+ * recorded it (entry tsc <= start <= end <= exit tsc on the same thread, same function): the
+ * reader links the work to that call. A correlation id is unique within one GPU session. Work
+ * whose id has no GPU_API record, or whose GPU_API record falls in no recorded call, is
+ * "unlinked" and counted as such, never matched by time alone.
+ *
+ * A GPU_SESSION block opens each session (status STARTED or why not) and another closes it
+ * (STOPPED, with CUPTI's own drop count). GPU blocks come in between, written as CUPTI hands
+ * over its buffers: records are in CUPTI's delivery order, not in time order. */
+enum cuhook_gpu_status {
+	CUHOOK_GPU_STARTED = 0,      /* activity recording is on */
+	CUHOOK_GPU_STOPPED = 1,      /* recording ended, buffers flushed, CUPTI disabled */
+	CUHOOK_GPU_NO_CUPTI = 2,     /* no libcupti found (path: what was tried, may be empty) */
+	CUHOOK_GPU_OTHER_USER = 3,   /* another CUPTI user owns the process (a profiler, nsys, a
+	                                CUDA_INJECTION64_PATH tool): API tracing goes on without it */
+	CUHOOK_GPU_FAILED = 4,       /* CUPTI refused (detail in `result`, the CUptiResult) */
+	CUHOOK_GPU_STATUS_COUNT
+};
+
+struct cuhook_gpu_session_block {
+	uint32_t status;          /* enum cuhook_gpu_status */
+	uint32_t cupti_version;   /* cuptiGetVersion(), 0 if unknown */
+	uint32_t result;          /* CUptiResult of the failing step (FAILED), else 0 */
+	uint32_t path_len;        /* bytes of CUPTI's path that follow (no NUL), padded to 8 */
+	uint64_t tsc;             /* when the session started or stopped (trace clock) */
+	uint64_t records;         /* STOPPED: GPU records written in this session */
+	uint64_t dropped;         /* STOPPED: records CUPTI reported dropped (full buffers) */
+};
+
+struct cuhook_gpu_block {
+	uint32_t nrecords;
+	uint32_t reserved;
+	/* then records, each starting with struct cuhook_gpu_rec, 8-aligned */
+};
+
+enum cuhook_gpu_rec_type {
+	CUHOOK_GPU_REC_API = 1,      /* struct cuhook_gpu_api: a submitting call as CUPTI saw it */
+	CUHOOK_GPU_REC_KERNEL = 2,   /* struct cuhook_gpu_kernel */
+	CUHOOK_GPU_REC_MEMCPY = 3,   /* struct cuhook_gpu_memcpy */
+	CUHOOK_GPU_REC_MEMSET = 4,   /* struct cuhook_gpu_memset */
+	CUHOOK_GPU_REC_NAME = 5,     /* struct cuhook_gpu_name: a kernel name, interned per file */
+};
+
+struct cuhook_gpu_rec {
+	uint8_t type;             /* enum cuhook_gpu_rec_type */
+	uint8_t flags;            /* 0 */
+	uint16_t size;            /* bytes of the whole record including this header, multiple of 8 */
+	uint32_t correlation;     /* CUPTI's correlation id (0 in NAME records) */
+};
+
+struct cuhook_gpu_api {
+	struct cuhook_gpu_rec h;
+	uint64_t start, end;      /* CUPTI's API record, on the trace clock */
+	uint32_t tid;             /* the calling thread (system thread id) */
+	uint32_t func;            /* cuhook's function id of the same name (FUNCS), or UINT32_MAX */
+	uint32_t cbid;            /* CUPTI's driver callback id */
+	uint32_t ret;             /* CUresult the call returned */
+};
+
+struct cuhook_gpu_kernel {
+	struct cuhook_gpu_rec h;
+	uint64_t start, end;      /* on the GPU, converted to the trace clock */
+	uint32_t device, context, stream; /* CUPTI's ids */
+	uint32_t name_id;         /* a NAME record earlier in the file (0: no name) */
+	int32_t grid[3], block[3];
+	uint32_t shared_static, shared_dynamic; /* bytes per block */
+	uint16_t registers;       /* per thread */
+	uint16_t reserved;
+	uint32_t graph_id;        /* 0 unless launched by a graph */
+	uint64_t graph_node_id;   /* 0 unless launched by a graph */
+};
+
+enum cuhook_gpu_copy_kind {   /* CUpti_ActivityMemcpyKind's values */
+	CUHOOK_COPY_UNKNOWN = 0, CUHOOK_COPY_HTOD = 1, CUHOOK_COPY_DTOH = 2, CUHOOK_COPY_HTOA = 3,
+	CUHOOK_COPY_ATOH = 4, CUHOOK_COPY_ATOA = 5, CUHOOK_COPY_ATOD = 6, CUHOOK_COPY_DTOA = 7,
+	CUHOOK_COPY_DTOD = 8, CUHOOK_COPY_HTOH = 9, CUHOOK_COPY_PTOP = 10,
+};
+
+struct cuhook_gpu_memcpy {
+	struct cuhook_gpu_rec h;
+	uint64_t start, end;
+	uint32_t device, context, stream;
+	uint8_t copy_kind;        /* enum cuhook_gpu_copy_kind */
+	uint8_t src_kind, dst_kind; /* CUpti_ActivityMemoryKind's values */
+	uint8_t flags;            /* CUpti_ActivityFlag's low byte (async...) */
+	uint64_t bytes;
+	uint32_t graph_id;
+	uint32_t reserved;
+	uint64_t graph_node_id;
+};
+
+struct cuhook_gpu_memset {
+	struct cuhook_gpu_rec h;
+	uint64_t start, end;
+	uint32_t device, context, stream;
+	uint32_t value;
+	uint64_t bytes;
+	uint16_t mem_kind;        /* CUpti_ActivityMemoryKind's value */
+	uint16_t flags;
+	uint32_t graph_id;
+	uint64_t graph_node_id;
+};
+
+struct cuhook_gpu_name {
+	struct cuhook_gpu_rec h;  /* correlation = 0 */
+	uint32_t name_id;         /* 1, 2, ... in order of first use within the file */
+	uint32_t len;             /* bytes of the (mangled) name that follow, no NUL, padded to 8 */
 };
 
 /* ---- records inside an EVENTS block ------------------------------------------------------ */
