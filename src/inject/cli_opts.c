@@ -285,8 +285,10 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	        load, t->call_ns / 1e6, t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
 	if (t->beside && t->agent_reused)
 		fprintf(stderr, "; before, while they ran: agent reused, prepare %.2f", t->prepare_ns / 1e6);
-	else if (t->beside)
+	else if (t->beside && t->load_ns)
 		fprintf(stderr, "; before, while they ran: dlopen %.2f, prepare %.2f", t->load_ns / 1e6,
 		        t->prepare_ns / 1e6);
+	else if (t->beside) /* a detach's (gpu=1: cuhook_agent_prepare_stop) */
+		fprintf(stderr, "; before, while they ran: prepare %.2f", t->prepare_ns / 1e6);
 	fputc('\n', stderr);
 }

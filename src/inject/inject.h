@@ -75,6 +75,11 @@ int cuhook_inject_has_object(pid_t pid, const char *name_prefix);
 
 const char *cuhook_inject_error(void);
 
+/* What the agent said for the operator at the last start besides where it traces to: lines
+ * ("GPU: no CUPTI found ..."), or "". cuhook attach prints them: the process's stderr, where the
+ * agent would say them itself, is not the operator's. */
+const char *cuhook_inject_agent_notes(void);
+
 /* ---- the options `run` and `attach` share ---------------------------------------------------- */
 
 struct cuhook_inject_cli {
