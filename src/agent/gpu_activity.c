@@ -409,7 +409,8 @@ static void load_step(void)
 
 /* ---- start and stop ------------------------------------------------------------------------- */
 
-static void push_session(uint32_t status, uint32_t result, const char *path)
+/* tsc: when (on the trace's clock); 0: now */
+static void push_session(uint32_t status, uint32_t result, const char *path, uint64_t tsc)
 {
 	size_t plen = strlen(path);
 	struct gpu_qblock *b = gpu_qblock_new(GPU_Q_SESSION, S.gen, sizeof(struct cuhook_gpu_session_block) + plen);
@@ -420,7 +421,7 @@ static void push_session(uint32_t status, uint32_t result, const char *path)
 	s->cupti_version = cupti.lib ? cupti.version : 0;
 	s->result = result;
 	s->path_len = (uint32_t)plen;
-	s->tsc = trace_now();
+	s->tsc = tsc ? tsc : trace_now();
 	s->dropped = status == CUHOOK_GPU_STOPPED ? S.dropped : 0;
 	memcpy(s + 1, path, plen);
 	b->len = (uint32_t)(sizeof(*s) + plen);
@@ -538,7 +539,7 @@ static void start_step(uint32_t t)
 		S.on = true;
 	}
 out:
-	push_session(S.status, S.result, S.tried);
+	push_session(S.status, S.result, S.tried, 0); /* STARTED: after the enabling */
 	if (S.on) {
 		static bool exit_hooked;
 		/* After CUPTI's own start: an exit runs this before CUPTI's handlers and
@@ -562,6 +563,7 @@ static void stop_step(void)
 	__atomic_store_n(&S.flushing_tid, (int)gettid(), __ATOMIC_RELEASE);
 	/* Flushed again once disabled: what was under way at the first flush comes too. */
 	cupti.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
+	uint64_t stopped = trace_now(); /* before the disabling: a call that returned before is in */
 	disable(sizeof(kinds) / sizeof(kinds[0]), cupti.nsubmit);
 	cupti.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
 	__atomic_store_n(&S.flushing_tid, 0, __ATOMIC_RELEASE);
@@ -570,7 +572,7 @@ static void stop_step(void)
 	pthread_mutex_unlock(&conv_lock);
 	bool finalized = sole_user() && cupti.f.Finalize() == CUPTI_OK;
 	S.on = false;
-	push_session(CUHOOK_GPU_STOPPED, 0, "");
+	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);
 	agent_log(1, "GPU: recording stopped; CUPTI %s", finalized ? "finalized" : "left to its other user");
 }
 
