@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 const struct gpu_work_kernel gpu_work_kernels[GPU_WORK_KERNELS] = {
@@ -86,6 +87,7 @@ struct worker {
 	const volatile int *stop;
 	uint64_t *progress;
 	uint64_t done, checksum;
+	uint32_t tid, pthread_id;
 	int failed;
 	/* the thread's own */
 	CUstream stream;
@@ -205,6 +207,8 @@ static int iteration(struct worker *w, uint32_t it)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	w->tid = (uint32_t)syscall(SYS_gettid);
+	w->pthread_id = (uint32_t)(uintptr_t)pthread_self();
 	if (setup(w) != 0) {
 		w->failed = 1;
 		return NULL;
@@ -228,6 +232,8 @@ static void *worker_main(void *arg)
 int gpu_work_run(int threads, uint64_t iterations, unsigned pause_us, const volatile int *stop,
                  uint64_t *progress, struct gpu_work_result *out)
 {
+	if (threads < 1 || threads > GPU_WORK_MAX_THREADS)
+		return -1;
 	struct worker *ws = calloc((size_t)threads, sizeof(*ws));
 	if (!ws)
 		return -1;
@@ -247,6 +253,8 @@ int gpu_work_run(int threads, uint64_t iterations, unsigned pause_us, const vola
 		failed |= ws[i].failed;
 		out->iterations += ws[i].done;
 		out->checksum += ws[i].checksum;
+		out->tids[out->threads] = ws[i].tid;
+		out->pthread_ids[out->threads++] = ws[i].pthread_id;
 	}
 	free(ws);
 	for (int f = 0; f < GW_NFUNCS; f++)

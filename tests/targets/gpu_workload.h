@@ -61,9 +61,15 @@ enum gpu_work_fn {
 };
 extern const char *const gpu_work_fn_names[GW_NFUNCS];
 
+#define GPU_WORK_MAX_THREADS 64
+
 struct gpu_work_result {
 	uint64_t iterations;       /* over all threads */
-	uint64_t calls[GW_NFUNCS]; /* calls made of each function, setup and teardown included */
+	int threads;               /* that ran */
+	uint32_t tids[GPU_WORK_MAX_THREADS];        /* each thread's gettid() */
+	uint32_t pthread_ids[GPU_WORK_MAX_THREADS]; /* and its pthread_self(), cut to 32 bits */
+	uint64_t calls[GW_NFUNCS]; /* calls made of each function since gpu_work_open, by every
+	                              run, setup and teardown included */
 	uint64_t checksum;         /* of the memory copied back: the same for the same iterations */
 };
 
