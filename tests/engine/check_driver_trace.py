@@ -7,7 +7,8 @@ agent, then check the trace against what the program says it did.
   - `cuhook report --format json`: exact call counts per function (upper bounds with
     --mode during), nothing dropped or damaged; cuFakeLoopBack, cuFakeLoopToStart and cuFakeShort
     refused with a reason and absent from the calls; one of the two alias names refused as an
-    alias, the other counting the calls made through both; no other refusal;
+    alias, the other counting the calls made through both; fakecuda_profiler_attach (not a cu*
+    name) excluded by the filter; no other refusal;
   - the functions the agent counts (its default list, CUHOOK_COUNT_DEFAULT in
     src/agent/cuhook_agent.h, or --count GLOBS, the agent option count=, which replaces it;
     --count '' counts none) leave no ENTRY records and their calls in the COUNTS blocks equal
@@ -40,6 +41,9 @@ from tracefile import read_trace  # noqa: E402
 
 # Functions of the stand-in the engine must refuse, in both builds (fake_entry.S says why).
 MUST_REFUSE = ("cuFakeLoopBack", "cuFakeLoopToStart", "cuFakeShort")
+# Exported functions of the stand-in the default filter (cu*) leaves alone: its profiler
+# interface (fakecuda_profiler.h) is no driver function and must never be hooked.
+FILTERED_OUT = ("fakecuda_profiler_attach",)
 ALIASES = ("cuFakeAlias", "cuFakeAlias_v2")
 # fakecuda.h
 DPTR_BASE = 0x100000000000
@@ -67,8 +71,12 @@ def check_counts(rep, expect, mode, problems):
                        f"{alias_refused[0]} refused for '{refused[alias_refused[0]]}', not as an alias")
         hooked_alias = ALIASES[1 - ALIASES.index(alias_refused[0])]
 
+    for name in FILTERED_OUT:
+        problems.check(refused.get(name) == "excluded by filter",
+                       f"{name}: refused for {refused.get(name)!r}, expected 'excluded by filter'")
+
     for name, reason in sorted(refused.items()):
-        if name not in MUST_REFUSE and name not in ALIASES:
+        if name not in MUST_REFUSE and name not in ALIASES and name not in FILTERED_OUT:
             problems.add(f"{name} refused ({reason}); the stand-in is built so that only "
                          f"{', '.join(MUST_REFUSE)} and one alias are")
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <pthread.h>
 
+#include <cupti_driver_cbid.h> /* the cbid a profiler is told of: CUPTI's number for each name */
+
 #define HIDDEN __attribute__((visibility("hidden")))
 #define EXPORT __attribute__((visibility("default")))
 
@@ -16,6 +18,51 @@
 HIDDEN int fake_initialized;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- the profiler (fakecuda_profiler.h) ------------------------------------------------------ */
+
+static const struct fakecuda_profiler *profiler; /* atomic */
+
+EXPORT int fakecuda_profiler_attach(const struct fakecuda_profiler *ops)
+{
+	if (!ops) {
+		__atomic_store_n(&profiler, NULL, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (!ops->api_enter || !ops->kernel || !ops->memcpy || !ops->memset || !ops->api_exit)
+		return -1;
+	const struct fakecuda_profiler *none = NULL;
+	return __atomic_compare_exchange_n(&profiler, &none, ops, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
+	           ? 0 : -1;
+}
+
+/* One submitting call as its profiler sees it. ops is read once, at entry: the whole call then
+ * reports to the profiler that was attached when it began (or to none). */
+struct prof {
+	const struct fakecuda_profiler *ops;
+	struct fakecuda_api_call call;
+};
+
+#define CBID(name) CUPTI_DRIVER_TRACE_CBID_##name
+
+static inline void prof_enter(struct prof *pf, uint32_t cbid)
+{
+	pf->ops = __atomic_load_n(&profiler, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(pf->ops != NULL, 0)) {
+		memset(&pf->call, 0, sizeof(pf->call));
+		pf->call.cbid = cbid;
+		pf->ops->api_enter(&pf->call);
+	}
+}
+
+static inline CUresult prof_exit(struct prof *pf, CUresult r)
+{
+	if (__builtin_expect(pf->ops != NULL, 0)) {
+		pf->call.result = r;
+		pf->ops->api_exit(&pf->call);
+	}
+	return r;
+}
 
 /* ---- init, device, context ------------------------------------------------------------------ */
 
@@ -149,6 +196,58 @@ HIDDEN CUresult impl_cuCtxSynchronize(void)
 	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
+/* ---- streams -------------------------------------------------------------------------------- */
+
+#define STREAM_MAGIC 0x5757aaaau
+struct fake_stream { unsigned magic; unsigned flags; uint32_t id; };
+static uint32_t streams_created; /* atomic */
+
+HIDDEN CUresult impl_cuStreamCreate(CUstream *stream, unsigned flags)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!stream || flags > 1)
+		return FAKE_ERROR_INVALID_VALUE;
+	struct fake_stream *s = malloc(sizeof(*s));
+	if (!s)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	*s = (struct fake_stream){STREAM_MAGIC, flags,
+	                          FAKECUDA_FIRST_STREAM_ID + __atomic_fetch_add(&streams_created, 1, __ATOMIC_RELAXED)};
+	*stream = s;
+	return FAKE_SUCCESS;
+}
+
+static int bad_stream(CUstream s)
+{
+	return s && s->magic != STREAM_MAGIC;
+}
+
+static uint32_t stream_id(CUstream s)
+{
+	return s ? s->id : FAKECUDA_NULL_STREAM_ID;
+}
+
+static struct fakecuda_where where_on(CUstream s)
+{
+	return (struct fakecuda_where){FAKECUDA_DEVICE_ID, FAKECUDA_CONTEXT_ID, stream_id(s), 0, 0};
+}
+
+HIDDEN CUresult impl_cuStreamDestroy_v2(CUstream s)
+{
+	if (!s || bad_stream(s))
+		return FAKE_ERROR_INVALID_HANDLE;
+	s->magic = 0;
+	free(s);
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuStreamSynchronize(CUstream s)
+{
+	if (bad_stream(s))
+		return FAKE_ERROR_INVALID_HANDLE;
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
 /* ---- memory: fake device pointers backed by host shadows ------------------------------------ */
 
 struct alloc {
@@ -213,35 +312,159 @@ HIDDEN CUresult impl_cuMemFree_v2(CUdeviceptr dptr)
 	return FAKE_ERROR_INVALID_VALUE;
 }
 
+/* Copies. Each side is host memory or device memory; `unified` (cuMemcpyAsync) tells device
+ * memory from host memory by whether the address lies in a live allocation, as UVA does. */
+enum side { HOST, DEVICE, UNIFIED };
+
+static void report_copy(struct prof *pf, size_t bytes, int dst_dev, int src_dev, int async, CUstream s)
+{
+	if (__builtin_expect(pf->ops == NULL, 1) || bytes == 0)
+		return;
+	static const uint8_t kinds[2][2] = {{FAKECUDA_COPY_HTOH, FAKECUDA_COPY_DTOH},
+	                                    {FAKECUDA_COPY_HTOD, FAKECUDA_COPY_DTOD}}; /* [dst][src] */
+	struct fakecuda_memcpy_work w = {
+		.bytes = bytes,
+		.copy_kind = kinds[dst_dev][src_dev],
+		.src_kind = src_dev ? FAKECUDA_MEMORY_DEVICE : FAKECUDA_MEMORY_PAGEABLE,
+		.dst_kind = dst_dev ? FAKECUDA_MEMORY_DEVICE : FAKECUDA_MEMORY_PAGEABLE,
+		.async = (uint8_t)async,
+		.where = where_on(s),
+	};
+	pf->ops->memcpy(&pf->call, &w);
+}
+
+static CUresult copy(struct prof *pf, uint64_t dst, enum side dst_side, uint64_t src, enum side src_side,
+                     size_t bytes, int async, CUstream stream)
+{
+	if (async && bad_stream(stream))
+		return FAKE_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&lock);
+	unsigned char *d = dst_side == HOST ? NULL : shadow_of(dst, bytes);
+	const unsigned char *s = src_side == HOST ? NULL : shadow_of(src, bytes);
+	int dst_dev = dst_side == DEVICE || (dst_side == UNIFIED && d);
+	int src_dev = src_side == DEVICE || (src_side == UNIFIED && s);
+	CUresult r = FAKE_SUCCESS;
+	if ((dst_dev && !d) || (src_dev && !s) || (!dst_dev && !dst && bytes) || (!src_dev && !src && bytes))
+		r = FAKE_ERROR_INVALID_VALUE;
+	else if (bytes)
+		memmove(dst_dev ? d : (unsigned char *)(uintptr_t)dst,
+		        src_dev ? s : (const unsigned char *)(uintptr_t)src, bytes);
+	pthread_mutex_unlock(&lock);
+	if (r == FAKE_SUCCESS)
+		report_copy(pf, bytes, dst_dev, src_dev, async, stream);
+	return r;
+}
+
 HIDDEN CUresult impl_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 {
-	if (!src && bytes)
-		return FAKE_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	unsigned char *d = shadow_of(dst, bytes);
-	if (d)
-		memcpy(d, src, bytes);
-	pthread_mutex_unlock(&lock);
-	return d ? FAKE_SUCCESS : FAKE_ERROR_INVALID_VALUE;
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyHtoD_v2));
+	return prof_exit(&pf, copy(&pf, dst, DEVICE, (uintptr_t)src, HOST, bytes, 0, NULL));
 }
 
 HIDDEN CUresult impl_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
-	if (!dst && bytes)
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyDtoH_v2));
+	return prof_exit(&pf, copy(&pf, (uintptr_t)dst, HOST, src, DEVICE, bytes, 0, NULL));
+}
+
+HIDDEN CUresult impl_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyDtoD_v2));
+	return prof_exit(&pf, copy(&pf, dst, DEVICE, src, DEVICE, bytes, 0, NULL));
+}
+
+HIDDEN CUresult impl_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyAsync));
+	return prof_exit(&pf, copy(&pf, dst, UNIFIED, src, UNIFIED, bytes, 1, stream));
+}
+
+HIDDEN CUresult impl_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyHtoDAsync_v2));
+	return prof_exit(&pf, copy(&pf, dst, DEVICE, (uintptr_t)src, HOST, bytes, 1, stream));
+}
+
+HIDDEN CUresult impl_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemcpyDtoHAsync_v2));
+	return prof_exit(&pf, copy(&pf, (uintptr_t)dst, HOST, src, DEVICE, bytes, 1, stream));
+}
+
+/* Memsets: n elements of elem_size bytes (1 or 4) set to value. */
+static CUresult memset_device(struct prof *pf, CUdeviceptr dst, uint32_t value, size_t n, unsigned elem_size,
+                              int async, CUstream stream)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (async && bad_stream(stream))
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (n > FAKE_DPTR_STRIDE)
 		return FAKE_ERROR_INVALID_VALUE;
+	size_t bytes = n * elem_size;
 	pthread_mutex_lock(&lock);
-	unsigned char *s = shadow_of(src, bytes);
-	if (s)
-		memcpy(dst, s, bytes);
+	unsigned char *d = shadow_of(dst, bytes);
+	if (d) {
+		if (elem_size == 1)
+			memset(d, (int)(value & 0xff), bytes);
+		else
+			for (size_t i = 0; i < n; i++)
+				memcpy(d + 4 * i, &value, 4);
+	}
 	pthread_mutex_unlock(&lock);
-	return s ? FAKE_SUCCESS : FAKE_ERROR_INVALID_VALUE;
+	if (!d)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (__builtin_expect(pf->ops != NULL, 0) && bytes) {
+		struct fakecuda_memset_work w = {bytes, value, FAKECUDA_MEMORY_DEVICE, (uint8_t)async, where_on(stream)};
+		pf->ops->memset(&pf->call, &w);
+	}
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemsetD8_v2));
+	return prof_exit(&pf, memset_device(&pf, dst, value, n, 1, 0, NULL));
+}
+
+HIDDEN CUresult impl_cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t n)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemsetD32_v2));
+	return prof_exit(&pf, memset_device(&pf, dst, value, n, 4, 0, NULL));
+}
+
+HIDDEN CUresult impl_cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t n, CUstream stream)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuMemsetD32Async));
+	return prof_exit(&pf, memset_device(&pf, dst, value, n, 4, 1, stream));
 }
 
 /* ---- modules and kernels -------------------------------------------------------------------- */
 
-enum { K_SCALE_ADD = 1, K_MATVEC, K_RELU, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {
-	[K_SCALE_ADD] = "fake_scale_add", [K_MATVEC] = "fake_matvec", [K_RELU] = "fake_relu"};
+enum { K_SCALE_ADD = 1, K_MATVEC, K_RELU, K_FILL, K_COUNT };
+#define MAX_PARAMS 5
+/* fakecuda.h: names, parameters (bytes of each value, for graph nodes to copy) */
+static const struct kernel_info {
+	const char *name;
+	unsigned nparams;
+	uint8_t param_bytes[MAX_PARAMS];
+} kernels[K_COUNT] = {
+	[K_SCALE_ADD] = {"fake_scale_add", 4, {8, 4, 4, 4}},
+	[K_MATVEC] = {"fake_matvec", 5, {8, 8, 8, 4, 4}},
+	[K_RELU] = {"fake_relu", 2, {8, 4}},
+	[K_FILL] = {"_ZN4fake6fill32EPjjj", 3, {8, 4, 4}},
+};
+static const uint32_t kernel_registers[K_COUNT - 1] = FAKE_KERNEL_REGISTERS;
+static const uint32_t kernel_static_shared[K_COUNT - 1] = FAKE_KERNEL_STATIC_SHARED;
 
 #define FUNC_MAGIC 0xf00df00du
 struct fake_function { unsigned magic; unsigned kernel; };
@@ -266,7 +489,7 @@ HIDDEN CUresult impl_cuModuleLoadData(CUmodule *module, const void *image)
 	m->magic = MODULE_MAGIC;
 	for (p += strlen(p) + 1; *p; p += strlen(p) + 1) {
 		unsigned k;
-		for (k = 1; k < K_COUNT && strcmp(p, kernel_names[k]); k++)
+		for (k = 1; k < K_COUNT && strcmp(p, kernels[k].name); k++)
 			;
 		if (k == K_COUNT) {
 			free(m);
@@ -285,7 +508,7 @@ HIDDEN CUresult impl_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *
 	if (!m || m->magic != MODULE_MAGIC)
 		return FAKE_ERROR_INVALID_HANDLE;
 	for (unsigned k = 1; k < K_COUNT; k++)
-		if (m->funcs[k].magic == FUNC_MAGIC && strcmp(name, kernel_names[k]) == 0) {
+		if (m->funcs[k].magic == FUNC_MAGIC && strcmp(name, kernels[k].name) == 0) {
 			*f = &m->funcs[k];
 			return FAKE_SUCCESS;
 		}
@@ -299,46 +522,6 @@ HIDDEN CUresult impl_cuModuleUnload(CUmodule m)
 	m->magic = 0;
 	free(m);
 	return FAKE_SUCCESS;
-}
-
-/* ---- streams -------------------------------------------------------------------------------- */
-
-#define STREAM_MAGIC 0x5757aaaau
-struct fake_stream { unsigned magic; unsigned flags; };
-
-HIDDEN CUresult impl_cuStreamCreate(CUstream *stream, unsigned flags)
-{
-	if (!current_ctx)
-		return FAKE_ERROR_INVALID_CONTEXT;
-	if (!stream || flags > 1)
-		return FAKE_ERROR_INVALID_VALUE;
-	struct fake_stream *s = malloc(sizeof(*s));
-	if (!s)
-		return FAKE_ERROR_OUT_OF_MEMORY;
-	*s = (struct fake_stream){STREAM_MAGIC, flags};
-	*stream = s;
-	return FAKE_SUCCESS;
-}
-
-static int bad_stream(CUstream s)
-{
-	return s && s->magic != STREAM_MAGIC;
-}
-
-HIDDEN CUresult impl_cuStreamDestroy_v2(CUstream s)
-{
-	if (!s || bad_stream(s))
-		return FAKE_ERROR_INVALID_HANDLE;
-	s->magic = 0;
-	free(s);
-	return FAKE_SUCCESS;
-}
-
-HIDDEN CUresult impl_cuStreamSynchronize(CUstream s)
-{
-	if (bad_stream(s))
-		return FAKE_ERROR_INVALID_HANDLE;
-	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
 /* ---- launches ------------------------------------------------------------------------------- */
@@ -359,7 +542,7 @@ static CUresult run_kernel(unsigned k, void **p)
 {
 	if (!p)
 		return FAKE_ERROR_INVALID_VALUE;
-	if (k == K_SCALE_ADD || k == K_RELU) {
+	if (k == K_SCALE_ADD || k == K_RELU || k == K_FILL) {
 		uint32_t n = param_u32(p, 1);
 		uint32_t *buf = (uint32_t *)shadow_of(param_ptr(p, 0), (size_t)n * 4);
 		if (!buf)
@@ -367,6 +550,8 @@ static CUresult run_kernel(unsigned k, void **p)
 		for (uint32_t i = 0; i < n; i++)
 			if (k == K_SCALE_ADD)
 				buf[i] = buf[i] * param_u32(p, 2) + param_u32(p, 3);
+			else if (k == K_FILL)
+				buf[i] = param_u32(p, 2);
 			else if ((int32_t)buf[i] < 0)
 				buf[i] = 0;
 		return FAKE_SUCCESS;
@@ -394,10 +579,9 @@ static uint32_t hash_u32(uint32_t h, uint32_t v)
 	return h ^ (h >> 15);
 }
 
-static CUresult launch(CUfunction f, const unsigned dims[7], CUstream stream, void **params, void **extra)
+/* grid x3, block x3, dynamic shared memory */
+static CUresult check_launch(CUfunction f, const unsigned dims[7])
 {
-	if (!current_ctx)
-		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!f || f->magic != FUNC_MAGIC)
 		return FAKE_ERROR_INVALID_HANDLE;
 	for (int i = 0; i < 6; i++)
@@ -405,6 +589,33 @@ static CUresult launch(CUfunction f, const unsigned dims[7], CUstream stream, vo
 			return FAKE_ERROR_INVALID_VALUE;
 	if (dims[6] > FAKE_MAX_SHARED_MEM)
 		return FAKE_ERROR_INVALID_VALUE;
+	return FAKE_SUCCESS;
+}
+
+static void report_kernel(struct prof *pf, unsigned k, const unsigned dims[7], struct fakecuda_where where)
+{
+	if (__builtin_expect(pf->ops == NULL, 1))
+		return;
+	struct fakecuda_kernel_work w = {
+		.name = kernels[k].name,
+		.grid = {dims[0], dims[1], dims[2]},
+		.block = {dims[3], dims[4], dims[5]},
+		.dynamic_shared = dims[6],
+		.static_shared = kernel_static_shared[k - 1],
+		.registers = kernel_registers[k - 1],
+		.where = where,
+	};
+	pf->ops->kernel(&pf->call, &w);
+}
+
+static CUresult launch(struct prof *pf, CUfunction f, const unsigned dims[7], CUstream stream, void **params,
+                       void **extra)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	CUresult r = check_launch(f, dims);
+	if (r != FAKE_SUCCESS)
+		return r;
 	if (bad_stream(stream))
 		return FAKE_ERROR_INVALID_HANDLE;
 	int echo = 0;
@@ -414,8 +625,10 @@ static CUresult launch(CUfunction f, const unsigned dims[7], CUstream stream, vo
 		echo = 1;
 	}
 	pthread_mutex_lock(&lock);
-	CUresult r = run_kernel(f->kernel, params);
+	r = run_kernel(f->kernel, params);
 	pthread_mutex_unlock(&lock);
+	if (r == FAKE_SUCCESS)
+		report_kernel(pf, f->kernel, dims, where_on(stream));
 	if (r != FAKE_SUCCESS || !echo)
 		return r;
 	uint32_t h = 0x811c9dc5u;
@@ -430,17 +643,162 @@ HIDDEN CUresult impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
                                     unsigned by, unsigned bz, unsigned shmem, CUstream stream,
                                     void **params, void **extra)
 {
+	struct prof pf;
+	prof_enter(&pf, CBID(cuLaunchKernel));
 	const unsigned dims[7] = {gx, gy, gz, bx, by, bz, shmem};
-	return launch(f, dims, stream, params, extra);
+	return prof_exit(&pf, launch(&pf, f, dims, stream, params, extra));
 }
 
 HIDDEN CUresult impl_cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
+	struct prof pf;
+	prof_enter(&pf, CBID(cuLaunchKernelEx));
 	if (!c)
-		return FAKE_ERROR_INVALID_VALUE;
+		return prof_exit(&pf, FAKE_ERROR_INVALID_VALUE);
 	const unsigned dims[7] = {c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
 	                          c->blockDimY, c->blockDimZ, c->sharedMemBytes};
-	return launch(f, dims, c->hStream, params, extra);
+	return prof_exit(&pf, launch(&pf, f, dims, c->hStream, params, extra));
+}
+
+/* ---- graphs of kernel nodes ----------------------------------------------------------------- */
+
+struct kernel_node {
+	uint64_t id;
+	unsigned kernel;
+	unsigned dims[7];
+	uint64_t values[MAX_PARAMS]; /* the parameters' values, copied when the node was added */
+};
+
+#define GRAPH_MAGIC 0x96a9f000u
+#define NODE_MAGIC 0x96a9f001u
+#define EXEC_MAGIC 0x96a9f002u
+struct fake_graph_node { unsigned magic; CUgraph graph; struct kernel_node k; struct fake_graph_node *next; };
+struct fake_graph { unsigned magic; uint32_t id; unsigned count; struct fake_graph_node *first, *last; };
+struct fake_graph_exec { unsigned magic; uint32_t graph_id; unsigned count; struct kernel_node nodes[]; };
+static uint32_t graphs_created;     /* atomic */
+static uint64_t graph_nodes_created; /* atomic */
+
+HIDDEN CUresult impl_cuGraphCreate(CUgraph *graph, unsigned flags)
+{
+	if (!graph || flags != 0)
+		return FAKE_ERROR_INVALID_VALUE;
+	struct fake_graph *g = calloc(1, sizeof(*g));
+	if (!g)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	g->magic = GRAPH_MAGIC;
+	g->id = __atomic_add_fetch(&graphs_created, 1, __ATOMIC_RELAXED);
+	*graph = g;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                             const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (!node || !p || (ndeps && !deps) || p->extra || p->kern || p->ctx || !p->kernelParams)
+		return FAKE_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < ndeps; i++)
+		if (!deps[i] || deps[i]->magic != NODE_MAGIC || deps[i]->graph != g)
+			return FAKE_ERROR_INVALID_VALUE;
+	struct kernel_node k = {.dims = {p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+	                                 p->blockDimZ, p->sharedMemBytes}};
+	CUresult r = check_launch(p->func, k.dims);
+	if (r != FAKE_SUCCESS)
+		return r;
+	k.kernel = p->func->kernel;
+	for (unsigned i = 0; i < kernels[k.kernel].nparams; i++) {
+		if (!p->kernelParams[i])
+			return FAKE_ERROR_INVALID_VALUE;
+		memcpy(&k.values[i], p->kernelParams[i], kernels[k.kernel].param_bytes[i]);
+	}
+	struct fake_graph_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	k.id = __atomic_add_fetch(&graph_nodes_created, 1, __ATOMIC_RELAXED);
+	*n = (struct fake_graph_node){NODE_MAGIC, g, k, NULL};
+	if (g->last)
+		g->last->next = n;
+	else
+		g->first = n;
+	g->last = n;
+	g->count++;
+	*node = n;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!g || g->magic != GRAPH_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (!exec)
+		return FAKE_ERROR_INVALID_VALUE;
+	struct fake_graph_exec *e = malloc(sizeof(*e) + g->count * sizeof(e->nodes[0]));
+	if (!e)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	e->magic = EXEC_MAGIC;
+	e->graph_id = g->id;
+	e->count = 0;
+	for (struct fake_graph_node *n = g->first; n; n = n->next)
+		e->nodes[e->count++] = n->k;
+	*exec = e;
+	return FAKE_SUCCESS;
+}
+
+static CUresult graph_launch(struct prof *pf, CUgraphExec e, CUstream stream)
+{
+	if (!current_ctx)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (!e || e->magic != EXEC_MAGIC || bad_stream(stream))
+		return FAKE_ERROR_INVALID_HANDLE;
+	for (unsigned i = 0; i < e->count; i++) {
+		const struct kernel_node *k = &e->nodes[i];
+		void *params[MAX_PARAMS];
+		for (unsigned j = 0; j < MAX_PARAMS; j++)
+			params[j] = (void *)&k->values[j]; /* little-endian: a 4-byte value is its slot's start */
+		pthread_mutex_lock(&lock);
+		CUresult r = run_kernel(k->kernel, params);
+		pthread_mutex_unlock(&lock);
+		if (r != FAKE_SUCCESS)
+			return r;
+		struct fakecuda_where where = where_on(stream);
+		where.graph_id = e->graph_id;
+		where.graph_node_id = k->id;
+		report_kernel(pf, k->kernel, k->dims, where);
+	}
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphLaunch(CUgraphExec e, CUstream stream)
+{
+	struct prof pf;
+	prof_enter(&pf, CBID(cuGraphLaunch));
+	return prof_exit(&pf, graph_launch(&pf, e, stream));
+}
+
+HIDDEN CUresult impl_cuGraphExecDestroy(CUgraphExec e)
+{
+	if (!e || e->magic != EXEC_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	e->magic = 0;
+	free(e);
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphDestroy(CUgraph g)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	for (struct fake_graph_node *n = g->first, *next; n; n = next) {
+		next = n->next;
+		n->magic = 0;
+		free(n);
+	}
+	g->magic = 0;
+	free(g);
+	return FAKE_SUCCESS;
 }
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -526,6 +884,11 @@ static const struct proc { const char *name; int min_version; void *fn; } procs[
 	P(cuCtxGetDevice), V(cuCtxGetDevice, 12080, cuCtxGetDevice_v2), P(cuDevicePrimaryCtxGetState),
 	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
 	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),
+	V(cuMemcpyDtoD, 3020, cuMemcpyDtoD_v2), P(cuMemcpyAsync),
+	V(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2), V(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2),
+	V(cuMemsetD8, 3020, cuMemsetD8_v2), V(cuMemsetD32, 3020, cuMemsetD32_v2), P(cuMemsetD32Async),
+	P(cuGraphCreate), V(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2),
+	P(cuGraphInstantiateWithFlags), P(cuGraphLaunch), P(cuGraphExecDestroy), P(cuGraphDestroy),
 	P(cuModuleLoadData), P(cuModuleGetFunction), P(cuModuleUnload),
 	P(cuLaunchKernel), V(cuLaunchKernelEx, 11080, cuLaunchKernelEx),
 	P(cuStreamCreate), V(cuStreamDestroy, 4000, cuStreamDestroy_v2), P(cuStreamSynchronize),

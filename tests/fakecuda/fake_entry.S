@@ -73,11 +73,24 @@
 	DRIVER_FN cuMemFree_v2, impl_cuMemFree_v2
 	DRIVER_FN cuMemcpyHtoD_v2, impl_cuMemcpyHtoD_v2
 	DRIVER_FN cuMemcpyDtoH_v2, impl_cuMemcpyDtoH_v2
+	DRIVER_FN cuMemcpyDtoD_v2, impl_cuMemcpyDtoD_v2
+	DRIVER_FN cuMemcpyAsync, impl_cuMemcpyAsync
+	DRIVER_FN cuMemcpyHtoDAsync_v2, impl_cuMemcpyHtoDAsync_v2
+	DRIVER_FN cuMemcpyDtoHAsync_v2, impl_cuMemcpyDtoHAsync_v2
+	DRIVER_FN cuMemsetD8_v2, impl_cuMemsetD8_v2
+	DRIVER_FN cuMemsetD32_v2, impl_cuMemsetD32_v2
+	DRIVER_FN cuMemsetD32Async, impl_cuMemsetD32Async
 	DRIVER_FN cuModuleLoadData, impl_cuModuleLoadData
 	DRIVER_FN cuModuleGetFunction, impl_cuModuleGetFunction
 	DRIVER_FN cuModuleUnload, impl_cuModuleUnload
 	DRIVER_FN cuLaunchKernel, impl_cuLaunchKernel
 	DRIVER_FN cuLaunchKernelEx, impl_cuLaunchKernelEx
+	DRIVER_FN cuGraphCreate, impl_cuGraphCreate
+	DRIVER_FN cuGraphAddKernelNode_v2, impl_cuGraphAddKernelNode_v2
+	DRIVER_FN cuGraphInstantiateWithFlags, impl_cuGraphInstantiateWithFlags
+	DRIVER_FN cuGraphLaunch, impl_cuGraphLaunch
+	DRIVER_FN cuGraphExecDestroy, impl_cuGraphExecDestroy
+	DRIVER_FN cuGraphDestroy, impl_cuGraphDestroy
 	DRIVER_FN cuStreamCreate, impl_cuStreamCreate
 	DRIVER_FN cuStreamDestroy_v2, impl_cuStreamDestroy_v2
 	DRIVER_FN cuStreamSynchronize, impl_cuStreamSynchronize

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fakecuda_profiler.h" /* fakecuda_profiler_attach: what the functions marked "submits
+                                  work" below tell an attached profiler */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +25,9 @@ typedef struct fake_ctx *CUcontext;
 typedef struct fake_module *CUmodule;
 typedef struct fake_function *CUfunction;
 typedef struct fake_stream *CUstream;
+typedef struct fake_graph *CUgraph;
+typedef struct fake_graph_node *CUgraphNode;
+typedef struct fake_graph_exec *CUgraphExec;
 typedef struct { unsigned char bytes[16]; } CUuuid;
 
 /* Same layout as cuda.h's CUlaunchConfig (attributes are accepted and ignored). */
@@ -33,6 +39,18 @@ typedef struct {
 	void *attrs;
 	unsigned numAttrs;
 } CUlaunchConfig;
+
+/* Same layout as cuda.h's CUDA_KERNEL_NODE_PARAMS_v2 (extra, kern and ctx must be NULL). */
+typedef struct {
+	CUfunction func;
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	void *kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
 
 /* The error codes the stand-in returns (values as in cuda.h). */
 enum {
@@ -67,6 +85,12 @@ enum {
 /* "fake_matvec": {CUdeviceptr W, CUdeviceptr x, CUdeviceptr y, uint32 rows, uint32 cols}:
  *                y[r] = sum_c W[r*cols+c] * x[c] */
 /* "fake_relu": {CUdeviceptr buf, uint32 n}: buf[i] = max((int32)buf[i], 0) */
+/* "_ZN4fake6fill32EPjjj" (fake::fill32(unsigned*, unsigned, unsigned), a C++ name as most real
+ *                kernels have): {CUdeviceptr buf, uint32 n, uint32 v}: buf[i] = v */
+/* What a profiler is told of them (fakecuda_profiler.h): registers per thread and static shared
+ * memory per block, in the order above. */
+#define FAKE_KERNEL_REGISTERS {16, 32, 8, 12}
+#define FAKE_KERNEL_STATIC_SHARED {0, 1024, 0, 256}
 
 /* Launch limits the stand-in checks (CUDA_ERROR_INVALID_VALUE otherwise). */
 #define FAKE_MAX_SHARED_MEM 0xc000u
@@ -108,15 +132,40 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active);
 CUresult cuCtxSynchronize(void);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
+/* Functions marked "submits work" tell an attached profiler of their call and of the work they
+ * submit (fakecuda_profiler.h). All work runs at once, on the calling thread: streams only
+ * number it. Copies and memsets need their device range inside one live allocation. */
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);  /* submits work */
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);        /* submits work */
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes);  /* submits work */
+/* unified addressing: each side is device memory when it lies in a live allocation, else host
+ * memory (the copy kind follows) */
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream); /* submits work */
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream); /* submits work */
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream); /* submits work */
+CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n);     /* submits work */
+CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t n);         /* submits work */
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t n, CUstream stream); /* submits work */
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule module, const char *name);
 CUresult cuModuleUnload(CUmodule module);
 CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gridDimZ,
                         unsigned blockDimX, unsigned blockDimY, unsigned blockDimZ,
                         unsigned sharedMemBytes, CUstream stream, void **kernelParams, void **extra);
+                                                                        /* submits work */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+                                                                        /* submits work */
+/* Graphs of kernel nodes only. Nodes run in the order they were added (dependencies are
+ * accepted and not checked); a node copies its kernel's parameter values when added, and an
+ * executable graph copies the graph's nodes when instantiated, as CUDA does. Graph ids and node
+ * ids (what a profiler is told) count from 1 in the order graphs and nodes were created. */
+CUresult cuGraphCreate(CUgraph *graph, unsigned flags);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *params);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);             /* submits work */
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 CUresult cuStreamCreate(CUstream *stream, unsigned flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);
