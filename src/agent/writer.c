@@ -587,9 +587,12 @@ static void *writer_main(void *gen)
 		 * program runs is not the writer's business); the file gets the last events, the
 		 * reason (in the room kept for it below a size cap) and its END block. The agent
 		 * learns it at its next start or stop (writer_ended_itself). */
-		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+		/* The GPU session first, while calls are still recorded: every API record CUPTI
+		 * makes until it is disabled then lies in a recorded call (the program's threads run:
+		 * CUPTI is flushed into the last round). */
 		if (W.gpu)
-			gpu_stop(); /* the program's threads run: CUPTI flushed into the last round */
+			gpu_stop();
+		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 		finish_file(why_end);
 	}
 	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */

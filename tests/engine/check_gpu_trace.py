@@ -14,12 +14,13 @@
   function's calls as gpu_work counts them: CUPTI's thread adds none). Without --gpu: no GPU
   block, and the same calls, thread by thread, as with it. The program's output is the
   untraced run's in both.
---mode attach: gpu_work --loop, `cuhook attach --gpu` twice (each window ended by SIGINT):
-  each trace has its own session (STARTED, STOPPED) with GPU work in it, 0 unlinked, every
-  submitting call made inside the session's span has exactly one API record and its work;
-  the second window's correlation ids all come after the first's (no work of one window in the
-  other); the stand-in is attached to the driver during each window and detached after each
-  detach (cuptiFinalize: gpu_work's "profiler" line on SIGUSR1); the program ends as it should.
+--mode attach: gpu_work --loop, `cuhook attach --gpu` twice (each window ended by SIGINT), then
+  a third time, SIGKILLed (the agent ends the trace and the GPU session by itself): each trace
+  has its own session (STARTED, STOPPED) with GPU work in it, 0 unlinked, every submitting call
+  made inside the session's span has exactly one API record and its work; each window's
+  correlation ids all come after the one before's (no work of one window in another); the
+  stand-in is attached to the driver during each window and detached after each (cuptiFinalize:
+  gpu_work's "profiler" line on SIGUSR1); the program ends as it should.
 --mode subscribe: gpu_work --subscribe STAND-IN (another CUPTI user, there before the driver is
   loaded) under `cuhook run --gpu`: one session, OTHER_USER, no GPU record, a warning NOTE and
   one stderr line saying so, the API trace complete.
@@ -286,7 +287,20 @@ class Target:
         return progress, int(self.line("profiler ").split()[1])
 
 
-def attach_window(a, workdir, target, pid, n, problems):
+def wait_closed(trace, timeout=30):
+    """Until the agent has closed the trace (its END block), which it does by itself when the
+    cuhook attach that started it is killed."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if read_trace(trace, growing=True).has_end:
+            return
+        time.sleep(0.05)
+    raise Fatal(f"the agent did not close {trace} within {timeout} s of its cuhook's death")
+
+
+def attach_window(a, workdir, target, pid, n, problems, killed=False):
+    """One window of cuhook attach --gpu, ended by SIGINT (a detach), or killed: SIGKILL, and
+    the agent ends the trace, and the GPU session, by itself."""
     trace = os.path.join(workdir, f"window{n}.bin")
     if os.path.exists(trace):
         os.unlink(trace)
@@ -306,9 +320,12 @@ def attach_window(a, workdir, target, pid, n, problems):
         while target.ask()[0] < before + 2 * a.threads:
             time.sleep(0.05)
     finally:
-        c.send_signal(signal.SIGINT)
+        c.send_signal(signal.SIGKILL if killed else signal.SIGINT)
         _, err = c.communicate(timeout=60)
-    problems.check(c.returncode == 0, f"window {n}: cuhook attach exited {c.returncode}: {tail(err)}")
+    if killed:
+        wait_closed(trace)
+    else:
+        problems.check(c.returncode == 0, f"window {n}: cuhook attach exited {c.returncode}: {tail(err)}")
     problems.check(STATUS_LINE not in err, f"window {n}: cuhook attach said: {tail(err)}")
     problems.check(target.ask()[1] == 0, f"after window {n}: the stand-in CUPTI is still attached to the driver "
                    "(not finalized)")
@@ -330,9 +347,11 @@ def mode_attach(a, workdir, problems):
         problems.check(target.ask()[1] == 0, "a profiler is attached to the driver before any attach")
         w1 = attach_window(a, workdir, target, pid, 1, problems)
         w2 = attach_window(a, workdir, target, pid, 2, problems)
-        if w1.gpu_api and w2.gpu_api:
-            problems.check(max(x["correlation"] for x in w1.gpu_api) < min(x["correlation"] for x in w2.gpu_api),
-                           "the windows' correlation ids overlap: work of one window in the other's trace")
+        w3 = attach_window(a, workdir, target, pid, 3, problems, killed=True)
+        for x, y in ((w1, w2), (w2, w3)):
+            if x.gpu_api and y.gpu_api:
+                problems.check(max(r["correlation"] for r in x.gpu_api) < min(r["correlation"] for r in y.gpu_api),
+                               "the windows' correlation ids overlap: work of one window in another's trace")
         rc, err = target.finish()
     finally:
         if target.p.poll() is None:
