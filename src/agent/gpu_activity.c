@@ -755,9 +755,16 @@ void gpu_abandon(void)
 
 void gpu_after_fork_child(void)
 {
-	/* Not the parent's session, nor its thread: nothing of it exists here. */
+	/* Not the parent's session, nor its thread: nothing of it exists here, and what the
+	 * parent had queued for its writer is the parent's file's. */
 	S.on = false;
 	S.accepting = false;
+	S.file_gen = 0;
+	for (struct gpu_qblock *b = gpu_queue_take(), *next; b; b = next) {
+		next = b->next;
+		gpu_qblock_free(b);
+	}
+	gpu_queue_lost_take();
 	thread_made = false;
 	thread_tid = 0;
 	want = have = 0;

@@ -21,6 +21,10 @@
   correlation ids all come after the one before's (no work of one window in another); the
   stand-in is attached to the driver during each window and detached after each (cuptiFinalize:
   gpu_work's "profiler" line on SIGUSR1); the program ends as it should.
+--mode fork: `cuhook run --follow --gpu` on tests/inject/inj_follow quit (a fork child that
+  ends with _exit, a parent that ends with _exit): the parent's trace has its session, STARTED
+  then STOPPED (the _exit hook stops it), the child's none, and one NOTE saying a fork child
+  records no GPU work; both have their calls.
 --mode subscribe: gpu_work --subscribe STAND-IN (another CUPTI user, there before the driver is
   loaded) under `cuhook run --gpu`: one session, OTHER_USER, no GPU record, a warning NOTE and
   one stderr line saying so, the API trace complete.
@@ -29,7 +33,8 @@
   trace complete.
 
 usage: check_gpu_trace.py --mode MODE --gpu-work PATH --lib LIBCUDA --cupti LIBCUPTI
-           --agent LIBCUHOOK --cuhook CUHOOK [--threads N] [--iters M] [--workdir DIR]"""
+           --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--threads N] [--iters M]
+           [--workdir DIR]"""
 
 import argparse
 import collections
@@ -363,9 +368,38 @@ def mode_attach(a, workdir, problems):
                    f"gpu_work's totals: {n} iterations, {out['expect']}")
 
 
+def mode_fork(a, workdir, problems):
+    need_files([(a.inj_follow, "inj_follow")])
+    d = os.path.join(workdir, "fork")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    p = run([a.cuhook, "run", "--agent", a.agent, "--follow", "--gpu", "--cupti", a.cupti, "-o",
+             os.path.join(d, "t.bin"), "--", a.inj_follow, "quit", a.lib, "10", "7", "0"], env=clean_env(),
+            what="cuhook run --follow --gpu inj_follow quit")
+    roles = {}
+    for line in p.stdout.splitlines():
+        w = line.split()
+        if len(w) == 4 and w[0] == "pid" and w[2] == "role":
+            roles[w[3]] = int(w[1])
+    if "parent" not in roles or "child" not in roles:
+        raise Fatal(f"inj_follow did not say its pids: {p.stdout}")
+    parent, child = (read_trace(os.path.join(d, f"t.{roles[r]}.bin")) for r in ("parent", "child"))
+    problems.check([x.status for x in parent.gpu_sessions] == ["STARTED", "STOPPED"],
+                   f"the parent's GPU sessions {parent.gpu_sessions}, wanted STARTED, STOPPED")
+    problems.check(parent.entries.get("cuFakeConstA") == 20 and parent.has_end,
+                   f"the parent's calls {parent.entries}, END {parent.has_end}")
+    problems.check(not child.gpu_sessions and not child.gpu_blocks, f"the child's GPU sessions {child.gpu_sessions}")
+    notes = [n for _, n in child.notes if "fork child records no GPU work" in n]
+    problems.check(len(notes) == 1, f"{len(notes)} NOTEs of the fork child's GPU: {child.notes}")
+    problems.check(child.entries.get("cuFakeConstB") == 7 and child.has_end,
+                   f"the child's calls {child.entries}, END {child.has_end}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["run", "attach", "subscribe", "nocupti"], required=True)
+    ap.add_argument("--mode", choices=["run", "attach", "fork", "subscribe", "nocupti"], required=True)
+    ap.add_argument("--inj-follow")
     ap.add_argument("--gpu-work", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cupti", required=True)
@@ -383,6 +417,8 @@ def main():
         mode_run(a, workdir, problems)
     elif a.mode == "attach":
         mode_attach(a, workdir, problems)
+    elif a.mode == "fork":
+        mode_fork(a, workdir, problems)
     elif a.mode == "subscribe":
         mode_refused(a, workdir, problems, "OTHER_USER", ["--gpu", "--cupti", a.cupti], ["--subscribe", a.cupti],
                      "another CUPTI user owns this process")
