@@ -150,6 +150,22 @@ static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records
 	*max_records = 0; /* as many as fit */
 }
 
+/* A session's first buffers, mapped before CUPTI asks (n of them), or every pooled one
+ * unmapped (n = 0: the session is over, its buffers all handed back by the forced flush). */
+static void pool_fill(unsigned n)
+{
+	pthread_mutex_lock(&pool_lock);
+	while (pooled > n)
+		munmap(pool[--pooled], GPU_BUFFER_BYTES);
+	while (pooled < n) {
+		void *b = mmap(NULL, GPU_BUFFER_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			break;
+		pool[pooled++] = b;
+	}
+	pthread_mutex_unlock(&pool_lock);
+}
+
 static void buffer_give_back(void *b)
 {
 	pthread_mutex_lock(&pool_lock);
@@ -455,13 +471,15 @@ static void know_cbids(void)
 	cupti.cbids_known = true;
 }
 
-/* Disable what a start enabled (kinds[0, nkinds), the driver records of submit[0, ncbids)). */
+/* Disable what a start enabled (kinds[0, nkinds), the driver records of submit[0, ncbids)):
+ * the kinds first, as the start enables them last, so that no work is recorded without the
+ * driver record of its call (a call in between has its driver record and no work: harmless). */
 static void disable(unsigned nkinds, unsigned ncbids)
 {
-	for (unsigned i = 0; i < ncbids; i++)
-		cupti.f.ActivityEnableDriverApi(cupti.submit[i], 0);
 	for (unsigned i = 0; i < nkinds; i++)
 		cupti.f.ActivityDisable(kinds[i]);
+	for (unsigned i = 0; i < ncbids; i++)
+		cupti.f.ActivityEnableDriverApi(cupti.submit[i], 0);
 }
 
 /* CUPTI is ours alone: no other tool came meanwhile (one that did keeps it: never finalized). */
@@ -469,8 +487,6 @@ static bool sole_user(void)
 {
 	return !injected_tool() && subscribe_probe() == CUPTI_OK;
 }
-
-static void stop_step(void);
 
 static void at_exit(void)
 {
@@ -484,6 +500,7 @@ static void refuse(const char *what, cupti_result r, unsigned nkinds, unsigned n
 	set_outcome(CUHOOK_GPU_FAILED, (uint32_t)r, "GPU: CUPTI refused: %s: %s", what, result_string(r));
 	if (sole_user())
 		cupti.f.Finalize();
+	pool_fill(0);
 }
 
 /* Begin recording session t, or say why not. */
@@ -502,6 +519,7 @@ static void start_step(uint32_t t)
 			goto out;
 		}
 		ts_clock = clock;
+		pool_fill(2);
 		pthread_mutex_lock(&conv_lock);
 		gpu_conv_reset(&conv, &clock);
 		S.dropped = 0;
@@ -519,19 +537,21 @@ static void start_step(uint32_t t)
 			refuse("cuptiActivityRegisterTimestampCallback", r, 0, 0);
 			goto out;
 		}
-		for (; nk < sizeof(kinds) / sizeof(kinds[0]); nk++) {
-			if ((r = cupti.f.ActivityEnable(kinds[nk])) != CUPTI_OK) {
-				char what[64];
-				snprintf(what, sizeof(what), "cuptiActivityEnable(%s)", kind_names[nk]);
-				refuse(what, r, nk, 0);
-				goto out;
-			}
-		}
+		/* The driver records before the work's kinds: no work is recorded without the record
+		 * of the call that submitted it (its link) while the session is being started. */
 		know_cbids();
 		for (; nc < cupti.nsubmit; nc++) {
 			if ((r = cupti.f.ActivityEnableDriverApi(cupti.submit[nc], 1)) != CUPTI_OK) {
 				char what[96];
 				snprintf(what, sizeof(what), "cuptiActivityEnableDriverApi(%s)", cupti.submit_name[nc]);
+				refuse(what, r, 0, nc);
+				goto out;
+			}
+		}
+		for (; nk < sizeof(kinds) / sizeof(kinds[0]); nk++) {
+			if ((r = cupti.f.ActivityEnable(kinds[nk])) != CUPTI_OK) {
+				char what[64];
+				snprintf(what, sizeof(what), "cuptiActivityEnable(%s)", kind_names[nk]);
 				refuse(what, r, nk, nc);
 				goto out;
 			}
@@ -571,6 +591,7 @@ static void stop_step(void)
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&conv_lock);
 	bool finalized = sole_user() && cupti.f.Finalize() == CUPTI_OK;
+	pool_fill(0); /* the program keeps none of the session's memory */
 	S.on = false;
 	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);
 	agent_log(1, "GPU: recording stopped; CUPTI %s", finalized ? "finalized" : "left to its other user");
