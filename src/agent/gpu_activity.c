@@ -297,8 +297,8 @@ static int open_candidate(const char *path, char *err, size_t errlen)
 	}
 	uint32_t v = 0;
 	if (f.GetVersion(&v) != CUPTI_OK || CUPTI_ABI_VERSION_MAJOR(v) != CUPTI_ABI_MAJOR) {
-		snprintf(err, errlen, "%s is CUPTI version %u; cuhook reads the records of CUPTI %u (1%u0000 to 1%u9999)",
-		         path, v, CUPTI_ABI_MAJOR, CUPTI_ABI_MAJOR - 10, CUPTI_ABI_MAJOR - 10);
+		snprintf(err, errlen, "%s is CUPTI version %u; cuhook reads the records of CUPTI %u (%u0000 to %u9999)",
+		         path, v, CUPTI_ABI_MAJOR, CUPTI_ABI_MAJOR, CUPTI_ABI_MAJOR);
 		dlclose(h);
 		return -1;
 	}

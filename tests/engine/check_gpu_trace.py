@@ -28,13 +28,17 @@
 --mode subscribe: gpu_work --subscribe STAND-IN (another CUPTI user, there before the driver is
   loaded) under `cuhook run --gpu`: one session, OTHER_USER, no GPU record, a warning NOTE and
   one stderr line saying so, the API trace complete.
+--mode version: `cuhook run --gpu --cupti OLD` with a libcupti whose cuptiGetVersion says 12.9
+  (tests/engine/old_cupti.c): one session, FAILED with that version, a NOTE and one stderr line
+  saying cuhook reads CUPTI 13's records, nothing else of that library called, the API trace
+  complete.
 --mode nocupti: `cuhook run --gpu --cupti DIR/no-such/libcupti.so.13`: one session, NO_CUPTI
   with that path, a NOTE and one stderr line naming it, the program's exit status (0), the API
   trace complete.
 
 usage: check_gpu_trace.py --mode MODE --gpu-work PATH --lib LIBCUDA --cupti LIBCUPTI
-           --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--threads N] [--iters M]
-           [--workdir DIR]"""
+           --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--old-cupti PATH] [--threads N]
+           [--iters M] [--workdir DIR]"""
 
 import argparse
 import collections
@@ -234,6 +238,7 @@ def mode_refused(a, workdir, problems, status, gpu_args, extra, says):
     problems.check(not t.gpu_blocks and not t.gpu_records, f"{t.gpu_records} GPU records in {t.gpu_blocks} blocks")
     notes = [n for lv, n in t.notes if lv == 1 and n.startswith("GPU: ") and says in n]
     problems.check(len(notes) == 1, f"{len(notes)} warning NOTEs with {says!r}: {t.notes}")
+    problems.check("old_cupti:" not in err, f"a function of a refused CUPTI was called: {tail(err)}")
     lines = [ln for ln in err.splitlines() if ln.startswith(STATUS_LINE)]
     problems.check(len(lines) == 1 and says in lines[0], f"stderr lines about the GPU: {lines}, wanted one with {says!r}")
     problems.check(t.has_end, "no END block")
@@ -398,8 +403,9 @@ def mode_fork(a, workdir, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["run", "attach", "fork", "subscribe", "nocupti"], required=True)
+    ap.add_argument("--mode", choices=["run", "attach", "fork", "subscribe", "version", "nocupti"], required=True)
     ap.add_argument("--inj-follow")
+    ap.add_argument("--old-cupti")
     ap.add_argument("--gpu-work", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cupti", required=True)
@@ -422,6 +428,13 @@ def main():
     elif a.mode == "subscribe":
         mode_refused(a, workdir, problems, "OTHER_USER", ["--gpu", "--cupti", a.cupti], ["--subscribe", a.cupti],
                      "another CUPTI user owns this process")
+    elif a.mode == "version":
+        need_files([(a.old_cupti, "the libcupti of version 12.9")])
+        t = mode_refused(a, workdir, problems, "FAILED", ["--gpu", "--cupti", a.old_cupti], [],
+                         "is CUPTI version 120090; cuhook reads the records of CUPTI 13")
+        problems.check(t.gpu_sessions and t.gpu_sessions[0].cupti_version == 0,
+                       f"FAILED's version {t.gpu_sessions[0].cupti_version if t.gpu_sessions else None}: "
+                       "no CUPTI of version 13 was loaded (0)")
     else:
         missing = os.path.join(workdir, "no-such", "libcupti.so.13")
         t = mode_refused(a, workdir, problems, "NO_CUPTI", ["--gpu", "--cupti", missing], [], missing)
