@@ -415,8 +415,15 @@ static void load_step(void)
 		            "(CUDA_INJECTION64_PATH=%.200s)", inj);
 		return;
 	}
-	if (!cupti.lib)
+	if (!cupti.lib) {
 		find_cupti();
+	} else if (S.want_cupti[0]) {
+		/* one CUPTI per process: a second would fight the first over the driver */
+		char a[PATH_MAX], b[PATH_MAX];
+		if (!realpath(S.want_cupti, a) || !realpath(cupti.path, b) || strcmp(a, b) != 0)
+			agent_log(1, "GPU: CUPTI %s is loaded in this process already (an earlier session); %s is "
+			          "not loaded beside it", cupti.path, S.want_cupti);
+	}
 	if (!cupti.lib)
 		return;
 	snprintf(S.tried, sizeof(S.tried), "%s", cupti.path);

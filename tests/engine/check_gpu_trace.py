@@ -32,9 +32,10 @@
   (tests/engine/old_cupti.c): one session, FAILED with that version, a NOTE and one stderr line
   saying cuhook reads CUPTI 13's records, nothing else of that library called, the API trace
   complete.
---mode nocupti: `cuhook run --gpu --cupti DIR/no-such/libcupti.so.13`: one session, NO_CUPTI
-  with that path, a NOTE and one stderr line naming it, the program's exit status (0), the API
-  trace complete.
+--mode nocupti: `cuhook run --cupti no-such/libcupti.so.13` (relative; --cupti implies --gpu):
+  one session, NO_CUPTI with that path made absolute, a NOTE and one stderr line naming it, the
+  program's exit status (0), the API trace complete.
+  --mode attach ends with the same under `cuhook attach`: the line on cuhook's own stderr.
 
 usage: check_gpu_trace.py --mode MODE --gpu-work PATH --lib LIBCUDA --cupti LIBCUPTI
            --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--old-cupti PATH] [--threads N]
@@ -349,12 +350,30 @@ def attach_window(a, workdir, target, pid, n, problems, killed=False):
     return t
 
 
+def attach_no_cupti(a, workdir, pid, problems):
+    """cuhook attach --cupti MISSING: the agent's line about it on cuhook's stderr (the process's
+    is not the operator's), a NO_CUPTI session with that path, exit 0."""
+    trace = os.path.join(workdir, "window-no-cupti.bin")
+    missing = os.path.join(workdir, "no-such", "libcupti.so.13")
+    if os.path.exists(trace):
+        os.unlink(trace)
+    p = subprocess.run([a.cuhook, "attach", "--agent", a.agent, "--cupti", missing, "--duration", "0.2", "-o",
+                        trace, str(pid)], env=clean_env(), capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith(STATUS_LINE)]
+    problems.check(p.returncode == 0, f"cuhook attach --cupti MISSING exited {p.returncode}: {tail(p.stderr)}")
+    problems.check(len(lines) == 1 and missing in lines[0], f"cuhook attach's lines about the GPU: {lines}")
+    t = read_trace(trace)
+    problems.check([(x.status, x.path) for x in t.gpu_sessions] == [("NO_CUPTI", missing)],
+                   f"cuhook attach --cupti MISSING: sessions {t.gpu_sessions}")
+
+
 def mode_attach(a, workdir, problems):
     target = Target(a)
     try:
         pid = int(target.line("pid ").split()[1])
         target.line("running")
         problems.check(target.ask()[1] == 0, "a profiler is attached to the driver before any attach")
+        attach_no_cupti(a, workdir, pid, problems)
         w1 = attach_window(a, workdir, target, pid, 1, problems)
         w2 = attach_window(a, workdir, target, pid, 2, problems)
         w3 = attach_window(a, workdir, target, pid, 3, problems, killed=True)
@@ -436,8 +455,9 @@ def main():
                        f"FAILED's version {t.gpu_sessions[0].cupti_version if t.gpu_sessions else None}: "
                        "no CUPTI of version 13 was loaded (0)")
     else:
+        # given relative (cuhook makes it absolute, as -o), and alone (--cupti implies --gpu)
         missing = os.path.join(workdir, "no-such", "libcupti.so.13")
-        t = mode_refused(a, workdir, problems, "NO_CUPTI", ["--gpu", "--cupti", missing], [], missing)
+        t = mode_refused(a, workdir, problems, "NO_CUPTI", ["--cupti", os.path.relpath(missing)], [], missing)
         problems.check(t.gpu_sessions and t.gpu_sessions[0].path == missing,
                        f"NO_CUPTI's path {t.gpu_sessions[0].path if t.gpu_sessions else None!r}, wanted {missing!r}")
     problems.exit()
