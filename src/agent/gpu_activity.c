@@ -3,21 +3,19 @@
 
 #include "agent_state.h"
 #include "cupti_abi.h"
-#include "cupti_search.h"
+#include "cupti_load.h"
+#include "gpu_cbids.h"
 #include "gpu_clock.h"
 #include "gpu_queue.h"
 #include "gpu_records.h"
-#include "hooks.h"
 #include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,36 +33,11 @@
 #define GPU_CALIBRATE_MS 10      /* ns per tick to some 10^-5 */
 #define GPU_BUFFER_BYTES (4u << 20)
 #define GPU_POOL_MAX 8           /* CUPTI buffers kept for reuse */
-#define GPU_CHUNK (1u << 20)     /* GPU records per queued block, at most */
-#define CBID_LIMIT 4096          /* driver callback ids asked for a name (13.0 has 807) */
-#define SUBMIT_MAX 512
+#define GPU_CHUNK (1u << 20)     /* bytes of GPU records per queued block, at most */
 
 /* ---- CUPTI, loaded once per process --------------------------------------------------------- */
 
-static struct {
-	void *lib;
-	char path[PATH_MAX];
-	uint32_t version;
-	struct cupti_fns f;
-	bool cbids_known;
-	unsigned nsubmit;
-	uint32_t submit[SUBMIT_MAX];        /* the submitting functions' driver callback ids */
-	char submit_name[SUBMIT_MAX][64];
-	int16_t slot_of[CBID_LIMIT];        /* cbid -> index in submit, -1 */
-	uint32_t func_of[SUBMIT_MAX];       /* the writer's cache: cuhook's id, UINT32_MAX */
-} cupti;
-
-static const struct {
-	const char *name;
-	size_t off;
-} fn_names[] = {
-#define FN(x) {"cupti" #x, offsetof(struct cupti_fns, x)}
-	FN(GetVersion), FN(GetResultString), FN(Subscribe), FN(Unsubscribe), FN(GetCallbackName),
-	FN(SetThreadIdType), FN(ActivityRegisterTimestampCallback), FN(ActivityRegisterCallbacks),
-	FN(ActivityEnable), FN(ActivityDisable), FN(ActivityEnableDriverApi), FN(ActivityFlushAll),
-	FN(ActivityGetNextRecord), FN(ActivityGetNumDroppedRecords), FN(Finalize),
-#undef FN
-};
+static struct cupti_lib lib;
 
 /* Kinds of GPU work recorded; CONCURRENT_KERNEL covers the kernels of graph launches too. */
 static const int kinds[] = {CUPTI_KIND_CONCURRENT_KERNEL, CUPTI_KIND_MEMCPY, CUPTI_KIND_MEMSET};
@@ -81,7 +54,7 @@ static struct {
 	char message[512];      /* why not, for the NOTE, stderr and the start's message */
 	char tried[4096];       /* the GPU_SESSION block's path: CUPTI's, or what was tried */
 	char want_cupti[PATH_MAX];
-	bool monotonic, quiet;
+	bool monotonic;         /* clock=monotonic: the trace's clock is CLOCK_MONOTONIC */
 	/* the running session */
 	bool on;                /* activity recording enabled */
 	uint32_t gen;           /* the running session's ticket: its blocks are marked so */
@@ -121,7 +94,7 @@ static uint64_t trace_now(void)
 static const char *result_string(cupti_result r)
 {
 	const char *s = NULL;
-	if (!cupti.f.GetResultString || cupti.f.GetResultString(r, &s) != CUPTI_OK || !s)
+	if (!lib.f.GetResultString || lib.f.GetResultString(r, &s) != CUPTI_OK || !s)
 		return "unknown CUPTI result";
 	return s;
 }
@@ -184,7 +157,7 @@ static void convert_buffer(uint8_t *buffer, size_t valid)
 	struct gpu_qblock *b = NULL;
 	void *rec = NULL;
 	uint64_t lost = 0;
-	while (cupti.f.ActivityGetNextRecord(buffer, valid, &rec) == CUPTI_OK) {
+	while (lib.f.ActivityGetNextRecord(buffer, valid, &rec) == CUPTI_OK) {
 		for (;;) {
 			if (!b && !(b = gpu_qblock_new(GPU_Q_RECORDS, S.gen, GPU_CHUNK))) {
 				lost++;
@@ -232,7 +205,7 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
 		if (valid)
 			convert_buffer(buffer, valid);
 		size_t dropped = 0;
-		if (cupti.f.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_OK)
+		if (lib.f.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_OK)
 			S.dropped += dropped;
 	}
 	pthread_mutex_unlock(&conv_lock);
@@ -242,20 +215,6 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
 }
 
 /* ---- loading CUPTI -------------------------------------------------------------------------- */
-
-struct loaded_list {
-	const char *paths[512];
-	size_t n;
-};
-
-static int loaded_cb(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	(void)size;
-	struct loaded_list *l = ctx;
-	if (l->n < sizeof(l->paths) / sizeof(l->paths[0]) && info->dlpi_name)
-		l->paths[l->n++] = strdup(info->dlpi_name);
-	return 0;
-}
 
 static void set_outcome(uint32_t status, uint32_t result, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -269,102 +228,12 @@ static void set_outcome(uint32_t status, uint32_t result, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void add_tried(const char *path)
-{
-	size_t n = strlen(S.tried);
-	snprintf(S.tried + n, sizeof(S.tried) - n, "%s%s", n ? ":" : "", path);
-}
-
-/* Open one candidate: 0 when it is a CUPTI of our major version, with every function; else -1
- * with why in err. */
-static int open_candidate(const char *path, char *err, size_t errlen)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		snprintf(err, errlen, "%s", e ? e : "cannot be loaded");
-		return -1;
-	}
-	struct cupti_fns f;
-	for (size_t i = 0; i < sizeof(fn_names) / sizeof(fn_names[0]); i++) {
-		void *p = dlsym(h, fn_names[i].name);
-		if (!p) {
-			snprintf(err, errlen, "%s has no %s", path, fn_names[i].name);
-			dlclose(h);
-			return -1;
-		}
-		memcpy((char *)&f + fn_names[i].off, &p, sizeof(p));
-	}
-	uint32_t v = 0;
-	if (f.GetVersion(&v) != CUPTI_OK || CUPTI_ABI_VERSION_MAJOR(v) != CUPTI_ABI_MAJOR) {
-		snprintf(err, errlen, "%s is CUPTI version %u; cuhook reads the records of CUPTI %u (%u0000 to %u9999)",
-		         path, v, CUPTI_ABI_MAJOR, CUPTI_ABI_MAJOR, CUPTI_ABI_MAJOR);
-		dlclose(h);
-		return -1;
-	}
-	cupti.lib = h;
-	cupti.f = f;
-	cupti.version = v;
-	snprintf(cupti.path, sizeof(cupti.path), "%s", path);
-	/* where the loader found a bare name */
-	struct link_map *lm = NULL;
-	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-		snprintf(cupti.path, sizeof(cupti.path), "%s", lm->l_name);
-	return 0;
-}
-
-/* The directories a search looked in, for the message (the block has every path). */
-static void searched_dirs(const struct cupti_candidates *c, char *out, size_t len)
-{
-	out[0] = 0;
-	size_t n = 0;
-	int prev_len = -1;
-	for (unsigned i = 0; i < c->nsearched && n + 1 < len; i++) {
-		const char *slash = strrchr(c->path[i], '/');
-		int dl = slash ? (int)(slash - c->path[i]) : 0;
-		/* a directory's names come one after the other */
-		if (i > 0 && dl == prev_len && !strncmp(c->path[i], c->path[i - 1], (size_t)dl))
-			continue;
-		prev_len = dl;
-		int w = snprintf(out + n, len - n, "%s%.*s", n ? ", " : "", dl, c->path[i]);
-		n = w < 0 ? n : n + (size_t)w < len ? n + (size_t)w : len - 1;
-	}
-}
-
 static void find_cupti(void)
 {
-	static struct cupti_candidates c; /* big; under gpu_lock */
-	struct loaded_list l = {.n = 0};
-	dl_iterate_phdr(loaded_cb, &l);
-	struct cupti_search_input in = {S.want_cupti, l.paths, l.n, secure_getenv("CUDA_HOME"),
-	                                secure_getenv("CUDA_PATH")};
-	cupti_search(&in, &c);
-	for (size_t i = 0; i < l.n; i++)
-		free((void *)l.paths[i]);
-	char err[PATH_MAX + 200] = "", mismatch[PATH_MAX + 200] = "";
-	S.tried[0] = 0;
-	for (unsigned i = 0; i < c.n; i++) {
-		add_tried(c.path[i]);
-		if (i < c.nsearched && c.kind == CUPTI_SEARCHED && access(c.path[i], F_OK) != 0)
-			continue;
-		if (open_candidate(c.path[i], err, sizeof(err)) == 0)
-			return;
-		if (strstr(err, "is CUPTI version"))
-			snprintf(mismatch, sizeof(mismatch), "%s", err);
-	}
-	if (mismatch[0]) {
-		set_outcome(CUHOOK_GPU_FAILED, 0, "GPU: %s", mismatch);
-	} else if (c.kind == CUPTI_EXPLICIT || c.kind == CUPTI_LOADED) {
-		set_outcome(c.kind == CUPTI_EXPLICIT ? CUHOOK_GPU_NO_CUPTI : CUHOOK_GPU_FAILED, 0,
-		            "GPU: cannot use CUPTI %s: %s", c.path[0], err);
-	} else {
-		char dirs[400];
-		searched_dirs(&c, dirs, sizeof(dirs));
-		set_outcome(CUHOOK_GPU_NO_CUPTI, 0,
-		            "GPU: no CUPTI found (looked for libcupti.so.13 and libcupti.so in %s, and through "
-		            "the loader's search path); --cupti PATH names one",
-		            dirs[0] ? dirs : "no directory");
-	}
+	uint32_t status;
+	char msg[sizeof(S.message)];
+	if (cupti_load(S.want_cupti, &lib, &status, msg, sizeof(msg), S.tried, sizeof(S.tried)) != 0)
+		set_outcome(status, 0, "%s", msg);
 }
 
 static void probe_cb(void *userdata, int domain, uint32_t cbid, const void *cbdata)
@@ -385,9 +254,9 @@ static const char *injected_tool(void)
 static cupti_result subscribe_probe(void)
 {
 	cupti_subscriber sub;
-	cupti_result r = cupti.f.Subscribe(&sub, probe_cb, NULL);
+	cupti_result r = lib.f.Subscribe(&sub, probe_cb, NULL);
 	if (r == CUPTI_OK)
-		cupti.f.Unsubscribe(sub);
+		lib.f.Unsubscribe(sub);
 	return r;
 }
 
@@ -415,18 +284,18 @@ static void load_step(void)
 		            "(CUDA_INJECTION64_PATH=%.200s)", inj);
 		return;
 	}
-	if (!cupti.lib) {
+	if (!lib.handle) {
 		find_cupti();
 	} else if (S.want_cupti[0]) {
 		/* one CUPTI per process: a second would fight the first over the driver */
 		char a[PATH_MAX], b[PATH_MAX];
-		if (!realpath(S.want_cupti, a) || !realpath(cupti.path, b) || strcmp(a, b) != 0)
+		if (!realpath(S.want_cupti, a) || !realpath(lib.path, b) || strcmp(a, b) != 0)
 			agent_log(1, "GPU: CUPTI %s is loaded in this process already (an earlier session); %s is "
-			          "not loaded beside it", cupti.path, S.want_cupti);
+			          "not loaded beside it", lib.path, S.want_cupti);
 	}
-	if (!cupti.lib)
+	if (!lib.handle)
 		return;
-	snprintf(S.tried, sizeof(S.tried), "%s", cupti.path);
+	snprintf(S.tried, sizeof(S.tried), "%s", lib.path);
 	cupti_free(false);
 }
 
@@ -441,7 +310,7 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
 		return;
 	struct cuhook_gpu_session_block *s = (struct cuhook_gpu_session_block *)b->data;
 	s->status = status;
-	s->cupti_version = cupti.lib ? cupti.version : 0;
+	s->cupti_version = lib.handle ? lib.version : 0;
 	s->result = result;
 	s->path_len = (uint32_t)plen;
 	s->tsc = tsc ? tsc : trace_now();
@@ -451,42 +320,15 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
 	gpu_queue_push(b);
 }
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return strncmp(s, p, strlen(p)) == 0;
-}
-
-/* The submitting functions' driver callback ids, by name, once per CUPTI. */
-static void know_cbids(void)
-{
-	if (cupti.cbids_known)
-		return;
-	memset(cupti.slot_of, 0xff, sizeof(cupti.slot_of));
-	for (uint32_t cbid = 1; cbid < CBID_LIMIT && cupti.nsubmit < SUBMIT_MAX; cbid++) {
-		const char *name = NULL;
-		if (cupti.f.GetCallbackName(CUPTI_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_OK || !name)
-			continue;
-		if (!has_prefix(name, "cuLaunch") && !has_prefix(name, "cuMemcpy") && !has_prefix(name, "cuMemset") &&
-		    !has_prefix(name, "cuGraphLaunch"))
-			continue;
-		unsigned i = cupti.nsubmit++;
-		cupti.submit[i] = cbid;
-		snprintf(cupti.submit_name[i], sizeof(cupti.submit_name[i]), "%s", name);
-		cupti.func_of[i] = UINT32_MAX;
-		cupti.slot_of[cbid] = (int16_t)i;
-	}
-	cupti.cbids_known = true;
-}
-
 /* Disable what a start enabled (kinds[0, nkinds), the driver records of submit[0, ncbids)):
  * the kinds first, as the start enables them last, so that no work is recorded without the
  * driver record of its call (a call in between has its driver record and no work: harmless). */
 static void disable(unsigned nkinds, unsigned ncbids)
 {
 	for (unsigned i = 0; i < nkinds; i++)
-		cupti.f.ActivityDisable(kinds[i]);
+		lib.f.ActivityDisable(kinds[i]);
 	for (unsigned i = 0; i < ncbids; i++)
-		cupti.f.ActivityEnableDriverApi(cupti.submit[i], 0);
+		lib.f.ActivityEnableDriverApi(gpu_cbid(i), 0);
 }
 
 /* CUPTI is ours alone: no other tool came meanwhile (one that did keeps it: never finalized). */
@@ -506,7 +348,7 @@ static void refuse(const char *what, cupti_result r, unsigned nkinds, unsigned n
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	set_outcome(CUHOOK_GPU_FAILED, (uint32_t)r, "GPU: CUPTI refused: %s: %s", what, result_string(r));
 	if (sole_user())
-		cupti.f.Finalize();
+		lib.f.Finalize();
 	pool_fill(0);
 }
 
@@ -515,7 +357,7 @@ static void start_step(uint32_t t)
 {
 	S.gen = t;
 	S.pid = getpid();
-	if (S.status == CUHOOK_GPU_STARTED && !cupti.lib)
+	if (S.status == CUHOOK_GPU_STARTED && !lib.handle)
 		set_outcome(CUHOOK_GPU_NO_CUPTI, 0, "GPU: CUPTI was not found in time");
 	if (S.status == CUHOOK_GPU_STARTED && cupti_free(true)) {
 		struct gpu_clock clock;
@@ -532,31 +374,31 @@ static void start_step(uint32_t t)
 		S.dropped = 0;
 		__atomic_store_n(&S.accepting, true, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&conv_lock);
-		if ((r = cupti.f.ActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_OK) {
+		if ((r = lib.f.ActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_OK) {
 			refuse("cuptiActivityRegisterCallbacks", r, 0, 0);
 			goto out;
 		}
-		if ((r = cupti.f.SetThreadIdType(CUPTI_THREAD_ID_SYSTEM)) != CUPTI_OK) {
+		if ((r = lib.f.SetThreadIdType(CUPTI_THREAD_ID_SYSTEM)) != CUPTI_OK) {
 			refuse("cuptiSetThreadIdType(SYSTEM)", r, 0, 0);
 			goto out;
 		}
-		if ((r = cupti.f.ActivityRegisterTimestampCallback(timestamp_cb)) != CUPTI_OK) {
+		if ((r = lib.f.ActivityRegisterTimestampCallback(timestamp_cb)) != CUPTI_OK) {
 			refuse("cuptiActivityRegisterTimestampCallback", r, 0, 0);
 			goto out;
 		}
 		/* The driver records before the work's kinds: no work is recorded without the record
 		 * of the call that submitted it (its link) while the session is being started. */
-		know_cbids();
-		for (; nc < cupti.nsubmit; nc++) {
-			if ((r = cupti.f.ActivityEnableDriverApi(cupti.submit[nc], 1)) != CUPTI_OK) {
+		gpu_cbids_learn(&lib.f);
+		for (; nc < gpu_cbids_count(); nc++) {
+			if ((r = lib.f.ActivityEnableDriverApi(gpu_cbid(nc), 1)) != CUPTI_OK) {
 				char what[96];
-				snprintf(what, sizeof(what), "cuptiActivityEnableDriverApi(%s)", cupti.submit_name[nc]);
+				snprintf(what, sizeof(what), "cuptiActivityEnableDriverApi(%s)", gpu_cbid_name(nc));
 				refuse(what, r, 0, nc);
 				goto out;
 			}
 		}
 		for (; nk < sizeof(kinds) / sizeof(kinds[0]); nk++) {
-			if ((r = cupti.f.ActivityEnable(kinds[nk])) != CUPTI_OK) {
+			if ((r = lib.f.ActivityEnable(kinds[nk])) != CUPTI_OK) {
 				char what[64];
 				snprintf(what, sizeof(what), "cuptiActivityEnable(%s)", kind_names[nk]);
 				refuse(what, r, nk, nc);
@@ -575,7 +417,7 @@ out:
 			exit_hooked = atexit(at_exit) == 0;
 		agent_log(1, "GPU: recording the GPU's work with CUPTI %u (%s): kernels, copies, memsets, "
 		          "and the driver records of %u submitting functions",
-		          cupti.version, cupti.path, cupti.nsubmit);
+		          lib.version, lib.path, gpu_cbids_count());
 	} else {
 		char line[sizeof(S.message) + 64];
 		snprintf(line, sizeof(line), "%s; the GPU's work is not recorded, API tracing goes on", S.message);
@@ -589,15 +431,15 @@ static void stop_step(void)
 		return;
 	__atomic_store_n(&S.flushing_tid, (int)gettid(), __ATOMIC_RELEASE);
 	/* Flushed again once disabled: what was under way at the first flush comes too. */
-	cupti.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
+	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
 	uint64_t stopped = trace_now(); /* before the disabling: a call that returned before is in */
-	disable(sizeof(kinds) / sizeof(kinds[0]), cupti.nsubmit);
-	cupti.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
+	disable(sizeof(kinds) / sizeof(kinds[0]), gpu_cbids_count());
+	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
 	__atomic_store_n(&S.flushing_tid, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&conv_lock);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&conv_lock);
-	bool finalized = sole_user() && cupti.f.Finalize() == CUPTI_OK;
+	bool finalized = sole_user() && lib.f.Finalize() == CUPTI_OK;
 	pool_fill(0); /* the program keeps none of the session's memory */
 	S.on = false;
 	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);
@@ -811,33 +653,4 @@ const char *gpu_problem(void)
 uint32_t gpu_session_gen(void)
 {
 	return __atomic_load_n(&S.file_gen, __ATOMIC_ACQUIRE);
-}
-
-/* cuhook's id of the function named so, among ids [0, nfuncs). */
-static uint32_t func_named(const char *name, uint32_t nfuncs)
-{
-	for (uint32_t id = 0; id < nfuncs; id++)
-		if (hooks_cold[id].name && !strcmp(hooks_cold[id].name, name))
-			return id;
-	return UINT32_MAX;
-}
-
-void gpu_api_resolve(uint8_t *data, uint32_t len, uint32_t nfuncs)
-{
-	for (uint32_t off = 0; off + sizeof(struct cuhook_gpu_rec) <= len;) {
-		struct cuhook_gpu_rec *h = (struct cuhook_gpu_rec *)(data + off);
-		if (h->size < sizeof(*h) || off + h->size > len)
-			return;
-		if (h->type == CUHOOK_GPU_REC_API) {
-			struct cuhook_gpu_api *a = (struct cuhook_gpu_api *)h;
-			int slot = a->cbid < CBID_LIMIT && cupti.cbids_known ? cupti.slot_of[a->cbid] : -1;
-			if (slot >= 0) {
-				uint32_t *f = &cupti.func_of[slot];
-				if (*f == UINT32_MAX || *f >= nfuncs)
-					*f = func_named(cupti.submit_name[slot], nfuncs);
-				a->func = *f < nfuncs ? *f : UINT32_MAX;
-			}
-		}
-		off += h->size;
-	}
 }

@@ -60,11 +60,8 @@ void gpu_after_fork_child(void);
  * now ("" when nothing does). */
 const char *gpu_problem(void);
 
-/* The writer's side. gpu_session_gen: the current session; blocks of another are dropped.
- * gpu_api_resolve: fill the func field of the API records in data (len bytes of GPU records)
- * with cuhook's id of the function of the same name, among ids below nfuncs (those whose FUNCS
- * entries are in the file). */
+/* The writer's side: the current session (of the file being written); GPU blocks of another
+ * are dropped. (gpu_cbids.h fills in the API records' function ids.) */
 uint32_t gpu_session_gen(void);
-void gpu_api_resolve(uint8_t *data, uint32_t len, uint32_t nfuncs);
 
 #endif

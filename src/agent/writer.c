@@ -2,6 +2,7 @@
 
 #include "agent_state.h"
 #include "gpu_activity.h"
+#include "gpu_cbids.h"
 #include "gpu_queue.h"
 #include "hooks.h"
 #include "own_threads.h"
