@@ -35,7 +35,9 @@
 --mode nocupti: `cuhook run --cupti no-such/libcupti.so.13` (relative; --cupti implies --gpu):
   one session, NO_CUPTI with that path made absolute, a NOTE and one stderr line naming it, the
   program's exit status (0), the API trace complete.
-  --mode attach ends with the same under `cuhook attach`: the line on cuhook's own stderr.
+  --mode attach begins with the same under `cuhook attach`: the line on cuhook's own stderr;
+  and ends with `cuhook attach --gpu` (no --cupti) to gpu_work --loop --subscribe STAND-IN: the
+  libcupti the process loaded is taken (the search's rule 2), OTHER_USER, said on its stderr.
 
 usage: check_gpu_trace.py --mode MODE --gpu-work PATH --lib LIBCUDA --cupti LIBCUPTI
            --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--old-cupti PATH] [--threads N]
@@ -250,8 +252,8 @@ def mode_refused(a, workdir, problems, status, gpu_args, extra, says):
 class Target:
     """gpu_work --loop, its output read line by line."""
 
-    def __init__(self, a):
-        cmd = [a.gpu_work, "--loop", "--threads", str(a.threads), a.lib]
+    def __init__(self, a, extra=()):
+        cmd = [a.gpu_work, "--loop", "--threads", str(a.threads)] + list(extra) + [a.lib]
         self.p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -367,6 +369,34 @@ def attach_no_cupti(a, workdir, pid, problems):
                    f"cuhook attach --cupti MISSING: sessions {t.gpu_sessions}")
 
 
+def attach_other_user(a, workdir, problems):
+    """gpu_work --loop --subscribe STAND-IN, then cuhook attach --gpu without --cupti: the agent
+    takes the libcupti the process has loaded (the search's rule 2), finds its subscriber slot
+    taken, and says so on cuhook's stderr; the session is OTHER_USER with that library's path."""
+    target = Target(a, ["--subscribe", a.cupti])
+    try:
+        pid = int(target.line("pid ").split()[1])
+        target.line("running")
+        trace = os.path.join(workdir, "window-other-user.bin")
+        if os.path.exists(trace):
+            os.unlink(trace)
+        p = subprocess.run([a.cuhook, "attach", "--agent", a.agent, "--gpu", "--duration", "0.2", "-o", trace,
+                            str(pid)], env=clean_env(), capture_output=True, text=True, timeout=120)
+        rc, err = target.finish()
+    finally:
+        if target.p.poll() is None:
+            target.p.kill()
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith(STATUS_LINE)]
+    problems.check(p.returncode == 0 and len(lines) == 1 and "another CUPTI user owns this process" in lines[0],
+                   f"cuhook attach to a process with another CUPTI user: exit {p.returncode}, lines {lines}")
+    t = read_trace(trace)
+    problems.check([(x.status, x.path) for x in t.gpu_sessions] == [("OTHER_USER", os.path.realpath(a.cupti))],
+                   f"attach to a process with another CUPTI user: sessions {t.gpu_sessions}, wanted OTHER_USER "
+                   f"with the loaded {os.path.realpath(a.cupti)}")
+    problems.check(t.entries.get("cuLaunchKernel", 0) > 0, "attach to a process with another CUPTI user: no API trace")
+    problems.check(rc == 0, f"gpu_work --subscribe exited {rc}: {tail(err)}")
+
+
 def mode_attach(a, workdir, problems):
     target = Target(a)
     try:
@@ -385,6 +415,7 @@ def mode_attach(a, workdir, problems):
     finally:
         if target.p.poll() is None:
             target.p.kill()
+    attach_other_user(a, workdir, problems)
     out = parse_target_output("\n".join(target.out))
     problems.check(rc == 0 and not out["bad"], f"gpu_work exited {rc}: {tail(err)}")
     n = int(out.get("iterations", 0))
