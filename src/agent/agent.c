@@ -10,6 +10,7 @@
 #include "exit_watch.h"
 #include "freeze.h"
 #include "glob_filter.h"
+#include "gpu_activity.h"
 #include "hooks.h"
 #include "injector_watch.h"
 #include "loaded_objects.h"
@@ -290,7 +291,7 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 static struct writer_opts trace_opts(void)
 {
 	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
-	                            .replace = cfg.force, .max_size = cfg.max_size};
+	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu};
 }
 
 /* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
@@ -347,11 +348,23 @@ static bool session_open(void)
 	return active;
 }
 
+/* A library the agent traces (libcuda) is patched. */
+static bool driver_patched(void)
+{
+	for (unsigned i = 0; i < agent_nlibs; i++)
+		if (!agent_libs[i].internal && !agent_libs[i].ioctl)
+			return true;
+	return false;
+}
+
 void agent_scan_libraries(void)
 {
 	/* not after the writer ended the session itself: nothing would be recorded */
-	if (active && !writer_ended_itself())
+	if (active && !writer_ended_itself()) {
 		scan_libraries(false);
+		if (cfg.gpu && driver_patched())
+			gpu_driver_loaded();
+	}
 }
 
 /* follow=1: the fork child traces into a file of its own (FILE.PID), with a writer of its own,
@@ -388,6 +401,9 @@ static void start_in_fork_child(void)
 	session_pid = getpid();
 	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
 	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
+	if (cfg.gpu)
+		agent_log(1, "GPU: a fork child records no GPU work (CUPTI's session, like the driver's "
+		          "state, is the parent's); its API calls are traced");
 	snprintf(last_error, sizeof(last_error), "tracing to %s", path);
 }
 
@@ -407,6 +423,7 @@ static void on_fork_child(void)
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
 	injector_watch_end();
+	gpu_after_fork_child();
 	if (follow)
 		start_in_fork_child();
 	errno = saved_errno;
@@ -429,6 +446,8 @@ uintptr_t exit_watch_on_exit(void *unused)
 	if (!active || getpid() != session_pid || __atomic_exchange_n(&closing, 1, __ATOMIC_ACQ_REL))
 		return 0; /* not tracing, a vfork/posix_spawn child in our memory, or closing already */
 	int saved_errno = errno;
+	if (cfg.gpu)
+		gpu_stop(); /* the other threads still run: CUPTI can be flushed */
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 	if (writer_close_within(EXIT_CLOSE_MS) == 0)
 		active = 0;
@@ -452,7 +471,7 @@ static void unpatch_all(bool threads_stopped)
  * scan of the loaded objects, the plans and stubs of their functions and of the agent's own
  * hooks. A preparation for the same options is reused (scanned again: what was loaded since is
  * planned too); one for other options is discarded. */
-static int prepare(const struct cuhook_config *c, const char *options, bool stopped)
+static int prepare(const struct cuhook_config *c, const char *options, bool stopped, enum gpu_how gpu_how)
 {
 	static bool once;
 	/* The jumps of a session the writer ended by itself: out first, so that this session's
@@ -495,6 +514,10 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 			          strcmp(cfg.count, CUHOOK_COUNT_DEFAULT) ? "count option"
 			                                                  : "the default; --record-all records them");
 	}
+	/* Before the scan: what loading CUPTI loads (a libcuda) is then planned and in the
+	 * snapshot the start checks. */
+	if (cfg.gpu)
+		gpu_prepare(&cfg, gpu_how);
 	scan_libraries(true);
 	watch_planned = loader_watch_prepare() == 0;
 	exit_planned = exit_watch_prepare() == 0;
@@ -545,10 +568,7 @@ static int go(bool stopped)
 		agent_log(1, "cannot hook _exit: a process ending with _exit() will lose its last records");
 	agent_log(0, "started in %.2f ms: writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
 	          now_ms() - t0, t1 - t0, t2 - t1, now_ms() - t2);
-	bool any = false;
-	for (unsigned i = 0; i < agent_nlibs; i++)
-		any |= !agent_libs[i].internal && !agent_libs[i].ioctl;
-	if (!any)
+	if (!driver_patched())
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
 	/* Last, and while the other threads are still taken as stopped (agent_log): the writer must
 	 * not end a session this start has not finished opening. */
@@ -558,6 +578,20 @@ static int go(bool stopped)
 	return 0;
 }
 
+static int driver_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+	base = base ? base + 1 : name;
+	return base && *base && fnmatch((const char *)ctx, base, 0) == 0;
+}
+
+/* Is a library the agent would trace (libcuda) loaded? */
+static bool driver_loaded(const char *lib_glob)
+{
+	return dl_iterate_phdr(driver_cb, (void *)lib_glob) != 0;
+}
+
 static int start(const struct cuhook_config *c, const char *options, unsigned flags)
 {
 	if (session_open()) {
@@ -565,18 +599,40 @@ static int start(const struct cuhook_config *c, const char *options, unsigned fl
 		return -EALREADY;
 	}
 	bool ready = prepared && options && !strcmp(options, prepared_options);
+	/* Where CUPTI is called (gpu_activity.h): prepared beside, on the GPU thread. A start that
+	 * prepares itself calls it here where no thread can be inside the driver: in constructor
+	 * mode, or before any libcuda is loaded (cuhook run at the entry point); else (an injector
+	 * that stops a one-thread process, which may be stopped inside the driver) on the GPU
+	 * thread. */
+	enum gpu_how how = GPU_BESIDE;
 	if (!ready) {
-		int rc = prepare(c, options, flags & CUHOOK_START_THREADS_STOPPED);
+		if (!options || !driver_loaded(c->lib))
+			how = GPU_HERE;
+		int rc = prepare(c, options, flags & CUHOOK_START_THREADS_STOPPED, how);
 		if (rc != 0)
 			return rc;
 	}
-	return go(flags & CUHOOK_START_THREADS_STOPPED);
+	int rc = go(flags & CUHOOK_START_THREADS_STOPPED);
+	if (rc == 0 && cfg.gpu) {
+		gpu_start(how, driver_patched());
+		/* for cuhook attach, whose target's stderr is not the operator's: said there */
+		const char *why = gpu_problem();
+		size_t n = strlen(last_error);
+		if (*why)
+			snprintf(last_error + n, sizeof(last_error) - n, "\n%s", why);
+	}
+	return rc;
 }
 
 static void stop(bool unpatch, bool threads_stopped)
 {
 	if (!active)
 		return;
+	/* CUPTI only while the program's threads run (cuhook_agent_prepare_stop did it then) */
+	if (cfg.gpu && threads_stopped)
+		gpu_abandon();
+	else if (cfg.gpu)
+		gpu_stop();
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 	if (unpatch)
 		unpatch_all(threads_stopped);
@@ -717,7 +773,14 @@ int cuhook_agent_prepare(const char *options)
 		set_error("already tracing");
 		return -EALREADY;
 	}
-	return prepare(&c, options, false);
+	return prepare(&c, options, false, GPU_BESIDE_WAIT);
+}
+
+int cuhook_agent_prepare_stop(void)
+{
+	if (session_open() && cfg.gpu)
+		gpu_stop();
+	return 0;
 }
 
 int cuhook_agent_stop(unsigned flags)

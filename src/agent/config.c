@@ -90,6 +90,12 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_DEADLINE_MS:
 		c->deadline_ms = v->u;
 		break;
+	case AOPT_GPU:
+		c->gpu = v->b;
+		break;
+	case AOPT_CUPTI:
+		snprintf(c->cupti, sizeof(c->cupti), "%s", value);
+		break;
 	case AOPT_NKEYS:
 		break;
 	}

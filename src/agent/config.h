@@ -40,6 +40,9 @@ struct cuhook_config {
 	                                         once it is gone */
 	unsigned deadline_ms;                 /* deadline_ms: ... or this long after the start (0:
 	                                         never) */
+	bool gpu;                             /* gpu: record the GPU's work with CUPTI
+	                                         (gpu_activity.h) */
+	char cupti[AOPT_PATH_MAX + 1];        /* cupti: the libcupti to load ("": search for one) */
 };
 
 void config_defaults(struct cuhook_config *c);

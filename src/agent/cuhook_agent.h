@@ -68,6 +68,13 @@ CUHOOK_API int cuhook_agent_prepare(const char *options);
 CUHOOK_API int cuhook_agent_stop(unsigned flags);
 #define CUHOOK_STOP_TRACE_FAILED 1
 
+/* Optional, before cuhook_agent_stop() and while the other threads still run: the part of the
+ * stop that needs them running. With gpu=1 that is the GPU session's end: CUPTI flushed and
+ * disabled (CUPTI and the driver take locks a stopped thread may hold), waited for at most 2 s
+ * on the agent's own GPU thread. Without it, a stop made with the threads stopped leaves the
+ * GPU records CUPTI had not delivered yet out of the trace (a NOTE says so). Returns 0. */
+CUHOOK_API int cuhook_agent_prepare_stop(void);
+
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so
  * the thread can be moved there before it resumes; otherwise `ip` unchanged. No mapping is

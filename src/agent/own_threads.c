@@ -5,6 +5,7 @@
 
 #include "cuhook_agent.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,9 +32,10 @@ static void swap_slots(int32_t from, int32_t to, bool all)
 				return;
 		}
 	}
-	/* No free slot: cannot happen, the agent runs one thread (its writer) at a time, two while
-	 * a closing writer leaves and a new one starts, or while a preparation's waiting writer,
-	 * discarded, leaves and the next preparation's starts. */
+	/* No free slot: cannot happen, the agent runs its writer, and its GPU thread with gpu=1
+	 * (gpu_activity.c); one more writer while a closing writer leaves and a new one starts, or
+	 * while a preparation's waiting writer, discarded, leaves and the next preparation's
+	 * starts. */
 }
 
 /* The creator and the thread itself may both add it, even at once: a duplicate slot is
@@ -52,6 +54,26 @@ void own_thread_add(pthread_t t)
 	clockid_t c;
 	if (pthread_getcpuclockid(t, &c) == 0 && (c & 7) == 6)
 		add((int32_t)~(c >> 3));
+}
+
+int own_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return rc;
+	/* It runs until it leaves by itself, which it cannot have done before it is listed: the
+	 * handle is valid. Listed before it may even have run; its name is for people only. */
+	own_thread_add(*t);
+	pthread_setname_np(*t, name);
+	return 0;
 }
 
 void own_thread_enter(void)

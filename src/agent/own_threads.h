@@ -11,6 +11,11 @@
  * while: under cuhook run --follow it starts stopped, until the injector lets it go). */
 void own_thread_add(pthread_t t);
 
+/* Create a thread of the agent: detached, with every signal blocked (the program's signals are
+ * not for it), listed at once (own_thread_add) and named. 0, or pthread_create's error. It
+ * takes glibc's locks (the thread list, the stack cache): while the program's threads run. */
+int own_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
+
 /* Called by a thread of the agent first: its slot, if its creator could not give it one. */
 void own_thread_enter(void);
 

@@ -188,6 +188,13 @@ uintptr_t thread_state_create(void *unused)
 
 void thread_state_mark_internal(void)
 {
+	if (cuhook_tls) {
+		/* A thread that made traced calls already (a CUPTI thread, gpu_activity.c): from now
+		 * on it records nothing, and counts nothing (the count thunks find no ring). */
+		cuhook_tls_ring = NULL;
+		__atomic_store_n(&cuhook_tls->no_record, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	struct thread_state *ts = mmap(NULL, sizeof(*ts), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (ts == MAP_FAILED)
 		return;

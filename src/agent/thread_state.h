@@ -120,7 +120,8 @@ static inline uint64_t ring_populate_ahead(uint64_t head)
 /* Writer: populate the rings' next parts ahead of their producers. */
 void thread_rings_populate(void);
 
-/* Mark the calling thread as cuhook's own: its calls are never recorded. */
+/* Mark the calling thread as cuhook's own: its calls are never recorded (nor counted), from
+ * now on if it made traced calls before. */
 void thread_state_mark_internal(void);
 
 /* The registry of rings, newest first, for the writer. */

@@ -1,6 +1,9 @@
 #include "writer.h"
 
 #include "agent_state.h"
+#include "gpu_activity.h"
+#include "gpu_cbids.h"
+#include "gpu_queue.h"
 #include "hooks.h"
 #include "own_threads.h"
 #include "record.h"
@@ -42,6 +45,11 @@ enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
 #define CAP_CLOSE_ROOM                                                                         \
 	(4 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
 	 2 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
+/* With gpu=1, also the GPU session's STOPPED block (no path) and a NOTE of the GPU records lost. */
+#define GPU_CLOSE_ROOM                                                                         \
+	(2 * sizeof(struct cuhook_block) + sizeof(struct cuhook_gpu_session_block) +               \
+	 sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX)
+#define CLOSE_ROOM (CAP_CLOSE_ROOM + (W.gpu ? GPU_CLOSE_ROOM : 0))
 
 static struct {
 	int fd;
@@ -64,6 +72,8 @@ static struct {
 	int closing;               /* writing the closing blocks, which the cap has room for */
 	uint64_t cap_events;       /* ENTRY/EXIT records not written because of the cap */
 	uint64_t cap_counted;      /* counted calls not written because of the cap */
+	bool gpu;                  /* gpu=1 (writer_opts) */
+	uint64_t gpu_records;      /* GPU records written in this file's session */
 	unsigned libs_written;
 	uint32_t funcs_written;
 	uint64_t last_clock_ns;
@@ -125,7 +135,7 @@ static bool fits_cap(size_t total)
 {
 	if (!W.max_size || W.closing)
 		return true;
-	if (!W.capped && W.bytes + total + CAP_CLOSE_ROOM <= W.max_size)
+	if (!W.capped && W.bytes + total + CLOSE_ROOM <= W.max_size)
 		return true;
 	W.capped = 1;
 	return false;
@@ -276,7 +286,7 @@ static bool is_event(const struct cuhook_rec *h)
 /* Bytes of records one more EVENTS block may hold under the size cap. */
 static uint64_t events_room(void)
 {
-	uint64_t used = W.bytes + CAP_CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block);
+	uint64_t used = W.bytes + CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block);
 	return W.max_size > used ? W.max_size - used : 0;
 }
 
@@ -400,6 +410,55 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 		W.cap_counted += calls;
 }
 
+/* A GPU_SESSION block as queued; a STOPPED one gets the count of GPU records written, then a
+ * NOTE of those lost, if any (both in the room kept below a size cap). */
+static void put_gpu_session(struct gpu_qblock *b)
+{
+	struct cuhook_gpu_session_block *sb = (struct cuhook_gpu_session_block *)b->data;
+	if (sb->status != CUHOOK_GPU_STOPPED) {
+		W.gpu_records = 0;
+		gpu_queue_lost_take(); /* an earlier session's */
+		put_block(CUHOOK_BLOCK_GPU_SESSION, b->data, b->len, NULL, 0);
+		return;
+	}
+	sb->records = W.gpu_records;
+	int closing = W.closing;
+	W.closing = 1;
+	put_block(CUHOOK_BLOCK_GPU_SESSION, b->data, b->len, NULL, 0);
+	uint64_t lost = gpu_queue_lost_take();
+	if (lost) {
+		char text[CLOSE_NOTE_MAX];
+		int n = snprintf(text, sizeof(text), "GPU: %llu GPU records were not written (their queue was "
+		                 "full, memory ran out, or the size cap was reached)", (unsigned long long)lost);
+		put_note(1, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+	}
+	W.closing = closing;
+}
+
+/* The GPU blocks queued since the last round (gpu_queue.h), in their order: records get the
+ * ids of their functions (whose FUNCS entries this round has written), and whatever is not for
+ * this file's session is dropped. */
+static void put_gpu(void)
+{
+	uint32_t gen = gpu_session_gen();
+	for (struct gpu_qblock *b = gpu_queue_take(), *next; b; b = next) {
+		next = b->next;
+		if (b->gen != gen) {
+			/* a block of an earlier session, late: not this file's */
+		} else if (b->kind == GPU_Q_SESSION) {
+			put_gpu_session(b);
+		} else {
+			gpu_api_resolve(b->data, b->len, W.funcs_written);
+			struct cuhook_gpu_block gb = {b->nrecords, 0};
+			if (put_block(CUHOOK_BLOCK_GPU, &gb, sizeof(gb), b->data, b->len))
+				W.gpu_records += b->nrecords;
+			else
+				gpu_queue_count_lost(b->nrecords);
+		}
+		gpu_qblock_free(b);
+	}
+}
+
 static void round_once(void)
 {
 	/* Tables first and ring heads read under the same lock: every event drained below names a
@@ -447,6 +506,8 @@ static void round_once(void)
 			thread_ring_recycle(s[i].r);
 		}
 	}
+	if (W.gpu)
+		put_gpu();
 	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
 		put_clock();
 }
@@ -527,6 +588,11 @@ static void *writer_main(void *gen)
 		 * program runs is not the writer's business); the file gets the last events, the
 		 * reason (in the room kept for it below a size cap) and its END block. The agent
 		 * learns it at its next start or stop (writer_ended_itself). */
+		/* The GPU session first, while calls are still recorded: every API record CUPTI
+		 * makes until it is disabled then lies in a recorded call (the program's threads run:
+		 * CUPTI is flushed into the last round). */
+		if (W.gpu)
+			gpu_stop();
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 		finish_file(why_end);
 	}
@@ -583,6 +649,8 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	W.cap_events = W.cap_counted = 0;
 	W.libs_written = 0;
 	W.funcs_written = 0;
+	W.gpu = o->gpu;
+	W.gpu_records = 0;
 	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
@@ -620,33 +688,22 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 
 	/* The thread is created now, while the program's threads run: pthread_create takes glibc's
 	 * locks (the thread list, the stack cache), which a thread stopped by cuhook for the start
-	 * may hold. It waits for writer_start(). It must not receive the program's signals: block
-	 * them all in it. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	 * may hold. It waits for writer_start(). It runs until W.stop or a newer preparation,
+	 * neither of which can come before this: the handle stays valid here. Listed as the agent's
+	 * own (for the injector, which stops every other thread for the start) before it may even
+	 * have run. */
 	pthread_t thread;
 	W.done = 0;
 	__atomic_store_n(&W.go, 0, __ATOMIC_RELEASE);
 	uint32_t gen = __atomic_add_fetch(&W.gen, 1, __ATOMIC_ACQ_REL);
-	int rc = pthread_create(&thread, &attr, writer_main, (void *)(uintptr_t)gen);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = own_thread_create(&thread, writer_main, (void *)(uintptr_t)gen, "cuhook-writer");
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot start the writer thread: %s", strerror(rc));
 		close(fd);
 		W.fd = -1;
 		return -rc;
 	}
-	/* It runs until W.stop or a newer preparation, neither of which can come before this: the
-	 * handle is valid. Listed as the agent's own (for the injector, which stops every other
-	 * thread for the start) before it may even have run; its name is for people only. */
-	own_thread_add(thread);
 	thread_stacks_learn(thread);
-	pthread_setname_np(thread, "cuhook-writer");
 	return 0;
 }
 

@@ -16,6 +16,9 @@ struct writer_opts {
 	                       CLOCK, a NOTE saying so, the END block, whose dropped count includes
 	                       the ENTRY/EXIT records not written); the rings are still drained, so
 	                       no thread waits, and the file never exceeds max_size */
+	bool gpu;           /* gpu=1: the GPU blocks queued for this file (gpu_queue.h) are written
+	                       at each round, and room below the size cap is kept for the session's
+	                       STOPPED block and its NOTE of lost records */
 };
 
 /* Create the file (exclusively, src/format/out_file.h), write its header and create the writer

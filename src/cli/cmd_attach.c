@@ -6,6 +6,7 @@
 #include "agent_options.h"
 #include "commands.h"
 #include "inject.h"
+#include "text_safe.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -191,6 +192,13 @@ int cmd_attach(int argc, char **argv)
 	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
 	fprintf(stderr, "cuhook: tracing process %d into %s; %s\n", pid, out,
 	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
+	for (const char *n = cuhook_inject_agent_notes(); *n;) {
+		const char *nl = strchr(n, '\n');
+		size_t len = nl ? (size_t)(nl - n) : strlen(n);
+		char shown[1024 * TEXT_SAFE_GROWTH + 1]; /* paths from the process: made safe to show */
+		fprintf(stderr, "cuhook: %s\n", (text_safe_n(shown, sizeof(shown), n, len), shown));
+		n += len + (nl ? 1 : 0);
+	}
 
 	if (wait_window(pid, duration, &sigs) == 1) {
 		fprintf(stderr, "cuhook: process %d exited; the agent closed the trace\n", pid);

@@ -32,6 +32,10 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	/* Given by cuhook attach (src/agent/injector_watch.h): constructor mode has no injector. */
 	[AOPT_INJECTOR] = {"injector", AOPT_UINT, 0, 1, INT_MAX, NULL, false, true},
 	[AOPT_DEADLINE_MS] = {"deadline_ms", AOPT_UINT, 0, 1, UINT_MAX, NULL, false, true},
+	/* The GPU's work through CUPTI (src/agent/gpu_activity.h); cupti= is the library to load
+	 * instead of searching for one. */
+	[AOPT_GPU] = {"gpu", AOPT_BOOL, 0, 0, 0, NULL, false},
+	[AOPT_CUPTI] = {"cupti", AOPT_TEXT, AOPT_PATH_MAX, 0, 0, NULL, true},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */

@@ -82,6 +82,12 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 		c->ioctl = 1;
 	} else if (!strcmp(a, "--force")) {
 		c->force = 1;
+	} else if (!strcmp(a, "--gpu")) {
+		c->gpu = 1;
+	} else if (!strcmp(a, "--cupti")) {
+		if (!(c->cupti = agent_value(AOPT_CUPTI, a, VALUE())))
+			return -1;
+		c->gpu = 1;
 	} else if (!strcmp(a, "--max-size")) {
 		/* the agent's max_size= (where 0 means no cap): a cap asked for here must be one */
 		union aopt_value size;
@@ -164,27 +170,36 @@ void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double d
 	c->deadline_ms = duration >= 0 && ms < UINT_MAX ? (unsigned)ms : 0;
 }
 
+/* Append key=PATH with PATH made absolute against our working directory: the target's may
+ * differ (an attached process), and the agent opens it there. */
+static int append_path(char *buf, size_t len, size_t *pos, const char *key, const char *path)
+{
+	char abs[PATH_MAX + 1];
+	if (path[0] == '/') {
+		snprintf(abs, sizeof(abs), "%s", path);
+	} else {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd))) {
+			perror("cuhook: getcwd");
+			return -1;
+		}
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
+	}
+	return append(buf, len, pos, key, abs);
+}
+
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
                               char *buf, size_t len)
 {
 	size_t pos = 0;
 	buf[0] = 0;
 	const char *out = c->output ? c->output : default_output;
-	if (out) {
-		char abs[PATH_MAX + 1];
-		if (out[0] == '/') {
-			snprintf(abs, sizeof(abs), "%s", out);
-		} else {
-			char cwd[PATH_MAX];
-			if (!getcwd(cwd, sizeof(cwd))) {
-				perror("cuhook: getcwd");
-				return -1;
-			}
-			snprintf(abs, sizeof(abs), "%s/%s", cwd, out);
-		}
-		if (append(buf, len, &pos, "output", abs) < 0)
-			return -1;
-	}
+	if (out && append_path(buf, len, &pos, "output", out) < 0)
+		return -1;
+	if (c->gpu && append(buf, len, &pos, "gpu", "1") < 0)
+		return -1;
+	if (c->cupti && append_path(buf, len, &pos, "cupti", c->cupti) < 0)
+		return -1;
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
 		return -1;
 	if (c->force && append(buf, len, &pos, "force", "1") < 0)
@@ -270,8 +285,10 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	        load, t->call_ns / 1e6, t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
 	if (t->beside && t->agent_reused)
 		fprintf(stderr, "; before, while they ran: agent reused, prepare %.2f", t->prepare_ns / 1e6);
-	else if (t->beside)
+	else if (t->beside && t->load_ns)
 		fprintf(stderr, "; before, while they ran: dlopen %.2f, prepare %.2f", t->load_ns / 1e6,
 		        t->prepare_ns / 1e6);
+	else if (t->beside) /* a detach's (gpu=1: cuhook_agent_prepare_stop) */
+		fprintf(stderr, "; before, while they ran: prepare %.2f", t->prepare_ns / 1e6);
 	fputc('\n', stderr);
 }

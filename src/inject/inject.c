@@ -14,6 +14,7 @@
  *
  * The agent is found after loading by its mapping in /proc/PID/maps and its API by the ELF
  * symbols of its file, so a second attach (agent already there) needs no dlopen at all. */
+#include "agent_options.h"
 #include "inject.h"
 #include "internal.h"
 
@@ -44,12 +45,22 @@ struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
+	uint64_t prepare_stop; /* optional (0: an agent without it, or without the GPU side) */
 	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
 };
 
 const char *cuhook_inject_error(void)
 {
 	return inj_error_text();
+}
+
+/* The agent's message after the last start (cuhook_agent_last_error). */
+static char agent_message[1024];
+
+const char *cuhook_inject_agent_notes(void)
+{
+	const char *nl = strchr(agent_message, '\n');
+	return nl ? nl + 1 : "";
 }
 
 static int call_timeout(const struct cuhook_inject_opts *o)
@@ -67,6 +78,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
+	api->prepare_stop = target_symbol(pid, m, path, "cuhook_agent_prepare_stop");
 	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
 }
@@ -549,6 +561,7 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		}
 		prepared = false; /* started: the session now */
 		inj_log("agent started: %s", msg);
+		snprintf(agent_message, sizeof(agent_message), "%s", msg);
 		break;
 	}
 
@@ -578,6 +591,55 @@ out:
 	return ret;
 }
 
+/* With gpu=1: cuhook_agent_prepare_stop on the caller while the other threads run (the agent
+ * ends its GPU session there: CUPTI and the driver take locks a stopped thread may hold, and
+ * the agent's GPU thread, which does the work, needs the program to move on), then every thread
+ * is stopped again for the stop proper, whatever became of that call (one that did not return
+ * in time finishes on its own: the stop then goes on without it, and the agent says in the
+ * trace what it could not flush). *callerp: the thread for the stop's calls (the same one, or
+ * another if it is gone or still busy). 0, or -1 with a message (the threads are not all
+ * stopped). */
+static int prepare_stop_beside(struct itarget *tg, struct ithread **callerp, const struct maps *m,
+                               const struct agent_api *api, const struct cuhook_inject_opts *o,
+                               struct cuhook_inject_times *t)
+{
+	pid_t caller_tid = (*callerp)->tid;
+	uint64_t t0 = inj_now_ns();
+	*callerp = threads_release_others(tg, caller_tid);
+	struct rcall rc;
+	rcall_begin(&rc, tg, *callerp);
+	rc.leave_on_timeout = true; /* only called while the other threads run */
+	uint64_t rv = 0;
+	int r = rcall_invoke(&rc, api->prepare_stop, NULL, 0, &rv, call_timeout(o), "cuhook_agent_prepare_stop");
+	if (r == RC_EXITED)
+		return -1;
+	bool done = r == RC_OK && rc.th;
+	t->prepare_ns = inj_now_ns() - t0;
+	t->beside = true;
+	inj_log("agent's stop %s in %.2f ms while the other threads ran", done ? "prepared" : "not prepared",
+	        t->prepare_ns / 1e6);
+	tg->first_stop_ns = 0;
+	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	*callerp = done ? thread_by_tid(tg, caller_tid) : NULL;
+	if (!*callerp && !(*callerp = threads_pick_caller(tg, m))) {
+		inj_error("no thread of process %d can make the agent's stop call", tg->pid);
+		return -1;
+	}
+	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+	t->nthreads = tg->nth;
+	return 0;
+}
+
+/* The agent options ask for the GPU side (gpu=1, as the agent reads it). */
+static bool wants_gpu(const struct cuhook_inject_opts *o)
+{
+	char v[16], err[128];
+	union aopt_value val;
+	return o->agent_options && aopt_get(o->agent_options, AOPT_GPU, v, sizeof(v)) &&
+	       aopt_check(AOPT_GPU, v, &val, err, sizeof(err)) == 0 && val.b;
+}
+
 static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
 	struct maps m;
@@ -589,6 +651,10 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		return -1;
 	if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
 		inj_error("the agent is not loaded in process %d (did it exec another program?)", tg->pid);
+		goto out;
+	}
+	if (api.prepare_stop && wants_gpu(o) && prepare_stop_beside(tg, &caller, &m, &api, o, t) < 0) {
+		caller = NULL;
 		goto out;
 	}
 	uint64_t t0 = inj_now_ns(), rv = 0;
@@ -613,7 +679,7 @@ static int stop_agent(struct itarget *tg, const struct cuhook_inject_opts *o, st
 		ret = r == CUHOOK_STOP_TRACE_FAILED ? 1 : 0;
 	t->fixup_ns = inj_now_ns() - t0;
 out:
-	rcall_end_sequence(tg, thread_by_tid(tg, caller->tid));
+	rcall_end_sequence(tg, caller ? thread_by_tid(tg, caller->tid) : NULL);
 	unboost(&boost);
 	maps_free(&m);
 	return ret;

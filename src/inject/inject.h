@@ -75,6 +75,11 @@ int cuhook_inject_has_object(pid_t pid, const char *name_prefix);
 
 const char *cuhook_inject_error(void);
 
+/* What the agent said for the operator at the last start besides where it traces to: lines
+ * ("GPU: no CUPTI found ..."), or "". cuhook attach prints them: the process's stderr, where the
+ * agent would say them itself, is not the operator's. */
+const char *cuhook_inject_agent_notes(void);
+
 /* ---- the options `run` and `attach` share ---------------------------------------------------- */
 
 struct cuhook_inject_cli {
@@ -91,6 +96,8 @@ struct cuhook_inject_cli {
 	uint64_t max_size;         /* --max-size SIZE: the trace's size cap in bytes (max_size=), 0 none */
 	int injector;              /* attach: our pid, for the agent to watch (0: none) */
 	unsigned deadline_ms;      /* attach --duration: when the agent ends the trace itself (0: never) */
+	int gpu;                   /* --gpu: the GPU's work too, through CUPTI (agent option gpu=1) */
+	const char *cupti;         /* --cupti PATH: that libcupti (implies --gpu; made absolute) */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -126,6 +133,10 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
+	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \
+	"                        with CUPTI, each linked to the call that submitted it\n" \
+	"  --cupti PATH          the libcupti to load (implies --gpu; default: the one the program\n" \
+	"                        loaded, next to its CUDA wheels, $CUDA_HOME, /usr/local/cuda)\n" \
 	"  --force               replace the trace file if it exists (never written through a link)\n" \
 	"  --max-size SIZE       stop writing the trace at SIZE bytes (K, M, G; at least 64K): later\n" \
 	"                        records are counted as dropped, the program goes on\n" \

@@ -15,17 +15,60 @@ read_trace(path) -> Trace with
   has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)
   end_dropped: its dropped-record count (None without END)
   drop_records: DROP records in the EVENTS blocks; dropped_reported: the sum of their counts
-  notes: [(level, text)] of the NOTE blocks"""
+  notes: [(level, text)] of the NOTE blocks
+  calls:   [Call] every recorded call with its ENTRY and EXIT (tid, func id, name, entry, exit),
+           in file order; entry-only calls are left out
+
+The GPU side (agent option gpu=1; trace_format.h, "the GPU side"):
+  gpu_sessions: [GpuSession] the GPU_SESSION blocks in order (status, cupti_version, result,
+                path, tsc, records, dropped)
+  gpu_api, gpu_kernels, gpu_memcpys, gpu_memsets: [dict] the GPU records by type, each with
+                "session" (index of the GPU_SESSION block before it) and "correlation"; kernels
+                carry their "name" from the NAME records
+  gpu_names:    {name_id: name}
+  gpu_records:  GPU records of every type (NAME included) in the GPU blocks
+  gpu_blocks:   GPU blocks read
+and gpu_link(trace) links every GPU work record to the call that submitted it, by the rule of
+trace_format.h: its API record by correlation id within its session, then the one recorded call
+of the same thread and function with entry <= start <= end <= exit."""
 
 import struct
 
 BLOCK_MAGIC = 0x4B424843
 BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
+BLOCK_GPU_SESSION, BLOCK_GPU = 9, 10
 REC_ENTRY, REC_EXIT, REC_DROP = 1, 2, 4
+RF_NO_EXIT = 1
+GPU_STATUS = {0: "STARTED", 1: "STOPPED", 2: "NO_CUPTI", 3: "OTHER_USER", 4: "FAILED"}
+GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME = 1, 2, 3, 4, 5
 
 
 class TraceError(Exception):
     pass
+
+
+class Call:
+    """One recorded call: its thread, function (id and name) and ENTRY/EXIT timestamps."""
+    __slots__ = ("tid", "func", "name", "entry", "exit")
+
+    def __init__(self, tid, func, name, entry, exit_):
+        self.tid, self.func, self.name, self.entry, self.exit = tid, func, name, entry, exit_
+
+    def __repr__(self):
+        return f"Call({self.name} tid {self.tid} [{self.entry}, {self.exit}])"
+
+
+class GpuSession:
+    __slots__ = ("status", "cupti_version", "result", "path", "tsc", "records", "dropped")
+
+    def __init__(self, p):
+        (status, self.cupti_version, self.result, path_len, self.tsc, self.records,
+         self.dropped) = struct.unpack_from("<IIIIQQQ", p, 0)
+        self.status = GPU_STATUS.get(status, f"#{status}")
+        self.path = p[40:40 + path_len].decode(errors="replace")
+
+    def __repr__(self):
+        return f"GpuSession({self.status} {self.path!r} records {self.records} dropped {self.dropped})"
 
 
 class Trace:
@@ -47,6 +90,13 @@ class Trace:
         self.drop_records = 0
         self.dropped_reported = 0
         self.notes = []
+        self.calls = []
+        self.open_calls = {}  # tid: [(func, depth, entry)] while reading
+        self.gpu_sessions = []
+        self.gpu_api, self.gpu_kernels, self.gpu_memcpys, self.gpu_memsets = [], [], [], []
+        self.gpu_names = {}
+        self.gpu_records = 0
+        self.gpu_blocks = 0
 
 
 def _funcs(t, p):
@@ -61,13 +111,31 @@ def _funcs(t, p):
         off += (24 + name_len + 7) & ~7
 
 
+def _pair(t, tid, rtype, flags, func, off, p):
+    """ENTRY/EXIT pairs into t.calls: an EXIT closes the innermost open call of its function and
+    depth on its thread (calls left by longjmp stay open and are dropped)."""
+    ts, depth = struct.unpack_from("<QH", p, off + 8)
+    stack = t.open_calls.setdefault(tid, [])
+    if rtype == REC_ENTRY:
+        if not flags & RF_NO_EXIT:
+            stack.append((func, depth, ts))
+        return
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i][0] == func and stack[i][1] == depth:
+            t.calls.append(Call(tid, func, t.funcs.get(func, f"#{func}"), stack[i][2], ts))
+            del stack[i:]
+            return
+
+
 def _events(t, p):
-    _tid, nrec = struct.unpack_from("<II", p, 0)
+    tid, nrec = struct.unpack_from("<II", p, 0)
     off = 8
     for _ in range(nrec):
-        rtype, _flags, size, func = struct.unpack_from("<BBHI", p, off)
+        rtype, flags, size, func = struct.unpack_from("<BBHI", p, off)
         if size < 8 or off + size > len(p):
             raise TraceError(f"bad record size {size}")
+        if rtype in (REC_ENTRY, REC_EXIT):
+            _pair(t, tid, rtype, flags, func, off, p)
         if rtype == REC_ENTRY:
             name = t.funcs.get(func, f"#{func}")
             t.entries[name] = t.entries.get(name, 0) + 1
@@ -94,6 +162,84 @@ def _counts(t, p):
         t.counted[name] = t.counted.get(name, 0) + calls
         t.counted_by_tid[(tid, name)] = t.counted_by_tid.get((tid, name), 0) + calls
     t.counts_blocks += 1
+
+
+def _gpu(t, p):
+    """A GPU block: its records by type (trace_format.h, struct cuhook_gpu_*)."""
+    nrec, _ = struct.unpack_from("<II", p, 0)
+    session = len(t.gpu_sessions) - 1
+    off = 8
+    for _ in range(nrec):
+        if off + 8 > len(p):
+            raise TraceError("GPU block shorter than its records")
+        rtype, _flags, size, corr = struct.unpack_from("<BBHI", p, off)
+        if size < 8 or size % 8 or off + size > len(p):
+            raise TraceError(f"bad GPU record size {size}")
+        r = {"session": session, "correlation": corr}
+        if rtype == GPU_REC_API:
+            r["start"], r["end"], r["tid"], r["func"], r["cbid"], r["ret"] = struct.unpack_from("<QQIIII", p, off + 8)
+            r["name"] = t.funcs.get(r["func"]) if r["func"] != 0xFFFFFFFF else None
+            t.gpu_api.append(r)
+        elif rtype == GPU_REC_KERNEL:
+            v = struct.unpack_from("<QQIIII3i3iIIHHIQ", p, off + 8)
+            r.update(start=v[0], end=v[1], device=v[2], context=v[3], stream=v[4], name_id=v[5],
+                     grid=tuple(v[6:9]), block=tuple(v[9:12]), shared_static=v[12], shared_dynamic=v[13],
+                     registers=v[14], graph_id=v[16], graph_node_id=v[17])
+            r["name"] = t.gpu_names.get(r["name_id"])
+            if r["name_id"] and r["name"] is None:
+                raise TraceError(f"kernel name id {r['name_id']} before its NAME record")
+            t.gpu_kernels.append(r)
+        elif rtype == GPU_REC_MEMCPY:
+            v = struct.unpack_from("<QQIIIBBBBQIIQ", p, off + 8)
+            r.update(start=v[0], end=v[1], device=v[2], context=v[3], stream=v[4], copy_kind=v[5],
+                     src_kind=v[6], dst_kind=v[7], flags=v[8], bytes=v[9], graph_id=v[10], graph_node_id=v[12])
+            t.gpu_memcpys.append(r)
+        elif rtype == GPU_REC_MEMSET:
+            v = struct.unpack_from("<QQIIIIQHHIQ", p, off + 8)
+            r.update(start=v[0], end=v[1], device=v[2], context=v[3], stream=v[4], value=v[5], bytes=v[6],
+                     mem_kind=v[7], flags=v[8], graph_id=v[9], graph_node_id=v[10])
+            t.gpu_memsets.append(r)
+        elif rtype == GPU_REC_NAME:
+            name_id, length = struct.unpack_from("<II", p, off + 8)
+            if 16 + length > size:
+                raise TraceError("NAME record shorter than its name")
+            if name_id in t.gpu_names or name_id != len(t.gpu_names) + 1:
+                raise TraceError(f"NAME id {name_id} out of order (ids are 1, 2, ... in the file)")
+            t.gpu_names[name_id] = p[off + 16:off + 16 + length].decode(errors="replace")
+        else:
+            raise TraceError(f"unknown GPU record type {rtype}")
+        t.gpu_records += 1
+        off += size
+    t.gpu_blocks += 1
+
+
+def gpu_link(t):
+    """Links every GPU work record (kernel, memcpy, memset) to the recorded call that submitted
+    it, by trace_format.h's rule, never by time alone. Returns (links, unlinked): links a list of
+    (kind, record, api_record, Call), unlinked a list of (kind, record, why)."""
+    api = {}
+    for a in t.gpu_api:
+        key = (a["session"], a["correlation"])
+        if key in api:
+            raise TraceError(f"correlation id {a['correlation']} on two API records of one session")
+        api[key] = a
+    by_thread_func = {}
+    for c in t.calls:
+        by_thread_func.setdefault((c.tid, c.func), []).append(c)
+    links, unlinked = [], []
+    for kind, recs in (("kernel", t.gpu_kernels), ("memcpy", t.gpu_memcpys), ("memset", t.gpu_memsets)):
+        for r in recs:
+            a = api.get((r["session"], r["correlation"]))
+            if a is None:
+                unlinked.append((kind, r, "no API record of its correlation id"))
+                continue
+            inside = [c for c in by_thread_func.get((a["tid"], a["func"]), [])
+                      if c.entry <= a["start"] <= a["end"] <= c.exit]
+            if len(inside) != 1:
+                unlinked.append((kind, r, f"its API record lies in {len(inside)} recorded calls"))
+                continue
+            links.append((kind, r, a, inside[0]))
+    return links, unlinked
 
 
 def read_trace(path, growing=False):
@@ -125,6 +271,10 @@ def read_trace(path, growing=False):
         elif btype == BLOCK_NOTE:
             level, length = struct.unpack_from("<II", p, 0)
             t.notes.append((level, p[8:8 + length].decode(errors="replace")))
+        elif btype == BLOCK_GPU_SESSION:
+            t.gpu_sessions.append(GpuSession(p))
+        elif btype == BLOCK_GPU:
+            _gpu(t, p)
         elif btype == BLOCK_END:
             t.has_end = True
             t.end_events, t.end_dropped = struct.unpack_from("<QQ", p, 0)

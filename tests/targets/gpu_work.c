@@ -8,20 +8,24 @@
  *   --iters M        iterations per thread (default 10)
  *   --loop           iterate until SIGTERM or SIGINT (or --seconds S have passed), then finish
  *                    the current iteration, clean up and print the totals; SIGUSR1 prints
- *                    "progress N" (iterations done so far, all threads) at any time. For attach
- *                    tests: prints "pid P" and "running" first.
+ *                    "progress N" (iterations done so far, all threads) and "profiler P" (1
+ *                    while a profiler, the stand-in libcupti with an activity enabled, is
+ *                    attached to the stand-in driver; 0 when none is, as after cuptiFinalize)
+ *                    at any time. For attach tests: prints "pid P" and "running" first.
  *   --pause-us U     sleep U microseconds after each iteration (default 0; 1000 with --loop, so
  *                    that a looping target leaves the machine's CPUs to others)
- *   --subscribe LIB  dlopen LIB (a libcupti) first and hold a cuptiSubscribe for the whole
- *                    run, as torch.profiler (kineto) does: another CUPTI user. Prints
- *                    "subscribe R" (the CUptiResult, 0 on success); exit 4 if LIB cannot be
- *                    loaded or has no cuptiSubscribe.
+ *   --subscribe LIB  dlopen LIB (a libcupti) first, before the driver, and hold a
+ *                    cuptiSubscribe for the whole run, as torch.profiler (kineto) does: another
+ *                    CUPTI user, there before a profiler that starts when the driver is loaded.
+ *                    Prints "subscribe R" (the CUptiResult, 0 on success); exit 4 if LIB cannot
+ *                    be loaded or has no cuptiSubscribe.
  *
  * Prints at the end (gpu_workload.h, gpu_work_print): "iterations N", "checksum 0x...",
  * "expect NAME N" per driver function called, and one line "gpu {json}" with the exact GPU work
  * submitted: kernels (direct launches by name), graph_kernels (by name), memcpy (by kind: count,
  * bytes), memset (count, bytes), graph_launches, graph_nodes. Exit 0; 3 if a driver call failed or
  * returned wrong values; 2 on bad usage. */
+#include "fakecuda_profiler.h"
 #include "gpu_workload.h"
 
 #include <dlfcn.h>
@@ -67,6 +71,27 @@ static void subscribe(const char *path)
 	void *handle = NULL;
 	printf("subscribe %d\n", sub(&handle, NULL, NULL));
 	fflush(stdout);
+}
+
+/* Is a profiler attached to the stand-in driver now? Asked by attaching one that does nothing,
+ * which the driver refuses while another is attached, and detaching it at once. */
+static void noop_call(struct fakecuda_api_call *c) { (void)c; }
+static void noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; }
+static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
+static void noop_memset(struct fakecuda_api_call *c, const struct fakecuda_memset_work *w) { (void)c, (void)w; }
+static const struct fakecuda_profiler probe = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call};
+
+static int profiler_attached(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int (*attach)(const struct fakecuda_profiler *) =
+	    h ? (int (*)(const struct fakecuda_profiler *))dlsym(h, "fakecuda_profiler_attach") : NULL;
+	int attached = attach ? attach(&probe) != 0 : -1;
+	if (attached == 0)
+		attach(NULL);
+	if (h)
+		dlclose(h);
+	return attached;
 }
 
 static volatile int stop;
@@ -122,7 +147,8 @@ static int loop(int threads, unsigned pause_us, unsigned long seconds, struct gp
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			printf("progress %" PRIu64 "\n", __atomic_load_n(&progress, __ATOMIC_RELAXED));
+			printf("progress %" PRIu64 "\nprofiler %d\n", __atomic_load_n(&progress, __ATOMIC_RELAXED),
+			       profiler_attached());
 			fflush(stdout);
 		} else {
 			break;
@@ -160,10 +186,10 @@ int main(int argc, char **argv)
 	if (i != argc - 1 || threads < 1 || (!looping && (iters == 0 || seconds)))
 		usage();
 
-	if (gpu_work_open(argv[i]) != 0)
-		return 3;
 	if (cupti)
 		subscribe(cupti);
+	if (gpu_work_open(argv[i]) != 0)
+		return 3;
 	struct gpu_work_result r = {0};
 	if (pause_us < 0)
 		pause_us = looping ? 1000 : 0;

@@ -199,6 +199,27 @@ static void watch_keys(void)
 		      aopt_defs[k].name, aopt_defs[k].no_env);
 }
 
+/* gpu= and cupti= (the GPU side, src/agent/gpu_activity.h): read as given; a cupti= without a
+ * path is refused, as is a gpu= that is not a truth value. */
+static void gpu_keys(void)
+{
+	struct seen s = {0};
+	char err[512] = "";
+	CHECK(aopt_parse("gpu=1;cupti=/opt/cuda/extras/CUPTI/lib64/libcupti.so.13", record, &s, err, sizeof(err)) == 0,
+	      "parse failed: %s", err);
+	CHECK(s.n == 2 && s.key[0] == AOPT_GPU && s.v[0].b, "gpu=1 is true");
+	CHECK(s.key[1] == AOPT_CUPTI && !strcmp(s.value[1], "/opt/cuda/extras/CUPTI/lib64/libcupti.so.13"),
+	      "cupti as given: '%s'", s.value[1]);
+	CHECK(aopt_parse("cupti=", NULL, NULL, err, sizeof(err)) == -1 && strstr(err, "'cupti' must not be empty"),
+	      "an empty cupti= is refused: '%s'", err);
+	CHECK(aopt_parse("gpu=2", NULL, NULL, err, sizeof(err)) == -1 && strstr(err, "'gpu' must be 0 or 1"),
+	      "gpu=2 is refused: '%s'", err);
+	char n[64];
+	CHECK(!strcmp(aopt_env_name(AOPT_GPU, n, sizeof(n)), "CUHOOK_GPU"), "%s", n);
+	CHECK(!strcmp(aopt_env_name(AOPT_CUPTI, n, sizeof(n)), "CUHOOK_CUPTI"), "%s", n);
+	CHECK(!aopt_defs[AOPT_GPU].no_env && !aopt_defs[AOPT_CUPTI].no_env, "both from the environment too");
+}
+
 static void env_names(void)
 {
 	char n[64];
@@ -218,6 +239,7 @@ int main(void)
 	RUN(build_and_read_back);
 	RUN(sizes);
 	RUN(watch_keys);
+	RUN(gpu_keys);
 	RUN(env_names);
 	UNIT_EXIT();
 }

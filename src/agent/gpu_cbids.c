@@ -1,0 +1,92 @@
+#include "gpu_cbids.h"
+
+#include "hooks.h"
+#include "trace_format.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CBID_LIMIT 4096 /* driver callback ids asked for a name (13.0 has 807) */
+#define SUBMIT_MAX 512
+
+static struct {
+	bool known;
+	unsigned n;
+	uint32_t cbid[SUBMIT_MAX];
+	char name[SUBMIT_MAX][64];
+	int16_t slot_of[CBID_LIMIT];  /* cbid -> index, -1 */
+	uint32_t func_of[SUBMIT_MAX]; /* the writer's cache: cuhook's id, UINT32_MAX */
+} T;
+
+static bool has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+void gpu_cbids_learn(const struct cupti_fns *f)
+{
+	if (T.known)
+		return;
+	memset(T.slot_of, 0xff, sizeof(T.slot_of));
+	for (uint32_t cbid = 1; cbid < CBID_LIMIT && T.n < SUBMIT_MAX; cbid++) {
+		const char *name = NULL;
+		if (f->GetCallbackName(CUPTI_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_OK || !name ||
+		    strlen(name) >= sizeof(T.name[0]))
+			continue;
+		if (!has_prefix(name, "cuLaunch") && !has_prefix(name, "cuMemcpy") && !has_prefix(name, "cuMemset") &&
+		    !has_prefix(name, "cuGraphLaunch"))
+			continue;
+		T.cbid[T.n] = cbid;
+		snprintf(T.name[T.n], sizeof(T.name[0]), "%s", name);
+		T.func_of[T.n] = UINT32_MAX;
+		T.slot_of[cbid] = (int16_t)T.n++;
+	}
+	/* published to the writer by the queue of GPU blocks (a release there) */
+	T.known = true;
+}
+
+unsigned gpu_cbids_count(void)
+{
+	return T.n;
+}
+
+uint32_t gpu_cbid(unsigned i)
+{
+	return T.cbid[i];
+}
+
+const char *gpu_cbid_name(unsigned i)
+{
+	return T.name[i];
+}
+
+/* cuhook's id of the function named so, among ids [0, nfuncs): those are in the file's FUNCS
+ * blocks already, and their names were set before (the writer read them under agent_lock). */
+static uint32_t func_named(const char *name, uint32_t nfuncs)
+{
+	for (uint32_t id = 0; id < nfuncs; id++)
+		if (hooks_cold[id].name && !strcmp(hooks_cold[id].name, name))
+			return id;
+	return UINT32_MAX;
+}
+
+void gpu_api_resolve(uint8_t *data, uint32_t len, uint32_t nfuncs)
+{
+	for (uint32_t off = 0; off + sizeof(struct cuhook_gpu_rec) <= len;) {
+		struct cuhook_gpu_rec *h = (struct cuhook_gpu_rec *)(data + off);
+		if (h->size < sizeof(*h) || off + h->size > len)
+			return;
+		if (h->type == CUHOOK_GPU_REC_API) {
+			struct cuhook_gpu_api *a = (struct cuhook_gpu_api *)h;
+			int slot = a->cbid < CBID_LIMIT && T.known ? T.slot_of[a->cbid] : -1;
+			if (slot >= 0) {
+				uint32_t *f = &T.func_of[slot];
+				if (*f == UINT32_MAX || *f >= nfuncs)
+					*f = func_named(T.name[slot], nfuncs);
+				a->func = *f < nfuncs ? *f : UINT32_MAX;
+			}
+		}
+		off += h->size;
+	}
+}
