@@ -32,6 +32,7 @@ and gpu_link(trace) links every GPU work record to the call that submitted it, b
 trace_format.h: its API record by correlation id within its session, then the one recorded call
 of the same thread and function with entry <= start <= end <= exit."""
 
+import bisect
 import struct
 
 BLOCK_MAGIC = 0x4B424843
@@ -226,6 +227,10 @@ def gpu_link(t):
     by_thread_func = {}
     for c in t.calls:
         by_thread_func.setdefault((c.tid, c.func), []).append(c)
+    starts = {}
+    for k, cs in by_thread_func.items():
+        cs.sort(key=lambda c: c.entry)
+        starts[k] = [c.entry for c in cs]
     links, unlinked = [], []
     for kind, recs in (("kernel", t.gpu_kernels), ("memcpy", t.gpu_memcpys), ("memset", t.gpu_memsets)):
         for r in recs:
@@ -233,8 +238,12 @@ def gpu_link(t):
             if a is None:
                 unlinked.append((kind, r, "no API record of its correlation id"))
                 continue
-            inside = [c for c in by_thread_func.get((a["tid"], a["func"]), [])
-                      if c.entry <= a["start"] <= a["end"] <= c.exit]
+            # Calls of one function on one thread are ordered by entry; only those entered at
+            # or before the API record's start can hold it (a GPT-2 trace has 10^4 per key).
+            key = (a["tid"], a["func"])
+            cs = by_thread_func.get(key, [])
+            i = bisect.bisect_right(starts.get(key, []), a["start"])
+            inside = [c for c in cs[max(0, i - 2):i] if c.entry <= a["start"] <= a["end"] <= c.exit]
             if len(inside) != 1:
                 unlinked.append((kind, r, f"its API record lies in {len(inside)} recorded calls"))
                 continue
