@@ -1049,6 +1049,42 @@ def test_golden():
             raise Fail(f"{name} differs from the golden output:\n{diff}")
 
 
+def test_old_format():
+    """Traces without GPU blocks (the version-1 H200 trace, and the generated basic trace) give
+    exactly the report they gave before the reader knew GPU blocks: the text and JSON of the H200
+    trace byte for byte, every other format by its SHA-256 (golden/no-gpu.sha256, written by the
+    report before the GPU section existed; CUHOOK_UPDATE_GOLDEN=1 rewrites it)."""
+    import hashlib
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "h200-matmul100.bin")
+    traces = {"h200": data, "basic": gen("basic")}
+    got = {}
+    for tname, path in traces.items():
+        for fmt in ["text", "json", "csv", "jsonl", "chrome", "folded", "perfetto"]:
+            out_path = os.path.join(TMP, f"{tname}.{fmt}")
+            run(["report", "--no-color", "--format", fmt, "-o", out_path, path])
+            with open(out_path, "rb") as f:
+                out = f.read().replace(path.encode(), b"TRACE")
+            got[f"{tname}.{fmt}"] = hashlib.sha256(out).hexdigest()
+            if tname == "h200" and fmt in ("text", "json"):
+                golden = os.path.join(GOLDEN, f"h200-matmul100.{'txt' if fmt == 'text' else fmt}")
+                if os.environ.get("CUHOOK_UPDATE_GOLDEN"):
+                    with open(golden, "wb") as f:
+                        f.write(out)
+                else:
+                    with open(golden, "rb") as f:
+                        eq(out.decode(), f.read().decode(), f"h200 {fmt} report (golden/{os.path.basename(golden)})")
+    sums = os.path.join(GOLDEN, "no-gpu.sha256")
+    if os.environ.get("CUHOOK_UPDATE_GOLDEN"):
+        with open(sums, "w") as f:
+            f.writelines(f"{v}  {k}\n" for k, v in sorted(got.items()))
+        return
+    with open(sums) as f:
+        want = dict(ln.split()[::-1] for ln in f if ln.strip())
+    eq(sorted(want), sorted(got), "outputs in golden/no-gpu.sha256")
+    for k in sorted(want):
+        eq(got[k], want[k], f"SHA-256 of the {k} report")
+
+
 # ---- counted functions (trace format 3: COUNTS blocks) -------------------------------------------
 
 # What scenario_hot() in gen_trace.c makes (24000 iterations): every function's calls; with
