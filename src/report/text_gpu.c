@@ -19,10 +19,13 @@ static double pct(int64_t part, int64_t whole)
 	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 }
 
-/* "13.0.1" from cuptiGetVersion()'s 130001 */
+/* "13.0.1 " from cuptiGetVersion()'s 130001; "" when the agent did not know it */
 static const char *cupti_version(uint32_t v, char *buf, size_t len)
 {
-	snprintf(buf, len, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+	if (v)
+		snprintf(buf, len, "%u.%u.%u ", v / 10000, v / 100 % 100, v % 100);
+	else
+		buf[0] = 0;
 	return buf;
 }
 
@@ -271,7 +274,7 @@ static void write_sessions(FILE *f, const struct rp_view *v, const struct rp_gpu
 			else
 				fprintf(f, ", never stopped (the trace ends first), %llu records read",
 				        (unsigned long long)s->records_read);
-			fprintf(f, "; CUPTI %s %s\n", cupti_version(s->cupti_version, ver, sizeof(ver)), rp_safe(s->path));
+			fprintf(f, "; CUPTI %s%s\n", cupti_version(s->cupti_version, ver, sizeof(ver)), rp_safe(s->path));
 			break;
 		case CUHOOK_GPU_OTHER_USER:
 			fprintf(f, "not recorded at %s: another CUPTI user owns the process (a profiler, nsys, a "
