@@ -102,21 +102,16 @@ static int select_work(const struct rp_view *v, struct rp_gpu *g)
 {
 	const struct tr_trace *t = v->t;
 	const struct rp_opts *o = v->o;
-	uint8_t *func_ok = NULL, *thread_ok = NULL;
+	const uint8_t *func_ok = v->func_ok;
+	uint8_t *thread_ok = NULL;
 	g->sel = malloc(((size_t)t->ngpu_work + 1) * sizeof(*g->sel));
 	if (!g->sel)
 		return -1;
-	int by_call = (o->functions && *o->functions) || (o->threads && *o->threads);
+	int by_call = func_ok || (o->threads && *o->threads);
 	if (by_call) {
-		func_ok = malloc((size_t)t->nfuncs + 1);
 		thread_ok = malloc((size_t)t->nthreads + 1);
-		if (!func_ok || !thread_ok) {
-			free(func_ok);
-			free(thread_ok);
+		if (!thread_ok)
 			return -1;
-		}
-		for (uint32_t i = 0; i < t->nfuncs; i++)
-			func_ok[i] = !o->functions || !*o->functions || rp_glob_list_match(o->functions, tr_func_name(t, i));
 		for (uint32_t i = 0; i < t->nthreads; i++)
 			thread_ok[i] = (uint8_t)rp_thread_selected(v, i);
 	}
@@ -127,12 +122,11 @@ static int select_work(const struct rp_view *v, struct rp_gpu *g)
 			if (rel < o->range_start_ns || rel >= o->range_end_ns)
 				continue;
 		}
-		if (by_call && (w->call == TR_NONE || !func_ok[t->calls[w->call].func] ||
+		if (by_call && (w->call == TR_NONE || (func_ok && !func_ok[t->calls[w->call].func]) ||
 		                !thread_ok[t->calls[w->call].thread]))
 			continue;
 		g->sel[g->nsel++] = i;
 	}
-	free(func_ok);
 	free(thread_ok);
 	qsort_r(g->sel, g->nsel, sizeof(*g->sel), by_start, t->gpu_work);
 	for (uint32_t i = 0; i < g->nsel; i++) {
@@ -507,6 +501,12 @@ static int func_states(const struct rp_view *v, struct host_states *h)
 	for (uint32_t i = 0; i < t->nfuncs; i++) {
 		const struct rp_finfo *fi = &v->fi[i];
 		char base[128];
+		/* an id no FUNCS block defined has no call: no name work for it (a hostile FUNCS block
+		 * can make 2^20 of them, docs/fuzzing.md) */
+		if (!t->funcs[i].defined) {
+			h->func[i] = RP_HOST_DRIVER;
+			continue;
+		}
 		rp_base_name(tr_func_name(t, i), base, sizeof(base));
 		if (fi->ioctl)
 			h->func[i] = -1;

@@ -106,6 +106,7 @@ struct rp_view {
 	                              common axis (rp_rel) */
 	int axis_realtime;         /* several files lined up by their realtime offsets */
 	struct rp_finfo *fi;       /* per function id: what the name says (categories.h) */
+	uint8_t *func_ok;          /* per function id: --functions selects it; NULL without the option */
 	uint8_t *thread_dup;       /* per thread: another thread has the same name */
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
 	struct rp_name_slot *names;

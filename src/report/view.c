@@ -200,7 +200,7 @@ static int build_selection(struct rp_view *v)
 {
 	struct tr_trace *t = v->t;
 	uint32_t nth = t->nthreads;
-	uint8_t *func_ok = NULL;
+	uint8_t *func_ok = NULL; /* kept as v->func_ok: the GPU side selects by it too */
 	v->sel = malloc(((size_t)t->ncalls + 1) * sizeof(*v->sel));
 	struct head *heap = malloc(((size_t)nth + 1) * sizeof(*heap));
 	const uint32_t **lists = calloc((size_t)nth + 1, sizeof(*lists));
@@ -253,7 +253,7 @@ static int build_selection(struct rp_view *v)
 	}
 	if (t->ncounts && select_counts(v, func_ok))
 		goto oom;
-	free(func_ok);
+	v->func_ok = func_ok;
 	free(heap);
 	free(lists);
 	free(lens);
@@ -432,6 +432,7 @@ void rp_view_free(struct rp_view *v)
 	free(v->counted);
 	free(v->thread_dup);
 	free(v->names);
+	free(v->func_ok);
 	rp_gpu_free(v->gpu);
 	memset(v, 0, sizeof(*v));
 }
