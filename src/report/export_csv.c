@@ -5,7 +5,13 @@
  * column pid, the rows of all files in start order on their common time axis (rp_align). Arguments and the return value are raw
  * 64-bit register values in lowercase 0x hex. end_ns, dur_ns and ret are empty for a call
  * without an EXIT; stackN is empty beyond the slots the ENTRY carried. decoded is the DATA
- * records, "label=value;label=value", quoted when it holds a comma or a quote. */
+ * records, "label=value;label=value", quoted when it holds a comma or a quote.
+ *
+ * A trace with GPU blocks (taken with --gpu) also gets a row per selected GPU work record, among
+ * the calls in start order, and so a column `record` before tid ("call", "kernel", "memcpy",
+ * "memset") and the GPU columns after decoded (GPU_COLUMNS below). A GPU row's tid and func are
+ * those of the call that submitted it (empty when unlinked), its times the GPU's, call_start_ns
+ * that call's entry time. A trace without GPU blocks gets exactly the columns above. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -26,12 +32,19 @@ static void csv_field(FILE *f, const char *s)
 	putc('"', f);
 }
 
-static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid, char *dec, size_t declen)
+#define GPU_COLUMNS ",name,device,context,stream,correlation,session,grid,block,shared_static,shared_dynamic," \
+	"registers,copy_kind,bytes,value,graph_id,graph_node_id,api_start_ns,latency_ns,link,call_start_ns"
+/* the GPU columns of a call row: empty */
+#define GPU_EMPTY ",,,,,,,,,,,,,,,,,,,,"
+
+static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid, int gpu, char *dec, size_t declen)
 {
 	const struct tr_trace *t = v->t;
 	const struct tr_call *c = &t->calls[ci];
 	if (with_pid)
 		fprintf(f, "%u,", t->pid);
+	if (gpu)
+		fputs("call,", f);
 	fprintf(f, "%u,", t->threads[c->thread].tid);
 	csv_field(f, tr_func_name(t, c->func));
 	fprintf(f, ",%lld,", (long long)rp_rel(v, c->start_ns));
@@ -56,44 +69,104 @@ static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid,
 	putc(',', f);
 	tr_call_format_data(t, c, dec, declen);
 	csv_field(f, dec);
+	if (gpu)
+		fputs(GPU_EMPTY, f);
+	putc('\n', f);
+}
+
+/* A GPU work record: the call columns that apply (tid and func of its call, its GPU times), the
+ * rest empty, then the GPU columns. */
+static void gpu_row(FILE *f, const struct rp_view *v, uint32_t wi, int with_pid)
+{
+	const struct tr_trace *t = v->t;
+	const struct tr_gpu_work *w = &t->gpu_work[wi];
+	const struct tr_call *c = w->call != TR_NONE ? &t->calls[w->call] : NULL;
+	if (with_pid)
+		fprintf(f, "%u,", t->pid);
+	fprintf(f, "%s,", rp_gpu_kind_names[w->kind]);
+	if (c) {
+		fprintf(f, "%u,", t->threads[c->thread].tid);
+		csv_field(f, tr_func_name(t, c->func));
+	} else {
+		putc(',', f);
+	}
+	fprintf(f, ",%lld,%lld,%lld,,,,,,,,,,,,,,,", (long long)rp_rel(v, w->start_ns), (long long)rp_rel(v, w->end_ns),
+	        (long long)(w->end_ns - w->start_ns));
+	putc(',', f);
+	csv_field(f, rp_gpu_work_label(v, w));
+	fprintf(f, ",%u,%u,%u,%u,%u,", w->device, w->context, w->stream, w->correlation, w->session + 1);
+	if (w->kind == TR_GPU_KERNEL)
+		fprintf(f, "%dx%dx%d,%dx%dx%d,%u,%u,%u,,,", w->grid[0], w->grid[1], w->grid[2], w->block[0], w->block[1],
+		        w->block[2], w->shared_static, w->shared_dynamic, w->registers);
+	else if (w->kind == TR_GPU_MEMCPY)
+		fprintf(f, ",,,,,%s,%llu,", rp_gpu_op_name(w->copy_kind <= CUHOOK_COPY_PTOP ? w->copy_kind : 0) + 7,
+		        (unsigned long long)w->bytes);
+	else
+		fprintf(f, ",,,,,,%llu,%u", (unsigned long long)w->bytes, w->value);
+	fprintf(f, ",%u,%llu,", w->graph_id, (unsigned long long)w->graph_node_id);
+	if (w->api != TR_NONE) {
+		const struct tr_gpu_api *a = &t->gpu_api[w->api];
+		fprintf(f, "%lld,%lld", (long long)rp_rel(v, a->start_ns), (long long)(w->start_ns - a->start_ns));
+	} else {
+		putc(',', f);
+	}
+	fprintf(f, ",%s,", rp_gpu_link_keys[w->link]);
+	if (c)
+		fprintf(f, "%lld", (long long)rp_rel(v, c->start_ns));
 	putc('\n', f);
 }
 
 #define CSV_HEADER "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5," \
-	"stack0,stack1,stack2,stack3,stack4,stack5,decoded\n"
+	"stack0,stack1,stack2,stack3,stack4,stack5,decoded"
+
+/* Rows of several sorted sources (each view's calls, and its GPU work when gpu is set), merged in
+ * start order on the common axis: ties go to the earlier source (file order, calls first). */
+static int merge_rows(FILE *f, struct rp_view *views, unsigned n, int with_pid, int gpu)
+{
+	char dec[1024];
+	uint32_t *pos = calloc(2 * (size_t)n, sizeof(*pos));
+	if (!pos)
+		return -1;
+	for (;;) {
+		unsigned best = 2 * n;
+		int64_t bt = 0;
+		for (unsigned src = 0; src < 2 * n; src++) {
+			const struct rp_view *v = &views[src / 2];
+			int is_gpu = src % 2;
+			uint32_t count = !is_gpu ? v->nxsel : gpu && v->gpu ? v->gpu->nsel : 0;
+			if (pos[src] >= count)
+				continue;
+			int64_t at = is_gpu ? v->t->gpu_work[v->gpu->sel[pos[src]]].start_ns : v->t->calls[v->xsel[pos[src]]].start_ns;
+			at = rp_rel(v, at);
+			if (best == 2 * n || at < bt) {
+				best = src;
+				bt = at;
+			}
+		}
+		if (best == 2 * n)
+			break;
+		const struct rp_view *v = &views[best / 2];
+		if (best % 2)
+			gpu_row(f, v, v->gpu->sel[pos[best]++], with_pid);
+		else
+			csv_row(f, v, v->xsel[pos[best]++], with_pid, gpu, dec, sizeof(dec));
+	}
+	free(pos);
+	return 0;
+}
 
 /* k-way merge of the views' selections (each in start order) on the common axis: ties go to
  * the earlier file. */
 int rp_write_csv(FILE *f, struct rp_view *views, unsigned n)
 {
-	char dec[1024];
-	if (!rp_merged(views, n)) {
-		fputs(CSV_HEADER, f);
-		for (unsigned k = 0; k < n; k++)
-			for (uint32_t i = 0; i < views[k].nxsel; i++)
-				csv_row(f, &views[k], views[k].xsel[i], 0, dec, sizeof(dec));
-		return ferror(f) ? -1 : 0;
-	}
-	uint32_t *pos = calloc(n, sizeof(*pos));
-	if (!pos)
-		return -1;
-	fputs("pid," CSV_HEADER, f);
-	for (;;) {
-		unsigned best = n;
-		int64_t bt = 0;
-		for (unsigned k = 0; k < n; k++) {
-			if (pos[k] >= views[k].nxsel)
-				continue;
-			int64_t s = rp_rel(&views[k], views[k].t->calls[views[k].xsel[pos[k]]].start_ns);
-			if (best == n || s < bt) {
-				best = k;
-				bt = s;
-			}
-		}
-		if (best == n)
-			break;
-		csv_row(f, &views[best], views[best].xsel[pos[best]++], 1, dec, sizeof(dec));
-	}
-	free(pos);
+	int merged = rp_merged(views, n), gpu = 0;
+	for (unsigned k = 0; k < n; k++)
+		gpu |= views[k].gpu != NULL;
+	fprintf(f, "%s%s" CSV_HEADER "%s\n", merged ? "pid," : "", gpu ? "record," : "", gpu ? GPU_COLUMNS : "");
+	if (merged)
+		return merge_rows(f, views, n, 1, gpu) || ferror(f) ? -1 : 0;
+	for (unsigned k = 0; k < n; k++)
+		if (merge_rows(f, &views[k], 1, 0, gpu))
+			return -1;
 	return ferror(f) ? -1 : 0;
 }

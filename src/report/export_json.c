@@ -1,6 +1,7 @@
 /* --format json: one object per trace (an array of them under "traces" for several files) with
  * the header facts, the per-function statistics, the functions not traced, and the analysis
- * (categories, transfers, stages, gaps, slowest calls, findings). Stable keys: tests and
+ * (categories, transfers, stages, gaps, slowest calls, findings), and for a trace with GPU blocks
+ * the GPU side ("gpu", export_gpu_json.c). Stable keys: tests and
  * scripts parse it. Times are integer nanoseconds where exact, floats where averaged. */
 #include "report.h"
 #include "nvioctl.h"
@@ -244,6 +245,10 @@ static int write_one(FILE *f, struct rp_view *v)
 			rp_ioctl_write_json(f, v, &s);
 			rp_ioctl_summary_free(&s);
 		}
+	}
+	if (v->gpu) {
+		fprintf(f, ",\n");
+		rp_gpu_write_json(f, v);
 	}
 	fprintf(f, "\n}");
 	free(fs);

@@ -7,12 +7,17 @@
  *                          counter (8: an empty CounterDescriptor makes a counter track)
  *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant, 4 counter),
  *                     track_uuid (11), categories (22), name (23), debug_annotations (4:
- *                     name 10, string_value 6, uint_value 3), counter_value (30)
+ *                     name 10, string_value 6, uint_value 3, int_value 4), counter_value (30),
+ *                     flow_ids (47, fixed64), terminating_flow_ids (48, fixed64)
  *   with timestamp (8, ns) and trusted_packet_sequence_id (10).
  * Field numbers are those of perfetto/protos/perfetto/trace/. Each thread's calls become
  * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant.
  * Counted calls (agent option count=) become a counter track per thread and function, under the
- * thread's track: the thread's running total of the function's calls, from 0 at the start. */
+ * thread's track: the thread's running total of the function's calls, from 0 at the start.
+ * GPU records (agent option gpu=1) go on a track per device, under the process's track, with a
+ * track per stream lane under it (gpu_analysis.c: overlapping work of one stream goes on further
+ * lanes); a flow goes from each call's slice (flow_ids) to each piece of work it submitted
+ * (terminating_flow_ids). */
 #include "report.h"
 
 #include <stdio.h>
@@ -65,6 +70,15 @@ static void pb_uint(struct pb *b, unsigned field, uint64_t v)
 	pb_varint(b, v);
 }
 
+static void pb_fixed64(struct pb *b, unsigned field, uint64_t v)
+{
+	uint8_t le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	pb_varint(b, (uint64_t)field << 3 | 1);
+	pb_raw(b, le, sizeof(le));
+}
+
 static void pb_bytes(struct pb *b, unsigned field, const void *s, size_t n)
 {
 	pb_varint(b, (uint64_t)field << 3 | 2);
@@ -107,7 +121,10 @@ enum {
 	TE_CATEGORY = 22,
 	TE_NAME = 23,
 	TE_COUNTER_VALUE = 30,
+	TE_FLOW_IDS = 47,
+	TE_TERMINATING_FLOW_IDS = 48,
 	DA_UINT = 3,
+	DA_INT = 4,
 	DA_STRING = 6,
 	DA_NAME = 10,
 	SLICE_BEGIN = 1,
@@ -183,6 +200,11 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 			pb_uint(&w->sub, DA_UINT, c->ret);
 			pb_msg(ev, TE_ANNOT, &w->sub);
 		}
+		/* flows to the GPU work it submitted */
+		uint32_t nfl;
+		const uint32_t *fl = rp_gpu_call_flows(v, (uint32_t)(c - t->calls), &nfl);
+		for (uint32_t i = 0; i < nfl; i++)
+			pb_fixed64(ev, TE_FLOW_IDS, rp_gpu_flow_id(k, fl[i]));
 	}
 	emit(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev);
 }
@@ -318,6 +340,103 @@ static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
 	return 0;
 }
 
+
+/* ---- GPU tracks -------------------------------------------------------------------------------- */
+
+static uint64_t device_uuid(unsigned k, uint32_t device)
+{
+	return 0x4000000000000000ull | (uint64_t)(k & 0xffffff) << 32 | device;
+}
+
+static uint64_t lane_uuid(unsigned k, uint32_t stream_index, uint32_t lane)
+{
+	return 0x5000000000000000ull | (uint64_t)(k & 0xff) << 48 | (uint64_t)(stream_index & 0xffffffff) << 8 |
+	       (lane & 0xff);
+}
+
+static void annot_str(struct writer *w, const char *name, const char *s, size_t n)
+{
+	w->sub.len = 0;
+	pb_str(&w->sub, DA_NAME, name);
+	pb_bytes(&w->sub, DA_STRING, s, n);
+	pb_msg(&w->ev, TE_ANNOT, &w->sub);
+}
+
+static void annot_uint(struct writer *w, const char *name, uint64_t value)
+{
+	w->sub.len = 0;
+	pb_str(&w->sub, DA_NAME, name);
+	pb_uint(&w->sub, DA_UINT, value);
+	pb_msg(&w->ev, TE_ANNOT, &w->sub);
+}
+
+static void gpu_slice(struct writer *w, const struct rp_view *v, unsigned k, uint64_t track, uint32_t wi, int64_t start,
+                      int64_t end, int flow)
+{
+	const struct tr_trace *t = v->t;
+	const struct tr_gpu_work *g = &t->gpu_work[wi];
+	struct pb *ev = &w->ev;
+	ev->len = 0;
+	pb_uint(ev, TE_TYPE, SLICE_BEGIN);
+	pb_uint(ev, TE_TRACK, track);
+	pb_str(ev, TE_CATEGORY, rp_gpu_kind_names[g->kind]);
+	pb_str(ev, TE_NAME, rp_gpu_work_label(v, g));
+	size_t l = rp_gpu_describe(v, g, w->buf, sizeof(w->buf));
+	annot_str(w, "details", w->buf, l);
+	annot_uint(w, "correlation", g->correlation);
+	annot_str(w, "link", rp_gpu_link_keys[g->link], strlen(rp_gpu_link_keys[g->link]));
+	if (g->api != TR_NONE) {
+		w->sub.len = 0;
+		pb_str(&w->sub, DA_NAME, "latency_ns");
+		pb_uint(&w->sub, DA_INT, (uint64_t)(g->start_ns - t->gpu_api[g->api].start_ns));
+		pb_msg(ev, TE_ANNOT, &w->sub);
+	}
+	if (flow)
+		pb_fixed64(ev, TE_TERMINATING_FLOW_IDS, rp_gpu_flow_id(k, wi));
+	emit(w->f, &w->pkt, start < 0 ? 0 : start, PKT_TRACK_EVENT, ev);
+	ev->len = 0;
+	pb_uint(ev, TE_TYPE, SLICE_END);
+	pb_uint(ev, TE_TRACK, track);
+	emit(w->f, &w->pkt, end < 0 ? 0 : end, PKT_TRACK_EVENT, ev);
+}
+
+static void gpu_descriptor(struct writer *w, uint64_t uuid, uint64_t parent, const char *name)
+{
+	struct pb *d = &w->ev;
+	d->len = 0;
+	pb_uint(d, TD_UUID, uuid);
+	pb_str(d, TD_NAME, name);
+	pb_uint(d, TD_PARENT, parent);
+	emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+}
+
+/* A track per device under the process, a track per stream lane under it, a slice per piece of
+ * work; the work that ends a flow terminates it. */
+static int gpu_tracks(struct writer *w, struct rp_view *v, unsigned k)
+{
+	const struct tr_trace *t = v->t;
+	const struct rp_gpu *g = v->gpu;
+	struct rp_gpu_slice *sl = rp_gpu_slices(v);
+	if (!sl)
+		return -1;
+	for (uint32_t d = 0; d < g->ndevices; d++) {
+		snprintf(w->buf, sizeof(w->buf), "GPU %u", g->devices[d].device);
+		gpu_descriptor(w, device_uuid(k, g->devices[d].device), process_uuid(k, t->pid), w->buf);
+	}
+	for (uint32_t i = 0; i < g->nsel; i++) {
+		const struct rp_gpu_slice *s = &sl[i];
+		const struct tr_gpu_work *x = &t->gpu_work[s->work];
+		uint64_t track = lane_uuid(k, s->stream_index, s->lane);
+		if (s->new_track) {
+			snprintf(w->buf, sizeof(w->buf), "stream %u%s", x->stream, s->lane ? " (overlapping)" : "");
+			gpu_descriptor(w, track, device_uuid(k, x->device), w->buf);
+		}
+		gpu_slice(w, v, k, track, s->work, s->start, s->end, s->flow);
+	}
+	free(sl);
+	return 0;
+}
+
 int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 {
 	struct writer w;
@@ -339,6 +458,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 		free(selected);
 		if (!rc)
 			rc = counter_tracks(&w, v, k);
+		if (!rc && v->gpu)
+			rc = gpu_tracks(&w, v, k);
 	}
 	int oom = w.pkt.oom || w.ev.oom || w.sub.oom;
 	free(w.pkt.p);

@@ -1,6 +1,8 @@
 /* Call-by-call exports: jsonl (one JSON object per call), chrome (Chrome trace event JSON, one
- * track per thread, for chrome://tracing and ui.perfetto.dev) and folded (stack;stack value
- * lines for flame graph tools). The native Perfetto protobuf is in export_perfetto.c.
+ * track per thread, for chrome://tracing and ui.perfetto.dev; with GPU records a process per
+ * device, a track per stream and a flow from each call to the GPU work it submitted) and folded
+ * (stack;stack value lines for flame graph tools). The native Perfetto protobuf is in
+ * export_perfetto.c.
  *
  * With several files, times are on their common axis (rp_align: from the earliest trace start,
  * traces lined up by their realtime clocks), so processes line up; with --separate each trace
@@ -72,6 +74,64 @@ static void us(FILE *f, int64_t ns)
 	fprintf(f, "%llu.%03llu", (unsigned long long)(u / 1000), (unsigned long long)(u % 1000));
 }
 
+/* The GPU tracks of view k: a process per device (a pid no real process has) and a thread per
+ * stream lane, a complete event per piece of work, and the end of the flow from the call that
+ * submitted it (its start is written with the call). */
+#define CHROME_FLOW "\"name\":\"submit\",\"cat\":\"gpu.flow\""
+
+static int64_t gpu_pid(unsigned k, uint32_t device)
+{
+	return 0x40000000ll + ((int64_t)k << 20) + (device & 0xfffff);
+}
+
+static int64_t lane_tid(uint32_t stream, uint32_t lane)
+{
+	return ((int64_t)lane << 32) | stream;
+}
+
+static int chrome_gpu(FILE *f, const struct rp_view *v, unsigned k, char *buf, size_t len)
+{
+	const struct tr_trace *t = v->t;
+	const struct rp_gpu *g = v->gpu;
+	struct rp_gpu_slice *sl = rp_gpu_slices(v);
+	if (!sl)
+		return -1;
+	for (uint32_t d = 0; d < g->ndevices; d++)
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"tid\":0,\"args\":{\"name\":\"GPU %u "
+		           "(pid %u)\"}}", (long long)gpu_pid(k, g->devices[d].device), g->devices[d].device, t->pid);
+	for (uint32_t i = 0; i < g->nsel; i++) {
+		const struct rp_gpu_slice *s = &sl[i];
+		const struct tr_gpu_work *w = &t->gpu_work[s->work];
+		int64_t pid = gpu_pid(k, w->device), tid = lane_tid(w->stream, s->lane), start = s->start, end = s->end;
+		if (s->new_track)
+			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%lld,\"args\":{\"name\":"
+			           "\"stream %u%s\"}}", (long long)pid, (long long)tid, w->stream, s->lane ? " (overlapping)" : "");
+		const char *name = rp_gpu_work_label(v, w);
+		fprintf(f, ",\n{\"name\":");
+		rp_json_str(f, name, strlen(name));
+		fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%lld,\"tid\":%lld,\"ts\":", rp_gpu_kind_names[w->kind],
+		        (long long)pid, (long long)tid);
+		us(f, start);
+		fprintf(f, ",\"dur\":");
+		us(f, end - start);
+		fprintf(f, ",\"args\":{\"details\":");
+		size_t l = rp_gpu_describe(v, w, buf, len);
+		rp_json_str(f, buf, l);
+		fprintf(f, ",\"correlation\":%u,\"link\":\"%s\"", w->correlation, rp_gpu_link_keys[w->link]);
+		if (w->api != TR_NONE)
+			fprintf(f, ",\"latency_ns\":%lld", (long long)(w->start_ns - t->gpu_api[w->api].start_ns));
+		fprintf(f, "}}");
+		if (s->flow) {
+			fprintf(f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu," CHROME_FLOW ",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+			        (unsigned long long)rp_gpu_flow_id(k, s->work), (long long)pid, (long long)tid);
+			us(f, start);
+			fprintf(f, "}");
+		}
+	}
+	free(sl);
+	return 0;
+}
+
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -122,7 +182,18 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 			if (tr_call_timed(c))
 				fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
 			fprintf(f, "}}");
+			/* flows to the GPU work the call submitted: they start in the call's slice */
+			uint32_t nfl;
+			const uint32_t *fl = rp_gpu_call_flows(v, v->xsel[i], &nfl);
+			for (uint32_t j = 0; j < nfl; j++) {
+				fprintf(f, ",\n{\"ph\":\"s\",\"id\":%llu," CHROME_FLOW ",\"pid\":%u,\"tid\":%u,\"ts\":",
+				        (unsigned long long)rp_gpu_flow_id(k, fl[j]), t->pid, t->threads[c->thread].tid);
+				us(f, rp_rel(v, c->start_ns));
+				fprintf(f, "}");
+			}
 		}
+		if (v->gpu && chrome_gpu(f, v, k, buf, sizeof(buf)))
+			return -1;
 	}
 	fprintf(f, "\n]}\n");
 	return ferror(f) ? -1 : 0;

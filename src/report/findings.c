@@ -1,5 +1,12 @@
 /* Bottleneck findings: rules over the analysis, each stating the numbers it is based on so the
- * reader can judge it. Thresholds are deliberately simple and written next to each rule. */
+ * reader can judge it. Thresholds are deliberately simple and written next to each rule.
+ *
+ * With GPU records (a trace taken with --gpu) the rules about the GPU stand on what the GPU did:
+ * "host-bound" only where a device ran nothing while no sync and no loading was in progress, the
+ * GPU's idle time during one-off loading told apart, the waits in sync calls set against how busy
+ * the GPU was, copies from pageable memory with their GPU-measured bandwidth. Without GPU
+ * records those rules guess from the host's calls alone; a trace that has GPU sessions but no
+ * GPU records (another CUPTI user, no CUPTI) says so in each of them. */
 #include "report.h"
 
 #include <stdarg.h>
@@ -165,6 +172,143 @@ static void count_hint(const struct rp_view *v, const struct rp_fstat *fs, uint3
 	    kept ? " " : " with the functions counted already ");
 }
 
+
+/* ---- with GPU records ------------------------------------------------------------------------ */
+
+/* A device's steady state: its active time (first work to last, per session) without the gaps
+ * spent loading. */
+static int64_t steady_time(const struct rp_gpu *g)
+{
+	int64_t active = 0;
+	for (uint32_t d = 0; d < g->ndevices; d++)
+		active = rp_sat_add(active, g->devices[d].active);
+	return active - g->gap_host[RP_HOST_LOADING];
+}
+
+static int64_t busy_time(const struct rp_gpu *g)
+{
+	int64_t busy = 0;
+	for (uint32_t d = 0; d < g->ndevices; d++)
+		busy = rp_sat_add(busy, g->devices[d].busy);
+	return busy;
+}
+
+static const char *call_name(const struct rp_view *v, uint32_t ci)
+{
+	return ci == TR_NONE ? "?" : tr_func_name(v->t, v->t->calls[ci].func);
+}
+
+/* Waiting for the GPU (sync >= 30% of the driver time), set against how busy the GPU was. */
+static void gpu_sync(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs, uint32_t nfs,
+                     struct ctx *x)
+{
+	const struct rp_gpu *g = v->gpu;
+	int64_t sync = a->cat[RP_CAT_SYNC].total, api = a->api_time, steady = steady_time(g), busy = busy_time(g);
+	char b1[32], b2[32];
+	if (!(api > 0 && pct(sync, api) >= 30))
+		return;
+	const struct rp_fstat *s = top_of_cat(v, fs, nfs, RP_CAT_SYNC);
+	if (steady > 0 && pct(busy, steady) >= 80)
+		add(x, 2, "The host spends %.0f%% of its driver time waiting for the GPU (%s in %llu sync calls, most in "
+		          "%s), and the GPU was busy %.0f%% of its steady state: the GPU's work bounds the run. Make the "
+		          "kernels faster (the kernel summary says which take the time) or overlap copies with them.",
+		    pct(sync, api), D(b1, sync), (unsigned long long)a->cat[RP_CAT_SYNC].calls,
+		    s ? tr_func_name(v->t, s->func) : "?", pct(busy, steady));
+	else
+		add(x, 1, "The host spends %.0f%% of its driver time in sync calls (%s in %llu calls, most in %s), yet the GPU "
+		          "was busy only %.0f%% of its steady state (%s): the waits are for work that is submitted "
+		          "late or in small pieces, not for a saturated GPU.",
+		    pct(sync, api), D(b1, sync), (unsigned long long)a->cat[RP_CAT_SYNC].calls,
+		    s ? tr_func_name(v->t, s->func) : "?", pct(busy, steady), D(b2, steady));
+}
+
+/* Host-bound: a device idle while its host was neither syncing nor loading, >= 30% of the steady
+ * state; one-off loading apart. */
+static void gpu_idle(const struct rp_view *v, struct ctx *x)
+{
+	const struct rp_gpu *g = v->gpu;
+	const struct tr_gpu_work *w = v->t->gpu_work;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+	int64_t steady = steady_time(g);
+	int64_t hb = g->gap_host[RP_HOST_DRIVER] + g->gap_host[RP_HOST_OUTSIDE];
+	if (steady > 0 && hb > 0 && pct(hb, steady) >= 30) {
+		const struct rp_gpu_gap *m = &g->host_bound;
+		add(x, pct(hb, steady) >= 50 ? 2 : 1,
+		    "The GPU idled %s, %.0f%% of its steady state (%s), waiting for the host: no sync call and no loading "
+		    "was in progress (%s outside any driver call, %s in other driver calls). The largest such gap, %s at "
+		    "%s between %s and %s, had %s outside the driver. Host-bound: prepare the next work while the GPU "
+		    "runs the current one, or submit more at once (CUDA graphs).",
+		    D(b1, hb), pct(hb, steady), D(b2, steady), D(b3, g->gap_host[RP_HOST_OUTSIDE]),
+		    D(b4, g->gap_host[RP_HOST_DRIVER]), D(b5, m->end - m->start), D(b6, m->start - v->t0),
+		    rp_gpu_work_label(v, &w[m->before]), rp_gpu_work_label(v, &w[m->after]),
+		    D(b7, m->host[RP_HOST_OUTSIDE]));
+	}
+	int64_t load = g->gap_host[RP_HOST_LOADING];
+	if (load > 0 && g->gap_total > 0 && pct(load, g->gap_total) >= 10)
+		add(x, 0, "One-off loading: the GPU idled %s (%.0f%% of its idle time) while the host loaded modules or "
+		          "libraries or initialised (most in %s). It is paid once, when a library or kernel is first "
+		          "used, and is not counted as host-bound.",
+		    D(b1, load), pct(load, g->gap_total), call_name(v, g->host_calls[RP_HOST_LOADING]));
+}
+
+/* Facts of the GPU's own: what dominates it, copies from pageable memory, records CUPTI lost or
+ * that could not be linked. */
+static void gpu_facts(const struct rp_view *v, struct ctx *x)
+{
+	const struct rp_gpu *g = v->gpu;
+	const struct tr_trace *t = v->t;
+	char b1[32], b2[32], b3[32];
+	if (g->nkernels && pct(g->kernels[0].d.total, g->kernel_time) >= 50)
+		add(x, 0, "One kernel takes %.0f%% of the GPU's kernel time: %s (%llu instances, %s in all, %s each on "
+		          "average).", pct(g->kernels[0].d.total, g->kernel_time), g->kernels[0].name,
+		    (unsigned long long)g->kernels[0].calls, D(b1, g->kernels[0].d.total), D(b3, g->kernels[0].d.avg));
+	for (unsigned op = CUHOOK_COPY_HTOD; op <= CUHOOK_COPY_DTOH; op++) {
+		/* >= 1 MiB through pageable host memory at < 6 GB/s as the calls saw it (far below PCIe 3
+		 * x16 with pinned memory): the GPU's own transfer is fast, the staging costs the host */
+		const uint64_t bytes = g->pageable[op].bytes;
+		const int64_t host = g->pageable[op].call_time;
+		if (bytes >= (1u << 20) && host > 0 && (double)bytes / (double)host < 6 && g->pageable[op].time > 0)
+			add(x, 1, "Copies %s through pageable host memory (%llu, %s) ran at %.2f GB/s as the calls that made "
+			          "them saw it (%s in those calls), %.2f GB/s on the GPU. The driver copies pageable memory "
+			          "through a staging buffer; pinned memory (cuMemHostAlloc, cuMemHostRegister) is usually "
+			          "several times faster and lets copies overlap kernels.",
+			    rp_gpu_op_name(op) + strlen("memcpy "), (unsigned long long)g->pageable[op].count,
+			    rp_fmt_bytes(b1, sizeof(b1), (double)bytes), (double)bytes / (double)host, D(b2, host),
+			    (double)bytes / (double)g->pageable[op].time);
+	}
+	uint64_t dropped = 0;
+	for (uint32_t i = 0; i < t->ngpu_sessions; i++)
+		dropped = tr_sat_add_u64(dropped, t->gpu_sessions[i].dropped);
+	if (dropped)
+		add(x, 1, "CUPTI dropped %llu GPU records (its buffers were full): GPU times and counts are lower "
+		          "bounds.", (unsigned long long)dropped);
+	uint64_t unlinked = g->nsel - g->link[TR_GPU_LINKED];
+	if (unlinked)
+		add(x, 1, "%llu of %u GPU records are not linked to the call that submitted them (%llu without an API "
+		          "record, %llu whose API record lies in no recorded call, %llu whose call was dropped): they "
+		          "count in the GPU sections, not in the flows.", (unsigned long long)unlinked, g->nsel,
+		    (unsigned long long)g->link[TR_GPU_NO_API], (unsigned long long)g->link[TR_GPU_NO_CALL],
+		    (unsigned long long)g->link[TR_GPU_CALL_DROPPED]);
+}
+
+/* Sessions that recorded nothing: why the GPU side is missing. */
+static void gpu_missing(const struct rp_view *v, struct ctx *x, int gpu)
+{
+	const struct tr_trace *t = v->t;
+	const char *so = gpu ? "" : " The findings about the GPU are host-side guesses.";
+	for (uint32_t i = 0; i < t->ngpu_sessions; i++) {
+		const struct tr_gpu_session *s = &t->gpu_sessions[i];
+		if (s->status == CUHOOK_GPU_OTHER_USER)
+			add(x, 1, "GPU session %u recorded nothing: another CUPTI user owned the process (a profiler, nsys, a "
+			          "CUDA_INJECTION64_PATH tool); the API calls were traced.%s", i + 1, so);
+		else if (s->status == CUHOOK_GPU_NO_CUPTI)
+			add(x, 1, "GPU session %u recorded nothing: no CUPTI library was found (--cupti PATH names one).%s",
+			    i + 1, so);
+		else if (s->status == CUHOOK_GPU_FAILED)
+			add(x, 1, "GPU session %u recorded nothing: CUPTI refused (CUptiResult %u).%s", i + 1, s->result, so);
+	}
+}
+
 unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs,
                      uint32_t nfs, struct rp_finding *out, unsigned max)
 {
@@ -172,22 +316,29 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 	const struct tr_trace *t = v->t;
 	int64_t api = a->api_time, run = v->t1 - v->t0;
 	char b1[32], b2[32], b3[32], b4[32], b5[32];
+	/* GPU records to judge by; or GPU sessions without them: the guesses say so */
+	const int gpu = v->gpu && v->gpu->nsel;
+	const char *guess = v->gpu && !gpu ? " (A host-side guess: this trace has no GPU records to check it against.)" : "";
 
 	if (t->dropped)
 		add(&x, 1, "%llu records were dropped while tracing (lossy mode or a slow disk): call counts and "
 		           "times below are lower bounds.", (unsigned long long)t->dropped);
+	if (v->gpu)
+		gpu_missing(v, &x, gpu);
 
 	/* Waiting for the GPU: sync calls hold >= 30% of the driver time. */
 	int64_t sync = a->cat[RP_CAT_SYNC].total;
-	if (api > 0 && pct(sync, api) >= 30) {
+	if (gpu) {
+		gpu_sync(v, a, fs, nfs, &x);
+	} else if (api > 0 && pct(sync, api) >= 30) {
 		const struct rp_fstat *s = top_of_cat(v, fs, nfs, RP_CAT_SYNC);
 		add(&x, 2, "The host spends %.0f%% of its driver time waiting for the GPU: %s in %llu sync calls "
 		           "(%.0f%% of the whole run), most in %s (%llu call%s, %s). The GPU work itself, or its "
 		           "serialization with the host, bounds the run: overlap copies and kernels on several "
-		           "streams, and synchronize less often.",
+		           "streams, and synchronize less often.%s",
 		    pct(sync, api), D(b1, sync), (unsigned long long)a->cat[RP_CAT_SYNC].calls, pct(sync, run),
 		    s ? tr_func_name(t, s->func) : "?", s ? (unsigned long long)s->calls : 0ull,
-		    s && s->calls == 1 ? "" : "s", D(b2, s ? s->total : 0));
+		    s && s->calls == 1 ? "" : "s", D(b2, s ? s->total : 0), guess);
 	}
 
 	/* Transfers: a large share of the driver time, and slow synchronous copies. */
@@ -195,7 +346,7 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 	if (api > 0 && pct(xfer, api) >= 30)
 		add(&x, 2, "Copies and memsets take %.0f%% of the driver time (%s in %llu calls).", pct(xfer, api),
 		    D(b1, xfer), (unsigned long long)a->cat[RP_CAT_TRANSFER].calls);
-	for (int d = RP_DIR_H2D; d <= RP_DIR_D2H; d++) {
+	for (int d = RP_DIR_H2D; d <= RP_DIR_D2H && !gpu; d++) { /* with GPU records: gpu_facts() */
 		const struct rp_dir_stat *ds = &a->dir[d];
 		/* >= 1 MiB moved synchronously at < 6 GB/s: far below PCIe 3 x16 with pinned memory */
 		if (ds->sync_bytes >= (1u << 20) && ds->sync_time > 0) {
@@ -203,8 +354,9 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 			if (gbs < 6)
 				add(&x, 1, "Synchronous %s copies reach only %.2f GB/s (%s in %s): pageable host memory "
 				           "is copied through a staging buffer; pinned memory (cuMemHostAlloc or "
-				           "cuMemHostRegister) and async copies are usually several times faster.",
-				    rp_dir_names[d], gbs, rp_fmt_bytes(b1, sizeof(b1), (double)ds->sync_bytes), D(b2, ds->sync_time));
+				           "cuMemHostRegister) and async copies are usually several times faster.%s",
+				    rp_dir_names[d], gbs, rp_fmt_bytes(b1, sizeof(b1), (double)ds->sync_bytes), D(b2, ds->sync_time),
+				    guess);
 		}
 	}
 
@@ -248,16 +400,19 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 	 * >= 30% of the span from the first submission to the last. */
 	const struct rp_gaps *g = &a->gaps;
 	int64_t host_gap = g->total - g->sync_in_gaps;
-	if (g->ngaps && g->span > 0 && pct(host_gap, g->span) >= 30) {
+	if (gpu) {
+		gpu_idle(v, &x);
+		gpu_facts(v, &x);
+	} else if (g->ngaps && g->span > 0 && pct(host_gap, g->span) >= 30) {
 		const struct tr_call *before = &t->calls[g->top_before[0]], *after = &t->calls[g->top_after[0]];
 		add(&x, pct(host_gap, g->span) >= 50 ? 2 : 1,
 		    "Between GPU submissions the host spends %s neither submitting work nor waiting for the GPU "
 		    "(%.0f%% of the %s from the first submission to the last; %s more of the gaps is spent in "
 		    "sync calls); the largest gap, %s, lies "
 		    "between %s and %s at %s. The GPU may idle while the host prepares work (host-bound): "
-		    "prepare the next batch while the GPU runs the current one.",
+		    "prepare the next batch while the GPU runs the current one.%s",
 		    D(b1, host_gap), pct(host_gap, g->span), D(b2, g->span), D(b4, g->sync_in_gaps), D(b3, g->top[0]),
-		    tr_func_name(t, before->func), tr_func_name(t, after->func), D(b5, before->end_ns - v->t0));
+		    tr_func_name(t, before->func), tr_func_name(t, after->func), D(b5, before->end_ns - v->t0), guess);
 	}
 
 	errors(v, &x);

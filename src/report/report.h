@@ -6,7 +6,8 @@
  *   analysis.c   categories, transfers, pipeline stages, host gaps, nesting, errors
  *   findings.c   bottleneck findings from the analysis, with the numbers behind them
  *   describe.c   one call in words: kernel name, grid, bytes, direction, returned pointer...
- *   text.c       the terminal report
+ *   gpu_analysis.c  the GPU side: kernels, copies, busy time, idle gaps, latency, flows
+ *   text.c       the terminal report (text_gpu.c: its GPU sections)
  *   export_*.c   json, csv, jsonl, chrome, perfetto, folded
  *   util.c       units, escaping, output helpers
  * cmd_report.c (src/cli) parses the command line into struct rp_opts and calls rp_main(). */
@@ -105,10 +106,12 @@ struct rp_view {
 	                              common axis (rp_rel) */
 	int axis_realtime;         /* several files lined up by their realtime offsets */
 	struct rp_finfo *fi;       /* per function id: what the name says (categories.h) */
+	uint8_t *func_ok;          /* per function id: --functions selects it; NULL without the option */
 	uint8_t *thread_dup;       /* per thread: another thread has the same name */
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
 	struct rp_name_slot *names;
 	uint32_t names_cap, nnames;
+	struct rp_gpu *gpu;        /* the GPU side, analysed once; NULL: no GPU block in the trace */
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -138,6 +141,8 @@ void rp_view_free(struct rp_view *v);
 /* Whether the options select a COUNTS entry by its thread and, with --time-range, the time the
  * writer read it (the function is for the caller to check: rp_view.counted). */
 int rp_count_in_view(const struct rp_view *v, const struct tr_count *c);
+/* Whether the options (--thread) select a thread. */
+int rp_thread_selected(const struct rp_view *v, uint32_t thread);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
 /* The category name of a function for the exports: rp_cat_names[], or "ioctl". */
@@ -163,6 +168,16 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *n);
 /* The middle value(s) of d[0..n), n > 0, in O(n) (reorders d): *lo == *hi for an odd n, the
  * two middle values for an even n. */
 void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi);
+/* The k-th smallest of d[0..n), k < n, in O(n) (reorders d). */
+int64_t rp_kth(int64_t *d, size_t n, size_t k);
+/* A distribution of durations: the statistics of the API summary's columns. */
+struct rp_dist {
+	int64_t total, min, max;   /* total saturates */
+	double avg, med, stddev;   /* med of an even count: the mean of the two middle values;
+	                              stddev: the sample standard deviation (n - 1), 0 for n < 2 */
+};
+/* The statistics of d[0..n) (reorders d); all 0 for n == 0. */
+void rp_dist_of(struct rp_dist *s, int64_t *d, size_t n);
 /* The API summary over several traces: functions matched by name. */
 struct rp_mstat {
 	const char *name;
@@ -240,6 +255,156 @@ int64_t rp_sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, 
  * their count and *out (indices in calls[], caller frees); 0 and NULL when none or no memory. */
 uint32_t rp_slowest(const struct rp_view *v, uint32_t k, uint32_t **out);
 
+/* ---- gpu_analysis.c: the GPU side of a view, analysed once (rp_view_init) for every writer ---- */
+
+/* What the program's threads were doing while a GPU ran nothing, by priority: a loading or
+ * initialising call (module, library and function loading, cuInit, device queries, context
+ * creation, and a function's first call when it lasted >= 10 times the function's median and
+ * >= 100 us: first-call initialisation) on any thread, else a sync call, else any other driver
+ * call, else none. */
+enum rp_host_state { RP_HOST_LOADING, RP_HOST_SYNC, RP_HOST_DRIVER, RP_HOST_OUTSIDE, RP_HOST_COUNT };
+extern const char *const rp_host_state_names[RP_HOST_COUNT];
+
+/* Copies by kind (enum cuhook_gpu_copy_kind, 0..10), then memsets. */
+#define RP_GPU_OP_MEMSET 11
+#define RP_GPU_OP_COUNT 12
+/* "memcpy HtoD", ..., "memset" */
+const char *rp_gpu_op_name(unsigned op);
+/* "kernel", "memcpy", "memset" */
+extern const char *const rp_gpu_kind_names[TR_GPU_KIND_COUNT];
+/* Why a record is not linked, in words ("linked", "no API record", ...), and as a token for the
+ * exports ("linked", "no_api_record", "api_record_in_no_call", "call_dropped"). */
+extern const char *const rp_gpu_link_names[TR_GPU_LINK_COUNT];
+extern const char *const rp_gpu_link_keys[TR_GPU_LINK_COUNT];
+
+struct rp_gpu_kernel_row {     /* the kernels of one name (cuda_gpu_kern_sum) */
+	uint32_t name_id;          /* 0: unnamed */
+	const char *name;          /* demangled when it demangles, else as recorded */
+	uint64_t calls;
+	struct rp_dist d;          /* GPU time */
+};
+
+struct rp_gpu_memop_row {      /* copies of one kind, or memsets (cuda_gpu_mem_time_sum and
+	                              cuda_gpu_mem_size_sum) */
+	uint8_t op;                /* copy kind, or RP_GPU_OP_MEMSET */
+	uint64_t count, bytes;     /* bytes: saturating sum */
+	struct rp_dist d;          /* GPU time */
+	struct rp_dist size;       /* bytes per operation (ints beyond 2^63 clamp) */
+};
+
+struct rp_gpu_stream {
+	uint32_t device, stream;
+	uint64_t works;
+	int64_t busy;              /* the union of its work's intervals */
+	uint32_t nlanes;           /* tracks the exports need for it: work that overlaps on one
+	                              stream (graph nodes) goes on further lanes */
+};
+
+struct rp_gpu_device {
+	uint32_t device;
+	uint64_t works;
+	int64_t busy;              /* the union of its work's intervals (all streams) */
+	int64_t active;            /* per session, its first work's start to its last work's end */
+	uint64_t ngaps;            /* times it ran nothing between two pieces of work of a session */
+	int64_t gap_total, gap_median, gap_max;
+	int64_t gap_host[RP_HOST_COUNT]; /* the gaps' time by what the host was doing */
+};
+
+#define RP_GPU_TOP_GAPS 5
+struct rp_gpu_gap {
+	uint32_t device;
+	int64_t start, end;        /* absolute ns */
+	uint32_t before, after;    /* the work that ended it (indices in t->gpu_work) */
+	int64_t host[RP_HOST_COUNT];
+	uint32_t call[RP_HOST_COUNT]; /* the longest call in progress in the gap in each state
+	                                 (RP_HOST_OUTSIDE: none), TR_NONE */
+};
+
+#define RP_LAT_BUCKETS 6       /* < 10 us, < 100 us, < 1 ms, < 10 ms, < 100 ms, more */
+extern const int64_t rp_lat_bounds[RP_LAT_BUCKETS - 1];
+struct rp_gpu_latency {        /* submission (the API record's start) to the GPU's start */
+	uint64_t n;                /* selected work with an API record */
+	uint64_t negative;         /* of them, started on the GPU before the API record began
+	                              (counted as 0: clocks that disagree) */
+	struct rp_dist d;
+	int64_t p90, p99;          /* percentiles: nearest rank */
+	uint64_t hist[RP_LAT_BUCKETS];
+};
+
+struct rp_gpu {
+	uint32_t *sel;             /* selected work (indices in t->gpu_work), by GPU start */
+	uint32_t nsel;
+	uint64_t nkind[TR_GPU_KIND_COUNT];
+	uint64_t link[TR_GPU_LINK_COUNT];  /* the selected work by link status */
+	uint32_t *lane;            /* per work record: its lane on its stream (exports) */
+	int64_t window;            /* the sessions' recorded time, within --time-range */
+	int64_t kernel_time, memop_time;   /* sums of GPU time */
+	struct rp_gpu_kernel_row *kernels; /* by GPU time, largest first */
+	uint32_t nkernels;
+	struct rp_gpu_memop_row *memops;   /* by GPU time, largest first */
+	uint32_t nmemops;
+	struct rp_gpu_device *devices;     /* by device id */
+	uint32_t ndevices;
+	struct rp_gpu_stream *streams;     /* by device, stream */
+	uint32_t nstreams;
+	uint64_t ngaps;            /* every device's */
+	int64_t gap_total, gap_median, gap_max;
+	int64_t gap_host[RP_HOST_COUNT];
+	uint32_t host_calls[RP_HOST_COUNT]; /* the longest call in progress in any gap, per state */
+	struct rp_gpu_gap top[RP_GPU_TOP_GAPS]; /* the longest gaps, longest first */
+	uint32_t ntop;
+	struct rp_gpu_gap host_bound; /* the gap with the most time neither loading nor in sync
+	                                 (host[RP_HOST_DRIVER] + host[RP_HOST_OUTSIDE]); end == start
+	                                 when there is none */
+	struct {                   /* copies to or from pageable host memory, by operation */
+		uint64_t count, bytes;
+		int64_t time;          /* on the GPU */
+		int64_t call_time;     /* in the calls that made them (the linked ones', each call once) */
+	} pageable[RP_GPU_OP_COUNT];
+	struct rp_gpu_latency latency;
+	uint32_t *flows;           /* selected linked work whose call the options select, by (call,
+	                              start): a flow per entry from the call to the work */
+	uint32_t nflows;
+	char **names;              /* per NAME id: the name demangled (malloc'ed), NULL: as recorded */
+	uint32_t nnames;
+};
+
+/* Analyse the GPU records of a view: NULL in *out (and 0) when the trace has no GPU block at
+ * all; -1 when out of memory. */
+int rp_gpu_analyze(struct rp_view *v, struct rp_gpu **out);
+void rp_gpu_free(struct rp_gpu *g);
+/* A work record's name for display: a kernel's demangled name (or as recorded, or
+ * "(unnamed kernel)"), "memcpy HtoD", "memset". */
+const char *rp_gpu_work_label(const struct rp_view *v, const struct tr_gpu_work *w);
+/* A work record in words: "grid (64,8,1) block (256,1,1) smem 16384+0 regs 64 device 0 stream 7
+ * from cuLaunchKernel", "1.00 MiB 20.97 GB/s device 0 stream 7 from cuMemcpyHtoD_v2"... */
+size_t rp_gpu_describe(const struct rp_view *v, const struct tr_gpu_work *w, char *buf, size_t len);
+/* The exports' GPU slices: every selected work record, by track (device, stream, lane), in start
+ * order on each; times on the common axis (rp_rel), a start moved to its lane's previous end where
+ * only a corrupt trace overlaps them. */
+struct rp_gpu_slice {
+	uint32_t work;             /* index in t->gpu_work */
+	uint32_t stream_index;     /* in rp_gpu.streams */
+	uint32_t lane;
+	uint8_t new_track;         /* the first slice of its track */
+	uint8_t flow;              /* it ends a flow (rp_gpu.flows): its call is selected */
+	int64_t start, end;
+};
+/* nsel slices (caller frees), NULL when out of memory. */
+struct rp_gpu_slice *rp_gpu_slices(const struct rp_view *v);
+/* The flows of call ci: *n work records (indices in t->gpu_work) from rp_gpu.flows. */
+const uint32_t *rp_gpu_call_flows(const struct rp_view *v, uint32_t ci, uint32_t *n);
+/* A trace-wide unique flow id of work record wi of the k-th view (exports). */
+static inline uint64_t rp_gpu_flow_id(unsigned k, uint32_t wi)
+{
+	return ((uint64_t)(k + 1) << 32) | wi;
+}
+
+/* ---- demangle.cc ---- */
+/* A C++ name demangled (libstdc++'s abi::__cxa_demangle), malloc'ed; NULL when it is not a
+ * mangled name, does not demangle, or is too long to try. */
+char *rp_demangle(const char *mangled);
+
 /* ---- findings.c ---- */
 #define RP_MAX_FINDINGS 16
 struct rp_finding {
@@ -258,6 +423,12 @@ uint64_t rp_call_bytes(const struct rp_view *v, const struct tr_call *c, int *kn
 
 /* ---- outputs ---- */
 int rp_write_text(FILE *f, struct rp_view *v);
+/* A section title of the text report. */
+void rp_text_section(FILE *f, const struct rp_view *v, const char *title);
+/* text_gpu.c: the header's "gpu" line (records, linked, unlinked, sessions) and the GPU sections
+ * of the text report; nothing without GPU blocks. */
+void rp_gpu_header_line(FILE *f, const struct rp_view *v);
+void rp_gpu_write_text(FILE *f, const struct rp_view *v);
 /* One text report over several traces: a header per process, the merged API summary with the
  * processes' share, one timeline, then each process's own sections. */
 int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime);
@@ -265,6 +436,8 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
  * grouped by process, on the common time axis. */
 void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_json(FILE *f, struct rp_view *views, unsigned n);
+/* export_gpu_json.c: the "gpu" member of one trace's JSON object (v->gpu must be set). */
+void rp_gpu_write_json(FILE *f, const struct rp_view *v);
 int rp_write_csv(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n);

@@ -52,8 +52,9 @@ static int64_t select_kth(int64_t *a, size_t n, size_t k)
 	return a[k];
 }
 
-static void one_func(struct rp_fstat *s, int64_t *d, size_t n)
+void rp_dist_of(struct rp_dist *s, int64_t *d, size_t n)
 {
+	memset(s, 0, sizeof(*s));
 	if (!n)
 		return;
 	int64_t total = 0, mn = d[0], mx = d[0];
@@ -79,6 +80,25 @@ static void one_func(struct rp_fstat *s, int64_t *d, size_t n)
 	int64_t lo, hi;
 	rp_middle(d, n, &lo, &hi);
 	s->med = ((double)lo + (double)hi) / 2;
+}
+
+static void one_func(struct rp_fstat *s, int64_t *d, size_t n)
+{
+	if (!n)
+		return;
+	struct rp_dist x;
+	rp_dist_of(&x, d, n);
+	s->total = x.total;
+	s->min = x.min;
+	s->max = x.max;
+	s->avg = x.avg;
+	s->med = x.med;
+	s->stddev = x.stddev;
+}
+
+int64_t rp_kth(int64_t *d, size_t n, size_t k)
+{
+	return select_kth(d, n, k);
 }
 
 void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi)

@@ -1,5 +1,6 @@
-/* The terminal report: header, API summary (nsys style), categories, transfers, pipeline
- * stages, slowest calls, findings, host gaps, nesting, timeline, functions not traced.
+/* The terminal report: header, API summary (nsys style), the GPU sections (text_gpu.c),
+ * categories, transfers, pipeline stages, slowest calls, findings, host gaps, nesting, timeline,
+ * functions not traced.
  * Every section reads the view and the analysis; none computes statistics itself. */
 #include "report.h"
 #include "nvioctl.h"
@@ -14,10 +15,12 @@
 #define RED(v) ((v)->o->color ? "\033[31m" : "")
 #define RESET(v) ((v)->o->color ? "\033[0m" : "")
 
-static void section(FILE *f, const struct rp_view *v, const char *title)
+void rp_text_section(FILE *f, const struct rp_view *v, const char *title)
 {
 	fprintf(f, "\n%s%s%s\n", BOLD(v), title, RESET(v));
 }
+
+#define section rp_text_section
 
 /* The traced CUDA driver: the LIB block naming libcuda, else the first traced library. */
 static const struct tr_lib *main_lib(const struct tr_trace *t)
@@ -117,6 +120,7 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 			fprintf(f, ", %llu selected", (unsigned long long)v->ncounted);
 		fprintf(f, "\n");
 	}
+	rp_gpu_header_line(f, v);
 	fprintf(f, "  dropped    %s%llu%s%s\n", t->dropped ? YELLOW(v) : "", (unsigned long long)t->dropped,
 	        RESET(v), t->dropped ? " records lost (lossy mode, size cap or write errors): counts are lower bounds" : "");
 	if (t->truncated)
@@ -472,6 +476,7 @@ static void write_nesting(FILE *f, const struct rp_view *v, const struct rp_anal
 static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis *a, const struct rp_finding *fd,
                            unsigned nfd)
 {
+	rp_gpu_write_text(f, v);
 	write_categories(f, v, a);
 	write_transfers(f, v, a);
 	write_stages(f, v, a);

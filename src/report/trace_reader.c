@@ -12,7 +12,9 @@
  *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
  *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record).
  *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
- *     are known: their times convert like events' and their ids are checked like events'.
+ *     are known: their times convert like events' and their ids are checked like events'. So are
+ *     GPU_SESSION and GPU blocks (trace_gpu.c); once every call is matched, the GPU records are
+ *     linked to the calls that submitted them (tr_gpu_link).
  *
  * The bytes come from trace_input.c, read into memory of the trace's own as the passes ask for
  * them: the header alone first, then block by block, never far past what has been validated. */
@@ -21,6 +23,7 @@
 #include "decoders.h"
 #include "put.h"
 #include "trace_input.h"
+#include "trace_reader_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +64,7 @@ struct tr_arena_chunk {
 
 /* A NUL-terminated copy of n bytes, control characters replaced by '?' so that names from a
  * hostile file cannot drive the terminal. */
-static char *arena_strndup(struct tr_trace *t, const void *src, size_t n)
+char *tr_arena_strndup(struct tr_trace *t, const void *src, size_t n)
 {
 	struct tr_arena_chunk *c = t->arena_;
 	if (!c || c->cap - c->len < n + 1) {
@@ -85,7 +88,7 @@ static char *arena_strndup(struct tr_trace *t, const void *src, size_t n)
 
 /* Grow *arr (elements of size elt) so that index `need - 1` fits. Doubling keeps the amortized
  * cost per element constant. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elt)
+int tr_grow(void **arr, uint32_t *cap, uint32_t need, size_t elt)
 {
 	if (need <= *cap)
 		return 0;
@@ -102,8 +105,7 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elt)
 	return 0;
 }
 
-static void add_error(struct tr_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_error(struct tr_trace *t, const char *fmt, ...)
+void tr_add_error(struct tr_trace *t, const char *fmt, ...)
 {
 	t->errors++;
 	if (t->nerror_msgs >= TR_MAX_ERROR_MSGS)
@@ -171,7 +173,7 @@ static uint32_t thread_get(struct tr_trace *t, uint32_t tid)
 		t->tid_hash_ = h;
 		t->tid_hash_cap_ = ncap;
 	}
-	if (grow((void **)&t->threads, &t->threads_cap_, t->nthreads + 1, sizeof(*t->threads)))
+	if (tr_grow((void **)&t->threads, &t->threads_cap_, t->nthreads + 1, sizeof(*t->threads)))
 		return TR_NONE;
 	uint32_t idx = t->nthreads++;
 	struct tr_thread *th = &t->threads[idx];
@@ -277,7 +279,7 @@ static int parse_header(struct tr_trace *t, struct tr_input *in, char *err, size
 	for (uint32_t i = 0, start = 0; i < n; i++) {
 		if (cl[i] == 0 || i == n - 1) {
 			uint32_t end = cl[i] == 0 ? i : i + 1;
-			t->argv[t->argc++] = arena_strndup(t, cl + start, end - start);
+			t->argv[t->argc++] = tr_arena_strndup(t, cl + start, end - start);
 			start = i + 1;
 		}
 	}
@@ -285,9 +287,9 @@ static int parse_header(struct tr_trace *t, struct tr_input *in, char *err, size
 		joined[i] = cl[i] == 0 ? ' ' : cl[i];
 	while (n && joined[n - 1] == ' ')
 		joined[--n] = 0;
-	t->cmdline = arena_strndup(t, joined, n);
+	t->cmdline = tr_arena_strndup(t, joined, n);
 	free(joined);
-	t->exe = arena_strndup(t, cl + h->cmdline_len, h->exe_len);
+	t->exe = tr_arena_strndup(t, cl + h->cmdline_len, h->exe_len);
 	for (uint32_t i = 0; i < t->argc; i++)
 		if (!t->argv[i])
 			t->cmdline = NULL;
@@ -308,17 +310,17 @@ static int block_lib(struct tr_trace *t, const uint8_t *p, uint32_t size)
 {
 	const struct cuhook_lib_block *b = (const void *)p;
 	if (size < sizeof(*b) || (uint64_t)b->path_len + b->version_len > size - sizeof(*b)) {
-		add_error(t, "corrupt LIB block (%u bytes)", size);
+		tr_add_error(t, "corrupt LIB block (%u bytes)", size);
 		return 0;
 	}
-	if (grow((void **)&t->libs, &t->libs_cap_, t->nlibs + 1, sizeof(*t->libs)))
+	if (tr_grow((void **)&t->libs, &t->libs_cap_, t->nlibs + 1, sizeof(*t->libs)))
 		return -1;
 	struct tr_lib *l = &t->libs[t->nlibs];
 	l->id = b->lib_id;
 	l->flags = b->flags;
 	l->base = b->base;
-	l->path = arena_strndup(t, b + 1, b->path_len);
-	l->version = arena_strndup(t, (const char *)(b + 1) + b->path_len, b->version_len);
+	l->path = tr_arena_strndup(t, b + 1, b->path_len);
+	l->version = tr_arena_strndup(t, (const char *)(b + 1) + b->path_len, b->version_len);
 	if (!l->path || !l->version)
 		return -1;
 	t->nlibs++;
@@ -329,11 +331,11 @@ static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
 {
 	const struct cuhook_funcs_block *b = (const void *)p;
 	if (size < sizeof(*b)) {
-		add_error(t, "corrupt FUNCS block (%u bytes)", size);
+		tr_add_error(t, "corrupt FUNCS block (%u bytes)", size);
 		return 0;
 	}
 	if (b->first_id >= TR_MAX_FUNC_ID || b->count > TR_MAX_FUNC_ID - b->first_id) {
-		add_error(t, "FUNCS block with ids %u..+%u beyond the supported %u", b->first_id, b->count,
+		tr_add_error(t, "FUNCS block with ids %u..+%u beyond the supported %u", b->first_id, b->count,
 		          TR_MAX_FUNC_ID);
 		return 0;
 	}
@@ -342,12 +344,12 @@ static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
 		const struct cuhook_func_entry *e = (const void *)q;
 		if ((size_t)(end - q) < sizeof(*e) ||
 		    CUHOOK_ALIGN8(sizeof(*e) + e->name_len) > (size_t)(end - q)) {
-			add_error(t, "corrupt FUNCS block: entry %u of %u runs past the block", i, b->count);
+			tr_add_error(t, "corrupt FUNCS block: entry %u of %u runs past the block", i, b->count);
 			return 0;
 		}
 		uint32_t id = b->first_id + i;
 		if (id >= t->nfuncs) {
-			if (grow((void **)&t->funcs, &t->funcs_cap_, id + 1, sizeof(*t->funcs)))
+			if (tr_grow((void **)&t->funcs, &t->funcs_cap_, id + 1, sizeof(*t->funcs)))
 				return -1;
 			memset(t->funcs + t->nfuncs, 0, (size_t)(id + 1 - t->nfuncs) * sizeof(*t->funcs));
 			for (uint32_t j = t->nfuncs; j <= id; j++)
@@ -356,8 +358,8 @@ static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
 		}
 		struct tr_func *f = &t->funcs[id];
 		if (f->defined)
-			add_error(t, "function id %u defined twice", id);
-		f->name = arena_strndup(t, e + 1, e->name_len);
+			tr_add_error(t, "function id %u defined twice", id);
+		f->name = tr_arena_strndup(t, e + 1, e->name_len);
 		if (!f->name)
 			return -1;
 		f->offset = e->offset;
@@ -368,7 +370,7 @@ static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
 		f->decoder = (uint16_t)cuhook_decoder_find(f->name);
 		f->defined = 1;
 		if (e->status >= CUHOOK_STATUS_COUNT)
-			add_error(t, "function %s: unknown patch status %u", f->name, e->status);
+			tr_add_error(t, "function %s: unknown patch status %u", f->name, e->status);
 		q += CUHOOK_ALIGN8(sizeof(*e) + e->name_len);
 	}
 	return 0;
@@ -378,7 +380,7 @@ static int block_thread(struct tr_trace *t, const uint8_t *p, uint32_t size)
 {
 	const struct cuhook_thread_block *b = (const void *)p;
 	if (size < sizeof(*b)) {
-		add_error(t, "corrupt THREAD block (%u bytes)", size);
+		tr_add_error(t, "corrupt THREAD block (%u bytes)", size);
 		return 0;
 	}
 	uint32_t idx = thread_get(t, b->tid);
@@ -398,13 +400,13 @@ static int block_note(struct tr_trace *t, const uint8_t *p, uint32_t size)
 {
 	const struct cuhook_note_block *b = (const void *)p;
 	if (size < sizeof(*b) || b->len > size - sizeof(*b)) {
-		add_error(t, "corrupt NOTE block (%u bytes)", size);
+		tr_add_error(t, "corrupt NOTE block (%u bytes)", size);
 		return 0;
 	}
-	if (grow((void **)&t->notes, &t->notes_cap_, t->nnotes + 1, sizeof(*t->notes)))
+	if (tr_grow((void **)&t->notes, &t->notes_cap_, t->nnotes + 1, sizeof(*t->notes)))
 		return -1;
 	t->notes[t->nnotes].level = b->level;
-	t->notes[t->nnotes].text = arena_strndup(t, b + 1, b->len);
+	t->notes[t->nnotes].text = tr_arena_strndup(t, b + 1, b->len);
 	if (!t->notes[t->nnotes].text)
 		return -1;
 	t->nnotes++;
@@ -484,7 +486,8 @@ int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
 
 static const char *block_type_name(unsigned type)
 {
-	static const char *const names[] = {"?", "CLOCK", "LIB", "FUNCS", "THREAD", "EVENTS", "NOTE", "END", "COUNTS"};
+	static const char *const names[] = {"?",   "CLOCK", "LIB",    "FUNCS",       "THREAD", "EVENTS",
+	                                    "NOTE", "END",  "COUNTS", "GPU_SESSION", "GPU"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -523,7 +526,7 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 			              (unsigned long long)off, b->size);
 			return off;
 		}
-		/* The metadata is decoded now; EVENTS and COUNTS payloads wait for pass 2, and unknown
+		/* The metadata is decoded now; EVENTS, COUNTS and GPU payloads wait for pass 2, and unknown
 		 * blocks are skipped. */
 		const uint8_t *p = NULL;
 		int whole;
@@ -542,7 +545,7 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 		}
 		if (b->seq != expect_seq) {
 			t->seq_gaps++;
-			add_error(t, "block sequence gap at offset %llu: %u after %u (blocks lost)",
+			tr_add_error(t, "block sequence gap at offset %llu: %u after %u (blocks lost)",
 			          (unsigned long long)off, b->seq, expect_seq - 1);
 		}
 		expect_seq = b->seq + 1;
@@ -551,7 +554,7 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 		switch (b->type) {
 		case CUHOOK_BLOCK_CLOCK:
 			if (b->size < sizeof(struct cuhook_clock_block)) {
-				add_error(t, "corrupt CLOCK block (%u bytes)", b->size);
+				tr_add_error(t, "corrupt CLOCK block (%u bytes)", b->size);
 				break;
 			}
 			if (!t->nclock)
@@ -572,13 +575,15 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 			t->events_bytes_ += b->size; /* decoded by pass 2 */
 			break;
 		case CUHOOK_BLOCK_COUNTS:
+		case CUHOOK_BLOCK_GPU_SESSION:
+		case CUHOOK_BLOCK_GPU:
 			break; /* decoded by pass 2, once the clock and every function are known */
 		case CUHOOK_BLOCK_NOTE:
 			rc = block_note(t, p, b->size);
 			break;
 		case CUHOOK_BLOCK_END:
 			if (b->size < sizeof(struct cuhook_end_block)) {
-				add_error(t, "corrupt END block (%u bytes)", b->size);
+				tr_add_error(t, "corrupt END block (%u bytes)", b->size);
 				break;
 			}
 			memcpy(&t->end, p, sizeof(t->end));
@@ -587,7 +592,7 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 			break;
 		default:
 			/* A newer writer's block type: its size is known, so skip it. */
-			add_error(t, "unknown block type %u at offset %llu skipped", b->type, (unsigned long long)off);
+			tr_add_error(t, "unknown block type %u at offset %llu skipped", b->type, (unsigned long long)off);
 			break;
 		}
 		if (rc)
@@ -638,7 +643,7 @@ static inline uint32_t new_call(struct tr_trace *t)
 static inline int stack_push(struct tr_thread *th, uint32_t call)
 {
 	if (th->stack_len_ == th->stack_cap_ &&
-	    grow((void **)&th->stack_, &th->stack_cap_, th->stack_len_ + 1, sizeof(*th->stack_)))
+	    tr_grow((void **)&th->stack_, &th->stack_cap_, th->stack_len_ + 1, sizeof(*th->stack_)))
 		return -1;
 	th->stack_[th->stack_len_++] = call;
 	return 0;
@@ -673,7 +678,7 @@ static int add_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit,
                     const uint64_t *values, unsigned str_len)
 {
 	if (t->ndata == t->data_cap_ &&
-	    grow((void **)&t->data, &t->data_cap_, t->ndata + 1, sizeof(*t->data)))
+	    tr_grow((void **)&t->data, &t->data_cap_, t->ndata + 1, sizeof(*t->data)))
 		return -1;
 	struct tr_data *td = &t->data[t->ndata++];
 	td->call = ci;
@@ -695,7 +700,7 @@ static inline int unknown_func(struct tr_trace *t, uint32_t func, const char *wh
 		return 0;
 	t->unknown_funcs++;
 	if (t->unknown_funcs == 1)
-		add_error(t, "%s of unknown function id %u", what, func);
+		tr_add_error(t, "%s of unknown function id %u", what, func);
 	else
 		t->errors++;
 	return 1;
@@ -707,7 +712,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 	const struct cuhook_events_block *eb = (const void *)p;
 	if (size < sizeof(*eb)) {
 		t->bad_records++;
-		add_error(t, "corrupt EVENTS block at offset %llu (%u bytes)", (unsigned long long)off, size);
+		tr_add_error(t, "corrupt EVENTS block at offset %llu (%u bytes)", (unsigned long long)off, size);
 		return 0;
 	}
 	uint32_t ti = thread_get(t, eb->tid);
@@ -723,7 +728,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 		 * a multiple of 8 (so the loop always advances and stays aligned), inside the block. */
 		if (left < sizeof(*r) || r->size < sizeof(*r) || r->size % 8 || r->size > left) {
 			t->bad_records++;
-			add_error(t, "EVENTS block at offset %llu: corrupt record %u (size %u, %zu bytes left); "
+			tr_add_error(t, "EVENTS block at offset %llu: corrupt record %u (size %u, %zu bytes left); "
 			          "rest of the block skipped", (unsigned long long)off, nrec,
 			          left < sizeof(*r) ? 0 : r->size, left);
 			th->last_rec_ = LAST_NONE;
@@ -739,7 +744,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS || omitted > 6 ||
 			    r->size < CUHOOK_REC_ENTRY_SIZE(nregs, e->nstack)) {
 				t->bad_records++;
-				add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
+				tr_add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
 				          r->size < sizeof(*e) ? 0 : e->nstack, nregs);
 				th->last_rec_ = LAST_SKIPPED;
 				break;
@@ -783,7 +788,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			const int has_value = (r->flags & CUHOOK_RF_VALUE) != 0;
 			if (r->size < sizeof(*x) || (has_value && r->size < sizeof(struct cuhook_rec_exit_value))) {
 				t->bad_records++;
-				add_error(t, "corrupt EXIT record (size %u)", r->size);
+				tr_add_error(t, "corrupt EXIT record (size %u)", r->size);
 				th->last_rec_ = LAST_SKIPPED;
 				break;
 			}
@@ -808,7 +813,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
 				/* corrupt times: keep the call, without a duration that would poison sums */
 				c->flags |= TR_CALL_CLAMPED;
-				add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
+				tr_add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
 				          th->tid, tr_func_name(t, r->func));
 				ns = c->start_ns;
 			}
@@ -833,7 +838,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			t->ndata_recs++;
 			if (r->size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > r->size) {
 				t->bad_records++;
-				add_error(t, "corrupt DATA record (size %u)", r->size);
+				tr_add_error(t, "corrupt DATA record (size %u)", r->size);
 				break;
 			}
 			uint32_t ci = TR_NONE;
@@ -856,7 +861,7 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			const struct cuhook_rec_drop *dr = (const void *)q;
 			if (r->size < sizeof(*dr)) {
 				t->bad_records++;
-				add_error(t, "corrupt DROP record (size %u)", r->size);
+				tr_add_error(t, "corrupt DROP record (size %u)", r->size);
 				break;
 			}
 			t->ndrop_recs++;
@@ -869,14 +874,14 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			break;
 		default:
 			t->bad_records++;
-			add_error(t, "unknown record type %u skipped", r->type);
+			tr_add_error(t, "unknown record type %u skipped", r->type);
 			th->last_rec_ = LAST_SKIPPED;
 			break;
 		}
 		q += r->size;
 	}
 	if (nrec != eb->nrecords && q == end)
-		add_error(t, "EVENTS block at offset %llu holds %u records, header says %u",
+		tr_add_error(t, "EVENTS block at offset %llu holds %u records, header says %u",
 		          (unsigned long long)off, nrec, eb->nrecords);
 	return 0;
 }
@@ -892,7 +897,7 @@ static int block_counts(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 	if (size < sizeof(*cb) ||
 	    (uint64_t)cb->count * sizeof(struct cuhook_count_entry) != (uint64_t)size - sizeof(*cb)) {
 		t->bad_records++;
-		add_error(t, "corrupt COUNTS block at offset %llu (%u bytes, %u entries): skipped",
+		tr_add_error(t, "corrupt COUNTS block at offset %llu (%u bytes, %u entries): skipped",
 		          (unsigned long long)off, size, size < sizeof(*cb) ? 0 : cb->count);
 		return 0;
 	}
@@ -907,11 +912,11 @@ static int block_counts(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			continue;
 		if (t->ncounts >= UINT32_MAX - 1) { /* a 64 GB file of nothing else */
 			t->bad_records++;
-			add_error(t, "too many COUNTS entries: the rest skipped");
+			tr_add_error(t, "too many COUNTS entries: the rest skipped");
 			return 0;
 		}
 		if (t->ncounts == t->counts_cap_ &&
-		    grow((void **)&t->counts, &t->counts_cap_, t->ncounts + 1, sizeof(*t->counts)))
+		    tr_grow((void **)&t->counts, &t->counts_cap_, t->ncounts + 1, sizeof(*t->counts)))
 			return -1;
 		t->counts[t->ncounts++] = (struct tr_count){ns, e->calls, e->func, ti};
 		t->funcs[e->func].counted = tr_sat_add_u64(t->funcs[e->func].counted, e->calls);
@@ -957,6 +962,10 @@ static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, u
 		if (b->type == CUHOOK_BLOCK_EVENTS && block_events(t, in->buf + off + bh, b->size, off))
 			return -1;
 		if (b->type == CUHOOK_BLOCK_COUNTS && block_counts(t, in->buf + off + bh, b->size, off))
+			return -1;
+		if (b->type == CUHOOK_BLOCK_GPU_SESSION && tr_gpu_session_block(t, in->buf + off + bh, b->size, off))
+			return -1;
+		if (b->type == CUHOOK_BLOCK_GPU && tr_gpu_block(t, in->buf + off + bh, b->size, off))
 			return -1;
 		off += bh + b->size;
 		if (tr_progress && off >= next_report) {
@@ -1071,7 +1080,7 @@ static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t err
 		th->stack_ = NULL;
 		th->stack_cap_ = 0;
 	}
-	if (sort_data(t))
+	if (sort_data(t) || tr_gpu_finish(t))
 		goto oom;
 	return 0;
 oom:
@@ -1087,12 +1096,13 @@ static struct tr_trace *trace_new(const char *name)
 	if (!t)
 		return NULL;
 	t->path = name;
-	char *p = arena_strndup(t, name, strlen(name));
+	char *p = tr_arena_strndup(t, name, strlen(name));
 	if (!p) {
 		free(t);
 		return NULL;
 	}
 	t->path = p;
+	t->gpu_open_ = TR_NONE;
 	return t;
 }
 
@@ -1210,6 +1220,7 @@ void tr_close(struct tr_trace *t)
 	free(t->counts);
 	free(t->argv);
 	free(t->thread_call_index_);
+	tr_gpu_free(t);
 	for (struct tr_arena_chunk *c = t->arena_, *n; c; c = n) {
 		n = c->next;
 		free(c);

@@ -9,6 +9,9 @@
  *  - counts (version 3): the calls of functions the agent counted instead of recording (agent
  *    option count=GLOBS), summed per function, per thread and in all, and each COUNTS entry
  *    with its thread and the time the writer read it;
+ *  - the GPU side (agent option gpu=1): GPU sessions, CUPTI's records of the submitting calls
+ *    (API) and of the GPU's work (kernels, copies, memsets) on the trace's clock, kernel names,
+ *    and each work record linked to the traced call that submitted it (tr_gpu_link);
  *  - what went wrong: truncation (first damaged block, or no END block), corrupt records,
  *    unknown function ids, exits without entries, block sequence gaps, dropped records.
  *
@@ -132,6 +135,84 @@ struct tr_note {
 	const char *text;         /* NUL-terminated copy */
 };
 
+
+/* ---- the GPU side (GPU_SESSION and GPU blocks, trace_gpu.c) -------------------------------- */
+
+/* One GPU session: a GPU_SESSION block that opened it (STARTED, or why not: NO_CUPTI,
+ * OTHER_USER, FAILED) and, for a started one, the STOPPED block that closed it. */
+struct tr_gpu_session {
+	uint32_t status;          /* enum cuhook_gpu_status of its first block (never STOPPED) */
+	uint32_t cupti_version;   /* cuptiGetVersion(), 0 if unknown */
+	uint32_t result;          /* FAILED: the CUptiResult */
+	const char *path;         /* CUPTI's path (NO_CUPTI: what was tried), NUL-terminated, "" */
+	int64_t start_ns;         /* when it started (or was refused) */
+	int64_t stop_ns;          /* STOPPED block's time; start_ns when none came */
+	int stopped;              /* a STOPPED block closed it */
+	uint64_t records;         /* STOPPED: records the agent wrote in the session */
+	uint64_t dropped;         /* STOPPED: records CUPTI dropped (its buffers were full) */
+	uint64_t records_read;    /* GPU records of the session this reader kept */
+};
+
+/* Why a GPU record is linked to no call (docs/trace-format.md, "GPU records"). */
+enum tr_gpu_link {
+	TR_GPU_LINKED = 0,        /* work: its API record is in a recorded call; API: in a call */
+	TR_GPU_NO_API = 1,        /* work: no API record with its correlation id in its session */
+	TR_GPU_NO_CALL = 2,       /* the API record lies in no recorded call of its thread and
+	                             function (the function is not traced or counted, the call began
+	                             before tracing did, a thread the trace never saw) */
+	TR_GPU_CALL_DROPPED = 3,  /* no recorded call holds it and its thread lost records (DROP
+	                             records, or drops the END block counts that no DROP record
+	                             says where), or the call that would hold it has no EXIT */
+	TR_GPU_LINK_COUNT
+};
+
+/* A submitting call as CUPTI saw it (GPU_API record). */
+struct tr_gpu_api {
+	int64_t start_ns, end_ns;
+	uint32_t session;         /* index in gpu_sessions[] */
+	uint32_t correlation;
+	uint32_t tid;
+	uint32_t func;            /* function id (FUNCS), UINT32_MAX: none of that name */
+	uint32_t cbid, ret;
+	uint32_t call;            /* index in calls[] of the call it lies in, TR_NONE */
+	uint8_t link;             /* enum tr_gpu_link (never TR_GPU_NO_API) */
+};
+
+enum tr_gpu_kind { TR_GPU_KERNEL, TR_GPU_MEMCPY, TR_GPU_MEMSET, TR_GPU_KIND_COUNT };
+
+/* One piece of GPU work: a kernel, a copy or a memset, as the GPU ran it. */
+struct tr_gpu_work {
+	int64_t start_ns, end_ns; /* on the GPU, on the trace's clock; end >= start */
+	uint8_t kind;             /* enum tr_gpu_kind */
+	uint8_t copy_kind;        /* MEMCPY: enum cuhook_gpu_copy_kind */
+	uint8_t src_kind, dst_kind; /* MEMCPY: CUpti_ActivityMemoryKind */
+	uint16_t flags;           /* MEMCPY/MEMSET: CUPTI's flags */
+	uint16_t mem_kind;        /* MEMSET: CUpti_ActivityMemoryKind */
+	uint32_t session;         /* index in gpu_sessions[] */
+	uint32_t correlation;
+	uint32_t device, context, stream;
+	uint32_t name_id;         /* KERNEL: gpu_names[name_id], 0 when unnamed (or the id is
+	                             undefined: counted as an error) */
+	int32_t grid[3], block[3];/* KERNEL */
+	uint32_t shared_static, shared_dynamic; /* KERNEL: bytes per block */
+	uint16_t registers;       /* KERNEL: per thread */
+	uint32_t value;           /* MEMSET */
+	uint64_t bytes;           /* MEMCPY/MEMSET */
+	uint32_t graph_id;        /* 0 unless a graph launched it */
+	uint64_t graph_node_id;
+	/* the link (tr_gpu_link) */
+	uint32_t api;             /* index in gpu_api[] of its API record, TR_NONE */
+	uint32_t call;            /* index in calls[] of the call that submitted it, TR_NONE */
+	uint8_t link;             /* enum tr_gpu_link */
+};
+
+struct tr_gpu_link_stats {
+	uint64_t work[TR_GPU_LINK_COUNT];   /* work records by link status */
+	uint64_t api[TR_GPU_LINK_COUNT];    /* API records by link status */
+	uint64_t duplicate_api;             /* API records repeating a (session, correlation) pair:
+	                                       the first in the file is the one work links to */
+};
+
 #define TR_MAX_ERROR_MSGS 8
 
 struct tr_trace {
@@ -178,6 +259,18 @@ struct tr_trace {
 	uint64_t counted_calls;   /* sum of every kept COUNTS entry's calls (saturating): calls
 	                             counted besides the nentry recorded ones */
 	uint64_t ncount_blocks;   /* COUNTS blocks read (corrupt ones included) */
+	/* the GPU side (agent option gpu=1); all empty in a trace without GPU blocks */
+	struct tr_gpu_session *gpu_sessions; /* in file order */
+	uint32_t ngpu_sessions;
+	struct tr_gpu_api *gpu_api;          /* GPU_API records, in file order */
+	uint32_t ngpu_api;
+	struct tr_gpu_work *gpu_work;        /* kernels, copies, memsets, in file order (CUPTI's
+	                                        delivery order, not time order) */
+	uint32_t ngpu_work;
+	const char **gpu_names;   /* kernel names (mangled) by NAME record id; NULL: undefined */
+	uint32_t ngpu_names;      /* slots: the largest id defined + 1 */
+	uint64_t ngpu_blocks;     /* GPU_SESSION and GPU blocks read */
+	struct tr_gpu_link_stats gpu_links;
 	uint64_t nblocks;
 	int has_end;
 	struct cuhook_end_block end;
@@ -210,6 +303,8 @@ struct tr_trace {
 	size_t calls_bytes_;      /* calls[] is mmap'ed when calls_bytes_ != 0 */
 	uint64_t events_bytes_;   /* EVENTS payload bytes found by pass 1 */
 	uint32_t *thread_call_index_;
+	uint32_t gpu_open_;       /* the started session GPU blocks go to, TR_NONE */
+	uint32_t gpu_sessions_cap_, gpu_api_cap_, gpu_work_cap_, gpu_names_cap_;
 };
 
 /* Open and decode a trace file: a regular file (read up to the size it had when opened) or a
@@ -283,6 +378,32 @@ static inline const char *tr_func_name(const struct tr_trace *t, uint32_t id)
 /* Indices in calls[] of one thread's calls, in entry (= start) order; built on first use.
  * Returns NULL with *n = 0 when out of memory or the thread has no calls. */
 const uint32_t *tr_thread_calls(struct tr_trace *t, uint32_t thread, uint32_t *n);
+
+/* Link GPU work to the calls that submitted it, exactly (never by nearest time): work ->
+ * the API record with its (session, correlation id); API record -> the call of the same thread
+ * (by tid) and function whose ENTRY is at or before the record's start and whose EXIT is at or
+ * after its end. Calls of one function on one thread never overlap, so the latest such call to
+ * start is the only candidate. Sets api[].call/link and work[].api/call/link, and *st; reads
+ * nothing else (threads: tid and dropped; calls: times, func, thread, flags), writes nothing
+ * else. lost_unattributed: the trace lost records that no DROP record places on a thread (the
+ * END block counts more), which makes a missing call "dropped" on any thread. Returns 0, or -1
+ * when out of memory (nothing linked then). tr_open() calls it; tests call it on their own
+ * arrays. */
+int tr_gpu_link(const struct tr_call *calls, uint32_t ncalls, const struct tr_thread *threads, uint32_t nthreads,
+                int lost_unattributed, struct tr_gpu_api *api, uint32_t napi, struct tr_gpu_work *work,
+                uint32_t nwork, struct tr_gpu_link_stats *st);
+
+/* 1 when the GPU records hold what the report relies on (the fuzzers check it on every input):
+ * indices in range, each link pointing to an API record of the work's session and correlation id
+ * and to a timed call of the API record's thread and function that holds it, the counts by link
+ * status adding up, kernel names defined. */
+int tr_gpu_consistent(const struct tr_trace *t);
+
+/* A kernel's (mangled) name, NULL when unnamed. */
+static inline const char *tr_gpu_work_name(const struct tr_trace *t, const struct tr_gpu_work *w)
+{
+	return w->kind == TR_GPU_KERNEL && w->name_id && w->name_id < t->ngpu_names ? t->gpu_names[w->name_id] : NULL;
+}
 
 /* Look up the label of value i of a DATA record ("dptr", "function", ...) and of its string
  * ("name", "path"...). NULL when the decoder table has none (value printed unlabeled). */

@@ -126,8 +126,9 @@ static int build_names(struct rp_view *v)
 
 /* ---- selection ------------------------------------------------------------------------------- */
 
-static int thread_selected(const struct rp_view *v, const struct tr_thread *th)
+int rp_thread_selected(const struct rp_view *v, uint32_t thread)
 {
+	const struct tr_thread *th = &v->t->threads[thread];
 	const char *list = v->o->threads;
 	if (!list || !*list)
 		return 1;
@@ -167,7 +168,7 @@ static void sift_down(struct head *h, uint32_t n, uint32_t i)
 
 int rp_count_in_view(const struct rp_view *v, const struct tr_count *c)
 {
-	if (!thread_selected(v, &v->t->threads[c->thread]))
+	if (!rp_thread_selected(v, c->thread))
 		return 0;
 	if (v->o->has_range) {
 		int64_t rel = rp_rel(v, c->ns);
@@ -199,7 +200,7 @@ static int build_selection(struct rp_view *v)
 {
 	struct tr_trace *t = v->t;
 	uint32_t nth = t->nthreads;
-	uint8_t *func_ok = NULL;
+	uint8_t *func_ok = NULL; /* kept as v->func_ok: the GPU side selects by it too */
 	v->sel = malloc(((size_t)t->ncalls + 1) * sizeof(*v->sel));
 	struct head *heap = malloc(((size_t)nth + 1) * sizeof(*heap));
 	const uint32_t **lists = calloc((size_t)nth + 1, sizeof(*lists));
@@ -218,7 +219,7 @@ static int build_selection(struct rp_view *v)
 	}
 	uint32_t nh = 0;
 	for (uint32_t i = 0; i < nth; i++) {
-		if (!thread_selected(v, &t->threads[i]))
+		if (!rp_thread_selected(v, i))
 			continue;
 		lists[i] = tr_thread_calls(t, i, &lens[i]);
 		if (!lists[i] && t->threads[i].ncalls)
@@ -252,7 +253,7 @@ static int build_selection(struct rp_view *v)
 	}
 	if (t->ncounts && select_counts(v, func_ok))
 		goto oom;
-	free(func_ok);
+	v->func_ok = func_ok;
 	free(heap);
 	free(lists);
 	free(lens);
@@ -386,6 +387,13 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 	for (uint32_t i = 0; i < t->ncounts; i++)
 		if (t->counts[i].ns > v->t1)
 			v->t1 = t->counts[i].ns;
+	/* the GPU's work and its sessions' ends belong to the run too */
+	for (uint32_t i = 0; i < t->ngpu_work; i++)
+		if (t->gpu_work[i].end_ns > v->t1)
+			v->t1 = t->gpu_work[i].end_ns;
+	for (uint32_t i = 0; i < t->ngpu_sessions; i++)
+		if (t->gpu_sessions[i].stop_ns > v->t1)
+			v->t1 = t->gpu_sessions[i].stop_ns;
 	v->shift = shift < 0 ? 0 : shift > TR_NS_LIMIT ? TR_NS_LIMIT : shift;
 	v->base = v->t0 - v->shift; /* t0 >= -2^62, shift <= 2^62: fits */
 	v->fi = calloc((size_t)t->nfuncs + 1, sizeof(*v->fi));
@@ -401,7 +409,7 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 		else
 			finfo_of(v, t->funcs[i].name, t->funcs[i].lib_id, 1, &v->fi[i]);
 	}
-	if (find_dup_names(v) || build_names(v) || build_selection(v))
+	if (find_dup_names(v) || build_names(v) || build_selection(v) || rp_gpu_analyze(v, &v->gpu))
 		goto oom;
 	return 0;
 oom:
@@ -424,5 +432,7 @@ void rp_view_free(struct rp_view *v)
 	free(v->counted);
 	free(v->thread_dup);
 	free(v->names);
+	free(v->func_ok);
+	rp_gpu_free(v->gpu);
 	memset(v, 0, sizeof(*v));
 }

@@ -48,6 +48,8 @@ static void check_invariants(const struct tr_trace *t)
 		by_thread = tr_sat_add_u64(by_thread, t->threads[i].counted);
 	if (by_entry != t->counted_calls || by_func != t->counted_calls || by_thread != t->counted_calls)
 		abort();
+	if (!tr_gpu_consistent(t))
+		abort();
 }
 
 static void all_outputs(struct rp_view *v, unsigned n)

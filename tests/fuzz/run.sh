@@ -33,7 +33,10 @@ mkdir -p "$work/seeds/trace" "$work/seeds/elf" "$work/corpus/trace" "$work/corpu
 	"$gen" kernels "$work/seeds/trace/kernels.bin" &&
 	"$gen" nocalls "$work/seeds/trace/nocalls.bin" &&
 	"$gen" hot "$work/seeds/trace/counts.bin" --count --iterations 48 --tsc &&
-	"$gen" big "$work/seeds/trace/small.bin" --calls 60 --threads 2 || { echo "FAIL: gen_trace"; exit 1; }
+	"$gen" big "$work/seeds/trace/small.bin" --calls 60 --threads 2 &&
+	"$gen" gpu "$work/seeds/trace/gpu.bin" &&
+	"$gen" gpu "$work/seeds/trace/gpu-tsc.bin" --tsc &&
+	"$gen" basic "$work/seeds/trace/gpu-refused.bin" --gpu-session other-user || { echo "FAIL: gen_trace"; exit 1; }
 for so in "$@"; do
 	cp "$so" "$work/seeds/elf/$(basename "$so")"
 done

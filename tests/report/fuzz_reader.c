@@ -4,7 +4,9 @@
  *  2. ITERATIONS random mutations (bytes flipped, size/count/id fields set to edge values, 8-byte
  *     words duplicated or removed) must never crash, read out of bounds or loop forever.
  * Every trace that opens must hold consistent calls and counts (COUNTS entries with valid ids,
- * their sums per function, per thread and in all equal).
+ * their sums per function, per thread and in all equal) and GPU records (indices in range, every
+ * link pointing to an API record of the work's session and correlation id and to a call of the
+ * API record's thread and function that holds it, counts by link status that add up).
  * Every trace that opens is also run through the whole report (view, stats, analysis, text, json,
  * csv, jsonl, chrome, folded, perfetto) into /dev/null. Every input is also read as a file (a
  * memfd opened by its /proc path): tr_open() reads a regular file otherwise than tr_open_mem()
@@ -114,7 +116,14 @@ static int same_as_file(const struct tr_trace *m, const char *merr, const uint8_
 		      f->truncated != m->truncated || f->truncated_at != m->truncated_at ||
 		      strcmp(f->truncated_reason, m->truncated_reason) || f->errors != m->errors ||
 		      f->has_end != m->has_end || f->dropped != m->dropped || f->first_ns != m->first_ns ||
-		      f->last_ns != m->last_ns;
+		      f->last_ns != m->last_ns || f->ngpu_sessions != m->ngpu_sessions || f->ngpu_api != m->ngpu_api ||
+		      f->ngpu_work != m->ngpu_work || f->ngpu_names != m->ngpu_names ||
+		      memcmp(&f->gpu_links, &m->gpu_links, sizeof(f->gpu_links));
+		for (uint32_t i = 0; !bad && i < m->ngpu_work; i++) {
+			const struct tr_gpu_work *a = &m->gpu_work[i], *b = &f->gpu_work[i];
+			bad = a->start_ns != b->start_ns || a->end_ns != b->end_ns || a->call != b->call || a->api != b->api ||
+			      a->link != b->link || a->session != b->session || a->name_id != b->name_id;
+		}
 		for (uint32_t i = 0; !bad && i < m->ncalls; i++) {
 			const struct tr_call *a = &m->calls[i], *b = &f->calls[i];
 			bad = a->start_ns != b->start_ns || a->end_ns != b->end_ns || a->ret != b->ret ||
@@ -165,6 +174,11 @@ static int check(const uint8_t *buf, size_t len, int is_prefix, const char *what
 			tr_close(t);
 			return -1;
 		}
+	}
+	if (!tr_gpu_consistent(t)) {
+		fprintf(stderr, "FAIL %s: inconsistent GPU records\n", what);
+		tr_close(t);
+		return -1;
 	}
 	/* Counts: valid ids, and the saturating sums (min(true sum, UINT64_MAX), whatever the order)
 	 * of the entries, per function, per thread and the total all agree. */

@@ -12,6 +12,10 @@
  *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
  *   gen_trace nocalls OUT
  *       header, library and functions, no events
+ *   gen_trace gpu OUT [--tsc] [--lazy-first-launch]
+ *       the GPU side: GPU sessions (two started, one OTHER_USER) and their records, linked and
+ *       not (see scenario_gpu()); basic --gpu-session no-cupti|other-user adds a GPU session
+ *       that never started
  *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
  *       many very short calls on three threads (see scenario_hot()); --count: two of the
  *       functions counted, not recorded (COUNTS blocks, trace format 3); --count-capture: one
@@ -25,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MiB (1ull << 20)
 
 /* ---- a growable byte buffer ------------------------------------------------------------------ */
 
@@ -374,6 +380,306 @@ static void counts_block(uint32_t tid, uint64_t rel_ns, const uint32_t *func, co
 	free(b.p);
 }
 
+static void note_block(uint32_t level, const char *text)
+{
+	struct buf b = {0};
+	struct cuhook_note_block nb = {level, (uint32_t)strlen(text)};
+	buf_add(&b, &nb, sizeof(nb));
+	buf_add(&b, text, nb.len);
+	block(CUHOOK_BLOCK_NOTE, b.p, b.len);
+	free(b.p);
+}
+
+/* ---- the GPU side (trace format: GPU_SESSION and GPU blocks) ---------------------------------- */
+
+static void gpu_session(uint32_t status, uint64_t rel_ns, uint32_t version, const char *path, uint64_t records)
+{
+	struct buf b = {0};
+	struct cuhook_gpu_session_block sb;
+	memset(&sb, 0, sizeof(sb));
+	sb.status = status;
+	sb.cupti_version = version;
+	sb.path_len = (uint32_t)strlen(path);
+	sb.tsc = stamp(rel_ns);
+	sb.records = records;
+	buf_add(&b, &sb, sizeof(sb));
+	buf_add(&b, path, sb.path_len);
+	block(CUHOOK_BLOCK_GPU_SESSION, b.p, b.len);
+	free(b.p);
+}
+
+/* GPU records, buffered until gpu_flush() writes them as one GPU block. */
+static struct buf gpu_recs;
+static uint32_t gpu_nrecs;
+
+static void gpu_rec(const void *rec, size_t size)
+{
+	buf_add(&gpu_recs, rec, size);
+	gpu_nrecs++;
+}
+
+static void gpu_flush(void)
+{
+	struct buf b = {0};
+	struct cuhook_gpu_block gb = {gpu_nrecs, 0};
+	buf_add(&b, &gb, sizeof(gb));
+	buf_add(&b, gpu_recs.p, gpu_recs.len);
+	block(CUHOOK_BLOCK_GPU, b.p, b.len);
+	free(b.p);
+	gpu_recs.len = 0;
+	gpu_nrecs = 0;
+}
+
+static void gpu_name(uint32_t id, const char *name)
+{
+	struct cuhook_gpu_name n;
+	memset(&n, 0, sizeof(n));
+	n.h.type = CUHOOK_GPU_REC_NAME;
+	n.len = (uint32_t)strlen(name);
+	n.h.size = (uint16_t)CUHOOK_ALIGN8(sizeof(n) + n.len);
+	n.name_id = id;
+	struct buf b = {0};
+	buf_add(&b, &n, sizeof(n));
+	buf_add(&b, name, n.len);
+	buf_pad8(&b);
+	gpu_rec(b.p, b.len);
+	free(b.p);
+}
+
+/* CUPTI's record of a submitting call: the call's [start + 1 us, end - 1 us] */
+static void gpu_api(uint32_t corr, uint32_t tid, uint32_t func, uint64_t call_start, uint64_t call_end)
+{
+	struct cuhook_gpu_api a;
+	memset(&a, 0, sizeof(a));
+	a.h.type = CUHOOK_GPU_REC_API;
+	a.h.size = sizeof(a);
+	a.h.correlation = corr;
+	a.start = stamp(call_start + 1000);
+	a.end = stamp(call_end - 1000);
+	a.tid = tid;
+	a.func = func;
+	a.cbid = 300 + (func == UINT32_MAX ? 99 : func);
+	gpu_rec(&a, sizeof(a));
+}
+
+/* The fields every work record begins with (the same layout in KERNEL, MEMCPY and MEMSET). */
+static void work_head(void *rec, uint8_t type, uint16_t size, uint32_t corr, uint64_t start, uint64_t end, uint32_t dev,
+                      uint32_t stream)
+{
+	struct {
+		struct cuhook_gpu_rec h;
+		uint64_t start, end;
+		uint32_t device, context, stream;
+	} w = {{type, 0, size, corr}, stamp(start), stamp(end), dev, dev + 1, stream};
+	memset(rec, 0, size);
+	memcpy(rec, &w, sizeof(w));
+}
+
+struct kdim {
+	int32_t grid[3], block[3];
+	uint32_t smem_static, smem_dynamic;
+	uint16_t regs;
+};
+
+static void gpu_kernel(uint32_t corr, uint64_t start, uint64_t end, uint32_t dev, uint32_t stream, uint32_t name_id,
+                       const struct kdim *k, uint32_t graph_id, uint64_t node)
+{
+	struct cuhook_gpu_kernel r;
+	work_head(&r, CUHOOK_GPU_REC_KERNEL, sizeof(r), corr, start, end, dev, stream);
+	r.name_id = name_id;
+	memcpy(r.grid, k->grid, sizeof(r.grid));
+	memcpy(r.block, k->block, sizeof(r.block));
+	r.shared_static = k->smem_static;
+	r.shared_dynamic = k->smem_dynamic;
+	r.registers = k->regs;
+	r.graph_id = graph_id;
+	r.graph_node_id = node;
+	gpu_rec(&r, sizeof(r));
+}
+
+static void gpu_memcpy(uint32_t corr, uint64_t start, uint64_t end, uint32_t stream, uint8_t kind, uint8_t src,
+                       uint8_t dst, uint8_t flags, uint64_t bytes)
+{
+	struct cuhook_gpu_memcpy r;
+	work_head(&r, CUHOOK_GPU_REC_MEMCPY, sizeof(r), corr, start, end, 0, stream);
+	r.copy_kind = kind;
+	r.src_kind = src;
+	r.dst_kind = dst;
+	r.flags = flags;
+	r.bytes = bytes;
+	gpu_rec(&r, sizeof(r));
+}
+
+static void gpu_memset(uint32_t corr, uint64_t start, uint64_t end, uint32_t stream, uint32_t value, uint64_t bytes)
+{
+	struct cuhook_gpu_memset r;
+	work_head(&r, CUHOOK_GPU_REC_MEMSET, sizeof(r), corr, start, end, 0, stream);
+	r.value = value;
+	r.bytes = bytes;
+	r.mem_kind = 3; /* device */
+	gpu_rec(&r, sizeof(r));
+}
+
+/* A GPU session that never started, for the basic scenario (--gpu-session): CUPTI not found, or
+ * another CUPTI user. */
+static const char *gpu_refused;
+
+static void refused_session(void)
+{
+	if (!gpu_refused)
+		return;
+	if (!strcmp(gpu_refused, "no-cupti")) {
+		note_block(1, "--gpu: no libcupti found (tried libcupti.so.13, libcupti.so): GPU work is not recorded");
+		gpu_session(CUHOOK_GPU_NO_CUPTI, 500, 0, "libcupti.so.13", 0);
+	} else {
+		note_block(1, "--gpu: another CUPTI user owns the process (CUDA_INJECTION64_PATH): GPU work is not "
+		              "recorded, the API is");
+		gpu_session(CUHOOK_GPU_OTHER_USER, 500, 130001, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", 0);
+	}
+}
+
+/* The GPU side: calls and what the GPU did for them, in two GPU sessions with an OTHER_USER one
+ * between them. Device 0 unless said; times in ns from the trace start; every CUPTI API record
+ * spans its call's [start + 1 us, end - 1 us]. Session A (STARTED at 1 us, STOPPED at 2.6 ms):
+ *   main   cuInit 2000..102000; cuLibraryLoadData 200000..700000
+ *   main   cuMemcpyHtoD_v2 800000..900000       corr 1: HtoD 1 MiB 810000..860000 (pageable)
+ *   main   cuLaunchKernel 1000000..1005000      corr 2: gemm 1010000..1110000 (stream 7)
+ *   main   cuLaunchKernel 1100000..1105000      corr 3: gemm 1110000..1210000
+ *   worker cuLaunchKernel 1140000..1145000      corr 12: softmax 1150000..1170000 (stream 9)
+ *   main   cuLaunchKernelEx 1200000..1204000    corr 4: softmax 1210000..1240000
+ *   main   cuGraphLaunch 1300000..1310000       corr 5: graph 1, nodes 11, 12, 13: gemm
+ *                                               1320000..1420000, relu 1420000..1430000,
+ *                                               relu 1430000..1440000
+ *   main   cuMemsetD32_v2 1500000..1502000      corr 6: memset 4 KiB 1505000..1506000
+ *   worker cuStreamSynchronize 1510000..1600000
+ *   main   cuLibraryLoadData 1600000..1900000
+ *   main   cuLaunchKernel 1990000..1995000      corr 7: gemm 2000000..2050000 (stream 9)
+ *   main   cuMemcpyDtoH_v2 2060000..2260000     corr 8: DtoH 1 MiB 2100000..2200000 (pageable)
+ *   (none)                                      corr 99: init_kernel 2300000..2310000, no API
+ *                                               record: unlinked, no API record
+ *   main   (no call: an untraced function)      corr 10: API 2400000..2402000 -> relu
+ *                                               2405000..2415000: API record in no call
+ *   worker (a call lost: DROP of 3 at 2520000)  corr 11: API 2500000..2502000 -> relu
+ *                                               2505000..2515000: call dropped
+ * Session B: OTHER_USER at 2.7 ms (and a NOTE). Session C (STARTED at 3 ms, STOPPED at 3.5 ms),
+ * correlation ids from 1 again:
+ *   main   cuLaunchKernel 3100000..3105000      corr 1: gemm 3110000..3210000
+ *   main   cuLaunchKernel 3106000..3109000      corr 3: gemm 3120000..3170000 on device 1
+ *   main   cuMemcpyHtoDAsync_v2 3220000..3225000 corr 2: HtoD 2 MiB 3230000..3330000 (pinned)
+ *   main   cuCtxSynchronize 3226000..3335000
+ * GPU records come in CUPTI's delivery order, not in time order. --lazy-first-launch: the first
+ * cuLaunchKernel starts at 900000 (105 us, 21 times the launches' median: the driver loading
+ * the module in its first launch). */
+static int lazy_first_launch; /* --lazy-first-launch: the first cuLaunchKernel lasts 900000..1005000 */
+
+enum {
+	G_INIT, G_LIBLOAD, G_H2D, G_LAUNCH, G_LAUNCHEX, G_GRAPH, G_MEMSET, G_STREAMSYNC, G_D2H, G_H2DASYNC,
+	G_CTXSYNC, G_COUNT
+};
+
+static void scenario_gpu(void)
+{
+	static const char *const argv[] = {"./gpu_app", NULL};
+	static const struct fdef fs[G_COUNT] = {
+		{"cuInit", 0}, {"cuLibraryLoadData", 0}, {"cuMemcpyHtoD_v2", 0}, {"cuLaunchKernel", 0},
+		{"cuLaunchKernelEx", 0}, {"cuGraphLaunch", 0}, {"cuMemsetD32_v2", 0}, {"cuStreamSynchronize", 0},
+		{"cuMemcpyDtoH_v2", 0}, {"cuMemcpyHtoDAsync_v2", 0}, {"cuCtxSynchronize", 0},
+	};
+	static const struct kdim gemm = {{64, 8, 1}, {256, 1, 1}, 16384, 0, 64},
+	                         softmax = {{128, 1, 1}, {128, 1, 1}, 0, 1024, 32},
+	                         relu = {{256, 1, 1}, {256, 1, 1}, 0, 0, 16}, init = {{1, 1, 1}, {32, 1, 1}, 0, 0, 8};
+	const uint32_t MAIN = 5200, WORKER = 5201;
+	file_header(5200, argv, "/opt/gpu_app");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", "580.159.04");
+	funcs_block(0, 0, fs, G_COUNT);
+	thread_block(MAIN, "main");
+	thread_block(WORKER, "worker");
+	ftab = fs;
+	nftab = G_COUNT;
+	struct thr m = {.tid = MAIN}, w = {.tid = WORKER};
+	static const uint64_t lr[6] = {0xf00d, 64, 8, 1, 256, 1}, st[5] = {1, 0, 0x7, 0x5000, 0};
+	const uint64_t r0[6] = {0};
+
+	/* session A */
+	gpu_session(CUHOOK_GPU_STARTED, 1000, 130001, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", 0);
+	call(&m, G_INIT, 2000, 100000, r0, 0, NULL, 0);
+	call(&m, G_LIBLOAD, 200000, 500000, (uint64_t[6]){0x7ffc0000, 0x600000}, 0, NULL, 0);
+	call(&m, G_H2D, 800000, 100000, (uint64_t[6]){0x7f0000000000ull, 0x10000000, MiB}, 0, NULL, 0);
+	call(&m, G_LAUNCH, lazy_first_launch ? 900000 : 1000000, lazy_first_launch ? 105000 : 5000, lr, 5, st, 0);
+	call(&m, G_LAUNCH, 1100000, 5000, lr, 5, st, 0);
+	call(&w, G_LAUNCH, 1140000, 5000, lr, 5, st, 0);
+	call(&m, G_LAUNCHEX, 1200000, 4000, (uint64_t[6]){0x7ffc0100, 0xf00d, 0x5000, 0}, 0, NULL, 0);
+	call(&m, G_GRAPH, 1300000, 10000, (uint64_t[6]){0x9000, 0x7}, 0, NULL, 0);
+	call(&m, G_MEMSET, 1500000, 2000, (uint64_t[6]){0x7f0000000000ull, 0, 1024}, 0, NULL, 0);
+	call(&w, G_STREAMSYNC, 1510000, 90000, (uint64_t[6]){0x7}, 0, NULL, 0);
+	call(&m, G_LIBLOAD, 1600000, 300000, (uint64_t[6]){0x7ffc0008, 0x700000}, 0, NULL, 0);
+	call(&m, G_LAUNCH, 1990000, 5000, lr, 5, st, 0);
+	call(&m, G_D2H, 2060000, 200000, (uint64_t[6]){0x10000000, 0x7f0000000000ull, MiB}, 0, NULL, 0);
+	drop_rec(&w, 2520000, 3);
+	flush(&m);
+	flush(&w);
+	gpu_name(1, "_Z4gemmPKfS0_Pfi");
+	gpu_name(2, "_Z7softmaxPKfPfi");
+	gpu_api(1, MAIN, G_H2D, 800000, 900000);
+	gpu_api(2, MAIN, G_LAUNCH, lazy_first_launch ? 900000 : 1000000, 1005000);
+	gpu_api(3, MAIN, G_LAUNCH, 1100000, 1105000);
+	gpu_api(12, WORKER, G_LAUNCH, 1140000, 1145000);
+	gpu_api(4, MAIN, G_LAUNCHEX, 1200000, 1204000);
+	gpu_kernel(4, 1210000, 1240000, 0, 7, 2, &softmax, 0, 0);
+	gpu_kernel(2, 1010000, 1110000, 0, 7, 1, &gemm, 0, 0);
+	gpu_kernel(3, 1110000, 1210000, 0, 7, 1, &gemm, 0, 0);
+	gpu_kernel(12, 1150000, 1170000, 0, 9, 2, &softmax, 0, 0);
+	gpu_memcpy(1, 810000, 860000, 7, CUHOOK_COPY_HTOD, 1, 3, 0, MiB);
+	gpu_flush();
+	gpu_name(3, "_Z4reluPfi");
+	gpu_api(5, MAIN, G_GRAPH, 1300000, 1310000);
+	gpu_api(6, MAIN, G_MEMSET, 1500000, 1502000);
+	gpu_api(7, MAIN, G_LAUNCH, 1990000, 1995000);
+	gpu_api(8, MAIN, G_D2H, 2060000, 2260000);
+	gpu_kernel(5, 1430000, 1440000, 0, 7, 3, &relu, 1, 13);
+	gpu_kernel(5, 1320000, 1420000, 0, 7, 1, &gemm, 1, 11);
+	gpu_kernel(5, 1420000, 1430000, 0, 7, 3, &relu, 1, 12);
+	gpu_memset(6, 1505000, 1506000, 7, 0, 4096);
+	gpu_kernel(7, 2000000, 2050000, 0, 9, 1, &gemm, 0, 0);
+	gpu_memcpy(8, 2100000, 2200000, 7, CUHOOK_COPY_DTOH, 3, 1, 0, MiB);
+	gpu_flush();
+	gpu_name(4, "init_kernel");
+	gpu_kernel(99, 2300000, 2310000, 0, 7, 4, &init, 0, 0);
+	gpu_api(10, MAIN, UINT32_MAX, 2399000, 2403000);
+	gpu_kernel(10, 2405000, 2415000, 0, 7, 3, &relu, 0, 0);
+	gpu_api(11, WORKER, G_LAUNCH, 2499000, 2503000);
+	gpu_kernel(11, 2505000, 2515000, 0, 7, 3, &relu, 0, 0);
+	gpu_flush();
+	gpu_session(CUHOOK_GPU_STOPPED, 2600000, 130001, "", 29);
+
+	/* session B: another CUPTI user */
+	note_block(1, "--gpu: another CUPTI user owns the process (CUDA_INJECTION64_PATH): GPU work is not "
+	              "recorded, the API is");
+	gpu_session(CUHOOK_GPU_OTHER_USER, 2700000, 130001, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", 0);
+
+	/* session C: correlation ids start again */
+	gpu_session(CUHOOK_GPU_STARTED, 3000000, 130001, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", 0);
+	call(&m, G_LAUNCH, 3100000, 5000, lr, 5, st, 0);
+	call(&m, G_LAUNCH, 3106000, 3000, lr, 5, st, 0);
+	call(&m, G_H2DASYNC, 3220000, 5000, (uint64_t[6]){0x7f0000000000ull, 0x20000000, 2 * MiB, 0x7}, 0, NULL, 0);
+	call(&m, G_CTXSYNC, 3226000, 109000, r0, 0, NULL, 0);
+	flush(&m);
+	gpu_api(1, MAIN, G_LAUNCH, 3100000, 3105000);
+	gpu_kernel(1, 3110000, 3210000, 0, 7, 1, &gemm, 0, 0);
+	gpu_api(3, MAIN, G_LAUNCH, 3106000, 3109000);
+	gpu_kernel(3, 3120000, 3170000, 1, 7, 1, &gemm, 0, 0);
+	gpu_api(2, MAIN, G_H2DASYNC, 3220000, 3225000);
+	gpu_memcpy(2, 3230000, 3330000, 7, CUHOOK_COPY_HTOD, 2, 3, 1, 2 * MiB);
+	gpu_flush();
+	gpu_session(CUHOOK_GPU_STOPPED, 3500000, 130001, "", 6);
+	clock_block(3600000);
+	end_block(2);
+	free(m.recs.p);
+	free(w.recs.p);
+	free(gpu_recs.p);
+}
+
 /* ---- scenarios -------------------------------------------------------------------------------- */
 
 enum {
@@ -392,7 +698,6 @@ static const struct fdef basic_funcs[F_COUNT] = {
 };
 
 #define NAME(id) basic_funcs[id].name
-#define MiB (1ull << 20)
 
 /* Timeline of the main thread (ns from the trace start), by pipeline stage:
  *   init       1000 .. 204000     cuInit, cuDriverGetVersion, cuDeviceGet, cuCtxCreate_v2
@@ -418,6 +723,7 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 	funcs_block(1, F_COUNT, internal, 1);
 	thread_block(1000, "main");
 	thread_block(1001, "worker");
+	refused_session();
 	ftab = basic_funcs;
 	nftab = F_COUNT;
 
@@ -758,15 +1064,6 @@ static void scenario_nocalls(void)
 	end_block(0);
 }
 
-static void note_block(uint32_t level, const char *text)
-{
-	struct buf b = {0};
-	struct cuhook_note_block nb = {level, (uint32_t)strlen(text)};
-	buf_add(&b, &nb, sizeof(nb));
-	buf_add(&b, text, nb.len);
-	block(CUHOOK_BLOCK_NOTE, b.p, b.len);
-	free(b.p);
-}
 
 /* Everything a traced program names itself, with terminal escape sequences in it (a window
  * title, a screen clear, colours, a C1 CSI, a byte that is not UTF-8): the text report must show
@@ -795,18 +1092,29 @@ static void scenario_hostile(void)
 	call(&m, 0, 4000, 500, NULL, 0, NULL, 0);
 	flush(&m);
 	flush(&w);
+	/* GPU records named by the program too: a kernel whose demangled name holds a C1 CSI, one
+	 * that does not demangle and holds escapes, CUPTI's path */
+	gpu_session(CUHOOK_GPU_STARTED, 500, 130001, "/tmp/\x1b]0;cupti\x07", 0);
+	gpu_name(1, "_Z4k\xc2\x9b" "1v");
+	gpu_name(2, "evil\x1b]0;x\x07\xff");
+	gpu_api(1, 6600, 0, 0, 2500); /* the first cuInit, 1000..1500 */
+	gpu_kernel(1, 2000, 2500, 0, 7, 1, &(struct kdim){{1, 1, 1}, {1, 1, 1}, 0, 0, 1}, 0, 0);
+	gpu_kernel(2, 3000, 3100, 0, 7, 2, &(struct kdim){{1, 1, 1}, {1, 1, 1}, 0, 0, 1}, 0, 0);
+	gpu_flush();
+	gpu_session(CUHOOK_GPU_STOPPED, 4800, 130001, "", 5);
 	clock_block(5000);
 	end_block(2);
 	free(m.recs.p);
 	free(w.recs.p);
+	free(gpu_recs.p);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
-		                "[--v3-reserved] [--end-unreported N]\n");
+		                "[--v3-reserved] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
@@ -836,6 +1144,11 @@ int main(int argc, char **argv)
 			regs_mode = REGS_AGENT;
 		else if (!strcmp(argv[i], "--v3-reserved"))
 			regs_mode = REGS_V3_RESERVED;
+		else if (!strcmp(argv[i], "--lazy-first-launch"))
+			lazy_first_launch = 1;
+		else if (!strcmp(argv[i], "--gpu-session") && i + 1 < argc &&
+		         (!strcmp(argv[i + 1], "no-cupti") || !strcmp(argv[i + 1], "other-user")))
+			gpu_refused = argv[++i];
 		else if (!strcmp(argv[i], "--count"))
 			hot_count = 1;
 		else if (!strcmp(argv[i], "--count-capture"))
@@ -863,6 +1176,8 @@ int main(int argc, char **argv)
 		scenario_hot(iters, expect);
 	else if (!strcmp(scenario, "hostile"))
 		scenario_hostile();
+	else if (!strcmp(scenario, "gpu"))
+		scenario_gpu();
 	else {
 		fprintf(stderr, "gen_trace: unknown scenario %s\n", scenario);
 		return 2;

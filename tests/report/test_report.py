@@ -421,7 +421,8 @@ def test_hostile_names():
             bad = sorted({c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f)})
             check(not bad, f"report {args}: {name} holds control characters {bad!r}:\n{text}")
         out = p.stdout.decode()
-        for shown in ("libcuda.so.1\\u009b1m", "6601 w\\xff", "cuEvil", "cuRefused"):
+        for shown in ("libcuda.so.1\\u009b1m", "6601 w\\xff", "cuEvil", "cuRefused", "k\\u009b1()",
+                      "evil?]0;x?\\xff", "CUPTI 13.0.1 /tmp/?]0;cupti?"):
             check(shown in out, f"report {args}: {shown!r} shown: {out}")
 
 
@@ -1049,6 +1050,42 @@ def test_golden():
             raise Fail(f"{name} differs from the golden output:\n{diff}")
 
 
+def test_old_format():
+    """Traces without GPU blocks (the version-1 H200 trace, and the generated basic trace) give
+    exactly the report they gave before the reader knew GPU blocks: the text and JSON of the H200
+    trace byte for byte, every other format by its SHA-256 (golden/no-gpu.sha256, written by the
+    report before the GPU section existed; CUHOOK_UPDATE_GOLDEN=1 rewrites it)."""
+    import hashlib
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "h200-matmul100.bin")
+    traces = {"h200": data, "basic": gen("basic")}
+    got = {}
+    for tname, path in traces.items():
+        for fmt in ["text", "json", "csv", "jsonl", "chrome", "folded", "perfetto"]:
+            out_path = os.path.join(TMP, f"{tname}.{fmt}")
+            run(["report", "--no-color", "--format", fmt, "-o", out_path, path])
+            with open(out_path, "rb") as f:
+                out = f.read().replace(path.encode(), b"TRACE")
+            got[f"{tname}.{fmt}"] = hashlib.sha256(out).hexdigest()
+            if tname == "h200" and fmt in ("text", "json"):
+                golden = os.path.join(GOLDEN, f"h200-matmul100.{'txt' if fmt == 'text' else fmt}")
+                if os.environ.get("CUHOOK_UPDATE_GOLDEN"):
+                    with open(golden, "wb") as f:
+                        f.write(out)
+                else:
+                    with open(golden, "rb") as f:
+                        eq(out.decode(), f.read().decode(), f"h200 {fmt} report (golden/{os.path.basename(golden)})")
+    sums = os.path.join(GOLDEN, "no-gpu.sha256")
+    if os.environ.get("CUHOOK_UPDATE_GOLDEN"):
+        with open(sums, "w") as f:
+            f.writelines(f"{v}  {k}\n" for k, v in sorted(got.items()))
+        return
+    with open(sums) as f:
+        want = dict(ln.split()[::-1] for ln in f if ln.strip())
+    eq(sorted(want), sorted(got), "outputs in golden/no-gpu.sha256")
+    for k in sorted(want):
+        eq(got[k], want[k], f"SHA-256 of the {k} report")
+
+
 # ---- counted functions (trace format 3: COUNTS blocks) -------------------------------------------
 
 # What scenario_hot() in gen_trace.c makes (24000 iterations): every function's calls; with
@@ -1351,11 +1388,557 @@ def test_count_finding():
     eq([f for f in j["findings"] if "--count" in f["text"]], [], "no suggestion for analysed functions")
 
 
+# ---- the GPU side (GPU_SESSION and GPU blocks: gen_trace gpu) ----------------------------------------
+
+# scenario_gpu() in gen_trace.c, written again here: the calls (tid, function, start, end) and the
+# GPU work (session, device, stream, start, end, kind, name, correlation, the start of the call
+# that submitted it or the reason it has none). The expected numbers below are computed from
+# these lists by the test's own code, not taken from the report.
+GPU_MAIN, GPU_WORKER = 5200, 5201
+GPU_CALLS = [
+    (GPU_MAIN, "cuInit", 2000, 102000), (GPU_MAIN, "cuLibraryLoadData", 200000, 700000),
+    (GPU_MAIN, "cuMemcpyHtoD_v2", 800000, 900000), (GPU_MAIN, "cuLaunchKernel", 1000000, 1005000),
+    (GPU_MAIN, "cuLaunchKernel", 1100000, 1105000), (GPU_WORKER, "cuLaunchKernel", 1140000, 1145000),
+    (GPU_MAIN, "cuLaunchKernelEx", 1200000, 1204000), (GPU_MAIN, "cuGraphLaunch", 1300000, 1310000),
+    (GPU_MAIN, "cuMemsetD32_v2", 1500000, 1502000), (GPU_WORKER, "cuStreamSynchronize", 1510000, 1600000),
+    (GPU_MAIN, "cuLibraryLoadData", 1600000, 1900000), (GPU_MAIN, "cuLaunchKernel", 1990000, 1995000),
+    (GPU_MAIN, "cuMemcpyDtoH_v2", 2060000, 2260000),
+    (GPU_MAIN, "cuLaunchKernel", 3100000, 3105000), (GPU_MAIN, "cuLaunchKernel", 3106000, 3109000),
+    (GPU_MAIN, "cuMemcpyHtoDAsync_v2", 3220000, 3225000), (GPU_MAIN, "cuCtxSynchronize", 3226000, 3335000),
+]
+GEMM, SOFTMAX, RELU = ("gemm(float const*, float const*, float*, int)", "softmax(float const*, float*, int)",
+                       "relu(float*, int)")
+# (session, device, stream, start, end, kind, name, correlation, call start or link reason, api start)
+GPU_WORK = [
+    (1, 0, 7, 810000, 860000, "memcpy", "memcpy HtoD", 1, 800000, 801000),
+    (1, 0, 7, 1010000, 1110000, "kernel", GEMM, 2, 1000000, 1001000),
+    (1, 0, 7, 1110000, 1210000, "kernel", GEMM, 3, 1100000, 1101000),
+    (1, 0, 9, 1150000, 1170000, "kernel", SOFTMAX, 12, 1140000, 1141000),
+    (1, 0, 7, 1210000, 1240000, "kernel", SOFTMAX, 4, 1200000, 1201000),
+    (1, 0, 7, 1320000, 1420000, "kernel", GEMM, 5, 1300000, 1301000),
+    (1, 0, 7, 1420000, 1430000, "kernel", RELU, 5, 1300000, 1301000),
+    (1, 0, 7, 1430000, 1440000, "kernel", RELU, 5, 1300000, 1301000),
+    (1, 0, 7, 1505000, 1506000, "memset", "memset", 6, 1500000, 1501000),
+    (1, 0, 9, 2000000, 2050000, "kernel", GEMM, 7, 1990000, 1991000),
+    (1, 0, 7, 2100000, 2200000, "memcpy", "memcpy DtoH", 8, 2060000, 2061000),
+    (1, 0, 7, 2300000, 2310000, "kernel", "init_kernel", 99, "no_api_record", None),
+    (1, 0, 7, 2405000, 2415000, "kernel", RELU, 10, "api_record_in_no_call", 2400000),
+    (1, 0, 7, 2505000, 2515000, "kernel", RELU, 11, "call_dropped", 2500000),
+    (3, 0, 7, 3110000, 3210000, "kernel", GEMM, 1, 3100000, 3101000),
+    (3, 1, 7, 3120000, 3170000, "kernel", GEMM, 3, 3106000, 3107000),
+    (3, 0, 7, 3230000, 3330000, "memcpy", "memcpy HtoD", 2, 3220000, 3221000),
+]
+GPU_SESSIONS = {1: (1000, 2600000), 3: (3000000, 3500000)}   # the recorded ones (session 2: OTHER_USER)
+GPU_LOADING = {"cuInit", "cuLibraryLoadData"}
+GPU_SYNC = {"cuStreamSynchronize", "cuCtxSynchronize"}
+
+
+def union(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def gpu_expected():
+    """Busy time, active time and gaps per device, and each gap's time by what the host did."""
+    dev = {}
+    for d in sorted({w[1] for w in GPU_WORK}):
+        busy = active = 0
+        gaps = []
+        for sess in GPU_SESSIONS:
+            iv = union([(w[3], w[4]) for w in GPU_WORK if w[1] == d and w[0] == sess])
+            if not iv:
+                continue
+            busy += sum(e - s for s, e in iv)
+            active += iv[-1][1] - iv[0][0]
+            gaps += [(iv[i][1], iv[i + 1][0]) for i in range(len(iv) - 1)]
+        dev[d] = {"busy": busy, "active": active, "gaps": gaps}
+    return dev
+
+
+def host_state_split(a, b):
+    """[a, b) by the host's state, by priority: loading, sync, another driver call, none."""
+    cuts = sorted({a, b} | {t for _, _, s, e in GPU_CALLS for t in (s, e) if a < t < b})
+    out = {"loading_ns": 0, "sync_ns": 0, "driver_ns": 0, "outside_ns": 0}
+    for s, e in zip(cuts, cuts[1:]):
+        live = {f for _, f, cs, ce in GPU_CALLS if cs <= s and e <= ce}
+        key = ("loading_ns" if live & GPU_LOADING else "sync_ns" if live & GPU_SYNC else
+               "driver_ns" if live else "outside_ns")
+        out[key] += e - s
+    return out
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] + xs[(n - 1) // 2]) / 2
+
+
+def test_gpu_json():
+    """The GPU side in JSON: sessions, links, the kernel and copy tables, busy time, gaps with what
+    the host was doing, launch latency and every record with its call, all exact."""
+    path = gen("gpu", "gpu")
+    j, err = report_json(path)
+    eq(err, "", "stderr")
+    eq((j["errors"], j["calls"], j["duration_ns"]), (0, len(GPU_CALLS), 3500000), "errors, calls, duration")
+    g = j["gpu"]
+    eq([(s["session"], s["status"], s["start_ns"], s["stop_ns"], s["records"], s["records_read"]) for s in g["sessions"]],
+       [(1, "started", 1000, 2600000, 29, 29), (2, "other_user", 2700000, None, 0, 0),
+        (3, "started", 3000000, 3500000, 6, 6)], "sessions")
+    eq((g["work_records"], g["api_records"]), (len(GPU_WORK), 14), "records")
+    reasons = [w[8] for w in GPU_WORK if isinstance(w[8], str)]
+    want_links = {"linked": len(GPU_WORK) - len(reasons), "no_api_record": 1, "api_record_in_no_call": 1,
+                  "call_dropped": 1}
+    eq(g["links"], want_links, "links of the work records")
+    eq(g["api_links"], {"linked": 12, "no_api_record": 0, "api_record_in_no_call": 1, "call_dropped": 1},
+       "links of the API records")
+    eq(g["selected"], {"work": 17, "kernels": 13, "memcpy": 3, "memset": 1, "links": want_links, "flows": 14},
+       "selected")
+    eq(g["window_ns"], sum(e - s for s, e in GPU_SESSIONS.values()), "window: the sessions' recorded time")
+    # kernels: GPU time per name, nsys style
+    by_name = {}
+    for w in GPU_WORK:
+        if w[5] == "kernel":
+            by_name.setdefault(w[6], []).append(w[4] - w[3])
+    kt = sum(sum(d) for d in by_name.values())
+    eq(g["kernel_ns"], kt, "kernel time")
+    rows = [(k["name"], k["instances"], k["total_ns"], k["min_ns"], k["max_ns"], k["med_ns"], k["percent"])
+            for k in g["kernels"]]
+    want = sorted(((n, len(d), sum(d), min(d), max(d), median(d), round(100 * sum(d) / kt, 1))
+                   for n, d in by_name.items()), key=lambda r: (-r[2], r[0]))
+    eq(rows, want, "kernel rows")
+    eq([k["mangled"] for k in g["kernels"]], ["_Z4gemmPKfS0_Pfi", "_Z7softmaxPKfPfi", "_Z4reluPfi", "init_kernel"],
+       "mangled names")
+    eq(g["kernels"][0]["avg_ns"], 83333.3, "gemm average")
+    eq(g["kernels"][0]["stddev_ns"], 25819.9, "gemm sample standard deviation")
+    # copies and memsets: GPU time, bytes, bandwidth
+    mem = {m["operation"]: m for m in g["memory"]}
+    eq(sorted(mem), ["memcpy DtoH", "memcpy HtoD", "memset"], "operations")
+    eq((mem["memcpy HtoD"]["count"], mem["memcpy HtoD"]["bytes"], mem["memcpy HtoD"]["total_ns"],
+        mem["memcpy HtoD"]["min_bytes"], mem["memcpy HtoD"]["max_bytes"], mem["memcpy HtoD"]["gb_per_s"]),
+       (2, 3 * MiB, 150000, MiB, 2 * MiB, round(3 * MiB / 150000, 3)), "HtoD")
+    eq((mem["memcpy DtoH"]["bytes"], mem["memcpy DtoH"]["gb_per_s"]), (MiB, round(MiB / 100000, 3)), "DtoH")
+    eq((mem["memset"]["bytes"], mem["memset"]["total_ns"], mem["memset"]["gb_per_s"]), (4096, 1000, 4.096), "memset")
+    # busy, active, gaps per device
+    exp = gpu_expected()
+    window = g["window_ns"]
+    for d in g["devices"]:
+        e = exp[d["device"]]
+        lens = [b - a for a, b in e["gaps"]]
+        eq((d["busy_ns"], d["active_ns"], d["busy_percent"], d["gaps"]["count"], d["gaps"]["total_ns"],
+            d["gaps"]["max_ns"]),
+           (e["busy"], e["active"], round(100 * e["busy"] / window, 1), len(lens), sum(lens), max(lens, default=0)),
+           f"device {d['device']}")
+    d0 = g["devices"][0]
+    eq((d0["busy_ns"], d0["active_ns"], d0["gaps"]["count"], d0["gaps"]["median_ns"]), (781000, 1925000, 9, 90000),
+       "device 0 in numbers")
+    eq([(s["stream"], s["work"], s["busy_ns"], s["lanes"]) for s in d0["streams"]], [(7, 14, 731000, 1), (9, 2, 70000, 1)],
+       "device 0 streams (the softmax on stream 9 overlaps a gemm on 7: counted once in the device's busy time)")
+    # what the host was doing in the gaps
+    split = {k: 0 for k in ("loading_ns", "sync_ns", "driver_ns", "outside_ns")}
+    for a, b in exp[0]["gaps"]:
+        for k, x in host_state_split(a, b).items():
+            split[k] += x
+    gaps = g["gaps"]
+    eq({k: gaps[k] for k in split}, split, "gap time by host state")
+    eq(split, {"loading_ns": 300000, "sync_ns": 94000, "driver_ns": 167000, "outside_ns": 583000},
+       "gap time by host state, in numbers")
+    eq((gaps["count"], gaps["total_ns"], gaps["median_ns"], gaps["max_ns"]), (9, 1144000, 90000, 494000), "gaps")
+    top = gaps["largest"][0]
+    eq((top["start_ns"], top["gap_ns"], top["before"], top["after"]), (1506000, 494000, "memset", GEMM), "largest gap")
+    eq({k: top[k] for k in split}, host_state_split(1506000, 2000000), "largest gap by host state")
+    eq((top["calls"]["loading"]["func"], top["calls"]["loading"]["start_ns"], top["calls"]["sync"]["tid"]),
+       ("cuLibraryLoadData", 1600000, GPU_WORKER), "the calls in progress in the largest gap")
+    eq([x["gap_ns"] for x in gaps["largest"]], [494000, 150000, 100000, 95000, 90000], "the five largest")
+    eq((gaps["host_bound"]["start_ns"], gaps["host_bound"]["gap_ns"], gaps["host_bound"]["outside_ns"]),
+       (860000, 150000, 105000), "the most host-bound gap")
+    # launch latency: API record start to GPU start
+    lat = sorted(w[3] - w[9] for w in GPU_WORK if w[9] is not None)
+    L = g["launch_latency"]
+    eq((L["count"], L["min_ns"], L["max_ns"], L["med_ns"], L["negative"]),
+       (len(lat), lat[0], lat[-1], median(lat), 0), "latency")
+    eq((L["p90_ns"], L["p99_ns"]), (lat[-(-90 * len(lat) // 100) - 1], lat[-(-99 * len(lat) // 100) - 1]),
+       "latency percentiles (nearest rank)")
+    eq(L["avg_ns"], round(sum(lat) / len(lat), 1), "latency average")
+    bounds = [10000, 100000, 1000000, 10000000, 100000000, None]
+    eq([h["count"] for h in L["histogram"]],
+       [sum(1 for x in lat if (b is None or x < b) and (i == 0 or x >= bounds[i - 1])) for i, b in enumerate(bounds)],
+       "latency histogram")
+    eq([h["below_ns"] for h in L["histogram"]], bounds, "histogram bounds")
+    # every record, in GPU start order, with the call that submitted it
+    recs = g["records"]
+    want = sorted(GPU_WORK, key=lambda w: w[3])
+    eq(len(recs), len(want), "records")
+    for r, w in zip(recs, want):
+        what = f"record {w[6]} at {w[3]}"
+        eq((r["session"], r["device"], r["stream"], r["start_ns"], r["end_ns"], r["kind"], r["name"], r["correlation"]),
+           w[:8], what)
+        if isinstance(w[8], str):
+            eq((r["link"], r["call"]), (w[8], None), what + ": unlinked")
+        else:
+            eq((r["link"], r["call"]["start_ns"]), ("linked", w[8]), what + ": its call")
+            call = [c for c in GPU_CALLS if c[2] == w[8]][0]
+            eq((r["call"]["tid"], r["call"]["func"], r["call"]["dur_ns"]), (call[0], call[1], call[3] - call[2]),
+               what + ": its call's thread and function")
+        eq(r["latency_ns"], None if w[9] is None else w[3] - w[9], what + ": latency")
+    graph = [r for r in recs if r["graph_id"]]
+    eq([(r["name"], r["graph_node_id"], r["call"]["func"]) for r in graph],
+       [(GEMM, 11, "cuGraphLaunch"), (RELU, 12, "cuGraphLaunch"), (RELU, 13, "cuGraphLaunch")], "graph launch")
+    eq((recs[1]["grid"], recs[1]["block"], recs[1]["shared_static"], recs[1]["registers"]), ([64, 8, 1], [256, 1, 1], 16384, 64),
+       "kernel launch parameters")
+    # the TSC clock gives the same GPU side
+    jt, _ = report_json(gen("gpu-tsc", "gpu", "--tsc"))
+    eq(jt["gpu"], g, "the GPU side with a TSC clock")
+
+
+def test_gpu_text():
+    """The GPU sections of the text report, line by line where the numbers are exact."""
+    path = gen("gpu", "gpu")
+    out, _ = run(["report", "--no-color", path])
+    lines = out.splitlines()
+
+    def has(line):
+        check(line in lines, f"line {line!r} missing:\n{out}")
+    has("  gpu        17 work records, 14 linked to their call, 3 unlinked (1 no API record, 1 API record in no "
+        "recorded call, 1 call dropped); 3 GPU sessions, 2 recorded")
+    has("CUDA GPU kernel summary (GPU time)")
+    kern = re.findall(r"^ +([\d.]+) +(\S+ \S+) +(\d+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+) +(\S+ \S+)  (.+)$",
+                      out[out.index("CUDA GPU kernel summary"):out.index("CUDA GPU copies and memsets by time")], re.M)
+    eq(kern, [("83.3", "500.000 us", "6", "83.333 us", "100.000 us", "50.000 us", "100.000 us", "25.820 us", GEMM),
+              ("8.3", "50.000 us", "2", "25.000 us", "25.000 us", "20.000 us", "30.000 us", "7.071 us", SOFTMAX),
+              ("6.7", "40.000 us", "4", "10.000 us", "10.000 us", "10.000 us", "10.000 us", "0 ns", RELU),
+              ("1.7", "10.000 us", "1", "10.000 us", "10.000 us", "10.000 us", "10.000 us", "0 ns", "init_kernel")],
+       "kernel rows")
+    size = out[out.index("CUDA GPU copies and memsets by size"):out.index("GPU busy")]
+    eq(re.findall(r"^ +(\S+ \S+) +(\d+) .* ([\d.]+)  (memcpy \w+|memset)$", size, re.M),
+       [("3.00 MiB", "2", "20.97", "memcpy HtoD"), ("1.00 MiB", "1", "10.49", "memcpy DtoH"),
+        ("4.00 KiB", "1", "4.10", "memset")], "copies by size, GB/s")
+    busy = out[out.index("GPU busy"):out.index("GPU idle gaps")]
+    has("GPU busy (over the 3.099 ms the GPU sessions recorded)")
+    eq(re.findall(r"^  (\d+|  ) +(all|\d+) +(\d+) +(\S+ \S+) +([\d.]+)", busy, re.M),
+       [("0", "all", "16", "781.000 us", "25.2"), ("  ", "7", "14", "731.000 us", "23.6"),
+        ("  ", "9", "2", "70.000 us", "2.3"), ("1", "all", "1", "50.000 us", "1.6"), ("  ", "7", "1", "50.000 us", "1.6")],
+       "busy rows")
+    check(re.search(r"^  0 +all .* 1\.925 ms +40\.6$", busy, re.M), f"device 0's active time:\n{busy}")
+    has("  9 gaps: total 1.144 ms, median 90.000 us, max 494.000 us")
+    has("  meanwhile the host was in: loading 300.000 us (26.2%) (cuLibraryLoadData, main), sync 94.000 us (8.2%) "
+        "(cuStreamSynchronize, worker), other driver calls 167.000 us (14.6%) (cuMemcpyDtoH_v2, main), outside the "
+        "driver 583.000 us (51.0%)")
+    has(f"    494.000 us at   1.506 ms on device 0, after memset, before {GEMM}: loading 300.000 us "
+        "(cuLibraryLoadData, main), sync 90.000 us (cuStreamSynchronize, worker), other driver calls 5.000 us "
+        "(cuLaunchKernel, main), outside the driver 99.000 us")
+    has("  device 1: no gap")
+    has("  16 kernels, copies and memsets: min 4.000 us, median 9.000 us, p90 119.000 us, p99 129.000 us, max "
+        "129.000 us, average 25.312 us")
+    eq(re.findall(r"^ +(< 10 us|10-100 us|100 us-1 ms|1-10 ms|10-100 ms|>= 100 ms) +(\d+)", out, re.M),
+       [("< 10 us", "11"), ("10-100 us", "3"), ("100 us-1 ms", "2"), ("1-10 ms", "0"), ("10-100 ms", "0"),
+        (">= 100 ms", "0")], "latency histogram")
+    has("  1  recorded from 1.000 us to 2.600 ms (2.599 ms), 29 records, 0 dropped by CUPTI; CUPTI 13.0.1 "
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13")
+    has("  2  not recorded at 2.700 ms: another CUPTI user owns the process (a profiler, nsys, a "
+        "CUDA_INJECTION64_PATH tool); the API calls are traced; CUPTI /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13")
+    has("  17 work records (17 selected: 13 kernels, 3 copies, 1 memset), 14 API records; 14 linked to the call that "
+        "submitted them, 3 not: 1 no API record, 1 API record in no recorded call, 1 call dropped")
+    has("     init_kernel at 2.300 ms on device 0 (correlation id 99, session 1): no API record")
+    has(f"     {RELU} at 2.505 ms on device 0 (correlation id 11, session 1): call dropped")
+    # findings on GPU facts: host-bound only where the GPU idled with no sync and no loading going
+    # on (583 + 167 us of the steady state: 1.975 ms active - 300 us of loading), loading apart
+    j, _ = report_json(path)
+    texts = [f["text"] for f in j["findings"]]
+    hb = [t for t in texts if t.startswith("The GPU idled")]
+    eq(len(hb), 1, f"one host-bound finding: {texts}")
+    check(hb[0].startswith("The GPU idled 750.000 us, 45% of its steady state (1.675 ms), waiting for the host: no sync "
+                           "call and no loading was in progress (583.000 us outside any driver call, 167.000 us in "
+                           "other driver calls). The largest such gap, 150.000 us at 860.000 us between memcpy HtoD "
+                           f"and {GEMM}, had 105.000 us outside the driver."), hb[0])
+    eq([f["severity"] for f in j["findings"] if f["text"].startswith("The GPU idled")], [1], "host-bound severity (< 50%)")
+    check(any(t.startswith("One-off loading: the GPU idled 300.000 us (26% of its idle time) while the host loaded "
+                           "modules or libraries or initialised (most in cuLibraryLoadData).") for t in texts),
+          f"one-off loading finding: {texts}")
+    check(any(t.startswith("Copies DtoH through pageable host memory (1, 1.00 MiB) ran at 5.24 GB/s as the calls that "
+                           "made them saw it (200.000 us in those calls), 10.49 GB/s on the GPU.") for t in texts),
+          f"pageable copies: {texts}")
+    check(not any("HtoD through pageable" in t for t in texts), "HtoD pageable at 10.49 GB/s as the call saw it: no finding")
+    check(any(t.startswith("3 of 17 GPU records are not linked") for t in texts), "unlinked records finding")
+    check(any(t.startswith("GPU session 2 recorded nothing: another CUPTI user") and "guesses" not in t for t in texts),
+          f"the OTHER_USER session: {texts}")
+    check(not any(t.startswith("Between GPU submissions") for t in texts), "no host-side guess with GPU records")
+    check(not any("host-side guess" in t for t in texts), "nothing called a guess with GPU records")
+
+
+def test_gpu_first_call():
+    """First-call initialisation is loading: a first cuLaunchKernel of 105 us (21 times the median
+    of the launches: the driver loading a module lazily) in a GPU gap counts as loading, not as
+    host-bound; the same scenario with a first launch like the others does not."""
+    j, _ = report_json(gen("gpu", "gpu"))
+    gap = [x for x in j["gpu"]["gaps"]["largest"] if x["start_ns"] == 860000][0]
+    eq((gap["loading_ns"], gap["driver_ns"], gap["outside_ns"]), (0, 45000, 105000), "an ordinary first launch")
+    j, _ = report_json(gen("lazy", "gpu", "--lazy-first-launch"))
+    gap = [x for x in j["gpu"]["gaps"]["largest"] if x["start_ns"] == 860000][0]
+    eq({k: gap[k] for k in ("loading_ns", "sync_ns", "driver_ns", "outside_ns")},
+       {"loading_ns": 105000, "sync_ns": 0, "driver_ns": 40000, "outside_ns": 5000}, "the gap with the first launch")
+    eq((gap["calls"]["loading"]["func"], gap["calls"]["loading"]["start_ns"], gap["calls"]["loading"]["dur_ns"]),
+       ("cuLaunchKernel", 900000, 105000), "the first launch, as loading")
+    eq(j["gpu"]["gaps"]["loading_ns"], 300000 + 105000, "loading in all gaps")
+    second = [x for x in j["gpu"]["gaps"]["largest"] if x["start_ns"] == 1506000][0]
+    eq((second["driver_ns"], second["calls"]["driver"]["start_ns"]), (5000, 1990000), "later launches stay driver calls")
+
+
+def test_gpu_csv():
+    """CSV of a trace with GPU records: a record column, a row per GPU work record among the calls
+    in start order, with the linked call's tid, function and entry time."""
+    import csv
+    import io
+    path = gen("gpu", "gpu")
+    out, _ = run(["report", "--format", "csv", path])
+    rows = list(csv.reader(io.StringIO(out)))
+    head = rows[0]
+    eq(head[:3], ["record", "tid", "func"], "first columns")
+    eq(head[21:], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
+                   "shared_dynamic", "registers", "copy_kind", "bytes", "value", "graph_id", "graph_node_id",
+                   "api_start_ns", "latency_ns", "link", "call_start_ns"], "GPU columns")
+    for r in rows[1:]:
+        eq(len(r), len(head), f"columns of {r}")
+    col = {n: i for i, n in enumerate(head)}
+    calls = [r for r in rows[1:] if r[0] == "call"]
+    gpu = [r for r in rows[1:] if r[0] != "call"]
+    eq((len(calls), len(gpu)), (len(GPU_CALLS), len(GPU_WORK)), "call and GPU rows")
+    starts = [int(r[col["start_ns"]]) for r in rows[1:]]
+    eq(starts, sorted(starts), "rows in start order")
+    want = sorted(GPU_WORK, key=lambda w: w[3])
+    for r, w in zip(gpu, want):
+        what = f"GPU row {w[6]} at {w[3]}"
+        eq((r[0], r[col["name"]], int(r[col["start_ns"]]), int(r[col["dur_ns"]]), int(r[col["device"]]),
+            int(r[col["stream"]]), int(r[col["correlation"]]), int(r[col["session"]])),
+           (w[5], w[6], w[3], w[4] - w[3], w[1], w[2], w[7], w[0]), what)
+        if isinstance(w[8], str):
+            eq((r[col["link"]], r[1], r[2], r[col["call_start_ns"]]), (w[8], "", "", ""), what + ": unlinked")
+        else:
+            call = [c for c in GPU_CALLS if c[2] == w[8]][0]
+            eq((r[col["link"]], int(r[1]), r[2], int(r[col["call_start_ns"]])), ("linked", call[0], call[1], w[8]),
+               what + ": its call")
+    k = [r for r in gpu if r[col["correlation"]] == "2" and r[col["session"]] == "1"][0]
+    eq((k[col["grid"]], k[col["block"]], k[col["shared_static"]], k[col["registers"]]), ("64x8x1", "256x1x1", "16384", "64"),
+       "kernel columns")
+    m = [r for r in gpu if r[0] == "memcpy"][0]
+    eq((m[col["copy_kind"]], m[col["bytes"]], m[col["grid"]]), ("HtoD", str(MiB), ""), "memcpy columns")
+    # a trace without GPU blocks keeps its columns (test_old_format: byte for byte)
+    eq(report_csv(gen("basic"))[0][:2], ["1000", "cuInit"], "basic CSV unchanged")
+
+
+def gpu_perfetto(path, *opts):
+    """The Perfetto trace's GPU side: track names by uuid and parent, GPU slices (track, ts, name),
+    and the flow ids on call slices and on GPU slices."""
+    pf = os.path.join(TMP, "gpu.pftrace")
+    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
+    with open(pf, "rb") as f:
+        packets = parse_protobuf(f.read())
+    tracks, slices, starts, ends = {}, [], {}, {}
+    for _, _, p in packets:
+        fields = parse_protobuf(p)
+        ts = next((v for fn, _, v in fields if fn == 8), 0)
+        for fn, _, val in fields:
+            if fn == 60:
+                d = {}
+                for f2, _, v in parse_protobuf(val):
+                    d.setdefault(f2, v)
+                tracks[d[1]] = (d.get(2, b"").decode(), d.get(5))
+            if fn == 11:
+                ev = parse_protobuf(val)
+                typ = next(v for f2, _, v in ev if f2 == 9)
+                track = next(v for f2, _, v in ev if f2 == 11)
+                flows = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 47 and wt == 1]
+                term = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 48 and wt == 1]
+                name = next((v.decode() for f2, _, v in ev if f2 == 23), None)
+                if typ == 1:
+                    slices.append((track, ts, name, flows, term))
+                for fl in flows:
+                    starts[fl] = (track, ts, name)
+                for fl in term:
+                    ends[fl] = (track, ts, name)
+    return tracks, slices, starts, ends
+
+
+def test_gpu_exports():
+    """Chrome and Perfetto: a track per device and stream, a slice per piece of work, a flow from
+    each submitting call to each piece of work it submitted: as many flows as linked records."""
+    path = gen("gpu", "gpu")
+    linked = [w for w in GPU_WORK if not isinstance(w[8], str)]
+    out, _ = run(["report", "--format", "chrome", path])
+    ev = json.loads(out)["traceEvents"]
+    gpu_x = [e for e in ev if e["ph"] == "X" and e["cat"] in ("kernel", "memcpy", "memset")]
+    eq(len(gpu_x), len(GPU_WORK), "chrome GPU slices")
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    eq(sorted(v for k, v in procs.items() if k != 5200), ["GPU 0 (pid 5200)", "GPU 1 (pid 5200)"], "a process per device")
+    threads = sorted((procs[e["pid"]], e["args"]["name"]) for e in ev
+                     if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] != 5200)
+    eq(threads, [("GPU 0 (pid 5200)", "stream 7"), ("GPU 0 (pid 5200)", "stream 9"), ("GPU 1 (pid 5200)", "stream 7")],
+       "a track per stream")
+    eq(sorted((procs[e["pid"]], e["tid"], round(e["ts"] * 1000), round(e["dur"] * 1000), e["name"]) for e in gpu_x),
+       sorted((f"GPU {w[1]} (pid 5200)", w[2], w[3], w[4] - w[3], w[6]) for w in GPU_WORK), "chrome GPU slices' places")
+    s = {e["id"]: e for e in ev if e["ph"] == "s"}
+    f = {e["id"]: e for e in ev if e["ph"] == "f"}
+    eq((len(s), len(f), sorted(s)), (len(linked), len(linked), sorted(f)), "chrome flows: one per linked record")
+    calls = {(e["tid"], round(e["ts"] * 1000)): e["name"] for e in ev if e["ph"] == "X" and e["pid"] == 5200}
+    gpu_at = {(e["pid"], e["tid"], round(e["ts"] * 1000)): e["name"] for e in gpu_x}
+    pairs = sorted((calls[(s[i]["tid"], round(s[i]["ts"] * 1000))], round(s[i]["ts"] * 1000),
+                    gpu_at[(f[i]["pid"], f[i]["tid"], round(f[i]["ts"] * 1000))], round(f[i]["ts"] * 1000)) for i in s)
+    eq(pairs, sorted(([c[1] for c in GPU_CALLS if c[2] == w[8]][0], w[8], w[6], w[3]) for w in linked),
+       "each flow from the submitting call to its work")
+    check(all(e["bp"] == "e" for e in f.values()), "flow ends bind to the enclosing GPU slice")
+    # perfetto: a track per device under the process, a track per stream under its device
+    tracks, slices, starts, ends = gpu_perfetto(path)
+    names = {u: n for u, (n, _) in tracks.items()}
+    dev_tracks = {u: n for u, (n, p) in tracks.items() if n.startswith("GPU ")}
+    eq(sorted(dev_tracks.values()), ["GPU 0", "GPU 1"], "perfetto device tracks")
+    stream_tracks = sorted((dev_tracks[p], n) for u, (n, p) in tracks.items() if p in dev_tracks)
+    eq(stream_tracks, [("GPU 0", "stream 7"), ("GPU 0", "stream 9"), ("GPU 1", "stream 7")], "perfetto stream tracks")
+    gpu_slices = [(names[t], ts, n) for t, ts, n, _, _ in slices if t in tracks and tracks[t][1] in dev_tracks]
+    eq(len(gpu_slices), len(GPU_WORK), "perfetto GPU slices")
+    eq(len(tracks), 1 + 2 + 2 + 3, "perfetto tracks: process, 2 threads, 2 devices, 3 streams")
+    eq((len(starts), len(ends), sorted(starts)), (len(linked), len(linked), sorted(ends)),
+       "perfetto flows: one per linked record, each begun and ended")
+    pairs = sorted((starts[i][2], starts[i][1], ends[i][2], ends[i][1]) for i in starts)
+    eq(pairs, sorted(([c[1] for c in GPU_CALLS if c[2] == w[8]][0], w[8], w[6], w[3]) for w in linked),
+       "perfetto flows from the submitting call's slice to its work's")
+    graph = [s for s in slices if len(s[3]) > 1]
+    eq([(g[2], g[1], len(g[3])) for g in graph], [("cuGraphLaunch", 1300000, 3)], "the graph launch begins 3 flows")
+
+
+def test_gpu_filters():
+    """The options select GPU work: --time-range by its GPU start, --functions and --thread by the
+    call that submitted it (unlinked work then goes)."""
+    path = gen("gpu", "gpu")
+    j, _ = report_json(path, "--time-range", "3ms:")
+    eq([(r["session"], r["start_ns"]) for r in j["gpu"]["records"]], [(3, 3110000), (3, 3120000), (3, 3230000)],
+       "--time-range 3ms:")
+    eq(j["gpu"]["window_ns"], 500000, "window within the range")
+    eq(j["gpu"]["selected"]["flows"], 3, "flows within the range")
+    j, _ = report_json(path, "--thread", "worker")
+    eq([(r["name"], r["call"]["tid"]) for r in j["gpu"]["records"]], [(SOFTMAX, GPU_WORKER)], "--thread worker")
+    j, _ = report_json(path, "--functions", "cuGraph*")
+    eq([r["graph_node_id"] for r in j["gpu"]["records"]], [11, 12, 13], "--functions cuGraph*")
+    eq(j["gpu"]["selected"]["links"]["linked"], 3, "linked among the selected")
+    eq(j["gpu"]["selected"]["flows"], 3, "flows of the selected")
+    rows = [r.split(",")[0] for r in run(["report", "--format", "csv", "--functions", "cuGraph*", path])[0].splitlines()[1:]]
+    eq(rows, ["call", "kernel", "kernel", "kernel"], "CSV rows with --functions cuGraph*")
+
+
+def test_gpu_refused():
+    """GPU sessions that recorded nothing (no CUPTI, another CUPTI user): listed, the reason in the
+    findings, the old findings kept but called host-side guesses; the rest as without them."""
+    base, _ = report_json(gen("basic"))
+    for opt, words in [("no-cupti", "not recorded at 500 ns: no CUPTI library found (tried: libcupti.so.13)"),
+                       ("other-user", "not recorded at 500 ns: another CUPTI user owns the process")]:
+        path = gen("refused-" + opt, "basic", "--gpu-session", opt)
+        out, _ = run(["report", "--no-color", path])
+        check(f"  1  {words}" in out, f"{opt}: the session line: {out}")
+        check("  gpu        0 work records, 0 linked to their call, 0 unlinked; 1 GPU session, 0 recorded" in out,
+              f"{opt}: header line")
+        j, _ = report_json(path)
+        eq([s["status"] for s in j["gpu"]["sessions"]], [opt.replace("-", "_")], f"{opt}: JSON session")
+        eq((j["gpu"]["records"], j["gpu"]["kernels"]), ([], []), f"{opt}: no records")
+        for k in ["functions", "categories", "transfers", "stages", "gaps", "slowest_calls", "calls", "errors"]:
+            eq(j[k], base[k], f"{opt}: {k} as without the session")
+        texts = [f["text"] for f in j["findings"]]
+        guess = " (A host-side guess: this trace has no GPU records to check it against.)"
+        old = [f["text"] for f in base["findings"]]
+        eq([t for t in texts if not t.startswith("GPU session")],
+           [t + guess if t.startswith(("The host spends", "Between GPU submissions")) else t for t in old],
+           f"{opt}: the old findings, the GPU guesses marked")
+        eq(len([t for t in texts if t.startswith("GPU session 1 recorded nothing") and
+                t.endswith("The findings about the GPU are host-side guesses.")]), 1, f"{opt}: why nothing was recorded")
+        rows = run(["report", "--format", "csv", path])[0].splitlines()
+        eq((rows[0].split(",")[0], len(rows) - 1, {r.split(",")[0] for r in rows[1:]}), ("record", 27, {"call"}),
+           f"{opt}: CSV: the record column, calls only")
+
+
+def gpu_blocks(data):
+    """(offset, type, payload offset, size) of the GPU_SESSION (9) and GPU (10) blocks."""
+    return [b for b in blocks(data) if b[1] in (9, 10)]
+
+
+def gpu_records(data, p):
+    """(offset, type, size) of the records of the GPU block whose payload is at p."""
+    n = int.from_bytes(data[p:p + 4], "little")
+    off, out = p + 8, []
+    for _ in range(n):
+        typ, _, size = struct.unpack_from("<BBH", data, off)
+        out.append((off, typ, size))
+        off += size
+    return out
+
+
+def test_gpu_damage():
+    """Damaged GPU blocks: each fault skipped and counted, everything else read."""
+    path = gen("gpu", "gpu")
+    with open(path, "rb") as f:
+        good = bytearray(f.read())
+    gb = gpu_blocks(good)
+    eq([t for _, t, _, _ in gb], [9, 10, 10, 10, 9, 9, 9, 10, 9], "GPU blocks of the scenario")
+    first_gpu = gb[1][2]
+    recs = gpu_records(good, first_gpu)
+    eq([t for _, t, _ in recs], [5, 5, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3], "records of the first GPU block")
+
+    def report(data, name):
+        p = os.path.join(TMP, name + ".bin")
+        with open(p, "wb") as f:
+            f.write(data)
+        return report_json(p)[0]
+    # the NAME record of gemm made an unknown type: skipped; the 6 gemm kernels lose their name
+    bad = bytearray(good)
+    bad[recs[0][0]] = 77
+    j = report(bad, "unknown-type")
+    check("unknown GPU record type 77 skipped" in j["error_messages"], j["error_messages"])
+    check("6 GPU kernel records name ids no NAME record defines (first: id 1)" in j["error_messages"], j["error_messages"])
+    eq(j["errors"], 1 + 6, "errors: the record, the 6 kernels")
+    eq([(k["name"], k["instances"]) for k in j["gpu"]["kernels"]][0], ("(unnamed kernel)", 6), "unnamed kernels")
+    eq(j["gpu"]["work_records"], 17, "all work read")
+    # a record size that is not a multiple of 8: the rest of the block is skipped
+    bad = bytearray(good)
+    struct.pack_into("<H", bad, recs[7][0] + 2, 12)
+    j = report(bad, "bad-size")
+    eq(j["gpu"]["work_records"], 17 - 5, "the block's 5 work records are lost")
+    eq(j["corrupt_records"], 1, "corrupt records")
+    check(any(m.startswith(f"GPU block at offset {gb[1][0]}: corrupt record 7 (size 12,") for m in j["error_messages"]),
+          j["error_messages"])
+    # a record too short for its type (the 64-byte MEMCPY record called a KERNEL): skipped alone
+    bad = bytearray(good)
+    bad[recs[11][0]] = 2
+    j = report(bad, "short-kernel")
+    check("corrupt GPU KERNEL record (size 64, at least 88): skipped" in j["error_messages"], j["error_messages"])
+    eq((j["gpu"]["work_records"], j["gpu"]["memory"][0]["count"]), (16, 1), "the copy lost, nothing else")
+    # a NAME id out of range
+    bad = bytearray(good)
+    struct.pack_into("<I", bad, recs[1][0] + 8, 1 << 20)
+    j = report(bad, "name-range")
+    check("GPU NAME record with id 1048576 out of range (1..1048575): skipped" in j["error_messages"], j["error_messages"])
+    eq([k["name"] for k in j["gpu"]["kernels"]].count("(unnamed kernel)"), 1, "softmax unnamed")
+    # the first session's STARTED block of an unknown status: its GPU blocks are outside a session
+    bad = bytearray(good)
+    struct.pack_into("<I", bad, gb[0][2], 17)
+    j = report(bad, "no-start")
+    eq([s["session"] for s in j["gpu"]["sessions"]], [1, 2], "two sessions left")
+    eq((j["gpu"]["work_records"], j["gpu"]["api_records"]), (3, 3), "session C's records only")
+    check(any("outside a GPU session" in m for m in j["error_messages"]), j["error_messages"])
+    check(any("STOPPED at offset" in m and "without a started session" in m for m in j["error_messages"]),
+          j["error_messages"])
+    eq(j["corrupt_records"], 3, "three GPU blocks skipped")
+    # a GPU block cut short by the file's end: the trace is truncated there, the rest reported
+    j = report(good[:gb[2][0] + 40], "cut")
+    eq((j["truncated"], j["gpu"]["work_records"]), (True, 5), "cut in the second GPU block")
+
+
 def test_fuzz():
     seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
              gen("small", "big", "--calls", "200", "--threads", "3"),
              gen("counts", "hot", "--count", "--iterations", "48", "--tsc"),
-             gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved")]
+             gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved"),
+             gen("gpu", "gpu"), gen("gpu-tsc", "gpu", "--tsc"), gen("gpu-refused", "basic", "--gpu-session", "other-user")]
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())

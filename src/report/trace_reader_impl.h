@@ -1,0 +1,25 @@
+/* What the files of the trace reader share (trace_reader.c decodes the file and its call
+ * events, trace_gpu.c the GPU blocks): not part of the reader's interface (trace_reader.h). */
+#ifndef CUHOOK_TRACE_READER_IMPL_H
+#define CUHOOK_TRACE_READER_IMPL_H
+
+#include "trace_reader.h"
+
+/* A NUL-terminated copy of n bytes in the trace's arena, control characters replaced by '?';
+ * NULL when out of memory. */
+char *tr_arena_strndup(struct tr_trace *t, const void *src, size_t n);
+/* Grow *arr (elements of size elt) so that index need - 1 fits; -1 when out of memory. */
+int tr_grow(void **arr, uint32_t *cap, uint32_t need, size_t elt);
+/* Count an error; the first few keep their message. */
+void tr_add_error(struct tr_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Pass 2 (the clock and every function are known): a GPU_SESSION block and a GPU block at file
+ * offset off. Return 0, or -1 when out of memory; damage is counted, never fatal. */
+int tr_gpu_session_block(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off);
+int tr_gpu_block(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off);
+/* After pass 2, once every call is matched: check the kernels' name ids and link the GPU
+ * records to their calls (tr_gpu_link). 0, or -1 when out of memory. */
+int tr_gpu_finish(struct tr_trace *t);
+void tr_gpu_free(struct tr_trace *t);
+
+#endif
