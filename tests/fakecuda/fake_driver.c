@@ -23,6 +23,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct fakecuda_profiler *profiler; /* atomic */
 
+/* For the stand-in CUPTI, which models what CUPTI allows only before cuInit. Not a cu* name,
+ * so cuhook never hooks it. */
+EXPORT int fakecuda_initialized(void)
+{
+	return __atomic_load_n(&fake_initialized, __ATOMIC_ACQUIRE);
+}
+
 EXPORT int fakecuda_profiler_attach(const struct fakecuda_profiler *ops)
 {
 	if (!ops) {

@@ -96,6 +96,9 @@ struct fakecuda_profiler {
  * with NULL. 0, or -1 when another profiler is attached (detach it first) or a member is NULL. */
 int fakecuda_profiler_attach(const struct fakecuda_profiler *ops);
 
+/* 1 once cuInit has been called (the stand-in CUPTI models what CUPTI allows only before). */
+int fakecuda_initialized(void);
+
 #ifdef __cplusplus
 }
 #endif

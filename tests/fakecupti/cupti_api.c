@@ -15,6 +15,15 @@ static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER; /* settings, attach
 
 FC_HIDDEN uint8_t fc_work_on[FC_WORK_KINDS];
 FC_HIDDEN uint8_t fc_cbid_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+/* Per-cbid driver records, as CUPTI 13.0.1 on driver 580 does them (measured on an H100,
+ * docs/validation.md "the GPU side"): cuptiActivityEnableDriverApi takes effect only while the
+ * driver is not yet initialised (cuInit); called later it still answers CUPTI_SUCCESS, changes
+ * nothing, and yet puts the driver records in per-cbid mode, so that with
+ * CUPTI_ACTIVITY_KIND_DRIVER enabled before it, none come any more. Enabling
+ * CUPTI_ACTIVITY_KIND_DRIVER after it leaves per-cbid mode (cupti_activity.h: the kind
+ * overrides the API's settings made before it). */
+FC_HIDDEN uint8_t fc_cbid_applied[CUPTI_DRIVER_TRACE_CBID_SIZE];
+FC_HIDDEN uint8_t fc_per_cbid;
 static CUpti_TimestampCallbackFunc timestamp_fn;                    /* atomic */
 static int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT; /* atomic */
 
@@ -71,6 +80,18 @@ static CUptiResult attach_to_driver(void)
 	libcuda = h;
 	profiler_attach = attach;
 	return CUPTI_SUCCESS;
+}
+
+/* Whether the stand-in libcuda has seen cuInit (not loaded: not initialised). */
+static int driver_initialized(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	int (*initialized)(void) = (int (*)(void))dlsym(h, "fakecuda_initialized");
+	int r = initialized ? initialized() : 0;
+	dlclose(h);
+	return r;
 }
 
 FC_EXPORT CUptiResult cuptiGetVersion(uint32_t *version)
@@ -167,6 +188,7 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
 	case CUPTI_ACTIVITY_KIND_DRIVER:
 		for (unsigned i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 			__atomic_store_n(&fc_cbid_on[i], (uint8_t)on, __ATOMIC_RELAXED);
+		__atomic_store_n(&fc_per_cbid, 0, __ATOMIC_RELAXED);
 		return CUPTI_SUCCESS;
 	default:
 		return CUPTI_ERROR_INVALID_KIND; /* a kind the stand-in does not model */
@@ -205,8 +227,11 @@ FC_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&api_lock);
 	CUptiResult r = enable ? attach_to_driver() : CUPTI_SUCCESS;
-	if (r == CUPTI_SUCCESS)
-		__atomic_store_n(&fc_cbid_on[cbid], (uint8_t)(enable != 0), __ATOMIC_RELAXED);
+	if (r == CUPTI_SUCCESS) {
+		if (!driver_initialized())
+			__atomic_store_n(&fc_cbid_applied[cbid], (uint8_t)(enable != 0), __ATOMIC_RELAXED);
+		__atomic_store_n(&fc_per_cbid, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&api_lock);
 	return r;
 }
@@ -260,6 +285,7 @@ FC_EXPORT CUptiResult cuptiFinalize(void)
 	for (unsigned k = 0; k < FC_WORK_KINDS; k++)
 		__atomic_store_n(&fc_work_on[k], 0, __ATOMIC_RELAXED);
 	set_kind(CUPTI_ACTIVITY_KIND_DRIVER, 0);
+	memset(fc_cbid_applied, 0, sizeof(fc_cbid_applied));
 	fc_set_buffer_callbacks(NULL, NULL);
 	__atomic_store_n(&timestamp_fn, NULL, __ATOMIC_RELEASE);
 	__atomic_store_n(&thread_id_type, CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT, __ATOMIC_RELAXED);

@@ -74,7 +74,9 @@ static void api_exit(struct fakecuda_api_call *call)
 {
 	uint32_t s = recording(call);
 	if (!s || call->cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
-	    !__atomic_load_n(&fc_cbid_on[call->cbid], __ATOMIC_RELAXED))
+	    !__atomic_load_n(__atomic_load_n(&fc_per_cbid, __ATOMIC_RELAXED) ? &fc_cbid_applied[call->cbid]
+	                                                                     : &fc_cbid_on[call->cbid],
+	                     __ATOMIC_RELAXED))
 		return;
 	CUpti_ActivityAPI r;
 	memset(&r, 0, sizeof(r));

@@ -19,6 +19,8 @@
 enum fc_work_kind { FC_KERNEL, FC_MEMCPY, FC_MEMSET, FC_WORK_KINDS };
 FC_HIDDEN extern uint8_t fc_work_on[FC_WORK_KINDS];
 FC_HIDDEN extern uint8_t fc_cbid_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+FC_HIDDEN extern uint8_t fc_cbid_applied[CUPTI_DRIVER_TRACE_CBID_SIZE]; /* cupti_api.c */
+FC_HIDDEN extern uint8_t fc_per_cbid;
 /* Now on the client's clock: its timestamp callback, else CLOCK_REALTIME ns. */
 FC_HIDDEN uint64_t fc_now(void);
 /* The calling thread's id as cuptiSetThreadIdType says. */
