@@ -8,6 +8,7 @@
 #include "gpu_clock.h"
 #include "gpu_queue.h"
 #include "gpu_records.h"
+#include "hooks.h"
 #include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
@@ -30,6 +31,7 @@
 
 #define GPU_PREPARE_WAIT_MS 1000 /* below the injector's call timeout (3 s by default) */
 #define GPU_STOP_WAIT_MS 2000
+#define GPU_STOP_CALLS_MS 100    /* a submitting call still running at the stop (disable()) */
 #define GPU_CALIBRATE_MS 10      /* ns per tick to some 10^-5 */
 #define GPU_BUFFER_BYTES (4u << 20)
 #define GPU_POOL_MAX 8           /* CUPTI buffers kept for reuse */
@@ -57,6 +59,9 @@ static struct {
 	bool monotonic;         /* clock=monotonic: the trace's clock is CLOCK_MONOTONIC */
 	/* the running session */
 	bool on;                /* activity recording enabled */
+	bool driver_fresh;      /* the start comes right after the program loaded its driver
+	                           (atomic: set by gpu_start / gpu_driver_loaded, read by the start) */
+	bool all_driver;        /* this session enabled every driver API's records (enable_driver_records) */
 	uint32_t gen;           /* the running session's ticket: its blocks are marked so */
 	uint32_t file_gen;      /* the ticket of the trace file being written (gpu_session_gen) */
 	bool known;             /* the outcome of the current ticket's preparation is in */
@@ -320,15 +325,56 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
 	gpu_queue_push(b);
 }
 
-/* Disable what a start enabled (kinds[0, nkinds), the driver records of submit[0, ncbids)):
- * the kinds first, as the start enables them last, so that no work is recorded without the
- * driver record of its call (a call in between has its driver record and no work: harmless). */
+/* Disable what a start enabled (kinds[0, nkinds), the driver records of submit[0, ncbids), or
+ * every driver API's records when S.all_driver): the kinds first, as the start enables them
+ * last, so that no work is recorded without the driver record of its call (a call in between
+ * has its driver record and no work: harmless). */
+static bool submitting_hook(uint32_t id)
+{
+	if (id >= hooks_count || !hooks_cold[id].name)
+		return false;
+	return gpu_name_submits(hooks_cold[id].name);
+}
+
 static void disable(unsigned nkinds, unsigned ncbids)
 {
 	for (unsigned i = 0; i < nkinds; i++)
 		lib.f.ActivityDisable(kinds[i]);
+	/* A call already submitting when the kinds went off may still record its work; its own
+	 * driver record comes at its end: keep those on until such calls are over (while the
+	 * program's threads run; a stopped one is waited for GPU_STOP_CALLS_MS at most, and its
+	 * work is then unlinked, which the report counts). */
+	if (nkinds && S.on)
+		thread_calls_wait_left(submitting_hook, GPU_STOP_CALLS_MS);
+	if (S.all_driver) {
+		lib.f.ActivityDisable(CUPTI_KIND_DRIVER);
+		return;
+	}
 	for (unsigned i = 0; i < ncbids; i++)
 		lib.f.ActivityEnableDriverApi(gpu_cbid(i), 0);
+}
+
+/* The driver records of the submitting functions alone (cuptiActivityEnableDriverApi), which
+ * CUPTI 13.0 honours only before the driver is initialised: measured on an H100 (docs/agent.md,
+ * "The GPU side"), the same calls made after cuInit answer CUPTI_SUCCESS and record nothing.
+ * So a session that starts when the program has just loaded its driver (the dlopen watch,
+ * before it can call cuInit) asks for those alone; any other start (an attach, a driver loaded
+ * before the agent) enables every driver API's records and keeps the submitting ones when
+ * converting, at CUPTI's cost on every driver call while the session lasts. */
+static cupti_result enable_driver_records(unsigned *nc)
+{
+	cupti_result r = CUPTI_OK;
+	gpu_cbids_learn(&lib.f);
+	if (S.all_driver) {
+		pthread_mutex_lock(&conv_lock);
+		conv.keep_cbid = gpu_cbids_bitmap(&conv.keep_ncbids);
+		pthread_mutex_unlock(&conv_lock);
+		return lib.f.ActivityEnable(CUPTI_KIND_DRIVER);
+	}
+	for (; *nc < gpu_cbids_count(); ++*nc)
+		if ((r = lib.f.ActivityEnableDriverApi(gpu_cbid(*nc), 1)) != CUPTI_OK)
+			return r;
+	return CUPTI_OK;
 }
 
 /* CUPTI is ours alone: no other tool came meanwhile (one that did keeps it: never finalized). */
@@ -388,14 +434,15 @@ static void start_step(uint32_t t)
 		}
 		/* The driver records before the work's kinds: no work is recorded without the record
 		 * of the call that submitted it (its link) while the session is being started. */
-		gpu_cbids_learn(&lib.f);
-		for (; nc < gpu_cbids_count(); nc++) {
-			if ((r = lib.f.ActivityEnableDriverApi(gpu_cbid(nc), 1)) != CUPTI_OK) {
-				char what[96];
+		S.all_driver = !__atomic_load_n(&S.driver_fresh, __ATOMIC_ACQUIRE);
+		if ((r = enable_driver_records(&nc)) != CUPTI_OK) {
+			char what[96];
+			if (S.all_driver)
+				snprintf(what, sizeof(what), "cuptiActivityEnable(DRIVER)");
+			else
 				snprintf(what, sizeof(what), "cuptiActivityEnableDriverApi(%s)", gpu_cbid_name(nc));
-				refuse(what, r, 0, nc);
-				goto out;
-			}
+			refuse(what, r, 0, nc);
+			goto out;
 		}
 		for (; nk < sizeof(kinds) / sizeof(kinds[0]); nk++) {
 			if ((r = lib.f.ActivityEnable(kinds[nk])) != CUPTI_OK) {
@@ -416,8 +463,9 @@ out:
 		if (!exit_hooked)
 			exit_hooked = atexit(at_exit) == 0;
 		agent_log(1, "GPU: recording the GPU's work with CUPTI %u (%s): kernels, copies, memsets, "
-		          "and the driver records of %u submitting functions",
-		          lib.version, lib.path, gpu_cbids_count());
+		          "and the driver records of %u submitting functions%s",
+		          lib.version, lib.path, gpu_cbids_count(),
+		          S.all_driver ? " (kept from every driver API's records: the driver was initialised)" : "");
 	} else {
 		char line[sizeof(S.message) + 64];
 		snprintf(line, sizeof(line), "%s; the GPU's work is not recorded, API tracing goes on", S.message);
@@ -559,6 +607,7 @@ void gpu_start(enum gpu_how how, bool driver_loaded)
 	/* CUPTI records the work of a driver that is there: until the program loads it, the start
 	 * waits (what keeps CUPTI out is said at once) */
 	bool known_bad = __atomic_load_n(&S.known, __ATOMIC_ACQUIRE) && S.status != CUHOOK_GPU_STARTED;
+	__atomic_store_n(&S.driver_fresh, false, __ATOMIC_RELEASE);
 	if (!driver_loaded && !known_bad) {
 		__atomic_store_n(&pending, ticket, __ATOMIC_RELEASE);
 		agent_log(0, "GPU: recording starts when the program loads its CUDA driver");
@@ -578,6 +627,7 @@ void gpu_driver_loaded(void)
 	uint32_t t = __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
 	if (!t || t != ticket)
 		return;
+	__atomic_store_n(&S.driver_fresh, true, __ATOMIC_RELEASE); /* not initialised yet */
 	/* On the thread that loaded it, right after its dlopen returned (it holds no lock of the
 	 * loader's or the driver's), before the program can call the driver: nothing is missed. */
 	if (thread_made && (int)gettid() != __atomic_load_n(&thread_tid, __ATOMIC_ACQUIRE)) {

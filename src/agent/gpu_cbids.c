@@ -17,11 +17,18 @@ static struct {
 	char name[SUBMIT_MAX][64];
 	int16_t slot_of[CBID_LIMIT];  /* cbid -> index, -1 */
 	uint32_t func_of[SUBMIT_MAX]; /* the writer's cache: cuhook's id, UINT32_MAX */
+	uint8_t bits[CBID_LIMIT / 8]; /* the same set as a bitmap, for the converter's filter */
 } T;
 
 static bool has_prefix(const char *s, const char *p)
 {
 	return strncmp(s, p, strlen(p)) == 0;
+}
+
+bool gpu_name_submits(const char *name)
+{
+	return has_prefix(name, "cuLaunch") || has_prefix(name, "cuMemcpy") || has_prefix(name, "cuMemset") ||
+	       has_prefix(name, "cuGraphLaunch");
 }
 
 void gpu_cbids_learn(const struct cupti_fns *f)
@@ -34,16 +41,22 @@ void gpu_cbids_learn(const struct cupti_fns *f)
 		if (f->GetCallbackName(CUPTI_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_OK || !name ||
 		    strlen(name) >= sizeof(T.name[0]))
 			continue;
-		if (!has_prefix(name, "cuLaunch") && !has_prefix(name, "cuMemcpy") && !has_prefix(name, "cuMemset") &&
-		    !has_prefix(name, "cuGraphLaunch"))
+		if (!gpu_name_submits(name))
 			continue;
 		T.cbid[T.n] = cbid;
 		snprintf(T.name[T.n], sizeof(T.name[0]), "%s", name);
 		T.func_of[T.n] = UINT32_MAX;
 		T.slot_of[cbid] = (int16_t)T.n++;
+		T.bits[cbid / 8] |= (uint8_t)(1u << (cbid % 8));
 	}
 	/* published to the writer by the queue of GPU blocks (a release there) */
 	T.known = true;
+}
+
+const uint8_t *gpu_cbids_bitmap(uint32_t *ncbids)
+{
+	*ncbids = CBID_LIMIT;
+	return T.bits;
 }
 
 unsigned gpu_cbids_count(void)

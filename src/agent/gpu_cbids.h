@@ -5,9 +5,13 @@
 #ifndef CUHOOK_GPU_CBIDS_H
 #define CUHOOK_GPU_CBIDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cupti_abi.h"
+
+/* Whether a driver function of this name submits GPU work (the set above, by name). */
+bool gpu_name_submits(const char *name);
 
 /* Ask CUPTI for the names once (a session's start, every other thread free to run). */
 void gpu_cbids_learn(const struct cupti_fns *f);
@@ -16,6 +20,10 @@ void gpu_cbids_learn(const struct cupti_fns *f);
 unsigned gpu_cbids_count(void);
 uint32_t gpu_cbid(unsigned i);
 const char *gpu_cbid_name(unsigned i);
+
+/* The same set as a bitmap (bit cbid of byte cbid / 8) over cbids below *ncbids, for
+ * gpu_conv's filter (gpu_records.h). */
+const uint8_t *gpu_cbids_bitmap(uint32_t *ncbids);
 
 /* Writer: fill the func field of the API records in data (len bytes of GPU records) with
  * cuhook's id of the function of the same name, among ids below nfuncs (those whose FUNCS

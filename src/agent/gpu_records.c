@@ -26,6 +26,8 @@ void gpu_conv_reset(struct gpu_conv *cv, const struct gpu_clock *clock)
 	forget_names(cv);
 	cv->clock = *clock;
 	cv->next_id = 1;
+	cv->keep_cbid = NULL;
+	cv->keep_ncbids = 0;
 }
 
 static uint64_t hash_of(const char *s, size_t len)
@@ -188,8 +190,12 @@ static int set(struct gpu_conv *cv, const struct cupti_memset4 *m, uint8_t *out,
 int gpu_conv_record(struct gpu_conv *cv, const struct cupti_record *rec, uint8_t *out, size_t cap, size_t *len)
 {
 	switch (rec->kind) {
-	case CUPTI_KIND_DRIVER:
+	case CUPTI_KIND_DRIVER: {
+		uint32_t cbid = ((const struct cupti_api *)rec)->cbid;
+		if (cv->keep_cbid && (cbid >= cv->keep_ncbids || !(cv->keep_cbid[cbid / 8] & (1u << (cbid % 8)))))
+			return 0;
 		return api(cv, (const struct cupti_api *)rec, out, cap, len);
+	}
 	case CUPTI_KIND_CONCURRENT_KERNEL:
 	case CUPTI_KIND_KERNEL:
 		return kernel(cv, (const struct cupti_kernel10 *)rec, out, cap, len);

@@ -24,9 +24,15 @@ struct gpu_conv {
 	struct gpu_name_slot *slots; /* open addressing, cap a power of two (0: none yet) */
 	uint32_t cap, used;
 	uint32_t next_id;            /* the next NAME's id: 1, 2, ... in the file */
+	/* NULL: every driver-API record is kept; else only those of the cbids whose bit is set
+	 * (bit cbid of keep_cbid[cbid / 8]; cbids >= keep_ncbids are dropped). A session that had
+	 * to enable every driver API's records (gpu_activity.c) keeps the submitting ones. */
+	const uint8_t *keep_cbid;
+	uint32_t keep_ncbids;
 };
 
-/* A new trace file: no name known yet, ids from 1 again; timestamps converted with clock. */
+/* A new trace file: no name known yet, ids from 1 again; timestamps converted with clock; every
+ * driver-API record kept (keep_cbid NULL) until the caller sets a filter. */
 void gpu_conv_reset(struct gpu_conv *cv, const struct gpu_clock *clock);
 
 /* Append the trace records of one CUPTI record at out + *len (at most cap bytes in all): a

@@ -38,6 +38,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -344,4 +345,41 @@ void thread_state_after_fork_child(void)
 		ts->ring->next = NULL;
 		rings = ts->ring;
 	}
+}
+
+/* Not the traced path: reads other threads' shadow stacks without their consent, so every load
+ * is atomic and a value seen may be stale by the time it is used; only a thread that left the
+ * call, or went deeper and came back, is taken as done. */
+int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
+{
+	enum { MAXW = 256 };
+	struct { struct thread_state *ts; uint32_t level; } w[MAXW];
+	int n = 0;
+	for (struct ring *r = thread_rings(); r && n < MAXW; r = r->next) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue;
+		struct thread_state *ts = &block_of(r)->ts;
+		uint32_t d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < d && i < SHADOW_MAX; i++)
+			if (interesting(__atomic_load_n(&ts->shadow[i].id, __ATOMIC_RELAXED))) {
+				w[n].ts = ts;
+				w[n++].level = i;
+				break;
+			}
+	}
+	struct timespec t0, now, nap = {0, 200000};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int left = n;
+	while (left) {
+		left = 0;
+		for (int i = 0; i < n; i++)
+			left += __atomic_load_n(&w[i].ts->depth, __ATOMIC_ACQUIRE) > w[i].level;
+		if (!left)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= max_ms)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	return left;
 }

@@ -135,6 +135,11 @@ bool thread_ring_owner_gone(struct ring *r);
 /* Writer: the ring's thread is gone and the ring drained: a new thread can reuse it. */
 void thread_ring_recycle(struct ring *r);
 
+/* Wait, at most max_ms, until every thread that is now inside a traced call of a function
+ * `interesting` picks (by hook id) has returned from it. Returns how many had not. For the GPU
+ * session's stop (gpu_activity.c): the driver's record of a call comes at its end. */
+int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms);
+
 /* Per-thread ring size in bytes (power of two), set from the configuration before tracing. */
 extern uint32_t thread_ring_bytes;
 

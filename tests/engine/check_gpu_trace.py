@@ -168,6 +168,9 @@ def check_links(problems, t, calls_in_span=None):
         problems.check(a["ret"] == 0, f"API record {a['correlation']} of {a['name']}: return {a['ret']}")
     api_in = collections.Counter()
     for a in t.gpu_api:
+        # only the submitting functions' records, however the session had to enable them
+        problems.check((a["name"] or "").startswith(("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")),
+                       f"API record {a['correlation']} of {a['name']}: not a submitting function")
         inside = [c for c in t.calls if c.tid == a["tid"] and c.func == a["func"] and c.entry <= a["start"] <= a["end"] <= c.exit]
         problems.check(len(inside) == 1, f"API record {a['correlation']} of {a['name']} lies in {len(inside)} calls")
         if inside:
