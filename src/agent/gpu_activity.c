@@ -357,10 +357,13 @@ static void disable(unsigned nkinds, unsigned ncbids)
 /* The driver records of the submitting functions alone (cuptiActivityEnableDriverApi), which
  * CUPTI 13.0 honours only before the driver is initialised: measured on an H100 (docs/agent.md,
  * "The GPU side"), the same calls made after cuInit answer CUPTI_SUCCESS and record nothing.
- * So a session that starts when the program has just loaded its driver (the dlopen watch,
- * before it can call cuInit) asks for those alone; any other start (an attach, a driver loaded
- * before the agent) enables every driver API's records and keeps the submitting ones when
- * converting, at CUPTI's cost on every driver call while the session lasts. */
+ * So a session that starts before the program ran (cuhook run at the entry point, constructor
+ * mode) or when it has just loaded its driver (the dlopen watch, before it can call cuInit)
+ * asks for those alone. Any other start (an attach) enables every driver API's records and
+ * keeps the submitting ones when converting, at CUPTI's cost on every driver call while the
+ * session lasts; CUPTI 13.0.1 then records only the calls made through the driver's exported
+ * entry points (a program calling the driver itself, or through cuGetProcAddress), not those
+ * the CUDA runtime makes through its internal ones: that work is recorded, unlinked. */
 static cupti_result enable_driver_records(unsigned *nc)
 {
 	cupti_result r = CUPTI_OK;
@@ -607,7 +610,9 @@ void gpu_start(enum gpu_how how, bool driver_loaded)
 	/* CUPTI records the work of a driver that is there: until the program loads it, the start
 	 * waits (what keeps CUPTI out is said at once) */
 	bool known_bad = __atomic_load_n(&S.known, __ATOMIC_ACQUIRE) && S.status != CUHOOK_GPU_STARTED;
-	__atomic_store_n(&S.driver_fresh, false, __ATOMIC_RELEASE);
+	/* GPU_HERE: constructor mode or cuhook run at the entry point, before the program ran: its
+	 * driver is not initialised yet, even if loading CUPTI loaded it */
+	__atomic_store_n(&S.driver_fresh, how == GPU_HERE, __ATOMIC_RELEASE);
 	if (!driver_loaded && !known_bad) {
 		__atomic_store_n(&pending, ticket, __ATOMIC_RELEASE);
 		agent_log(0, "GPU: recording starts when the program loads its CUDA driver");
