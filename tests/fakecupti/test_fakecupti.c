@@ -3,9 +3,13 @@
  * checked against what the workload submitted. Exact counts per record kind and kernel name,
  * correlation (every work record has the API record of the call that submitted it, on the
  * thread that made it), graph ids, times from the timestamp callback and the simulated GPU
- * clock (fakecupti.h), per-cbid enabling, the subscriber slot, dropped records, cuptiFinalize.
+ * clock (fakecupti.h), the subscriber slot, dropped records, cuptiFinalize; and, in a process of
+ * its own, which driver API records the enabling calls give before and after cuInit, as the real
+ * CUPTI 13.0.1 does on driver 580 (case_driver_api_model).
  *
- * usage: test_fakecupti LIBCUDA_PATH (the stand-in libcuda.so.1) */
+ * usage: test_fakecupti LIBCUDA_PATH records|driver-api
+ *   records:    everything but the driver API model; the workload's session starts before cuInit
+ *   driver-api: the driver API model (its first row needs a driver not yet initialised) */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -188,6 +192,38 @@ static size_t api_count(uint32_t cbid)
 	return n;
 }
 
+/* One API record per call of each submitting function gpu_work calls, and no other: what
+ * CUPTI_ACTIVITY_KIND_DRIVER gives with the stand-in driver too, as it reports only its
+ * submitting calls. */
+static const struct {
+	uint32_t cbid;
+	enum gpu_work_fn fn;
+} submitting_fns[] = {
+	{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, GW_cuLaunchKernel},
+	{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, GW_cuLaunchKernelEx},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, GW_cuMemcpyHtoD_v2},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, GW_cuMemcpyHtoDAsync_v2},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, GW_cuMemcpyDtoH_v2},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, GW_cuMemcpyDtoHAsync_v2},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, GW_cuMemcpyAsync},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, GW_cuMemsetD8_v2},
+	{CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, GW_cuMemsetD32Async},
+	{CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, GW_cuGraphLaunch},
+};
+
+static void check_api_records_per_cbid(const char *session, const struct gpu_work_result *res)
+{
+	size_t apis = 0;
+	for (size_t i = 0; i < sizeof(submitting_fns) / sizeof(submitting_fns[0]); i++) {
+		size_t c = api_count(submitting_fns[i].cbid);
+		CHECK(c == res->calls[submitting_fns[i].fn] && c > 0, "%s: %s: %zu API records, %llu calls", session,
+		      gpu_work_fn_names[submitting_fns[i].fn], c, (unsigned long long)res->calls[submitting_fns[i].fn]);
+		apis += c;
+	}
+	CHECK(count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == apis, "%s: %zu API records, %zu of submitting calls", session,
+	      count_kind(CUPTI_ACTIVITY_KIND_DRIVER), apis);
+}
+
 /* ---- cases ----------------------------------------------------------------------------------- */
 
 /* Before the stand-in libcuda is loaded: nothing to attach to, a clear error, no crash; what
@@ -237,6 +273,7 @@ static void case_without_driver(void)
 /* The stand-in's profiler is attached to the driver exactly while a session runs: a second
  * profiler is refused then, accepted after cuptiFinalize. */
 static int (*driver_attach)(const struct fakecuda_profiler *);
+static int (*driver_initialized)(void);
 static void noop_call(struct fakecuda_api_call *c) { (void)c; }
 static void noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; }
 static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
@@ -251,7 +288,11 @@ static int driver_has_profiler(void)
 	return 0;
 }
 
-static void start_session(void)
+/* How a session asks for driver API records. Per cbid works only before cuInit (CUPTI 13.0.1
+ * on driver 580, case_driver_api_model); after it, only the whole kind gives any. */
+enum api_records { API_BY_CBID, API_BY_KIND };
+
+static void start_session(enum api_records how)
 {
 	CHECK(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) == CUPTI_SUCCESS, "thread id type");
 	CHECK(cuptiActivityRegisterTimestampCallback(test_clock) == CUPTI_SUCCESS, "timestamp callback");
@@ -259,7 +300,10 @@ static void start_session(void)
 	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS, "kernels");
 	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS, "memcpy");
 	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS, "memset");
-	CHECK(enable_submitting_cbids(1) == CUPTI_SUCCESS, "cbids");
+	if (how == API_BY_CBID)
+		CHECK(enable_submitting_cbids(1) == CUPTI_SUCCESS, "cbids");
+	else
+		CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS, "driver API kind");
 }
 
 static void end_session(void)
@@ -354,14 +398,28 @@ static void check_kernel_shape(const CUpti_ActivityKernel10 *k)
 	CHECK(0, "kernel %s not launched by the workload", k->name);
 }
 
-/* Everything gpu_work's workload submits on 2 threads, recorded, and every record checked. */
+/* gpu_work_open: cuInit and the workload's module. */
+static int open_workload(void)
+{
+	CHECK(!driver_initialized(), "the driver is initialised before gpu_work_open");
+	int rc = gpu_work_open(libcuda_path);
+	CHECK(rc == 0 && driver_initialized(), "gpu_work_open failed (%d) or did not initialise the driver", rc);
+	return rc;
+}
+
+/* Everything gpu_work's workload submits on 2 threads, recorded, and every record checked. The
+ * session starts before cuInit, the one time the submitting cbids alone can be enabled. */
 static void case_workload(void)
 {
 	CHECK(!driver_has_profiler(), "a profiler is attached before any session");
 	forget_records();
 	uint64_t ts_before = __atomic_load_n(&ts_calls, __ATOMIC_RELAXED);
-	start_session();
+	start_session(API_BY_CBID);
 	CHECK(driver_has_profiler(), "the stand-in is not attached to the driver after enabling");
+	if (open_workload() != 0) {
+		end_session();
+		return;
+	}
 	struct gpu_work_result res;
 	const uint64_t iters = 40;
 	CHECK(run_workload(2, iters, &res) == 0, "the workload failed");
@@ -416,27 +474,7 @@ static void case_workload(void)
 	      "memsets: %zu D32, %zu D8 of %zu", memsets32, memsets8, count_kind(CUPTI_ACTIVITY_KIND_MEMSET));
 
 	/* one API record per call of each submitting function, none of the others */
-	static const struct { uint32_t cbid; enum gpu_work_fn fn; } api[] = {
-		{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, GW_cuLaunchKernel},
-		{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, GW_cuLaunchKernelEx},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, GW_cuMemcpyHtoD_v2},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, GW_cuMemcpyHtoDAsync_v2},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, GW_cuMemcpyDtoH_v2},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, GW_cuMemcpyDtoHAsync_v2},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, GW_cuMemcpyAsync},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, GW_cuMemsetD8_v2},
-		{CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, GW_cuMemsetD32Async},
-		{CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, GW_cuGraphLaunch},
-	};
-	size_t apis = 0;
-	for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
-		size_t c = api_count(api[i].cbid);
-		CHECK(c == res.calls[api[i].fn] && c > 0, "%s: %zu API records, %llu calls", gpu_work_fn_names[api[i].fn], c,
-		      (unsigned long long)res.calls[api[i].fn]);
-		apis += c;
-	}
-	CHECK(count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == apis, "%zu API records, %zu of submitting calls",
-	      count_kind(CUPTI_ACTIVITY_KIND_DRIVER), apis);
+	check_api_records_per_cbid("workload", &res);
 	CHECK(ngot == count_kind(CUPTI_ACTIVITY_KIND_DRIVER) + kernels + count_kind(CUPTI_ACTIVITY_KIND_MEMCPY) +
 	                  count_kind(CUPTI_ACTIVITY_KIND_MEMSET), "records of other kinds");
 
@@ -571,47 +609,99 @@ static void case_workload(void)
 	       completions_elsewhere);
 }
 
-/* Only the cbids enabled give API records; CUPTI_ACTIVITY_KIND_DRIVER enables all, and a cbid
- * can then be switched off alone. Work records are not affected. */
-static void case_cbid_enabling(void)
+/* One session of 5 workload iterations whose driver API records enable_api asks for; before
+ * cuInit when open is set (gpu_work_open follows the enabling). Kernel records on, memset records
+ * switched on and off again, memcpy records never on: the work records show that the session
+ * recorded and that the API settings leave them alone. */
+static int api_session(void (*enable_api)(void), int open, struct gpu_work_result *res)
 {
 	forget_records();
 	CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS, "callbacks");
 	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS, "kernels");
-	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1) == CUPTI_SUCCESS, "one cbid");
+	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS, "memsets");
+	CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS, "memsets off");
+	enable_api();
+	if (open && open_workload() != 0) {
+		end_session();
+		return -1;
+	}
+	CHECK(run_workload(1, 5, res) == 0, "workload");
+	end_session();
+	CHECK(count_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 5 * 7 && count_kind(CUPTI_ACTIVITY_KIND_MEMCPY) == 0 &&
+	          count_kind(CUPTI_ACTIVITY_KIND_MEMSET) == 0,
+	      "%zu kernels, %zu copies, %zu memsets", count_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+	      count_kind(CUPTI_ACTIVITY_KIND_MEMCPY), count_kind(CUPTI_ACTIVITY_KIND_MEMSET));
+	return 0;
+}
+
+static void launch_kernel_cbid(void)
+{
+	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1) == CUPTI_SUCCESS, "cuLaunchKernel on");
+}
+
+static void driver_kind(void)
+{
+	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS, "driver API kind");
+}
+
+static void driver_kind_then_other_cbids_off(void)
+{
+	driver_kind();
+	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, 0) == CUPTI_SUCCESS, "cuMemcpyAsync off");
+	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, 0) == CUPTI_SUCCESS, "cuMemsetD8_v2 off");
+}
+
+static void launch_kernel_cbid_then_driver_kind(void)
+{
+	launch_kernel_cbid();
+	driver_kind();
+}
+
+/* The driver API records the enabling calls give, as CUPTI 13.0.1 gives them on driver 580
+ * (measured on an H100, docs/validation.md), one session per row:
+ *   1. EnableDriverApi(cuLaunchKernel, 1) before cuInit: cuLaunchKernel's records, no other.
+ *   2. EnableDriverApi(cuLaunchKernel, 1) after cuInit: CUPTI_SUCCESS, and no record.
+ *   3. Enable(KIND_DRIVER) after cuInit: every driver call's (of the stand-in driver: every
+ *      submitting call, the only ones it reports).
+ *   4. Enable(KIND_DRIVER), then EnableDriverApi(other cbids, 0), after cuInit: no record at
+ *      all, cuLaunchKernel's neither.
+ *   5. EnableDriverApi(cuLaunchKernel, 1), then Enable(KIND_DRIVER), after cuInit: every driver
+ *      call's (the kind overrides).
+ * Row 1 needs a driver not yet initialised: this case runs in a process of its own. */
+static void case_driver_api_model(void)
+{
 	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_SIZE, 1) == CUPTI_ERROR_INVALID_PARAMETER, "bad cbid");
 	struct gpu_work_result res;
-	CHECK(run_workload(1, 5, &res) == 0, "workload");
-	CHECK(cuptiActivityFlushAll(0) == CUPTI_SUCCESS, "flush");
+	if (api_session(launch_kernel_cbid, 1, &res) != 0)
+		return;
 	CHECK(api_count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == res.calls[GW_cuLaunchKernel] &&
-	          count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == res.calls[GW_cuLaunchKernel],
-	      "%zu API records, %llu cuLaunchKernel calls", count_kind(CUPTI_ACTIVITY_KIND_DRIVER),
+	          count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == res.calls[GW_cuLaunchKernel] && res.calls[GW_cuLaunchKernel] > 0,
+	      "row 1: %zu API records, %zu of cuLaunchKernel, %llu cuLaunchKernel calls",
+	      count_kind(CUPTI_ACTIVITY_KIND_DRIVER), api_count(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel),
 	      (unsigned long long)res.calls[GW_cuLaunchKernel]);
-	CHECK(count_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 5 * 7 && count_kind(CUPTI_ACTIVITY_KIND_MEMCPY) == 0 &&
-	          count_kind(CUPTI_ACTIVITY_KIND_MEMSET) == 0, "%zu kernels", count_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 
-	/* all, but cuMemcpyAsync */
-	forget_records();
-	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS, "all cbids");
-	CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, 0) == CUPTI_SUCCESS, "one off");
-	CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS, "kernels off");
-	CHECK(run_workload(1, 5, &res) == 0, "workload");
-	CHECK(cuptiActivityFlushAll(0) == CUPTI_SUCCESS, "flush");
-	CHECK(api_count(CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync) == 0, "cuMemcpyAsync recorded");
-	CHECK(api_count(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) == 5 && api_count(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2) == 5,
-	      "graph launches %zu, memsets %zu", api_count(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch),
-	      api_count(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2));
-	CHECK(count_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0, "kernel records with the kind disabled");
-	end_session();
+	api_session(launch_kernel_cbid, 0, &res);
+	CHECK(count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == 0, "row 2: %zu API records", count_kind(CUPTI_ACTIVITY_KIND_DRIVER));
+
+	api_session(driver_kind, 0, &res);
+	check_api_records_per_cbid("row 3", &res);
+
+	api_session(driver_kind_then_other_cbids_off, 0, &res);
+	CHECK(count_kind(CUPTI_ACTIVITY_KIND_DRIVER) == 0, "row 4: %zu API records", count_kind(CUPTI_ACTIVITY_KIND_DRIVER));
+
+	api_session(launch_kernel_cbid_then_driver_kind, 0, &res);
+	check_api_records_per_cbid("row 5", &res);
 }
 
 /* A buffer too small for any record, or none: every record dropped and counted; each buffer
- * given back. maxNumRecords 1: one record per buffer. */
+ * given back. maxNumRecords 1: one record per buffer. After cuInit, so the API records come of
+ * CUPTI_ACTIVITY_KIND_DRIVER: those of the 12 submitting calls per iteration, the only calls
+ * the stand-in driver reports. */
 static void case_drops(void)
 {
 	forget_records();
 	buffer_size = 16;
-	start_session();
+	start_session(API_BY_KIND);
 	struct gpu_work_result res;
 	CHECK(run_workload(1, 3, &res) == 0, "workload");
 	CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS, "flush");
@@ -643,11 +733,12 @@ static void case_drops(void)
 }
 
 /* After cuptiFinalize: no record, no callback, the driver free of the stand-in; enabling again
- * starts a new session whose correlation ids go on from the last. */
+ * starts a new session whose correlation ids go on from the last. After cuInit: API records of
+ * CUPTI_ACTIVITY_KIND_DRIVER. */
 static void case_finalize(void)
 {
 	forget_records();
-	start_session();
+	start_session(API_BY_KIND);
 	struct gpu_work_result res;
 	CHECK(run_workload(1, 2, &res) == 0, "workload");
 	end_session();
@@ -668,7 +759,7 @@ static void case_finalize(void)
 
 	/* a second session: the default clock (CLOCK_REALTIME) and thread ids (pthread_self) */
 	CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS, "callbacks");
-	CHECK(enable_submitting_cbids(1) == CUPTI_SUCCESS, "cbids");
+	CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS, "driver API kind");
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_REALTIME, &t0);
 	CHECK(run_workload(1, 2, &res) == 0, "workload");
@@ -683,6 +774,7 @@ static void case_finalize(void)
 		       a->end > hi || a->threadId != res.pthread_ids[0];
 	}
 	CHECK(ngot == 2 * 12 && bad == 0, "%zu records, %d with ids, times or thread ids wrong", ngot, bad);
+	check_api_records_per_cbid("second session", &res);
 	end_session();
 }
 
@@ -718,26 +810,47 @@ static void case_next_record(void)
 	CHECK(cuptiActivityGetNextRecord(buf, sizeof(api), &r) == CUPTI_ERROR_MAX_LIMIT_REACHED, "the end");
 }
 
+/* Loads the stand-in libcuda by path, as gpu_work_open does later: loaded under its soname
+ * libcuda.so.1 (where the stand-in CUPTI finds it), not yet initialised, so that a session can
+ * start before cuInit. */
+static int load_driver(void)
+{
+	void *h = dlopen(libcuda_path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		printf("cannot load %s: %s\n", libcuda_path, dlerror());
+		return -1;
+	}
+	driver_attach = (int (*)(const struct fakecuda_profiler *))dlsym(h, "fakecuda_profiler_attach");
+	driver_initialized = (int (*)(void))dlsym(h, "fakecuda_initialized");
+	if (!driver_attach || !driver_initialized) {
+		printf("the stand-in libcuda at %s has no fakecuda_profiler_attach or fakecuda_initialized\n", libcuda_path);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_fakecupti LIBCUDA_PATH\n");
+	int records = argc == 3 && !strcmp(argv[2], "records");
+	if (argc != 3 || (!records && strcmp(argv[2], "driver-api"))) {
+		fprintf(stderr, "usage: test_fakecupti LIBCUDA_PATH records|driver-api\n");
 		return 2;
 	}
 	libcuda_path = argv[1];
 	main_tid = (pid_t)syscall(SYS_gettid);
+	if (!records) {
+		if (load_driver() != 0)
+			return 1;
+		RUN(case_driver_api_model);
+		UNIT_EXIT();
+	}
 	RUN(case_without_driver);
 	RUN(case_next_record);
-	if (gpu_work_open(libcuda_path) != 0)
+	if (load_driver() != 0)
 		return 1;
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	driver_attach = h ? (int (*)(const struct fakecuda_profiler *))dlsym(h, "fakecuda_profiler_attach") : NULL;
-	if (!driver_attach) {
-		printf("the stand-in libcuda at %s has no fakecuda_profiler_attach\n", libcuda_path);
-		return 1;
-	}
 	RUN(case_workload);
-	RUN(case_cbid_enabling);
+	if (!driver_initialized()) /* gpu_work_open failed: nothing more can run */
+		UNIT_EXIT();
 	RUN(case_drops);
 	RUN(case_finalize);
 	RUN(case_subscriber);
