@@ -4,6 +4,7 @@
 [CPU, CUDA], its usual setting), side by side in one run.
 
   python3 gpu_cost.py --cuhook BUILD/src/cli/cuhook [--rounds N] [--iters N] [--warm N] [--out DIR]
+                     [--sides "untraced,cuhook --gpu,..."]
 
 cuhook's GPU session and torch.profiler both use CUPTI, which serves one user per process, so
 each side is its own process; the sides alternate within every round (the order rotates), so
@@ -27,6 +28,7 @@ ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--iters", type=int, default=6)
 ap.add_argument("--warm", type=int, default=2)
 ap.add_argument("--out", default="/tmp")
+ap.add_argument("--sides", default="", help="comma-separated side names to run (default: all)")
 a = ap.parse_args()
 n = str(a.warm + a.iters)
 sides = {
@@ -40,7 +42,7 @@ sides = {
     "torch.profiler CPU+CUDA": [sys.executable, TORCHK, "--cpu", "--out", os.path.join(a.out, "cost-tp2.json"),
                                 GPT2, "--iters", n],
 }
-names = list(sides)
+names = [k for k in sides if not a.sides or k in a.sides.split(",")]
 res = {k: [] for k in names}
 sums = set()
 for r in range(a.rounds):
