@@ -31,7 +31,7 @@
 
 #define GPU_PREPARE_WAIT_MS 1000 /* below the injector's call timeout (3 s by default) */
 #define GPU_STOP_WAIT_MS 2000
-#define GPU_STOP_CALLS_MS 100    /* a submitting call still running at the stop (disable()) */
+#define GPU_STOP_CALLS_MS 500    /* a submitting call still running at the stop (disable()) */
 #define GPU_CALIBRATE_MS 10      /* ns per tick to some 10^-5 */
 #define GPU_BUFFER_BYTES (4u << 20)
 #define GPU_POOL_MAX 8           /* CUPTI buffers kept for reuse */
