@@ -1,5 +1,6 @@
 /* The CUPTI session (gpu_activity.h). */
 #include "gpu_activity.h"
+#include "clock_read.h"
 
 #include "agent_state.h"
 #include "cupti_abi.h"
@@ -79,21 +80,9 @@ static struct gpu_clock ts_clock;
 
 static uint64_t timestamp_cb(void)
 {
-	if (ts_clock.identity) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-	}
+	if (ts_clock.identity)
+		return monotonic_ns();
 	return gpu_clock_ns(&ts_clock, __builtin_ia32_rdtsc());
-}
-
-static uint64_t trace_now(void)
-{
-	if (!cuhook_clock_monotonic)
-		return __builtin_ia32_rdtsc();
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 static const char *result_string(cupti_result r)
@@ -318,7 +307,7 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
 	s->cupti_version = lib.handle ? lib.version : 0;
 	s->result = result;
 	s->path_len = (uint32_t)plen;
-	s->tsc = tsc ? tsc : trace_now();
+	s->tsc = tsc ? tsc : trace_clock_now();
 	s->dropped = status == CUHOOK_GPU_STOPPED ? S.dropped : 0;
 	memcpy(s + 1, path, plen);
 	b->len = (uint32_t)(sizeof(*s) + plen);
@@ -483,7 +472,7 @@ static void stop_step(void)
 	__atomic_store_n(&S.flushing_tid, (int)gettid(), __ATOMIC_RELEASE);
 	/* Flushed again once disabled: what was under way at the first flush comes too. */
 	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
-	uint64_t stopped = trace_now(); /* before the disabling: a call that returned before is in */
+	uint64_t stopped = trace_clock_now(); /* before the disabling: a call that returned before is in */
 	disable(sizeof(kinds) / sizeof(kinds[0]), gpu_cbids_count());
 	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
 	__atomic_store_n(&S.flushing_tid, 0, __ATOMIC_RELEASE);
@@ -564,18 +553,16 @@ static void ask(uint32_t t, uint32_t what)
 /* Wait at most ms for the GPU thread to have done request r (or a later session's). */
 static bool wait_done(uint32_t r, int ms)
 {
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t deadline = monotonic_ns() + (uint64_t)ms * 1000000u;
 	for (;;) {
 		uint32_t h = __atomic_load_n(&have, __ATOMIC_ACQUIRE);
 		if (h == r || h >> 2 > r >> 2)
 			return true;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long left = ms - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
-		if (left <= 0)
+		uint64_t now = monotonic_ns();
+		if (now >= deadline)
 			return false;
-		struct timespec d = {left / 1000, (left % 1000) * 1000000};
+		uint64_t left = deadline - now;
+		struct timespec d = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		syscall(SYS_futex, &have, FUTEX_WAIT_PRIVATE, h, &d, NULL, 0);
 	}
 }

@@ -1,4 +1,5 @@
 #include "gpu_clock.h"
+#include "clock_read.h"
 
 #include <time.h>
 
@@ -11,19 +12,13 @@ uint64_t gpu_clock_to_trace(const struct gpu_clock *c, uint64_t ns)
 	return (uint64_t)((scaled + c->mul - 1) / c->mul);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* A tick and a CLOCK_MONOTONIC reading taken together: the tick halfway between two readings
  * around it. */
 static void pair(uint64_t *tick, uint64_t *ns)
 {
 	uint64_t a = __builtin_ia32_rdtsc();
-	*ns = mono_ns();
+	*ns = monotonic_ns();
 	uint64_t b = __builtin_ia32_rdtsc();
 	*tick = a + (b - a) / 2;
 }

@@ -12,6 +12,7 @@
  * Late: deadline_ms after the start (cuhook attach --duration SEC: SEC plus a grace for the
  * detach, cli_opts.c). */
 #include "injector_watch.h"
+#include "clock_read.h"
 
 #include "agent_state.h"
 
@@ -40,12 +41,6 @@ static struct {
 	uint64_t start_ns, deadline_ns; /* CLOCK_MONOTONIC; deadline 0: none */
 } IW = {.pidfd = -1};
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* A small file of /proc, NUL-terminated. Its length, or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t cap)
@@ -111,7 +106,7 @@ void injector_watch_begin(int pid, unsigned deadline_ms)
 	IW.pidfd = -1;
 	IW.gone_before = false;
 	IW.start_ticks = 0;
-	IW.start_ns = now_ns();
+	IW.start_ns = monotonic_ns();
 	IW.deadline_ns = deadline_ms ? IW.start_ns + (uint64_t)deadline_ms * 1000000ull : 0;
 	if (IW.pid) {
 		IW.pidfd = (int)syscall(SYS_pidfd_open, IW.pid, 0);
@@ -162,7 +157,7 @@ bool injector_watch_gone(char *why, size_t len)
 	char who[32] = "";
 	if (IW.pid)
 		snprintf(who, sizeof(who), " (pid %d)", IW.pid);
-	if (IW.deadline_ns && now_ns() >= IW.deadline_ns) {
+	if (IW.deadline_ns && monotonic_ns() >= IW.deadline_ns) {
 		snprintf(why, len, "cuhook attach%s did not end this trace by its deadline, %.1f s after the start "
 		         "(its --duration and a grace for the detach): the agent stopped tracing by itself", who,
 		         (double)(IW.deadline_ns - IW.start_ns) / 1e9);

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "clock_read.h"
 #include "stub_frame.h"
 
 struct ring;
@@ -28,6 +29,13 @@ extern int cuhook_clock_monotonic;         /* timestamps from CLOCK_MONOTONIC, n
 extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the thread pointer */
 /* cuhook_tls_ring_offset: stub_frame.h (the count thunks read it too) */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
+
+/* Now, on the clock of the trace's events (trace_format.h: the file's clock source); off the
+ * traced path (the stubs read their own). */
+static inline uint64_t trace_clock_now(void)
+{
+	return cuhook_clock_monotonic ? monotonic_ns() : __builtin_ia32_rdtsc();
+}
 extern volatile int cuhook_writer_alive;   /* a writer drains the rings */
 extern volatile uint32_t cuhook_session;   /* + 1 at each session started (writer_start) */
 

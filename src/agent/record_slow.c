@@ -1,6 +1,7 @@
 /* The rare paths of recording, reached from record.c through cuhook_call_saving_vectors: they
  * may call libc and sleep. */
 #include "record.h"
+#include "clock_read.h"
 
 #include "hooks.h"
 #include "thread_state.h"
@@ -52,7 +53,5 @@ uintptr_t record_run_callback(void *hook_id)
 uintptr_t record_monotonic_ns(void *unused)
 {
 	(void)unused;
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	return monotonic_ns();
 }

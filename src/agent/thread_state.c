@@ -25,6 +25,7 @@
  *   stack arguments are then read only up to the end of the current page, and the longjmp
  *   pruning is off, which is safe, only less precise. */
 #include "thread_state.h"
+#include "clock_read.h"
 
 #include "agent_state.h"
 
@@ -367,8 +368,8 @@ int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
 				break;
 			}
 	}
-	struct timespec t0, now, nap = {0, 200000};
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct timespec nap = {0, 200000};
+	uint64_t deadline = monotonic_ns() + (uint64_t)max_ms * 1000000u;
 	int left = n;
 	while (left) {
 		left = 0;
@@ -376,8 +377,7 @@ int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
 			left += __atomic_load_n(&w[i].ts->depth, __ATOMIC_ACQUIRE) > w[i].level;
 		if (!left)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= max_ms)
+		if (monotonic_ns() >= deadline)
 			break;
 		nanosleep(&nap, NULL);
 	}

@@ -1,4 +1,5 @@
 #include "writer.h"
+#include "clock_read.h"
 
 #include "agent_state.h"
 #include "gpu_activity.h"
@@ -189,7 +190,7 @@ static void put_clock(void)
 {
 	struct cuhook_clock_block c;
 	c.tsc = __builtin_ia32_rdtsc();
-	c.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	c.monotonic_ns = monotonic_ns();
 	c.realtime_ns = clock_ns(CLOCK_REALTIME);
 	W.last_clock_ns = c.monotonic_ns;
 	put_block(CUHOOK_BLOCK_CLOCK, &c, sizeof(c), NULL, 0);
@@ -404,7 +405,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 		return;
 	announce(r);
 	/* the events' clock (trace_format.h: the file's clock source) */
-	uint64_t tsc = cuhook_clock_monotonic ? clock_ns(CLOCK_MONOTONIC) : __builtin_ia32_rdtsc();
+	uint64_t tsc = trace_clock_now();
 	struct cuhook_counts_block cb = {r->tid, n, tsc};
 	if (!put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0])) && W.capped)
 		W.cap_counted += calls;
@@ -508,7 +509,7 @@ static void round_once(void)
 	}
 	if (W.gpu)
 		put_gpu();
-	if (clock_ns(CLOCK_MONOTONIC) - W.last_clock_ns > 500000000ull)
+	if (monotonic_ns() - W.last_clock_ns > 500000000ull)
 		put_clock();
 }
 
@@ -556,10 +557,10 @@ static void *writer_main(void *gen)
 	uint64_t next_round = 0;
 	while (!W.stop) {
 		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
-		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+		uint64_t now = monotonic_ns();
 		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
 			round_once();
-			next_round = clock_ns(CLOCK_MONOTONIC) + W.flush_ms * 1000000ull;
+			next_round = monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
 			 * now). */
@@ -571,7 +572,7 @@ static void *writer_main(void *gen)
 		} else {
 			thread_rings_populate();
 		}
-		now = clock_ns(CLOCK_MONOTONIC);
+		now = monotonic_ns();
 		uint64_t left = next_round > now ? next_round - now : 0;
 		struct timespec t = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		if (!W.stop && left)
@@ -670,7 +671,7 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	h.exe_len = (uint32_t)el;
 	h.flags = o->flags;
 	h.start_tsc = __builtin_ia32_rdtsc();
-	h.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	h.start_monotonic_ns = monotonic_ns();
 	h.start_realtime_ns = clock_ns(CLOCK_REALTIME);
 	h.buffer_bytes = thread_ring_bytes;
 	static const uint8_t zeros[8];
@@ -769,11 +770,11 @@ int writer_close_within(int timeout_ms)
 	writer_wake();
 	/* Wait for the thread to leave its loop (W.done), not for the thread to end (a join): see
 	 * writer_main. */
-	uint64_t until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	uint64_t until = monotonic_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
 	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
 		struct timespec t = {0, 100000000L}, *tp = NULL;
 		if (timeout_ms >= 0) {
-			uint64_t now = clock_ns(CLOCK_MONOTONIC);
+			uint64_t now = monotonic_ns();
 			if (now >= until)
 				return -1; /* the writer is still running: the file is its to finish */
 			uint64_t left = until - now < 100000000ull ? until - now : 100000000ull;
