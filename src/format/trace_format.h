@@ -70,6 +70,9 @@ enum cuhook_block_type {
 	CUHOOK_BLOCK_GPU_SESSION = 9, /* struct cuhook_gpu_session_block + CUPTI's path (agent
 	                                 option gpu=1; readers before it skip the block) */
 	CUHOOK_BLOCK_GPU = 10,   /* struct cuhook_gpu_block + GPU records (agent option gpu=1) */
+	CUHOOK_BLOCK_STACKS = 11,   /* struct cuhook_stacks_block + stacks (agent option stacks=) */
+	CUHOOK_BLOCK_PYFRAMES = 12, /* struct cuhook_pyframes_block + Python frames (stacks=) */
+	CUHOOK_BLOCK_MAPS = 13,     /* struct cuhook_maps_block + mappings (stacks=) */
 };
 
 struct cuhook_block {
@@ -320,6 +323,109 @@ struct cuhook_gpu_name {
 	uint32_t len;             /* bytes of the (mangled) name that follow, no NUL, padded to 8 */
 };
 
+/* ---- call stacks (agent option stacks=GLOBS) ----------------------------------------------
+ *
+ * For a recorded call of a function the stacks= globs match, the agent writes a STACK record
+ * (struct cuhook_rec_stack) right after the call's ENTRY record, on the same thread. It names an
+ * interned stack: the caller's native stack and, where the calling thread runs CPython, its
+ * Python frames at that moment. STACKS blocks define stacks by id, PYFRAMES blocks Python frames
+ * by id, MAPS blocks the process's executable mappings, so a reader symbolizes native addresses
+ * after the process is gone (the files at those paths, checked by build id where there is one).
+ *
+ * Ids are unique within one file and start again in a new file (the agent writes again what a
+ * new file refers to). Order: every id is defined in a block that comes before the first EVENTS
+ * block that refers to it; a PYFRAMES entry before the first STACKS entry that refers to it; a
+ * MAPS block before the STACKS blocks whose addresses it covers. A reader symbolizes a STACKS
+ * entry's addresses with the last MAPS block before that STACKS block (mappings change when
+ * libraries are loaded and unloaded; each MAPS block is a complete list, not a change).
+ * Readers before these blocks skip them and the STACK records with a warning. */
+
+#define CUHOOK_STACK_NONE 0xffffffffu /* cuhook_rec_stack.stack: no stack could be kept (the
+                                         agent's stack table is full: `why` says so) */
+
+struct cuhook_stacks_block {
+	uint32_t count;           /* struct cuhook_stack_entry that follow */
+	uint32_t reserved;
+};
+
+/* Why a walk ended (cuhook_stack_entry.native_end, .python_end). */
+enum cuhook_stack_end {
+	CUHOOK_STACK_END_DONE = 0,      /* native: reached the outermost frame; Python: the thread's
+	                                   first Python frame */
+	CUHOOK_STACK_END_DEPTH = 1,     /* the depth limit (agent option stack_depth=) */
+	CUHOOK_STACK_END_NO_INFO = 2,   /* native: no unwind information for the last address (JIT
+	                                   code, a stripped .eh_frame): the walk stops there */
+	CUHOOK_STACK_END_BAD = 3,       /* a frame failed a check (an address outside the thread's
+	                                   stack, an unwinder error, a Python frame that does not
+	                                   look like one): the frames before it are kept */
+	CUHOOK_STACK_END_NONE = 4,      /* Python: the thread runs no Python code now (or the process
+	                                   has no Python): npython 0 */
+	CUHOOK_STACK_END_UNSUPPORTED = 5, /* not taken: native, no unwinder (libunwind could not be
+	                                   loaded); Python, an interpreter whose layout cuhook does
+	                                   not know (a NOTE says which, once) */
+	CUHOOK_STACK_END_COUNT
+};
+
+struct cuhook_stack_entry {
+	uint32_t id;
+	uint32_t size;            /* bytes of this entry and what follows it, multiple of 8 */
+	uint16_t nnative;         /* native addresses that follow */
+	uint16_t npython;         /* Python frame references that follow the addresses */
+	uint8_t native_end;       /* enum cuhook_stack_end */
+	uint8_t python_end;       /* enum cuhook_stack_end */
+	uint16_t reserved;
+	/* uint64_t pc[nnative]: innermost first. pc[0] is in the function that called the traced
+	 * function. Each is an address inside the instruction that made the call (its return address
+	 * minus one) or, for the frame a signal interrupted, the interrupted instruction's address:
+	 * a symbolizer looks each one up as it is.
+	 * uint32_t pyframe[npython]: innermost first, a PYFRAMES id, with CUHOOK_PYFRAME_ENTRY set
+	 * on a frame the interpreter's evaluation loop was entered for from C (each such frame is
+	 * the outermost Python frame of one native _PyEval_EvalFrameDefault activation: how a reader
+	 * merges the two stacks); padded to 8 bytes. */
+};
+
+#define CUHOOK_PYFRAME_ENTRY 0x80000000u
+#define CUHOOK_PYFRAME_ID_MASK 0x7fffffffu
+
+struct cuhook_pyframes_block {
+	uint32_t count;           /* struct cuhook_pyframe_entry that follow */
+	uint32_t reserved;
+};
+
+/* One Python frame position: a code object and the line its frame was executing. */
+struct cuhook_pyframe_entry {
+	uint32_t id;
+	uint32_t size;            /* bytes of this entry and its strings, multiple of 8 */
+	int32_t line;             /* the line of the instruction the frame was at; -1 unknown */
+	int32_t first_line;       /* the code object's first line (co_firstlineno) */
+	uint16_t file_len;        /* bytes of the file name (co_filename, UTF-8, no NUL) */
+	uint16_t func_len;        /* bytes of the function's name (co_qualname; co_name before
+	                             CPython 3.11) */
+	uint32_t reserved;
+	/* char file[file_len]; char func[func_len]; padded to 8 */
+};
+
+struct cuhook_maps_block {
+	uint32_t count;           /* struct cuhook_map_entry that follow */
+	uint32_t reserved;
+};
+
+#define CUHOOK_MAP_BUILD_ID_MAX 20
+
+/* One executable mapping of the process (/proc/self/maps, r-x or --x). */
+struct cuhook_map_entry {
+	uint64_t start, end;      /* [start, end) */
+	uint64_t offset;          /* the file offset mapped at start */
+	uint64_t inode;           /* 0 for an anonymous mapping (JIT code): path_len 0 */
+	uint32_t size;            /* bytes of this entry and its path, multiple of 8 */
+	uint16_t path_len;        /* bytes of the path that follow (no NUL) */
+	uint8_t build_id_len;     /* 0: none found (the ELF's NT_GNU_BUILD_ID note, as loaded) */
+	uint8_t reserved;
+	uint8_t build_id[CUHOOK_MAP_BUILD_ID_MAX];
+	uint32_t reserved2;
+	/* char path[path_len]; padded to 8 */
+};
+
 /* ---- records inside an EVENTS block ------------------------------------------------------ */
 
 enum cuhook_rec_type {
@@ -329,6 +435,7 @@ enum cuhook_rec_type {
 	CUHOOK_REC_EXIT = 2,   /* struct cuhook_rec_exit */
 	CUHOOK_REC_DATA = 3,   /* struct cuhook_rec_data: decoded arguments, follows an ENTRY or EXIT */
 	CUHOOK_REC_DROP = 4,   /* struct cuhook_rec_drop */
+	CUHOOK_REC_STACK = 5,  /* struct cuhook_rec_stack: the call's stack, right after its ENTRY */
 };
 
 struct cuhook_rec {
@@ -397,6 +504,12 @@ struct cuhook_rec_drop {
 	struct cuhook_rec h;  /* func = 0 */
 	uint64_t tsc;
 	uint64_t count;       /* records lost on this thread just before this point */
+};
+
+struct cuhook_rec_stack {
+	struct cuhook_rec h;  /* func = the ENTRY's */
+	uint32_t stack;       /* STACKS id, or CUHOOK_STACK_NONE */
+	uint32_t reserved;
 };
 
 #define CUHOOK_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
