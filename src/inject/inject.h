@@ -136,7 +136,7 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --stacks GLOBS        record the caller's stack (native, and Python where it runs) at each\n" \
 	"                        call of these functions (default none; 'rare': allocation, free,\n" \
-	"                        module loading, graph instantiation, synchronisation; about 15 us a\n" \
+	"                        module loading, graph instantiation, synchronisation; 6-30 us a\n" \
 	"                        call); --stacks '' or --no-stacks: none\n" \
 	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
