@@ -9,6 +9,8 @@ its call's ENTRY) and symbolized from the ELF symbols of the files the MAPS bloc
                   cuMemAlloc_v2 ENTRY and after no other; its stack's first frames are inner,
                   middle, outer, main, the walk DONE; the executable's MAPS entry carries its
                   build id. --stack-depth 2: exactly inner, middle, DEPTH. --no-stacks: none.
+  --mode fork     cuhook run --follow: the parent's file and the fork child's each have a stack
+                  after every cuMemAlloc_v2 ENTRY, defined in that file, with the chain's frames.
   --mode signal   a SIGALRM handler calls cuDriverGetVersion (stacked) while spin() runs: the
                   frames are on_alarm, the signal trampoline, spin, main.
   --mode jit      cuMemAlloc_v2 called from code in an anonymous executable mapping: the one
@@ -109,6 +111,27 @@ def mode_chain(a, work, problems):
     problems.check(t.entries.get("cuMemAlloc_v2") == 5, "--no-stacks: the calls are still recorded")
 
 
+def mode_fork(a, work, problems):
+    """--follow: the fork child's file defines again the stacks it names (the table is the
+    parent's, copied), with a MAPS block of its own."""
+    n = 20
+    plain = untraced(a, ["fork", str(n)])
+    for f in os.listdir(work):
+        if f.startswith("fork."):
+            os.unlink(os.path.join(work, f))
+    trace = os.path.join(work, "fork.bin")
+    p = run([a.cuhook, "run", "--agent", a.agent, "--follow", "--stacks", "cuMemAlloc*", "-o", trace, "--", a.target,
+             a.lib, "fork", str(n)], env=clean_env(), timeout=120, what="fork (traced)")
+    problems.check(p.stdout == plain, f"fork: output traced {p.stdout!r}, untraced {plain!r}")
+    files = sorted(f for f in os.listdir(work) if re.fullmatch(r"fork\.\d+\.bin", f))
+    problems.check(len(files) == 2, f"fork: trace files {files}, not the parent's and the child's")
+    calls = sorted(tf.read_trace(os.path.join(work, f)).entries.get("cuMemAlloc_v2", 0) for f in files)
+    problems.check(calls == [n, 2 * n], f"fork: cuMemAlloc_v2 calls per file {calls}, not [{n}, {2 * n}]")
+    for f in files:
+        t = tf.read_trace(os.path.join(work, f))
+        check_chain_trace(t, problems, f, t.entries.get("cuMemAlloc_v2", 0), CHAIN)
+
+
 def mode_signal(a, work, problems):
     n = 20
     plain = untraced(a, ["signal", str(n)])
@@ -197,7 +220,7 @@ def mode_options(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["chain", "signal", "jit", "attach", "options"])
+    ap.add_argument("--mode", required=True, choices=["chain", "signal", "jit", "fork", "attach", "options"])
     ap.add_argument("--target", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--agent", required=True)
