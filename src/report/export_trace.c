@@ -18,7 +18,8 @@
  *  "category":"module","start_ns":801000,"end_ns":802000,"dur_ns":1000,"depth":0,"ret":"0x0",
  *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
  * Times from the trace start (the earliest start with several files); end_ns, dur_ns and ret are
- * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). */
+ * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
+ * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -55,6 +56,13 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 			fprintf(f, ",\"details\":");
 			l = rp_describe_call(v, c, buf, sizeof(buf));
 			rp_json_str(f, buf, l);
+			if (v->stacks) { /* the id of its stack in the json export's "stacks" */
+				const struct tr_stack *st = tr_call_stack(t, ci);
+				if (st)
+					fprintf(f, ",\"stack\":%u", st->id);
+				else
+					fprintf(f, ",\"stack\":null");
+			}
 			fprintf(f, "}\n");
 		}
 	}
@@ -203,7 +211,9 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 
 /* "thread;outer;inner SELF_NS" per distinct stack, sorted: the input of flamegraph.pl, speedscope
  * and inferno. Self time is a call's duration minus its traced children's. With several files
- * each stack starts with "pid PID;". */
+ * each stack starts with "pid PID;". A call with a stack (agent option stacks=), or inside one
+ * that has one, has the frames of that stack, outermost first, between the thread and that call
+ * (the traced calls around it are in its native stack already). */
 struct stack_slot {
 	char *key;
 	int64_t value;
@@ -274,7 +284,7 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 {
 	struct stacks st = {0};
 	int rc = 0;
-	char key[4096];
+	char key[16384]; /* deep stacks with long C++ names */
 	for (unsigned k = 0; k < n && !rc; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
@@ -300,8 +310,11 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 				continue;
 			/* frames, innermost first */
 			uint32_t frames[MAX_FRAMES], nf = 0;
-			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES; p = t->calls[p].parent)
+			const struct rp_stack_frames *sf = NULL;
+			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES && !sf; p = t->calls[p].parent) {
 				frames[nf++] = p;
+				sf = rp_call_frames(v, p); /* its native stack holds the traced calls outside it */
+			}
 			size_t pos = 0;
 			if (n > 1)
 				pos += (size_t)snprintf(key, sizeof(key), "pid %u;", t->pid);
@@ -310,6 +323,10 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 				pos = put_frame(key, sizeof(key), pos, th->name);
 			else
 				pos += (size_t)snprintf(key + pos, sizeof(key) - pos, "%u", th->tid);
+			for (uint32_t k = 0; sf && k < sf->n && pos + 2 < sizeof(key); k++) {
+				key[pos++] = ';';
+				pos = rp_folded_frame(key, sizeof(key), pos, v->stacks->frames[sf->first + k].label);
+			}
 			while (nf-- > 0 && pos + 2 < sizeof(key)) {
 				key[pos++] = ';';
 				pos = put_frame(key, sizeof(key), pos, tr_func_name(t, t->calls[frames[nf]].func));

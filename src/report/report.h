@@ -466,6 +466,12 @@ struct rp_stacks {
  * in *out (and 0) when the trace has no stack; -1 when out of memory. */
 int rp_stacks_analyze(struct rp_view *v, struct rp_stacks **out);
 void rp_stacks_free(struct rp_stacks *s);
+/* text_stacks.c: the text report's "Call sites" section; nothing without stacks. */
+void rp_stacks_write_text(FILE *f, const struct rp_view *v);
+/* export_stacks.c: the "stacks", "call_sites" and "stack_notes" members of one trace's JSON
+ * object (v->stacks must be set); a frame name for the folded export. */
+void rp_stacks_write_json(FILE *f, const struct rp_view *v);
+size_t rp_folded_frame(char *buf, size_t len, size_t pos, const char *name);
 /* The merged frames of call ci's stack, outermost first: NULL when it has none. */
 static inline const struct rp_stack_frames *rp_call_frames(const struct rp_view *v, uint32_t ci)
 {

@@ -320,9 +320,9 @@ static int call_sites(struct rp_stacks *s, const struct rp_view *v)
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		uint32_t ci = v->sel[i];
-		const struct rp_stack_frames *sf = rp_call_frames(v, ci);
-		if (!sf)
-			continue;
+		if (!t->call_stack_ || t->call_stack_[ci] == TR_NONE)
+			continue; /* (v->stacks is not set yet: rp_call_frames cannot be used) */
+		const struct rp_stack_frames *sf = &s->stacks[t->call_stack_[ci]];
 		const struct tr_call *c = &t->calls[ci];
 		k[n++] = (struct site_key){c->func, sf->site != TR_NONE ? s->frames[sf->site].label : "(no frame)",
 		                           tr_call_timed(c) ? tr_call_dur(c) : 0, tr_call_timed(c)};

@@ -53,6 +53,7 @@ struct object {
 	struct load *loads;
 	uint32_t nloads;
 	char *names;               /* the symbols' names, copied */
+	char path_buf[4096];       /* the last source file name joined to its directory */
 };
 
 struct rp_symbolizer {
@@ -363,6 +364,13 @@ int rp_sym_lookup(struct rp_symbolizer *s, const struct tr_map *m, uint64_t pc, 
 			if (src && dwarf_lineno(line, &lineno) == 0 && lineno > 0) {
 				out->file = src;
 				out->line = lineno;
+				/* a name relative to the compilation's directory: joined to it, as addr2line does */
+				Dwarf_Attribute at;
+				const char *dir = src[0] != '/' ? dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &at)) : NULL;
+				if (dir && *dir) {
+					snprintf(o->path_buf, sizeof(o->path_buf), "%s/%s", dir, src);
+					out->file = o->path_buf;
+				}
 			}
 		}
 	}

@@ -9,7 +9,8 @@
 
 struct rp_symbolizer;
 
-/* What is known of one address. Strings belong to the symbolizer (valid until rp_sym_free). */
+/* What is known of one address. Strings belong to the symbolizer: valid until rp_sym_free, the
+ * file's only until the next look-up. */
 struct rp_sym {
 	const char *func;          /* the function (demangled where it demangles); NULL: none */
 	uint64_t func_off;         /* the address's offset in it */
