@@ -421,6 +421,7 @@ struct rp_frame {
 	const char *object;        /* native: the mapping's path; NULL */
 	uint64_t pc;               /* native: the address */
 	uint64_t offset;           /* native: its offset in the file (pc - start + map offset) */
+	uint32_t map;              /* native, anon: index in t->maps of the mapping; TR_NONE */
 	uint8_t kind;              /* enum rp_frame_kind */
 	uint8_t cuda;              /* in a CUDA library, cuhook or the traced library: not a call site */
 };

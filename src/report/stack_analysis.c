@@ -128,7 +128,10 @@ static int native_frame(struct rp_stacks *s, struct rp_symbolizer *sym, const st
 {
 	memset(f, 0, sizeof(*f));
 	f->pc = pc;
+	f->map = TR_NONE;
 	const struct tr_map *m = map_of(t, set, pc);
+	if (m)
+		f->map = (uint32_t)(m - t->maps);
 	if (!m) {
 		f->kind = RP_FRAME_UNMAPPED;
 		f->label = arena_printf(s, "[0x%llx]", (unsigned long long)pc);
@@ -163,6 +166,7 @@ static int native_frame(struct rp_stacks *s, struct rp_symbolizer *sym, const st
 static int python_frame(struct rp_stacks *s, const struct tr_pyframe *p, struct rp_frame *f)
 {
 	memset(f, 0, sizeof(*f));
+	f->map = TR_NONE;
 	f->kind = RP_FRAME_PYTHON;
 	f->func = p->func;
 	f->file = p->file;

@@ -214,6 +214,77 @@ def test_text():
     check(not any("cuLaunchKernel" in line for line in sec), "no cuLaunchKernel with --functions cuMemAlloc*")
 
 
+def perfetto_stacks(path):
+    """--format perfetto: {slice name: [the frames of its callstack, outermost first]} for the slices
+    with a callstack_iid, each frame as (label, mapping path, rel_pc, source file, line, kind), and
+    the sequence flags of the packets that carry interned data or use it."""
+    out = os.path.join(TMP, "stacks.pftrace")
+    run(["report", "--format", "perfetto", "-o", out, "--force", path])
+    strings, frames, stacks, mappings, slices, flags = {}, {}, {}, {}, [], []
+    for fn, _, pkt in parse_protobuf(open(out, "rb").read()):
+        eq(fn, 1, "Trace.packet")
+        fields = parse_protobuf(pkt)
+        seq_flags = [v for f, _, v in fields if f == 13]
+        for f, _, body in fields:
+            if f == 12:
+                flags.append(("interned", seq_flags))
+                for kind, _, m in parse_protobuf(body):
+                    g = {}
+                    for a, _, v in parse_protobuf(m):
+                        g.setdefault(a, []).append(v)
+                    if kind in (5, 16, 17, 18):
+                        strings[(kind, g[1][0])] = g[2][0]
+                    elif kind == 19:
+                        mappings[g[1][0]] = g
+                    elif kind == 6:
+                        frames[g[1][0]] = g
+                    elif kind == 7:
+                        stacks[g[1][0]] = g.get(2, [])
+            elif f == 11:
+                te = {a: v for a, _, v in parse_protobuf(body)}
+                if 56 in te:
+                    flags.append(("event", seq_flags))
+                    slices.append((te[23].decode(), te[56]))
+
+    def frame(iid):
+        g = frames[iid]
+        mp = mappings[g[3][0]] if 3 in g else None
+        return (strings[(5, g[2][0])].decode(),
+                strings[(17, mp[7][0])].decode() if mp else None, g[4][0] if mp else None,
+                strings[(18, g[5][0])].decode() if 5 in g else None, g[6][0] if 6 in g else None, g[7][0])
+    return [(name, [frame(i) for i in stacks[iid]]) for name, iid in slices], flags, mappings, strings
+
+
+def test_perfetto():
+    info = target()
+    s = info["sites"]
+    path = os.path.join(TMP, "stacks.bin")
+    scenario(info, path)
+    slices, flags, mappings, strings = perfetto_stacks(path)
+    exe, rel = info["exe"], lambda k: s[k]["pc"] - info["start"]
+
+    def nat(k):
+        return (s[k]["label"], exe, rel(k), s[k]["file"], s[k]["line"], 1)
+    fwd = ("forward (/app/model.py:12)", None, None, "/app/model.py", 12, 3)
+    mod = ("<module> (/app/run.py:3)", None, None, "/app/run.py", 3, 3)
+    eq([x[0] for x in slices], ["cuMemAlloc_v2"] * 3 + ["cuLaunchKernel"] * 4 + ["cuMemAlloc_v2"],
+       "slices with a callstack")
+    eq(slices[0][1], [nat(MAIN), nat(OUTER), nat(INNER), nat(FORWARD)], "cuMemAlloc_v2's callstack")
+    eq(slices[1][1], slices[0][1], "the second call of the same stack")
+    eq(slices[2][1], [nat(MAIN), nat(INNER), (f"[{CUDART}+0x1234]", CUDART, 0x1234, None, None, 1)],
+       "a frame of a missing file")
+    eq(slices[3][1], [nat(MAIN), mod, fwd, nat(FORWARD)], "Python frames merged")
+    eq(slices[5][1], [nat(MAIN), (f"[anon:0x{ANON_START + 0x100:x}]", None, None, None, None, 4)], "JIT frame")
+    eq(slices[6][1], [("a;b?c (/app/x;y.py:7)", None, None, "/app/x;y.py", 7, 3)], "Python only")
+    eq(slices[7][1][1][:3], (f"[{exe}+0x{s[INNER]['offset']:x}]", exe, rel(INNER)), "another build id")
+    exe_maps = [m for m in mappings.values() if strings[(17, m[7][0])].decode() == exe]
+    eq(sorted(strings[(16, m[2][0])].hex() for m in exe_maps), sorted([info["build_id"], "01" * 20]),
+       "the executable's mappings' build ids")
+    eq(flags[0], ("interned", [3]), "the interned data clears and needs the incremental state")
+    eq({tuple(f) for k, f in flags[1:]}, {(2,)}, "the events using it need it")
+    eq(len(flags), 1 + 8, "one interned packet, 8 events with a callstack")
+
+
 def damaged(info, kind):
     """The scenario's first blocks, then one kind of damage."""
     pc = [x["pc"] for x in info["sites"]]
