@@ -410,14 +410,6 @@ struct strtab {
 	uint32_t n, cap;
 };
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* The iid of s in tab, a new one (and its InternedString in `out`, field `field`) the first time;
  * 0 when out of memory. */
 static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out, unsigned field, const char *s,
@@ -435,7 +427,7 @@ static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out,
 		for (uint32_t i = 0; i < tab->cap; i++) {
 			if (!tab->s[i])
 				continue;
-			uint32_t h = (uint32_t)str_hash(tab->s[i]) & (ncap - 1);
+			uint32_t h = (uint32_t)rp_str_hash(tab->s[i]) & (ncap - 1);
 			while (ns[h])
 				h = (h + 1) & (ncap - 1);
 			ns[h] = tab->s[i];
@@ -447,7 +439,7 @@ static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out,
 		tab->iid = ni;
 		tab->cap = ncap;
 	}
-	uint32_t h = (uint32_t)str_hash(s) & (tab->cap - 1);
+	uint32_t h = (uint32_t)rp_str_hash(s) & (tab->cap - 1);
 	while (tab->s[h] && strcmp(tab->s[h], s))
 		h = (h + 1) & (tab->cap - 1);
 	if (tab->s[h])

@@ -1,6 +1,7 @@
 /* Call-by-call exports: jsonl (one JSON object per call), chrome (Chrome trace event JSON, one
  * track per thread, for chrome://tracing and ui.perfetto.dev; with GPU records a process per
- * device, a track per stream and a flow from each call to the GPU work it submitted) and folded
+ * device, a track per stream and a flow from each call to the GPU work it submitted; a stacked
+ * call's "sf" names its stack in "stackFrames") and folded
  * (stack;stack value lines for flame graph tools). The native Perfetto protobuf is in
  * export_perfetto.c.
  *
@@ -140,6 +141,30 @@ static int chrome_gpu(FILE *f, const struct rp_view *v, unsigned k, char *buf, s
 	return 0;
 }
 
+/* "stackFrames": every frame of every stack, "K.I" (trace K, frame I of its rp_stacks.frames),
+ * its parent the frame outside it in the same stack: a call's "sf" names its innermost frame. */
+static void chrome_stack_frames(FILE *f, struct rp_view *views, unsigned n)
+{
+	int first = 1;
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_stacks *s = views[k].stacks;
+		for (uint32_t si = 0; s && si < views[k].t->nstacks; si++) {
+			const struct rp_stack_frames *sf = &s->stacks[si];
+			for (uint32_t i = sf->first; i < sf->first + sf->n; i++) {
+				fprintf(f, "%s\n\"%u.%u\":{\"category\":\"%s\",\"name\":", first ? ",\"stackFrames\":{" : ",", k, i,
+				        rp_frame_kind_names[s->frames[i].kind]);
+				rp_json_str(f, s->frames[i].label, strlen(s->frames[i].label));
+				if (i > sf->first)
+					fprintf(f, ",\"parent\":\"%u.%u\"", k, i - 1);
+				fprintf(f, "}");
+				first = 0;
+			}
+		}
+	}
+	if (!first)
+		fprintf(f, "\n}");
+}
+
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -189,7 +214,11 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 			}
 			if (tr_call_timed(c))
 				fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
-			fprintf(f, "}}");
+			fprintf(f, "}");
+			const struct rp_stack_frames *sf = rp_call_frames(v, v->xsel[i]);
+			if (sf && sf->n) /* its innermost frame in "stackFrames" */
+				fprintf(f, ",\"sf\":\"%u.%u\"", k, sf->first + sf->n - 1);
+			fprintf(f, "}");
 			/* flows to the GPU work the call submitted: they start in the call's slice */
 			uint32_t nfl;
 			const uint32_t *fl = rp_gpu_call_flows(v, v->xsel[i], &nfl);
@@ -203,7 +232,9 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 		if (v->gpu && chrome_gpu(f, v, k, buf, sizeof(buf)))
 			return -1;
 	}
-	fprintf(f, "\n]}\n");
+	fprintf(f, "\n]");
+	chrome_stack_frames(f, views, n);
+	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
 }
 
@@ -224,14 +255,6 @@ struct stacks {
 	uint32_t cap, n;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static int stacks_add(struct stacks *st, const char *key, int64_t value)
 {
 	if ((st->n + 1) * 2 > st->cap) {
@@ -242,7 +265,7 @@ static int stacks_add(struct stacks *st, const char *key, int64_t value)
 		for (uint32_t i = 0; i < st->cap; i++) {
 			if (!st->slot[i].key)
 				continue;
-			uint32_t s = (uint32_t)hash_str(st->slot[i].key) & (ncap - 1);
+			uint32_t s = (uint32_t)rp_str_hash(st->slot[i].key) & (ncap - 1);
 			while (ns[s].key)
 				s = (s + 1) & (ncap - 1);
 			ns[s] = st->slot[i];
@@ -251,7 +274,7 @@ static int stacks_add(struct stacks *st, const char *key, int64_t value)
 		st->slot = ns;
 		st->cap = ncap;
 	}
-	uint32_t s = (uint32_t)hash_str(key) & (st->cap - 1);
+	uint32_t s = (uint32_t)rp_str_hash(key) & (st->cap - 1);
 	while (st->slot[s].key && strcmp(st->slot[s].key, key))
 		s = (s + 1) & (st->cap - 1);
 	if (!st->slot[s].key) {

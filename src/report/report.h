@@ -544,6 +544,8 @@ int rp_parse_time(const char *s, int64_t *ns);
 const char *rp_safe(const char *s);
 /* fnmatch-style '*' and '?' glob against a comma-separated list: 1 if any matches. */
 int rp_glob_list_match(const char *globs, const char *name);
+/* FNV-1a of a NUL-terminated string: the exports' hash tables of names. */
+uint64_t rp_str_hash(const char *s);
 
 /* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
 static inline int64_t rp_sat_add(int64_t a, int64_t b)

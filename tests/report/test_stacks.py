@@ -285,6 +285,35 @@ def test_perfetto():
     eq(len(flags), 1 + 8, "one interned packet, 8 events with a callstack")
 
 
+def test_chrome():
+    """Chrome JSON: a stacked call's "sf" names its innermost frame in "stackFrames", whose
+    parents lead to the outermost."""
+    info = target()
+    path = os.path.join(TMP, "stacks.bin")
+    scenario(info, path)
+    out, _ = run(["report", "--format", "chrome", path])
+    j = json.loads(out)
+    frames = j["stackFrames"]
+
+    def chain(sf):
+        names = []
+        while sf is not None:
+            names.append(frames[sf]["name"])
+            sf = frames[sf].get("parent")
+        return ";".join(reversed(names))
+    calls = [e for e in j["traceEvents"] if e.get("ph") == "X"]
+    got = sorted(f"main;{chain(e['sf'])};{e['name']}" if "sf" in e else f"main;{e['name']}" for e in calls)
+    # the folded export's lines, without the time and with its ';' escape undone
+    want = sorted(line.rsplit(" ", 1)[0] for line in expected_folded(info) for _ in range(folded_calls(line)))
+    want = [w.replace("a:b?c (/app/x:y.py:7)", "a;b?c (/app/x;y.py:7)") for w in want]
+    eq(sorted(got), sorted(want), "chrome: each call's stack through stackFrames")
+
+
+def folded_calls(line):
+    """Calls behind one line of expected_folded: stack 1's two, and stacks 3 and 4 merged alike."""
+    return 2 if line.endswith("cuMemAlloc_v2 5000") or "<module>" in line else 1
+
+
 def damaged(info, kind):
     """The scenario's first blocks, then one kind of damage."""
     pc = [x["pc"] for x in info["sites"]]
