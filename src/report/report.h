@@ -7,8 +7,9 @@
  *   findings.c   bottleneck findings from the analysis, with the numbers behind them
  *   describe.c   one call in words: kernel name, grid, bytes, direction, returned pointer...
  *   gpu_analysis.c  the GPU side: kernels, copies, busy time, idle gaps, latency, flows
- *   text.c       the terminal report (text_gpu.c: its GPU sections)
- *   export_*.c   json, csv, jsonl, chrome, perfetto, folded
+ *   stack_analysis.c  call stacks: symbolized (symbolize.c), Python and native merged, call sites
+ *   text.c       the terminal report (text_gpu.c: its GPU sections; text_stacks.c: call sites)
+ *   export_*.c   json, csv, jsonl, chrome, perfetto, folded (export_stacks.c: the stacks' JSON)
  *   util.c       units, escaping, output helpers
  * cmd_report.c (src/cli) parses the command line into struct rp_opts and calls rp_main(). */
 #ifndef CUHOOK_REPORT_H

@@ -12,6 +12,8 @@
  *  - the GPU side (agent option gpu=1): GPU sessions, CUPTI's records of the submitting calls
  *    (API) and of the GPU's work (kernels, copies, memsets) on the trace's clock, kernel names,
  *    and each work record linked to the traced call that submitted it (tr_gpu_link);
+ *  - call stacks (agent option stacks=, trace_stacks.c): the MAPS blocks' mappings, the Python
+ *    frames and the stacks by id, and each call's stack (tr_call_stack);
  *  - what went wrong: truncation (first damaged block, or no END block), corrupt records,
  *    unknown function ids, exits without entries, block sequence gaps, dropped records.
  *
