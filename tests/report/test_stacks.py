@@ -314,6 +314,71 @@ def folded_calls(line):
     return 2 if line.endswith("cuMemAlloc_v2 5000") or "<module>" in line else 1
 
 
+def test_e2e():
+    """A real trace: cuhook run --stacks cuMemAlloc_v2 of tests/targets/stack_chain (main -> outer
+    -> middle -> inner -> cuMemAlloc_v2 through the stand-in libcuda), its folded export exact:
+    each frame as tests/engine/tracefile.py names its function from the ELF symbols, with the
+    file:line binutils' addr2line gives in the program itself, "[path+0xoffset]" where no symbol
+    holds the address; the value the function's total time."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+    import tracefile as tf
+    from cuhooktest import clean_env
+    trace = os.path.join(TMP, "chain.bin")
+    p = subprocess.run([A.cuhook, "run", "--agent", A.agent, "--stacks", "cuMemAlloc_v2", "-o", trace, "--", A.chain,
+                        A.lib, "chain", "3"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    eq(p.returncode, 0, f"cuhook run --stacks (stderr {p.stderr[-2000:]})")
+    t = tf.read_trace(trace)
+    sids = {sid for _, name, sid in t.entry_stacks if name == "cuMemAlloc_v2"}
+    eq(len([1 for _, name, _ in t.entry_stacks if name == "cuMemAlloc_v2"]), 3, "cuMemAlloc_v2 calls")
+    eq(len(sids), 1, "one stack for the three calls from one place")
+    stack = t.stacks[sids.pop()]
+    labels = []
+    for pc in reversed(stack.native):
+        m = next(m for m in t.maps_blocks[stack.maps] if m.start <= pc < m.end)
+        name = tf.symbolize(t, stack, pc)
+        off = pc - m.start + m.offset
+        if name and os.path.realpath(m.path) == os.path.realpath(A.chain):
+            a2l = subprocess.run(["addr2line", "-e", m.path, hex(off - exe_load_delta(m.path, off))],
+                                 capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+            where = a2l.split(" ")[0]
+            # no line information (crt1's _start): the name alone
+            labels.append(name if where.startswith("??") or where.endswith(":?") else f"{name} ({where})")
+        else:
+            labels.append(name if name else f"[{m.path}+0x{off:x}]")
+    names = [x.split(" (")[0] for x in labels]
+    i = names.index("main")
+    eq(names[i:], ["main", "outer", "middle", "inner"], "the chain, outermost first")
+    j = report_json(trace)
+    total = next(f["total_ns"] for f in j["functions"] if f["name"] == "cuMemAlloc_v2")
+    out, _ = run(["report", "--format", "folded", trace])
+    lines = [x for x in out.splitlines() if "cuMemAlloc_v2" in x]
+    eq(len(lines), 1, f"one folded line of cuMemAlloc_v2: {lines}")
+    head = lines[0].split(";", 1)[0]
+    eq(lines[0], f"{head};{';'.join(labels)};cuMemAlloc_v2 {total}", "the folded line of the stacked calls")
+    eq(head, "stack_chain", "the thread")
+    for x in out.splitlines():
+        if "cuMemAlloc_v2" not in x:
+            eq(x.count(";"), 1, f"an unstacked call's line has no frames: {x}")
+    out, _ = run(["report", "--no-color", trace])
+    sec = out.split("\nCall sites (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    eq(sec[:3], ["  cuMemAlloc_v2: 3 calls with a stack, 1 call site", "       Calls        Total  Call site",
+                 f"           3 {sec[2][13:25]}  {labels[-1]}"], "the Call sites section: inner's line")
+    for fmt in ("json", "jsonl", "csv", "chrome", "perfetto"):
+        run(["report", "--format", fmt, "-o", os.path.join(TMP, "out." + fmt), trace])
+
+
+def exe_load_delta(path, off):
+    """file offset - ELF address of the PT_LOAD segment holding off (addr2line wants addresses)."""
+    out = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True, check=True, timeout=30).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD":
+            p_off, p_vaddr, p_filesz = int(f[1], 16), int(f[2], 16), int(f[4], 16)
+            if p_off <= off < p_off + p_filesz:
+                return p_off - p_vaddr
+    raise Fail(f"{path}: no PT_LOAD holds offset 0x{off:x}")
+
+
 def damaged(info, kind):
     """The scenario's first blocks, then one kind of damage."""
     pc = [x["pc"] for x in info["sites"]]
@@ -395,6 +460,9 @@ def main():
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--target", required=True)
     ap.add_argument("--fuzz")
+    ap.add_argument("--agent")
+    ap.add_argument("--lib", help="the stand-in libcuda (e2e)")
+    ap.add_argument("--chain", help="tests/targets/stack_chain (e2e)")
     ap.add_argument("test")
     A = ap.parse_args()
     return tr.run_test(globals(), A.test, "cuhook-stacks-test-")
