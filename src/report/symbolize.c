@@ -212,12 +212,21 @@ static void object_open(struct rp_symbolizer *s, struct object *o)
 	o->fd = -1;
 	if (o->path[0] != '/')
 		return; /* "[vdso]" and the like: no file to read, nothing to say */
+	/* look before opening (opening a device can act), and again at what was opened */
+	struct stat st;
+	if (stat(o->path, &st) < 0) {
+		add_note(s, "%s: %s: its frames are shown as [path+0xoffset]", o->path, strerror(errno));
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		add_note(s, "%s: not a regular file: its frames are shown as [path+0xoffset]", o->path);
+		return;
+	}
 	int fd = open(o->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		add_note(s, "%s: %s: its frames are shown as [path+0xoffset]", o->path, strerror(errno));
 		return;
 	}
-	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		add_note(s, "%s: not a regular file: its frames are shown as [path+0xoffset]", o->path);
 		close(fd);
