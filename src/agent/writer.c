@@ -502,9 +502,10 @@ static void put_stacks(void)
 		put_note(1, text, sizeof(text) - 1);
 		W.stacks_full_noted = true;
 	}
-	if (!stack_table_pending())
+	uint32_t bound = stack_table_bound();
+	if (!stack_table_pending(bound))
 		return;
-	put_maps();
+	put_maps(); /* after the bound: every stack below it was walked in mappings there now */
 	/* PYTHON (issue 17, part B): the PYFRAMES entries not yet written go here, before the
 	 * STACKS that refer to them:
 	 *     while ((len = py_frames_take(buf, cap, &count)) > 0) put_block(CUHOOK_BLOCK_PYFRAMES, ...);
@@ -515,7 +516,7 @@ static void put_stacks(void)
 		return;
 	uint32_t count;
 	size_t len;
-	while ((len = stack_table_take(buf, cap, &count)) > 0) {
+	while ((len = stack_table_take(buf, cap, bound, &count)) > 0) {
 		struct cuhook_stacks_block sb = {count, 0};
 		put_block(CUHOOK_BLOCK_STACKS, &sb, sizeof(sb), buf, len);
 	}
