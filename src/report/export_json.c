@@ -153,6 +153,11 @@ static void write_slowest(FILE *f, const struct rp_view *v)
 		fprintf(f, ", ");
 		tr_call_format_data(t, c, d, sizeof(d));
 		kv_str(f, "decoded", d);
+		const struct tr_stack *st = tr_call_stack(t, idx[i]);
+		if (v->stacks && st)
+			fprintf(f, ", \"stack\": %u", st->id);
+		else if (v->stacks)
+			fprintf(f, ", \"stack\": null");
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s],\n", n ? "\n  " : "");
@@ -249,6 +254,10 @@ static int write_one(FILE *f, struct rp_view *v)
 	if (v->gpu) {
 		fprintf(f, ",\n");
 		rp_gpu_write_json(f, v);
+	}
+	if (v->stacks) {
+		fprintf(f, ",\n");
+		rp_stacks_write_json(f, v);
 	}
 	fprintf(f, "\n}");
 	free(fs);

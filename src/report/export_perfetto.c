@@ -8,8 +8,15 @@
  *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant, 4 counter),
  *                     track_uuid (11), categories (22), name (23), debug_annotations (4:
  *                     name 10, string_value 6, uint_value 3, int_value 4), counter_value (30),
- *                     flow_ids (47, fixed64), terminating_flow_ids (48, fixed64)
- *   with timestamp (8, ns) and trusted_packet_sequence_id (10).
+ *                     flow_ids (47, fixed64), terminating_flow_ids (48, fixed64),
+ *                     callstack_iid (56)
+ *   interned_data (12): function_names (5), frames (6: iid 1, function_name_id 2, mapping_id 3,
+ *                     rel_pc 4, source_path_iid 5, line_number 6, kind 7), callstacks (7: iid 1,
+ *                     frame_ids 2), build_ids (16), mapping_paths (17), source_paths (18),
+ *                     mappings (19: iid 1, build_id 2, start_offset 3, start 4, end 5,
+ *                     path_string_ids 7, exact_offset 8); strings are InternedString (iid 1, str 2)
+ *   with timestamp (8, ns), trusted_packet_sequence_id (10) and sequence_flags (13: 1 incremental
+ *   state cleared, 2 needs incremental state: on the interned data and the events using it).
  * Field numbers are those of perfetto/protos/perfetto/trace/. Each thread's calls become
  * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant.
  * Counted calls (agent option count=) become a counter track per thread and function, under the
@@ -17,7 +24,8 @@
  * GPU records (agent option gpu=1) go on a track per device, under the process's track, with a
  * track per stream lane under it (gpu_analysis.c: overlapping work of one stream goes on further
  * lanes); a flow goes from each call's slice (flow_ids) to each piece of work it submitted
- * (terminating_flow_ids). */
+ * (terminating_flow_ids). A call with a stack (agent option stacks=) names it by callstack_iid:
+ * the stacks of a trace are interned in one packet after its track descriptors. */
 #include "report.h"
 
 #include <stdio.h>
@@ -103,6 +111,10 @@ enum {
 	PKT_TIMESTAMP = 8,
 	PKT_SEQ_ID = 10,
 	PKT_TRACK_EVENT = 11,
+	PKT_INTERNED_DATA = 12,
+	PKT_SEQ_FLAGS = 13,
+	SEQ_INCREMENTAL_STATE_CLEARED = 1,
+	SEQ_NEEDS_INCREMENTAL_STATE = 2,
 	PKT_TRACK_DESCRIPTOR = 60,
 	TD_UUID = 1,
 	TD_NAME = 2,
@@ -123,6 +135,35 @@ enum {
 	TE_COUNTER_VALUE = 30,
 	TE_FLOW_IDS = 47,
 	TE_TERMINATING_FLOW_IDS = 48,
+	TE_CALLSTACK_IID = 56,
+	ID_FUNCTION_NAMES = 5,     /* InternedData */
+	ID_FRAMES = 6,
+	ID_CALLSTACKS = 7,
+	ID_BUILD_IDS = 16,
+	ID_MAPPING_PATHS = 17,
+	ID_SOURCE_PATHS = 18,
+	ID_MAPPINGS = 19,
+	IS_IID = 1,                /* InternedString */
+	IS_STR = 2,
+	MAP_IID = 1,               /* Mapping */
+	MAP_BUILD_ID = 2,
+	MAP_START_OFFSET = 3,
+	MAP_START = 4,
+	MAP_END = 5,
+	MAP_PATH_STRING_IDS = 7,
+	MAP_EXACT_OFFSET = 8,
+	FR_IID = 1,                /* Frame */
+	FR_FUNCTION_NAME_ID = 2,
+	FR_MAPPING_ID = 3,
+	FR_REL_PC = 4,
+	FR_SOURCE_PATH_IID = 5,
+	FR_LINE_NUMBER = 6,
+	FR_KIND = 7,
+	FR_KIND_NATIVE = 1,
+	FR_KIND_INTERPRETED = 3,
+	FR_KIND_JIT = 4,
+	CS_IID = 1,                /* Callstack */
+	CS_FRAME_IDS = 2,
 	DA_UINT = 3,
 	DA_INT = 4,
 	DA_STRING = 6,
@@ -135,13 +176,16 @@ enum {
 
 #define SEQ_ID 1
 
-/* Writes one TracePacket holding `field` = m, with a timestamp when ts >= 0. */
-static void emit(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m)
+/* Writes one TracePacket holding `field` = m, with a timestamp when ts >= 0 and the sequence
+ * flags when flags != 0 (a packet that uses interned data says so). */
+static void emit_flags(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m, unsigned flags)
 {
 	pkt->len = 0;
 	if (ts >= 0)
 		pb_uint(pkt, PKT_TIMESTAMP, (uint64_t)ts);
 	pb_uint(pkt, PKT_SEQ_ID, SEQ_ID);
+	if (flags)
+		pb_uint(pkt, PKT_SEQ_FLAGS, flags);
 	pb_msg(pkt, field, m);
 	struct pb hdr = {0};
 	pb_varint(&hdr, TRACE_PACKET << 3 | 2);
@@ -153,10 +197,19 @@ static void emit(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const stru
 	free(hdr.p);
 }
 
+static void emit(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m)
+{
+	emit_flags(f, pkt, ts, field, m, 0);
+}
+
 struct writer {
 	FILE *f;
 	struct pb pkt, ev, sub;
 	char buf[1024];
+	/* interned data (call stacks): iids are unique in the whole output, one sequence */
+	uint64_t next_iid;         /* the last iid given, of any kind */
+	uint64_t stack_iid0;       /* the current trace's callstack iids: stack_iid0 + index + 1 */
+	int interned;              /* the first interned data was written (it clears the state) */
 };
 
 static uint64_t process_uuid(unsigned k, uint32_t pid)
@@ -174,6 +227,7 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 {
 	const struct tr_trace *t = v->t;
 	struct pb *ev = &w->ev;
+	int stacked = 0;
 	ev->len = 0;
 	pb_uint(ev, TE_TYPE, (uint64_t)type);
 	pb_uint(ev, TE_TRACK, thread_uuid(k, t->threads[c->thread].tid));
@@ -205,8 +259,14 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 		const uint32_t *fl = rp_gpu_call_flows(v, (uint32_t)(c - t->calls), &nfl);
 		for (uint32_t i = 0; i < nfl; i++)
 			pb_fixed64(ev, TE_FLOW_IDS, rp_gpu_flow_id(k, fl[i]));
+		/* its stack: the callstack interned for this trace (interned_stacks) */
+		uint32_t ci = (uint32_t)(c - t->calls);
+		if (rp_call_frames(v, ci)) {
+			pb_uint(ev, TE_CALLSTACK_IID, w->stack_iid0 + t->call_stack_[ci] + 1);
+			stacked = 1;
+		}
 	}
-	emit(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev);
+	emit_flags(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev, stacked ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
 }
 
 static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
@@ -341,6 +401,154 @@ static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
 }
 
 
+/* ---- call stacks -------------------------------------------------------------------------------- */
+
+/* Strings interned for one trace: text -> iid, by field (function names, paths...). */
+struct strtab {
+	const char **s;
+	uint64_t *iid;
+	uint32_t n, cap;
+};
+
+/* The iid of s in tab, a new one (and its InternedString in `out`, field `field`) the first time;
+ * 0 when out of memory. */
+static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out, unsigned field, const char *s,
+                           size_t len)
+{
+	if ((tab->n + 1) * 2 > tab->cap) {
+		uint32_t ncap = tab->cap ? tab->cap * 2 : 256;
+		const char **ns = calloc(ncap, sizeof(*ns));
+		uint64_t *ni = calloc(ncap, sizeof(*ni));
+		if (!ns || !ni) {
+			free(ns);
+			free(ni);
+			return 0;
+		}
+		for (uint32_t i = 0; i < tab->cap; i++) {
+			if (!tab->s[i])
+				continue;
+			uint32_t h = (uint32_t)rp_str_hash(tab->s[i]) & (ncap - 1);
+			while (ns[h])
+				h = (h + 1) & (ncap - 1);
+			ns[h] = tab->s[i];
+			ni[h] = tab->iid[i];
+		}
+		free(tab->s);
+		free(tab->iid);
+		tab->s = ns;
+		tab->iid = ni;
+		tab->cap = ncap;
+	}
+	uint32_t h = (uint32_t)rp_str_hash(s) & (tab->cap - 1);
+	while (tab->s[h] && strcmp(tab->s[h], s))
+		h = (h + 1) & (tab->cap - 1);
+	if (tab->s[h])
+		return tab->iid[h];
+	tab->s[h] = s;
+	tab->iid[h] = ++w->next_iid;
+	tab->n++;
+	struct pb is = {0};
+	pb_uint(&is, IS_IID, tab->iid[h]);
+	pb_bytes(&is, IS_STR, s, len);
+	pb_msg(out, field, &is);
+	free(is.p);
+	return tab->iid[h];
+}
+
+static void strtab_free(struct strtab *tab)
+{
+	free(tab->s);
+	free(tab->iid);
+}
+
+/* Every stack of the trace as interned data, in one packet before the events that refer to
+ * them: function names, source and mapping paths, build ids, mappings, frames (Frame: the
+ * function name is the frame's label, with its source file and line where known) and callstacks
+ * (outermost frame first). A call's slice names its stack by callstack_iid. */
+static int interned_stacks(struct writer *w, const struct rp_view *v)
+{
+	const struct tr_trace *t = v->t;
+	const struct rp_stacks *s = v->stacks;
+	struct strtab names = {0}, paths = {0}, sources = {0};
+	struct pb d = {0}, m = {0};
+	uint64_t *map_iid = calloc((size_t)t->nmaps + 1, sizeof(*map_iid));
+	uint64_t frame_iid0 = w->next_iid;
+	int rc = -1;
+	if (!map_iid)
+		goto done;
+	w->next_iid += s->nframes;
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		const struct rp_frame *fr = &s->frames[i];
+		uint64_t mapping = 0;
+		if (fr->map != TR_NONE && fr->kind == RP_FRAME_NATIVE) {
+			const struct tr_map *mp = &t->maps[fr->map];
+			if (!map_iid[fr->map]) {
+				uint64_t path = intern_str(w, &paths, &d, ID_MAPPING_PATHS, mp->path, strlen(mp->path)), build = 0;
+				if (mp->build_id_len) { /* the raw bytes, one per mapping (not shared: few) */
+					struct pb is = {0};
+					build = ++w->next_iid;
+					pb_uint(&is, IS_IID, build);
+					pb_bytes(&is, IS_STR, mp->build_id, mp->build_id_len);
+					pb_msg(&d, ID_BUILD_IDS, &is);
+					free(is.p);
+				}
+				map_iid[fr->map] = ++w->next_iid;
+				m.len = 0;
+				pb_uint(&m, MAP_IID, map_iid[fr->map]);
+				if (build)
+					pb_uint(&m, MAP_BUILD_ID, build);
+				pb_uint(&m, MAP_EXACT_OFFSET, mp->offset);
+				pb_uint(&m, MAP_START_OFFSET, 0);
+				pb_uint(&m, MAP_START, mp->start);
+				pb_uint(&m, MAP_END, mp->end);
+				pb_uint(&m, MAP_PATH_STRING_IDS, path);
+				pb_msg(&d, ID_MAPPINGS, &m);
+			}
+			mapping = map_iid[fr->map];
+		}
+		uint64_t name = intern_str(w, &names, &d, ID_FUNCTION_NAMES, fr->label, strlen(fr->label));
+		uint64_t src = fr->file ? intern_str(w, &sources, &d, ID_SOURCE_PATHS, fr->file, strlen(fr->file)) : 0;
+		if (!name || (fr->file && !src))
+			goto done;
+		m.len = 0;
+		pb_uint(&m, FR_IID, frame_iid0 + i + 1);
+		pb_uint(&m, FR_FUNCTION_NAME_ID, name);
+		if (mapping) {
+			pb_uint(&m, FR_MAPPING_ID, mapping);
+			pb_uint(&m, FR_REL_PC, fr->pc - t->maps[fr->map].start);
+		}
+		if (src) {
+			pb_uint(&m, FR_SOURCE_PATH_IID, src);
+			pb_uint(&m, FR_LINE_NUMBER, (uint64_t)fr->line);
+		}
+		pb_uint(&m, FR_KIND, fr->kind == RP_FRAME_PYTHON ? FR_KIND_INTERPRETED
+		                     : fr->kind == RP_FRAME_ANON ? FR_KIND_JIT : FR_KIND_NATIVE);
+		pb_msg(&d, ID_FRAMES, &m);
+	}
+	w->stack_iid0 = w->next_iid;
+	w->next_iid += t->nstacks;
+	for (uint32_t i = 0; i < t->nstacks; i++) {
+		const struct rp_stack_frames *sf = &s->stacks[i];
+		m.len = 0;
+		pb_uint(&m, CS_IID, w->stack_iid0 + i + 1);
+		for (uint32_t k = 0; k < sf->n; k++)
+			pb_uint(&m, CS_FRAME_IDS, frame_iid0 + sf->first + k + 1);
+		pb_msg(&d, ID_CALLSTACKS, &m);
+	}
+	emit_flags(w->f, &w->pkt, -1, PKT_INTERNED_DATA, &d,
+	           w->interned ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
+	w->interned = 1;
+	rc = d.oom || m.oom ? -1 : 0;
+done:
+	free(map_iid);
+	free(d.p);
+	free(m.p);
+	strtab_free(&names);
+	strtab_free(&paths);
+	strtab_free(&sources);
+	return rc;
+}
+
 /* ---- GPU tracks -------------------------------------------------------------------------------- */
 
 static uint64_t device_uuid(unsigned k, uint32_t device)
@@ -446,6 +654,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	for (unsigned k = 0; k < n && !rc; k++) {
 		struct rp_view *v = &views[k];
 		descriptors(&w, v, k);
+		if (v->stacks && (rc = interned_stacks(&w, v)) != 0)
+			break;
 		uint8_t *selected = calloc((size_t)v->t->ncalls + 1, 1);
 		if (!selected) {
 			rc = -1;

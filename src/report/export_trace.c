@@ -1,6 +1,7 @@
 /* Call-by-call exports: jsonl (one JSON object per call), chrome (Chrome trace event JSON, one
  * track per thread, for chrome://tracing and ui.perfetto.dev; with GPU records a process per
- * device, a track per stream and a flow from each call to the GPU work it submitted) and folded
+ * device, a track per stream and a flow from each call to the GPU work it submitted; a stacked
+ * call's "sf" names its stack in "stackFrames") and folded
  * (stack;stack value lines for flame graph tools). The native Perfetto protobuf is in
  * export_perfetto.c.
  *
@@ -18,7 +19,8 @@
  *  "category":"module","start_ns":801000,"end_ns":802000,"dur_ns":1000,"depth":0,"ret":"0x0",
  *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
  * Times from the trace start (the earliest start with several files); end_ns, dur_ns and ret are
- * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). */
+ * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
+ * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -55,6 +57,13 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 			fprintf(f, ",\"details\":");
 			l = rp_describe_call(v, c, buf, sizeof(buf));
 			rp_json_str(f, buf, l);
+			if (v->stacks) { /* the id of its stack in the json export's "stacks" */
+				const struct tr_stack *st = tr_call_stack(t, ci);
+				if (st)
+					fprintf(f, ",\"stack\":%u", st->id);
+				else
+					fprintf(f, ",\"stack\":null");
+			}
 			fprintf(f, "}\n");
 		}
 	}
@@ -132,6 +141,30 @@ static int chrome_gpu(FILE *f, const struct rp_view *v, unsigned k, char *buf, s
 	return 0;
 }
 
+/* "stackFrames": every frame of every stack, "K.I" (trace K, frame I of its rp_stacks.frames),
+ * its parent the frame outside it in the same stack: a call's "sf" names its innermost frame. */
+static void chrome_stack_frames(FILE *f, struct rp_view *views, unsigned n)
+{
+	int first = 1;
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_stacks *s = views[k].stacks;
+		for (uint32_t si = 0; s && si < views[k].t->nstacks; si++) {
+			const struct rp_stack_frames *sf = &s->stacks[si];
+			for (uint32_t i = sf->first; i < sf->first + sf->n; i++) {
+				fprintf(f, "%s\n\"%u.%u\":{\"category\":\"%s\",\"name\":", first ? ",\"stackFrames\":{" : ",", k, i,
+				        rp_frame_kind_names[s->frames[i].kind]);
+				rp_json_str(f, s->frames[i].label, strlen(s->frames[i].label));
+				if (i > sf->first)
+					fprintf(f, ",\"parent\":\"%u.%u\"", k, i - 1);
+				fprintf(f, "}");
+				first = 0;
+			}
+		}
+	}
+	if (!first)
+		fprintf(f, "\n}");
+}
+
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -181,7 +214,11 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 			}
 			if (tr_call_timed(c))
 				fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
-			fprintf(f, "}}");
+			fprintf(f, "}");
+			const struct rp_stack_frames *sf = rp_call_frames(v, v->xsel[i]);
+			if (sf && sf->n) /* its innermost frame in "stackFrames" */
+				fprintf(f, ",\"sf\":\"%u.%u\"", k, sf->first + sf->n - 1);
+			fprintf(f, "}");
 			/* flows to the GPU work the call submitted: they start in the call's slice */
 			uint32_t nfl;
 			const uint32_t *fl = rp_gpu_call_flows(v, v->xsel[i], &nfl);
@@ -195,7 +232,9 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 		if (v->gpu && chrome_gpu(f, v, k, buf, sizeof(buf)))
 			return -1;
 	}
-	fprintf(f, "\n]}\n");
+	fprintf(f, "\n]");
+	chrome_stack_frames(f, views, n);
+	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
 }
 
@@ -203,7 +242,9 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 
 /* "thread;outer;inner SELF_NS" per distinct stack, sorted: the input of flamegraph.pl, speedscope
  * and inferno. Self time is a call's duration minus its traced children's. With several files
- * each stack starts with "pid PID;". */
+ * each stack starts with "pid PID;". A call with a stack (agent option stacks=), or inside one
+ * that has one, has the frames of that stack, outermost first, between the thread and that call
+ * (the traced calls around it are in its native stack already). */
 struct stack_slot {
 	char *key;
 	int64_t value;
@@ -213,14 +254,6 @@ struct stacks {
 	struct stack_slot *slot;
 	uint32_t cap, n;
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 static int stacks_add(struct stacks *st, const char *key, int64_t value)
 {
@@ -232,7 +265,7 @@ static int stacks_add(struct stacks *st, const char *key, int64_t value)
 		for (uint32_t i = 0; i < st->cap; i++) {
 			if (!st->slot[i].key)
 				continue;
-			uint32_t s = (uint32_t)hash_str(st->slot[i].key) & (ncap - 1);
+			uint32_t s = (uint32_t)rp_str_hash(st->slot[i].key) & (ncap - 1);
 			while (ns[s].key)
 				s = (s + 1) & (ncap - 1);
 			ns[s] = st->slot[i];
@@ -241,7 +274,7 @@ static int stacks_add(struct stacks *st, const char *key, int64_t value)
 		st->slot = ns;
 		st->cap = ncap;
 	}
-	uint32_t s = (uint32_t)hash_str(key) & (st->cap - 1);
+	uint32_t s = (uint32_t)rp_str_hash(key) & (st->cap - 1);
 	while (st->slot[s].key && strcmp(st->slot[s].key, key))
 		s = (s + 1) & (st->cap - 1);
 	if (!st->slot[s].key) {
@@ -274,7 +307,7 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 {
 	struct stacks st = {0};
 	int rc = 0;
-	char key[4096];
+	char key[16384]; /* deep stacks with long C++ names */
 	for (unsigned k = 0; k < n && !rc; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
@@ -300,8 +333,11 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 				continue;
 			/* frames, innermost first */
 			uint32_t frames[MAX_FRAMES], nf = 0;
-			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES; p = t->calls[p].parent)
+			const struct rp_stack_frames *sf = NULL;
+			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES && !sf; p = t->calls[p].parent) {
 				frames[nf++] = p;
+				sf = rp_call_frames(v, p); /* its native stack holds the traced calls outside it */
+			}
 			size_t pos = 0;
 			if (n > 1)
 				pos += (size_t)snprintf(key, sizeof(key), "pid %u;", t->pid);
@@ -310,6 +346,10 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 				pos = put_frame(key, sizeof(key), pos, th->name);
 			else
 				pos += (size_t)snprintf(key + pos, sizeof(key) - pos, "%u", th->tid);
+			for (uint32_t k = 0; sf && k < sf->n && pos + 2 < sizeof(key); k++) {
+				key[pos++] = ';';
+				pos = rp_folded_frame(key, sizeof(key), pos, v->stacks->frames[sf->first + k].label);
+			}
 			while (nf-- > 0 && pos + 2 < sizeof(key)) {
 				key[pos++] = ';';
 				pos = put_frame(key, sizeof(key), pos, tr_func_name(t, t->calls[frames[nf]].func));

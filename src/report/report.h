@@ -7,8 +7,9 @@
  *   findings.c   bottleneck findings from the analysis, with the numbers behind them
  *   describe.c   one call in words: kernel name, grid, bytes, direction, returned pointer...
  *   gpu_analysis.c  the GPU side: kernels, copies, busy time, idle gaps, latency, flows
- *   text.c       the terminal report (text_gpu.c: its GPU sections)
- *   export_*.c   json, csv, jsonl, chrome, perfetto, folded
+ *   stack_analysis.c  call stacks: symbolized (symbolize.c), Python and native merged, call sites
+ *   text.c       the terminal report (text_gpu.c: its GPU sections; text_stacks.c: call sites)
+ *   export_*.c   json, csv, jsonl, chrome, perfetto, folded (export_stacks.c: the stacks' JSON)
  *   util.c       units, escaping, output helpers
  * cmd_report.c (src/cli) parses the command line into struct rp_opts and calls rp_main(). */
 #ifndef CUHOOK_REPORT_H
@@ -112,6 +113,7 @@ struct rp_view {
 	struct rp_name_slot *names;
 	uint32_t names_cap, nnames;
 	struct rp_gpu *gpu;        /* the GPU side, analysed once; NULL: no GPU block in the trace */
+	struct rp_stacks *stacks;  /* the call stacks, analysed once; NULL: the trace has none */
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -400,6 +402,86 @@ static inline uint64_t rp_gpu_flow_id(unsigned k, uint32_t wi)
 	return ((uint64_t)(k + 1) << 32) | wi;
 }
 
+/* ---- stack_analysis.c: the call stacks of a view, symbolized and merged once (rp_view_init) ---- */
+
+enum rp_frame_kind {
+	RP_FRAME_NATIVE,           /* an address in a file mapping: symbolized, or "[path+0xoff]" */
+	RP_FRAME_PYTHON,           /* a Python frame: "func (file:line)" */
+	RP_FRAME_ANON,             /* an address in an anonymous mapping (JIT code): "[anon:0xaddr]" */
+	RP_FRAME_UNMAPPED,         /* an address no MAPS entry holds (or no MAPS block): "[0xaddr]" */
+	RP_FRAME_KIND_COUNT
+};
+extern const char *const rp_frame_kind_names[RP_FRAME_KIND_COUNT];
+
+struct rp_frame {
+	const char *label;         /* how every output names it: "func", "func (file:line)",
+	                              "[path+0xoff]", "[anon:0xaddr]", "[0xaddr]" */
+	const char *func;          /* native: the symbol (demangled); Python: the function; NULL */
+	const char *file;          /* source file (DWARF, or the code object's), NULL */
+	int line;                  /* 0: unknown */
+	const char *object;        /* native: the mapping's path; NULL */
+	uint64_t pc;               /* native: the address */
+	uint64_t offset;           /* native: its offset in the file (pc - start + map offset) */
+	uint32_t map;              /* native, anon: index in t->maps of the mapping; TR_NONE */
+	uint8_t kind;              /* enum rp_frame_kind */
+	uint8_t cuda;              /* in a CUDA library, cuhook or the traced library: not a call site */
+};
+
+/* One stack of the trace (t->stacks[i]), Python and native frames merged, outermost first. */
+struct rp_stack_frames {
+	uint32_t first, n;         /* rp_stacks.frames[first .. first + n) */
+	uint32_t site;             /* index in rp_stacks.frames of its call site: the innermost Python
+	                              frame, else the innermost native frame not rp_frame.cuda; TR_NONE */
+	uint8_t approximate;       /* Python frames did not pair with the evaluation loop's native
+	                              frames: placed in place of the innermost one */
+};
+
+/* A function's calls from one call site (the selected calls that have a stack). */
+struct rp_call_site {
+	uint32_t func;
+	const char *label;         /* the site's frame label */
+	uint64_t calls;
+	int64_t total;             /* time of the timed ones (saturating) */
+};
+
+struct rp_stack_func {         /* a function with selected calls that have a stack */
+	uint32_t func;
+	uint64_t calls;            /* its selected calls with a stack */
+	uint32_t first, n;         /* rp_stacks.sites[first .. first + n): by calls, then time */
+};
+
+struct rp_stacks {
+	struct rp_frame *frames;
+	uint32_t nframes;
+	struct rp_stack_frames *stacks;  /* per t->stacks index */
+	struct rp_call_site *sites;
+	uint32_t nsites;
+	struct rp_stack_func *funcs;     /* by calls with a stack, then name */
+	uint32_t nfuncs;
+	uint64_t approximate;      /* stacks merged by approximation */
+	char **notes;              /* files that could not be used, approximate merges: one line each */
+	uint32_t nnotes;
+	struct rp_arena *arena_;
+};
+
+/* Symbolize and merge every stack of v's trace, and count the selected calls' call sites: NULL
+ * in *out (and 0) when the trace has no stack; -1 when out of memory. */
+int rp_stacks_analyze(struct rp_view *v, struct rp_stacks **out);
+void rp_stacks_free(struct rp_stacks *s);
+/* text_stacks.c: the text report's "Call sites" section; nothing without stacks. */
+void rp_stacks_write_text(FILE *f, const struct rp_view *v);
+/* export_stacks.c: the "stacks", "call_sites" and "stack_notes" members of one trace's JSON
+ * object (v->stacks must be set); a frame name for the folded export. */
+void rp_stacks_write_json(FILE *f, const struct rp_view *v);
+size_t rp_folded_frame(char *buf, size_t len, size_t pos, const char *name);
+/* The merged frames of call ci's stack, outermost first: NULL when it has none. */
+static inline const struct rp_stack_frames *rp_call_frames(const struct rp_view *v, uint32_t ci)
+{
+	if (!v->stacks || !v->t->call_stack_ || v->t->call_stack_[ci] == TR_NONE)
+		return NULL;
+	return &v->stacks->stacks[v->t->call_stack_[ci]];
+}
+
 /* ---- demangle.cc ---- */
 /* A C++ name demangled (libstdc++'s abi::__cxa_demangle), malloc'ed; NULL when it is not a
  * mangled name, does not demangle, or is too long to try. */
@@ -463,6 +545,8 @@ int rp_parse_time(const char *s, int64_t *ns);
 const char *rp_safe(const char *s);
 /* fnmatch-style '*' and '?' glob against a comma-separated list: 1 if any matches. */
 int rp_glob_list_match(const char *globs, const char *name);
+/* FNV-1a of a NUL-terminated string: the exports' hash tables of names. */
+uint64_t rp_str_hash(const char *s);
 
 /* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
 static inline int64_t rp_sat_add(int64_t a, int64_t b)

@@ -1,6 +1,6 @@
 /* The terminal report: header, API summary (nsys style), the GPU sections (text_gpu.c),
- * categories, transfers, pipeline stages, slowest calls, findings, host gaps, nesting, timeline,
- * functions not traced.
+ * categories, transfers, pipeline stages, slowest calls, findings, host gaps, nesting, call sites
+ * (text_stacks.c), timeline, functions not traced.
  * Every section reads the view and the analysis; none computes statistics itself. */
 #include "report.h"
 #include "nvioctl.h"
@@ -484,6 +484,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis 
 	write_findings(f, v, fd, nfd);
 	write_gaps(f, v, a);
 	write_nesting(f, v, a);
+	rp_stacks_write_text(f, v);
 	if (v->has_ioctl) {
 		struct rp_ioc_summary s;
 		if (rp_ioctl_summary(v, &s) == 0) {

@@ -487,7 +487,8 @@ int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
 static const char *block_type_name(unsigned type)
 {
 	static const char *const names[] = {"?",   "CLOCK", "LIB",    "FUNCS",       "THREAD", "EVENTS",
-	                                    "NOTE", "END",  "COUNTS", "GPU_SESSION", "GPU"};
+	                                    "NOTE", "END",  "COUNTS", "GPU_SESSION", "GPU",
+	                                    "STACKS", "PYFRAMES", "MAPS"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -577,7 +578,11 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 		case CUHOOK_BLOCK_COUNTS:
 		case CUHOOK_BLOCK_GPU_SESSION:
 		case CUHOOK_BLOCK_GPU:
-			break; /* decoded by pass 2, once the clock and every function are known */
+		case CUHOOK_BLOCK_STACKS:
+		case CUHOOK_BLOCK_PYFRAMES:
+		case CUHOOK_BLOCK_MAPS:
+			break; /* decoded by pass 2, once the clock and every function are known (stacks: in
+			          file order, where the MAPS in force and the ids defined so far are known) */
 		case CUHOOK_BLOCK_NOTE:
 			rc = block_note(t, p, b->size);
 			break;
@@ -704,6 +709,28 @@ static inline int unknown_func(struct tr_trace *t, uint32_t func, const char *wh
 	else
 		t->errors++;
 	return 1;
+}
+
+/* A STACK record: the stack of the call whose ENTRY came right before it on the thread (the
+ * decoding of the stack tables is trace_stacks.c's). It leaves the thread's last record as it
+ * was, so a DATA record read at entry still finds its call. Returns 0, or -1 when out of memory. */
+static int rec_stack(struct tr_trace *t, struct tr_thread *th, const uint8_t *q)
+{
+	const struct cuhook_rec_stack *s = (const void *)q;
+	if (s->h.size < sizeof(*s)) {
+		t->bad_records++;
+		tr_add_error(t, "corrupt STACK record (size %u)", s->h.size);
+		return 0;
+	}
+	if (th->last_rec_ == LAST_SKIPPED)
+		return 0; /* belongs to a record already counted as bad */
+	if (th->last_rec_ != LAST_ENTRY || t->calls[th->last_entry_].func != s->h.func) {
+		t->bad_records++;
+		tr_add_error(t, "STACK record (tid %u, function id %u) not right after its call's ENTRY: skipped", th->tid,
+		             s->h.func);
+		return 0;
+	}
+	return tr_stack_record(t, th->last_entry_, s->stack);
 }
 
 /* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
@@ -870,6 +897,10 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 			th->last_rec_ = LAST_NONE;
 			break;
 		}
+		case CUHOOK_REC_STACK:
+			if (rec_stack(t, th, q))
+				return -1;
+			break;
 		case CUHOOK_REC_PAD:
 			break;
 		default:
@@ -966,6 +997,9 @@ static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, u
 		if (b->type == CUHOOK_BLOCK_GPU_SESSION && tr_gpu_session_block(t, in->buf + off + bh, b->size, off))
 			return -1;
 		if (b->type == CUHOOK_BLOCK_GPU && tr_gpu_block(t, in->buf + off + bh, b->size, off))
+			return -1;
+		if ((b->type == CUHOOK_BLOCK_STACKS || b->type == CUHOOK_BLOCK_PYFRAMES || b->type == CUHOOK_BLOCK_MAPS) &&
+		    tr_stacks_block(t, b->type, in->buf + off + bh, b->size, off))
 			return -1;
 		off += bh + b->size;
 		if (tr_progress && off >= next_report) {
@@ -1221,6 +1255,7 @@ void tr_close(struct tr_trace *t)
 	free(t->argv);
 	free(t->thread_call_index_);
 	tr_gpu_free(t);
+	tr_stacks_free(t);
 	for (struct tr_arena_chunk *c = t->arena_, *n; c; c = n) {
 		n = c->next;
 		free(c);

@@ -12,6 +12,8 @@
  *  - the GPU side (agent option gpu=1): GPU sessions, CUPTI's records of the submitting calls
  *    (API) and of the GPU's work (kernels, copies, memsets) on the trace's clock, kernel names,
  *    and each work record linked to the traced call that submitted it (tr_gpu_link);
+ *  - call stacks (agent option stacks=, trace_stacks.c): the MAPS blocks' mappings, the Python
+ *    frames and the stacks by id, and each call's stack (tr_call_stack);
  *  - what went wrong: truncation (first damaged block, or no END block), corrupt records,
  *    unknown function ids, exits without entries, block sequence gaps, dropped records.
  *
@@ -213,6 +215,46 @@ struct tr_gpu_link_stats {
 	                                       the first in the file is the one work links to */
 };
 
+/* ---- call stacks (STACKS, PYFRAMES and MAPS blocks, STACK records: trace_stacks.c) ------------ */
+
+/* One executable mapping of the traced process (a MAPS entry). */
+struct tr_map {
+	uint64_t start, end;      /* [start, end) */
+	uint64_t offset;          /* file offset mapped at start */
+	uint64_t inode;           /* 0: anonymous (JIT code) */
+	const char *path;         /* NUL-terminated copy, "" for an anonymous mapping */
+	uint8_t build_id_len;     /* 0: none */
+	uint8_t build_id[CUHOOK_MAP_BUILD_ID_MAX];
+};
+
+/* One MAPS block: the complete list of mappings at that point, maps[first .. first + n), sorted
+ * by start. */
+struct tr_map_set {
+	uint32_t first, n;
+};
+
+/* A Python frame position (PYFRAMES entry). */
+struct tr_pyframe {
+	uint32_t id;              /* the file's id */
+	int32_t line;             /* -1: unknown */
+	int32_t first_line;
+	const char *file;         /* NUL-terminated copies */
+	const char *func;
+};
+
+/* An interned stack (STACKS entry). Native addresses and Python frame references point into
+ * the bytes read (valid until tr_close). */
+struct tr_stack {
+	uint32_t id;              /* the file's id */
+	uint32_t map_set;         /* index in map_sets[] of the last MAPS block before its STACKS
+	                             block: what symbolizes pc[]; TR_NONE when none came before */
+	uint16_t nnative, npython;
+	uint8_t native_end, python_end; /* enum cuhook_stack_end */
+	const uint64_t *pc;       /* nnative addresses, innermost first */
+	const uint32_t *pyframe;  /* npython PYFRAMES ids (| CUHOOK_PYFRAME_ENTRY), innermost first;
+	                             every id was defined before the stack (else an error) */
+};
+
 #define TR_MAX_ERROR_MSGS 8
 
 struct tr_trace {
@@ -271,6 +313,18 @@ struct tr_trace {
 	uint32_t ngpu_names;      /* slots: the largest id defined + 1 */
 	uint64_t ngpu_blocks;     /* GPU_SESSION and GPU blocks read */
 	struct tr_gpu_link_stats gpu_links;
+	/* call stacks (agent option stacks=); all empty in a trace without them */
+	struct tr_stack *stacks;  /* in file order; a re-emitted identical definition is kept once */
+	uint32_t nstacks;
+	struct tr_pyframe *pyframes;
+	uint32_t npyframes;
+	struct tr_map *maps;      /* every MAPS block's entries, block after block */
+	uint32_t nmaps;
+	struct tr_map_set *map_sets;
+	uint32_t nmap_sets;
+	uint64_t nstack_recs;     /* STACK records read (also those naming no stack) */
+	uint64_t stack_none;      /* of them, CUHOOK_STACK_NONE: the agent could not keep the stack */
+	uint64_t nstack_blocks;   /* STACKS, PYFRAMES and MAPS blocks read (damaged ones included) */
 	uint64_t nblocks;
 	int has_end;
 	struct cuhook_end_block end;
@@ -305,6 +359,9 @@ struct tr_trace {
 	uint32_t *thread_call_index_;
 	uint32_t gpu_open_;       /* the started session GPU blocks go to, TR_NONE */
 	uint32_t gpu_sessions_cap_, gpu_api_cap_, gpu_work_cap_, gpu_names_cap_;
+	uint32_t stacks_cap_, pyframes_cap_, maps_cap_, map_sets_cap_;
+	struct tr_id_hash *stack_ids_, *pyframe_ids_;  /* file id -> index */
+	uint32_t *call_stack_;    /* per call: index in stacks[], TR_NONE; NULL without STACK records */
 };
 
 /* Open and decode a trace file: a regular file (read up to the size it had when opened) or a
@@ -404,6 +461,19 @@ static inline const char *tr_gpu_work_name(const struct tr_trace *t, const struc
 {
 	return w->kind == TR_GPU_KERNEL && w->name_id && w->name_id < t->ngpu_names ? t->gpu_names[w->name_id] : NULL;
 }
+
+/* The stack of call ci (the STACK record after its ENTRY): NULL when it has none. */
+static inline const struct tr_stack *tr_call_stack(const struct tr_trace *t, uint32_t ci)
+{
+	return t->call_stack_ && t->call_stack_[ci] != TR_NONE ? &t->stacks[t->call_stack_[ci]] : NULL;
+}
+
+/* The Python frame a STACKS entry's reference names (the CUHOOK_PYFRAME_ENTRY bit ignored);
+ * NULL when no PYFRAMES entry defined it. */
+const struct tr_pyframe *tr_pyframe_get(const struct tr_trace *t, uint32_t ref);
+
+/* "done", "depth", "no_info", "bad", "none", "unsupported": why a walk ended. */
+const char *tr_stack_end_name(unsigned end);
 
 /* Look up the label of value i of a DATA record ("dptr", "function", ...) and of its string
  * ("name", "path"...). NULL when the decoder table has none (value printed unlabeled). */

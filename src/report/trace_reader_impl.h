@@ -22,4 +22,11 @@ int tr_gpu_block(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t o
 int tr_gpu_finish(struct tr_trace *t);
 void tr_gpu_free(struct tr_trace *t);
 
+/* Pass 2, call stacks (trace_stacks.c): a STACKS, PYFRAMES or MAPS block at file offset off, in
+ * file order; the STACK record of call ci. Return 0, or -1 when out of memory; damage is counted,
+ * never fatal. */
+int tr_stacks_block(struct tr_trace *t, unsigned type, const uint8_t *p, uint32_t size, uint64_t off);
+int tr_stack_record(struct tr_trace *t, uint32_t ci, uint32_t id);
+void tr_stacks_free(struct tr_trace *t);
+
 #endif

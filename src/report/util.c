@@ -150,3 +150,11 @@ size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...)
 		return pos;
 	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
 }
+
+uint64_t rp_str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}

@@ -409,7 +409,8 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 		else
 			finfo_of(v, t->funcs[i].name, t->funcs[i].lib_id, 1, &v->fi[i]);
 	}
-	if (find_dup_names(v) || build_names(v) || build_selection(v) || rp_gpu_analyze(v, &v->gpu))
+	if (find_dup_names(v) || build_names(v) || build_selection(v) || rp_gpu_analyze(v, &v->gpu) ||
+	    rp_stacks_analyze(v, &v->stacks))
 		goto oom;
 	return 0;
 oom:
@@ -434,5 +435,6 @@ void rp_view_free(struct rp_view *v)
 	free(v->names);
 	free(v->func_ok);
 	rp_gpu_free(v->gpu);
+	rp_stacks_free(v->stacks);
 	memset(v, 0, sizeof(*v));
 }

@@ -1972,19 +1972,25 @@ def main():
     ap.add_argument("--truncate-at-read")
     ap.add_argument("test")
     A = ap.parse_args()
-    fn = globals().get("test_" + A.test)
+    return run_test(globals(), A.test, "cuhook-report-test-")
+
+
+def run_test(scope, name, prefix):
+    """Run test_NAME of the module whose globals are scope, in a scratch directory (the module's
+    TMP) removed afterwards: the exit status (0 pass, 1 fail, 2 no such test)."""
+    fn = scope.get("test_" + name)
     if not fn:
-        print(f"unknown test {A.test}", file=sys.stderr)
+        print(f"unknown test {name}", file=sys.stderr)
         return 2
-    TMP = tempfile.mkdtemp(prefix="cuhook-report-test-")
+    scope["TMP"] = tempfile.mkdtemp(prefix=prefix)
     try:
         fn()
     except Fail as e:
-        print(f"FAIL {A.test}: {e}")
+        print(f"FAIL {name}: {e}")
         return 1
     finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    print(f"ok {A.test}")
+        shutil.rmtree(scope["TMP"], ignore_errors=True)
+    print(f"ok {name}")
     return 0
 
 
