@@ -37,12 +37,18 @@ sides = {
                      sys.executable, GPT2, "--iters", n],
     "cuhook (API only)": [a.cuhook, "run", "--force", "-o", os.path.join(a.out, "cost-api.bin"), "--",
                           sys.executable, GPT2, "--iters", n],
+    "cuhook --no-stacks": [a.cuhook, "run", "--no-stacks", "--force", "-o", os.path.join(a.out, "cost-nostk.bin"), "--",
+                           sys.executable, GPT2, "--iters", n],
+    "cuhook --stacks rare": [a.cuhook, "run", "--stacks", "rare", "--force", "-o", os.path.join(a.out, "cost-rare.bin"),
+                             "--", sys.executable, GPT2, "--iters", n],
+    "cuhook --stacks launches": [a.cuhook, "run", "--stacks", "cuMemAlloc*,cuLaunchKernel*", "--force", "-o",
+                                 os.path.join(a.out, "cost-launch.bin"), "--", sys.executable, GPT2, "--iters", n],
     "torch.profiler CUDA": [sys.executable, TORCHK, "--out", os.path.join(a.out, "cost-tp.json"), GPT2,
                             "--iters", n],
     "torch.profiler CPU+CUDA": [sys.executable, TORCHK, "--cpu", "--out", os.path.join(a.out, "cost-tp2.json"),
                                 GPT2, "--iters", n],
 }
-names = [k for k in sides if not a.sides or k in a.sides.split(",")]
+names = [k for k in sides if (not a.sides and "stacks" not in k) or k in a.sides.split(",")]
 res = {k: [] for k in names}
 sums = set()
 for r in range(a.rounds):

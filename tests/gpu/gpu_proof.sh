@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU timeline on a real GPU (issue 16). Run on the GPU machine from the project root:
 #   source .devdeps/use-deps.sh && bash tests/gpu/gpu_proof.sh OUTDIR [steps...]
-# Steps (default all): build gpt2 report matmul cupy attach cost
+# Steps (default all but stacks, stackcost): build gpt2 report matmul cupy attach cost stacks stackcost
 # Each step prints what it compared; the outputs and traces stay in OUTDIR. docs/validation.md
 # records a run. Needs PyTorch, transformers and CuPy, and CUPTI (the toolkit's, for the
 # ground-truth counter).
@@ -53,6 +53,24 @@ attach)
 cost)
 	step "cost: GPT-2 tokens/s untraced, cuhook --gpu, torch.profiler, side by side"
 	python3 $HERE/gpu_cost.py --cuhook "$CUHOOK" --out "$OUT" --rounds 3 || fail=1
+	;;
+stacks)
+	step "stacks: GPT-2 under cuhook run --stacks 'cuMemAlloc*,cuLaunchKernel*' (issue 17)"
+	python3 $HERE/gpt2_infer.py --iters 3 > "$OUT/stacks-untraced.out" 2>&1 || { echo "untraced run failed"; fail=1; }
+	"$CUHOOK" run --stacks 'cuMemAlloc*,cuLaunchKernel*' --force -o "$OUT/gpt2-stacks.bin" -- python3 $HERE/gpt2_infer.py --iters 3 \
+		> "$OUT/stacks-cuhook.out" 2>&1 || { echo "cuhook run failed"; tail -20 "$OUT/stacks-cuhook.out"; fail=1; }
+	# the same token checksums traced and untraced
+	a=$(grep -o 'checksum [0-9a-f]*' "$OUT/stacks-untraced.out" | sort -u); b=$(grep -o 'checksum [0-9a-f]*' "$OUT/stacks-cuhook.out" | sort -u)
+	echo "checksums untraced: $a; traced: $b"; [ -n "$a" ] && [ "$a" = "$b" ] || { echo "outputs differ"; fail=1; }
+	python3 $HERE/stacks_check.py --cuhook "$CUHOOK" --trace "$OUT/gpt2-stacks.bin" --globs 'cuMemAlloc*,cuLaunchKernel*' || fail=1
+	"$CUHOOK" report "$OUT/gpt2-stacks.bin" > "$OUT/gpt2-stacks-report.txt" 2>&1
+	sed -n '/^Call sites/,/^$/p' "$OUT/gpt2-stacks-report.txt" | head -40
+	;;
+stackcost)
+	step "stackcost: a stacked call's cost (bench/stack_cost) and GPT-2 tokens/s with and without stacks"
+	$B/bench/bench_stack_cost --agent $B/src/agent/libcuhook.so || fail=1
+	python3 $HERE/gpu_cost.py --cuhook "$CUHOOK" --out "$OUT" --rounds 3 \
+		--sides "untraced,cuhook --no-stacks,cuhook --stacks rare,cuhook --stacks launches" || fail=1
 	;;
 report)
 	step "report of the GPT-2 trace (GPU section and findings)"
