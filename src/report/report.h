@@ -461,8 +461,6 @@ int rp_parse_time(const char *s, int64_t *ns);
  * characters and invalid UTF-8 shown escaped (src/common/text_safe.h), valid until 8 more calls.
  * The exports escape in their own syntax and do not use it. */
 const char *rp_safe(const char *s);
-/* fnmatch-style '*' and '?' glob against a comma-separated list: 1 if any matches. */
-int rp_glob_list_match(const char *globs, const char *name);
 
 /* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
 static inline int64_t rp_sat_add(int64_t a, int64_t b)
