@@ -1995,9 +1995,9 @@ def main():
         fn()
     except Fail as e:
         print(f"FAIL {A.test}: {e}")
+        print(f"work files kept for diagnosis in {TMP}")
         return 1
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
+    shutil.rmtree(TMP, ignore_errors=True)  # kept on a failure, as above
     print(f"ok {A.test}")
     return 0
 
