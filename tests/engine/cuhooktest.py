@@ -95,27 +95,36 @@ def need_files(paths):
         need_file(path, what)
 
 
-_work_directories = []
+_work_directories = []  # (the directory, the one it was made in when given)
 
 
 def work_directory(workdir, prefix):
-    """workdir (made if missing), or a new temporary one named prefix...; said on stdout. Its
-    files are the check's own: run_main deletes the directory when the check passes."""
-    workdir = workdir or tempfile.mkdtemp(prefix=prefix)
-    os.makedirs(workdir, exist_ok=True)
-    print(f"work directory: {workdir}")
-    _work_directories.append(workdir)
-    return workdir
+    """A new directory for this run's files, said on stdout: inside workdir when given (made if
+    missing), so that two runs of one test at once (meson test --repeat) never share their
+    files; else a temporary one named prefix.... run_main deletes it when the check passes."""
+    if workdir:
+        os.makedirs(workdir, exist_ok=True)
+        run_dir = tempfile.mkdtemp(prefix="run-", dir=workdir)
+    else:
+        run_dir = tempfile.mkdtemp(prefix=prefix)
+    print(f"work directory: {run_dir}")
+    _work_directories.append((run_dir, workdir))
+    return run_dir
 
 
 def end_work_directories(passed):
     """A passed check leaves nothing behind (one suite run wrote 1.7 GB otherwise); a failed one
     keeps its traces and logs for diagnosis."""
-    for d in _work_directories:
-        if passed:
-            shutil.rmtree(d, ignore_errors=True)
-        else:
+    for d, parent in _work_directories:
+        if not passed:
             print(f"work files kept for diagnosis in {d}")
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if parent:
+            try:
+                os.rmdir(parent)  # unless another run's files or kept ones are there
+            except OSError:
+                pass
     _work_directories.clear()
 
 
