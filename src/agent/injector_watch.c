@@ -10,7 +10,7 @@
  * watched.
  *
  * Late: deadline_ms after the start (cuhook attach --duration SEC: SEC plus a grace for the
- * detach, cli_opts.c). */
+ * detach, src/cli/inject_opts.c). */
 #include "injector_watch.h"
 #include "clock_read.h"
 

@@ -938,16 +938,6 @@ void writer_note(int level, const char *text, bool wait)
 	pthread_mutex_unlock(&W.notes_lock);
 }
 
-uint64_t writer_events(void)
-{
-	return W.events;
-}
-
-uint64_t writer_dropped(void)
-{
-	return W.dropped + W.cap_events;
-}
-
 void writer_forget_after_fork(void)
 {
 	if (W.fd >= 0)

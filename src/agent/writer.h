@@ -63,11 +63,6 @@ void writer_wake_populate(void);
  * threads stopped must not wait for one of them); the note is lost otherwise. */
 void writer_note(int level, const char *text, bool wait);
 
-/* Totals so far. */
-uint64_t writer_events(void);
-uint64_t writer_dropped(void);
-
-
 
 /* In a fork child: the file belongs to the parent; drop it without writing. */
 void writer_forget_after_fork(void);

@@ -37,15 +37,6 @@
  * through untouched; their rare libc calls go through cuhook_call_saving_vectors. */
 #include "stub_frame.h"
 
-/* Measurement switches (docs/performance.md), all off in a normal build:
- *   CUHOOK_NO_FAST_ENTRY, CUHOOK_NO_FAST_EXIT  every call through the C handlers
- *   CUHOOK_JMP_HIJACK         overwrite the return slot and jmp back (the older scheme)
- *   CUHOOK_BENCH_ENTRY_ONLY   fast entry records but does not take the return
- *   CUHOOK_BENCH_NO_EXIT_RECORD  fast exit pops the shadow stack but records nothing
- *   CUHOOK_BENCH_NO_ENTRY_RECORD fast entry checks and reserves but records nothing
- *   CUHOOK_BENCH_NO_DATA      fast exit writes no DATA record (decoded out-parameters)
- * Build one with e.g. `meson configure -Dc_args=...` or by prepending the #define; see
- * docs/performance.md for what each measures. */
 /* Room for a record of `len` bytes in the thread's ring (r10), without wrapping: rcx = where it
  * goes, rax = the head, or a jump to `full`. Only the ring's producer line is read: `limit` is
  * the tail as last seen plus the size, capped at the end of the current lap (record.c), so
@@ -106,7 +97,6 @@ cuhook_entry_stub:
 	 * path's call 16-byte aligned. */
 	lea -8(%rsp), %rsp
 	.cfi_adjust_cfa_offset FAST_SAVED
-#ifndef CUHOOK_NO_FAST_ENTRY
 	/* Fast path. Scratch: r11 (thread state), r10, rax, rdx, rcx and the pad (EF_HOT). The
 	 * argument registers rdi, rsi, r8, r9 are only read. */
 	mov EF_ID(%rsp), %eax
@@ -150,19 +140,16 @@ cuhook_entry_stub:
 	 * timestamp and the record). Every later bail-out clears it. */
 	movl $1, TS_BUSY(%r11)
 	mov %rsp, TS_BUSY_SP(%r11)
-#ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
 	/* The clock as early as busy allows: the ring's loads and the reservation run while the
 	 * microcoded rdtsc completes. rdx holds the timestamp until it is stored. */
 	rdtsc
 	shl $32, %rdx
 	or %rax, %rdx
-#endif
 	mov %r10, EF_HOT(%rsp)                 /* r10 is the ring's from here on */
 	mov TS_RING(%r11), %r10                /* limit 0 while drops wait to be reported */
 	/* Room for the longest ENTRY: all six registers and the six stack slots are stored whole
 	 * (fewer instructions than choosing), and only the size entry_hdr says is committed. */
 	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
-#ifndef CUHOOK_BENCH_NO_ENTRY_RECORD
 	mov %rdx, 8(%rcx)                      /* tsc */
 	prefetchw 256(%rcx)                    /* the lines the next calls' records will need */
 	mov %rdi, 24(%rcx)
@@ -196,15 +183,7 @@ cuhook_entry_stub:
 	shr $16, %eax                          /* the size (bits 16-31; bits 0-15 shifted out) */
 	add %rax, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
 	mov %rdx, %r10                         /* r10 = &hooks_hot[id] */
-#else
-	mov EF_HOT(%rsp), %r10
-#endif
 	mov EF_ID(%rsp), %edx
-#ifdef CUHOOK_BENCH_ENTRY_ONLY
-	movl $0, TS_BUSY(%r11)
-	mov HOT_RELOCATED(%r10), %r11
-	jmp .Lentry_plain
-#endif
 	/* Shadow-stack entry. */
 	mov TS_DEPTH(%r11), %ecx
 	shl $SH_SHIFT, %rcx
@@ -220,10 +199,6 @@ cuhook_entry_stub:
 	incl TS_DEPTH(%r11)                    /* after the entry is complete (signal safety) */
 	movl $0, TS_BUSY(%r11)
 	mov HOT_RELOCATED(%r10), %r11
-#ifdef CUHOOK_JMP_HIJACK
-	lea cuhook_exit_stub(%rip), %rax
-	mov %rax, EF_RET(%rsp)
-#endif
 	jmp .Lentry_hijack
 .Lentry_args:                                  /* a decoder reads them at exit */
 	bts $32, %rdx
@@ -238,7 +213,6 @@ cuhook_entry_stub:
 	jmp .Lentry_push
 .Lentry_unbusy:
 	movl $0, TS_BUSY(%r11)
-#endif
 .Lentry_slow:
 	push %rdi
 	push %rsi
@@ -274,19 +248,12 @@ cuhook_entry_stub:
 	pop %r10
 	pop %rdx
 	pop %rax
-#ifdef CUHOOK_JMP_HIJACK
-	lea 8(%rsp), %rsp
-	.cfi_endproc
-	jmp *%r11
-	.p2align 4
-#else
 	lea 16(%rsp), %rsp     /* drop the id and the return address (kept in the shadow stack) */
 	.cfi_adjust_cfa_offset -56
 	/* The FDE ends before the call: F's return address (cuhook_exit_stub) then points just past
 	 * it, outside any unwind information, as with an overwritten return slot. */
 	.cfi_endproc
 	call *%r11             /* pushes cuhook_exit_stub into the same slot */
-#endif
 	.size cuhook_entry_stub, .-cuhook_entry_stub
 
 	/* Must directly follow the call above. */
@@ -298,7 +265,6 @@ cuhook_exit_stub:
 	 * just below it is where the real return address goes back. */
 	push %rax
 	push %rdx              /* struct exit_frame; rsp is 16-byte aligned */
-#ifndef CUHOOK_NO_FAST_EXIT
 	/* Fast path. Scratch: every caller-saved register but rax and rdx (xmm untouched). */
 	mov cuhook_tls_offset(%rip), %r11
 	mov %fs:(%r11), %r11
@@ -306,12 +272,10 @@ cuhook_exit_stub:
 	jne .Lexit_slow
 	movl $1, TS_BUSY(%r11)                 /* busy, then the clock (see the entry) */
 	mov %rsp, TS_BUSY_SP(%r11)
-#ifndef CUHOOK_BENCH_NO_EXIT_RECORD
 	rdtsc                                  /* early: on Intel its latency overlaps the checks */
 	shl $32, %rdx
 	or %rax, %rdx
 	mov %rdx, %r9                          /* r9 = tsc */
-#endif
 	mov TS_DEPTH(%r11), %esi
 	sub $1, %esi                           /* k - 1 */
 	jb .Lexit_unbusy
@@ -331,15 +295,12 @@ cuhook_exit_stub:
 	jne .Lexit_unbusy                      /* any flag but HOOK_RECORD: C */
 	mov TS_RING(%r11), %r10
 	xor %edx, %edx                         /* edx 1: a DATA record from C follows the EXIT */
-#if !defined(CUHOOK_BENCH_NO_EXIT_RECORD) && !defined(CUHOOK_BENCH_NO_DATA)
 	cmpl $0, SH_HAS_ARGS(%rdi)
 	jne .Lexit_args
-#endif
 .Lexit_plain:
 	RING_RESERVE FAST_EXIT_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
 	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
 	mov %esi, TS_DEPTH(%r11)               /* pop */
-#ifndef CUHOOK_BENCH_NO_EXIT_RECORD
 	mov %r9, 8(%rcx)                       /* tsc */
 	mov SH_ID(%rdi), %eax
 	shl $32, %rax
@@ -351,17 +312,12 @@ cuhook_exit_stub:
 	addq $FAST_EXIT_LEN, RING_HEAD(%r10)          /* commit */
 	test %edx, %edx
 	jnz .Lexit_data_c
-#endif
 .Lexit_done:
 	movl $0, TS_BUSY(%r11)
 	pop %rdx
 	pop %rax
-#ifdef CUHOOK_JMP_HIJACK
-	jmp *%r8
-#else
 	push %r8
 	ret                    /* predicted: the buffer's next entry is the caller's call */
-#endif
 .Lexit_args:                   /* a function with a decoder: its out-parameter after success */
 	cmpl $0, 8(%rsp)       /* the low 32 bits of rax (CUresult): failed, nothing to read */
 	jne .Lexit_plain
@@ -405,19 +361,14 @@ cuhook_exit_stub:
 	jmp .Lexit_done
 .Lexit_unbusy:
 	movl $0, TS_BUSY(%r11)
-#endif
 .Lexit_slow:
 	mov %rsp, %rdi         /* struct exit_frame * */
 	call cuhook_on_exit    /* returns the real return address */
 	mov %rax, %r11
 	pop %rdx
 	pop %rax
-#ifdef CUHOOK_JMP_HIJACK
-	jmp *%r11
-#else
 	push %r11
 	ret
-#endif
 	.size cuhook_exit_stub, .-cuhook_exit_stub
 
 /* uintptr_t cuhook_call_saving_vectors(uintptr_t (*fn)(void *), void *arg) */

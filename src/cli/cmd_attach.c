@@ -5,7 +5,7 @@
  * work is in src/inject (docs/injection.md). */
 #include "agent_options.h"
 #include "commands.h"
-#include "inject.h"
+#include "inject_opts.h"
 #include "text_safe.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
  * extension). cuhook then stays the tracer of the whole tree, for its fork/exec events only,
  * until every process of it has ended (src/inject/follow.c). */
 #include "commands.h"
-#include "inject.h"
+#include "inject_opts.h"
 
 #include <errno.h>
 #include <limits.h>

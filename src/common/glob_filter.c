@@ -30,7 +30,7 @@ static const char *next_pattern(const char **p, size_t *len, bool *exclude)
 	return s;
 }
 
-int glob_filter_match(const char *filter, const char *name)
+int glob_filter_match_any(const char *filter, const char *const *names, size_t nnames)
 {
 	bool any_include = false, included = false;
 	const char *p = filter ? filter : "";
@@ -47,13 +47,20 @@ int glob_filter_match(const char *filter, const char *name)
 		char pat[GLOB_PATTERN_MAX + 1];
 		memcpy(pat, s, n);
 		pat[n] = 0;
-		if (fnmatch(pat, name, 0) == 0) {
+		for (size_t i = 0; i < nnames; i++) {
+			if (fnmatch(pat, names[i], 0) != 0)
+				continue;
 			if (exclude)
 				return 0;
 			included = true;
 		}
 	}
 	return any_include ? included : 1;
+}
+
+int glob_filter_match(const char *filter, const char *name)
+{
+	return glob_filter_match_any(filter, &name, 1);
 }
 
 static bool is_class_name(const char *s, size_t n)

@@ -11,6 +11,9 @@
  * no exclude. An empty include list means "everything". A pattern longer than
  * GLOB_PATTERN_MAX matches nothing (glob_filter_check refuses such a filter). */
 int glob_filter_match(const char *filter, const char *name);
+/* The same for a thing known by several names (a thread: its tid and its name): it passes if
+ * some include matches one of its names and no exclude matches any of them. */
+int glob_filter_match_any(const char *filter, const char *const *names, size_t nnames);
 
 /* 0, or -1 with the reason in why when a pattern of the filter is longer than GLOB_PATTERN_MAX
  * or is not a well-formed fnmatch(3) pattern (a '[' without its ']', a lone trailing '\', an

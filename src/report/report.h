@@ -543,8 +543,6 @@ int rp_parse_time(const char *s, int64_t *ns);
  * characters and invalid UTF-8 shown escaped (src/common/text_safe.h), valid until 8 more calls.
  * The exports escape in their own syntax and do not use it. */
 const char *rp_safe(const char *s);
-/* fnmatch-style '*' and '?' glob against a comma-separated list: 1 if any matches. */
-int rp_glob_list_match(const char *globs, const char *name);
 /* FNV-1a of a NUL-terminated string: the exports' hash tables of names. */
 uint64_t rp_str_hash(const char *s);
 

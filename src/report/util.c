@@ -2,7 +2,6 @@
 #include "report.h"
 #include "text_safe.h"
 
-#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,26 +115,6 @@ const char *rp_safe(const char *s)
 	}
 	text_safe_n(ring[k].p, ring[k].cap, s, n);
 	return ring[k].p;
-}
-
-int rp_glob_list_match(const char *globs, const char *name)
-{
-	const char *p = globs;
-	char one[256];
-	while (*p) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-		if (n && n < sizeof(one)) {
-			memcpy(one, p, n);
-			one[n] = 0;
-			if (fnmatch(one, name, 0) == 0)
-				return 1;
-		}
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	return 0;
 }
 
 size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...)

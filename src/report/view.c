@@ -3,6 +3,8 @@
  * section needs. */
 #include "report.h"
 
+#include "glob_filter.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,7 +136,8 @@ int rp_thread_selected(const struct rp_view *v, uint32_t thread)
 		return 1;
 	char tid[16];
 	snprintf(tid, sizeof(tid), "%u", th->tid);
-	return rp_glob_list_match(list, tid) || (th->name[0] && rp_glob_list_match(list, th->name));
+	const char *names[] = {tid, th->name};
+	return glob_filter_match_any(list, names, th->name[0] ? 2 : 1);
 }
 
 /* Merge the threads' call lists (each already in start order) into one list in start order:
@@ -215,7 +218,7 @@ static int build_selection(struct rp_view *v)
 		if (!func_ok)
 			goto oom;
 		for (uint32_t i = 0; i < t->nfuncs; i++)
-			func_ok[i] = (uint8_t)rp_glob_list_match(v->o->functions, tr_func_name(t, i));
+			func_ok[i] = (uint8_t)glob_filter_match(v->o->functions, tr_func_name(t, i));
 	}
 	uint32_t nh = 0;
 	for (uint32_t i = 0; i < nth; i++) {

@@ -60,16 +60,12 @@ static void write_thunk(uint8_t *slot, uint32_t id)
 	memcpy(slot + 1, &id, 4);
 	uintptr_t stub = (uintptr_t)cuhook_entry_stub;
 	int64_t rel = (int64_t)(stub - ((uintptr_t)slot + 10));
-#ifndef CUHOOK_THUNK_INDIRECT
 	if (rel >= INT32_MIN && rel <= INT32_MAX) {
 		int32_t rel32 = (int32_t)rel;
 		slot[5] = 0xe9;
 		memcpy(slot + 6, &rel32, 4);
 		return;
 	}
-#else
-	(void)rel;
-#endif
 	slot[5] = 0xff;
 	slot[6] = 0x25;
 	memset(slot + 7, 0, 4);

@@ -30,13 +30,13 @@ import os
 import re
 import struct
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
                         counted_names, default_count, need_file, num, parse_target_output,
-                        refused_by_name, report_csv, report_json, run, run_main)
+                        refused_by_name, report_csv, report_json, run, run_main,
+                        work_directory)
 from tracefile import read_trace  # noqa: E402
 
 # Functions of the stand-in the engine must refuse, in both builds (fake_entry.S says why).
@@ -391,9 +391,7 @@ def main():
     for path, what in ((a.driver_user, "driver_user"), (a.lib, "the stand-in libcuda"),
                        (a.agent, "the agent libcuhook.so"), (a.cuhook, "the cuhook CLI")):
         need_file(path, what)
-    workdir = a.workdir or tempfile.mkdtemp(prefix="cuhook-engine-")
-    os.makedirs(workdir, exist_ok=True)
-    print(f"work directory: {workdir}")
+    workdir = work_directory(a.workdir, "cuhook-engine-")
     problems = Problems()
 
     base = [a.driver_user, "--threads", str(a.threads), "--iters", str(a.iters)]

@@ -11,9 +11,9 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cuhooktest import end_work_directories, work_directory  # noqa: E402
 from tracefile import read_trace  # noqa: E402
 
 FN = "cuFakeRegProbe"
@@ -27,8 +27,7 @@ def main():
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--workdir")
     a = ap.parse_args()
-    work = a.workdir or tempfile.mkdtemp(prefix="cuhook-regprobe-")
-    os.makedirs(work, exist_ok=True)
+    work = work_directory(a.workdir, "cuhook-regprobe-")
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUHOOK_")}
     runs = [("untraced", None), ("recorded", {}), ("counted", {"CUHOOK_COUNT": FN}),
             ("C handlers (clock=monotonic)", {"CUHOOK_CLOCK": "monotonic"}),
@@ -57,6 +56,7 @@ def main():
             print("     " + p.stderr.strip().replace("\n", "\n     "))
         failed += not ok
     print(f"{len(runs) - failed} of {len(runs)} runs ok")
+    end_work_directories(not failed)
     return 1 if failed else 0
 
 

@@ -9,12 +9,11 @@ usage: check_sample_trace.py --sample PATH --lib LIBCUDA --agent LIBCUHOOK --cuh
 import argparse
 import os
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (Fatal, Problems, calls_by_name, check_trace_health, clean_env, need_file,  # noqa: E402
-                        report_json, run, run_main)
+                        report_json, run, run_main, work_directory)
 
 
 def expected_calls(layers, batches):
@@ -44,9 +43,7 @@ def main():
     for path, what in ((a.sample, "sample_app"), (a.lib, "the stand-in libcuda"),
                        (a.agent, "the agent libcuhook.so"), (a.cuhook, "the cuhook CLI")):
         need_file(path, what)
-    workdir = a.workdir or tempfile.mkdtemp(prefix="cuhook-sample-")
-    os.makedirs(workdir, exist_ok=True)
-    print(f"work directory: {workdir}")
+    workdir = work_directory(a.workdir, "cuhook-sample-")
     problems = Problems()
 
     cmd = [a.sample, "--layers", str(a.layers), "--batches", str(a.batches), a.lib]

@@ -18,13 +18,13 @@ import argparse
 import os
 import struct
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cuhooktest import (SKIP, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
                         counted_by_name, counted_names, default_count, need_file,
-                        parse_target_output, refused_by_name, report_json, run, run_main)
+                        parse_target_output, refused_by_name, report_json, run, run_main,
+                        work_directory)
 
 STUB_RESULT = 34
 
@@ -66,9 +66,7 @@ def main():
     for path, what in ((a.stub_user, "stub_user"), (a.agent, "the agent libcuhook.so"),
                        (a.cuhook, "the cuhook CLI")):
         need_file(path, what)
-    workdir = a.workdir or tempfile.mkdtemp(prefix="cuhook-stub-")
-    os.makedirs(workdir, exist_ok=True)
-    print(f"work directory: {workdir}")
+    workdir = work_directory(a.workdir, "cuhook-stub-")
     problems = Problems()
 
     names = dynsym_functions(a.stub)

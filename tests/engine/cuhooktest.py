@@ -3,13 +3,15 @@ printed, and read a trace back through `cuhook report --format json|csv`.
 
 A check collects its problems in a Problems object and ends with problems.exit(): 0 when there
 were none, 1 otherwise. SKIP (77, meson's "skipped") is only for something truly absent from the
-machine, never for a failure."""
+machine, never for a failure. A check's work files live in its work_directory(); run_main deletes
+it when the check passes or is skipped, and keeps it (and says where) when it fails."""
 
 import csv
 import fnmatch
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,12 +70,18 @@ class Problems:
 
 
 def run_main(fn):
-    """Runs fn() (which calls Problems.exit or sys.exit), turning Fatal into a failure."""
+    """Runs fn() (which calls Problems.exit or sys.exit), turning Fatal into a failure; then
+    deletes the work directories on a pass or a skip, keeps them on a failure."""
     try:
         fn()
+        code = 0
     except Fatal as e:
         print("FAIL: " + str(e))
-        sys.exit(1)
+        code = 1
+    except SystemExit as e:
+        code = 0 if e.code is None else e.code
+    end_work_directories(code in (0, SKIP))
+    sys.exit(code)
 
 
 def need_file(path, what):
@@ -87,12 +95,37 @@ def need_files(paths):
         need_file(path, what)
 
 
+_work_directories = []  # (the directory, the one it was made in when given)
+
+
 def work_directory(workdir, prefix):
-    """workdir (made if missing), or a new temporary one named prefix...; said on stdout."""
-    workdir = workdir or tempfile.mkdtemp(prefix=prefix)
-    os.makedirs(workdir, exist_ok=True)
-    print(f"work directory: {workdir}")
-    return workdir
+    """A new directory for this run's files, said on stdout: inside workdir when given (made if
+    missing), so that two runs of one test at once (meson test --repeat) never share their
+    files; else a temporary one named prefix.... run_main deletes it when the check passes."""
+    if workdir:
+        os.makedirs(workdir, exist_ok=True)
+        run_dir = tempfile.mkdtemp(prefix="run-", dir=workdir)
+    else:
+        run_dir = tempfile.mkdtemp(prefix=prefix)
+    print(f"work directory: {run_dir}")
+    _work_directories.append((run_dir, workdir))
+    return run_dir
+
+
+def end_work_directories(passed):
+    """A passed check leaves nothing behind (one suite run wrote 1.7 GB otherwise); a failed one
+    keeps its traces and logs for diagnosis."""
+    for d, parent in _work_directories:
+        if not passed:
+            print(f"work files kept for diagnosis in {d}")
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        if parent:
+            try:
+                os.rmdir(parent)  # unless another run's files or kept ones are there
+            except OSError:
+                pass
+    _work_directories.clear()
 
 
 def tail(text, n=2000):

@@ -1704,19 +1704,22 @@ def main():
     names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))
     passed = failed = skipped = 0
     for n in names:
-        with tempfile.TemporaryDirectory(prefix="cuhook-inject-") as TMP:
-            os.chmod(TMP, 0o777)
-            t0 = time.time()
-            try:
-                globals()["case_" + n]()
-                passed += 1
-                print("ok   %s (%.2f s)" % (n, time.time() - t0), flush=True)
-            except Skip as e:
-                skipped += 1
-                print("skip %s: %s" % (n, e), flush=True)
-            except Exception as e:  # a failed check or anything unexpected
-                failed += 1
-                print("FAIL %s: %s: %s" % (n, type(e).__name__, e), flush=True)
+        TMP = tempfile.mkdtemp(prefix="cuhook-inject-")
+        os.chmod(TMP, 0o777)
+        t0 = time.time()
+        try:
+            globals()["case_" + n]()
+            passed += 1
+            print("ok   %s (%.2f s)" % (n, time.time() - t0), flush=True)
+        except Skip as e:
+            skipped += 1
+            print("skip %s: %s" % (n, e), flush=True)
+        except Exception as e:  # a failed check or anything unexpected
+            failed += 1
+            print("FAIL %s: %s: %s" % (n, type(e).__name__, e), flush=True)
+            print("     work files kept for diagnosis in %s" % TMP, flush=True)
+            continue
+        shutil.rmtree(TMP, ignore_errors=True)
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else (77 if skipped and not passed else 0)
 

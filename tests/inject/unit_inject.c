@@ -1,6 +1,6 @@
 /* Unit tests of the injector's parts that need no second process: the ELF checks and the
- * symbol resolver (checked against the dynamic linker's own answer, on ourselves), the option
- * string. Prints "N passed, N failed". */
+ * symbol resolver (checked against the dynamic linker's own answer, on ourselves). Prints
+ * "N passed, N failed". */
 #include "inject.h"
 #include "internal.h"
 
@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* cli_opts.c finds the installed agent through the CLI's function; not needed here. */
-int cuhook_agent_path(char *buf, unsigned long len)
-{
-	(void)buf;
-	(void)len;
-	return -1;
-}
 
 static int passed, failed;
 
@@ -106,25 +98,6 @@ static void test_symbols(void)
 	maps_free(&m);
 }
 
-static void test_options(void)
-{
-	struct cuhook_inject_cli c = {0};
-	char buf[512];
-	c.output = "rel/t.bin";
-	c.funcs = "cuLaunch*,cuMem*";
-	c.extra[c.nextra++] = "buffer_kb=2048";
-	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) == 0, "options");
-	char cwd[4096], want[4700];
-	snprintf(want, sizeof(want), "output=%s/rel/t.bin;funcs=cuLaunch*,cuMem*;buffer_kb=2048", getcwd(cwd, sizeof(cwd)));
-	CHECK(strcmp(buf, want) == 0, "%s", buf);
-	c.funcs = "a;b";
-	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) < 0, "';' refused");
-	/* the agent's keys only: what it would refuse inside the process is refused here */
-	c.funcs = NULL;
-	c.extra[0] = "buffer=1M";
-	CHECK(cuhook_inject_cli_options(&c, "trace.bin", buf, sizeof(buf)) < 0, "unknown key refused");
-}
-
 static void test_restart_detection(void)
 {
 	struct user_regs_struct r = {0};
@@ -144,7 +117,6 @@ int main(int argc, char **argv)
 {
 	test_elf_checks(argc > 1 ? argv[1] : NULL);
 	test_symbols();
-	test_options();
 	test_restart_detection();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;

@@ -21,7 +21,7 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
 from cuhooktest import (SKIP, Fatal, Problems, check_trace_health, clean_env,  # noqa: E402
-                        need_file, report, run_main, tail)
+                        need_file, report, run_main, tail, work_directory)
 
 TIMEOUT = 60
 FIONREAD, TCGETS = 0x541B, 0x5401
@@ -374,7 +374,7 @@ def main():
     a = ap.parse_args()
     for what, path in (("agent", a.agent), ("cuhook", a.cuhook), ("libcuda stand-in", a.lib), ("ioctl_user", a.user)):
         need_file(path, what)
-    os.makedirs(a.workdir, exist_ok=True)
+    a.workdir = work_directory(a.workdir, "cuhook-ioctl-")
     ctx = Ctx(a)
     CASES[a.case](ctx)
     ctx.problems.exit()

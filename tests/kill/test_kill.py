@@ -598,7 +598,7 @@ def watch_deadline(problems, work, trace_dir, full):
     plus the grace (not before), and cuhook's late detach, once continued, still takes the jumps
     out and exits 0, or 3 with the agent's message when the trace could not be written."""
     duration, call_timeout = 0.3, 0.5
-    grace = 5 + 2 * call_timeout  # cli_opts.c: DEADLINE_GRACE_MS + 2 call timeouts
+    grace = 5 + 2 * call_timeout  # src/cli/inject_opts.c: DEADLINE_GRACE_MS + 2 call timeouts
     t = Target(work)
     trace = os.path.join(trace_dir, "trace.bin")
     cu = None

@@ -356,11 +356,25 @@ def test_filters():
     eq(j["selected_calls"], 9, "selected calls")
     j, _ = report_json(path, "--functions", "cuInit,cuLaunch?ernel")
     eq(sorted((f["name"], f["calls"]) for f in j["functions"]), [("cuInit", 1), ("cuLaunchKernel", 4)], "glob list")
+    # excludes, as run and attach take them (src/common/glob_filter.h): the 9 cuMem* calls of 27 go
+    j, _ = report_json(path, "--functions", "cu*,-cuMem*")
+    eq(sorted(f["name"] for f in j["functions"]),
+       ["cuCtxCreate_v2", "cuCtxDestroy_v2", "cuCtxSynchronize", "cuDeviceGet", "cuDriverGetVersion",
+        "cuGetProcAddress_v2", "cuInit", "cuLaunchKernel", "cuModuleGetFunction", "cuModuleLoad",
+        "cuModuleUnload", "cuStreamQuery", "cuStreamSynchronize"], "--functions cu*,-cuMem*")
+    eq(j["selected_calls"], 18, "--functions cu*,-cuMem*: selected calls")
+    j, _ = report_json(path, "--functions", "!cuMem*, -cuLaunch*")
+    eq(j["selected_calls"], 14, "--functions with excludes only")
     j, _ = report_json(path, "--thread", "worker")
     eq(sorted((f["name"], f["calls"]) for f in j["functions"]),
        [("cuStreamQuery", 1), ("cuStreamSynchronize", 3)], "--thread worker")
     j, _ = report_json(path, "--thread", "1000")
     eq(j["selected_calls"], 23, "--thread 1000")
+    # a thread is excluded by its name or by its tid
+    j, _ = report_json(path, "--thread", "-worker")
+    eq(j["selected_calls"], 23, "--thread -worker")
+    j, _ = report_json(path, "--thread", "*,-1000")
+    eq(j["selected_calls"], 4, "--thread *,-1000")
     rows = report_csv(path, "--time-range", "1.2ms:1.6ms")
     eq([r[1] for r in rows], ["cuLaunchKernel", "cuStreamSynchronize", "cuLaunchKernel", "cuGetProcAddress_v2",
                               "cuLaunchKernel", "cuStreamSynchronize", "cuLaunchKernel", "cuStreamQuery"],
@@ -1987,9 +2001,9 @@ def run_test(scope, name, prefix):
         fn()
     except Fail as e:
         print(f"FAIL {name}: {e}")
+        print(f"work files kept for diagnosis in {scope['TMP']}")
         return 1
-    finally:
-        shutil.rmtree(scope["TMP"], ignore_errors=True)
+    shutil.rmtree(scope["TMP"], ignore_errors=True)  # kept on a failure, as above
     print(f"ok {name}")
     return 0
 

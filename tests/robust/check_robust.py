@@ -29,7 +29,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
 from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health,  # noqa: E402
-                        clean_env, need_file, num, run_main, tail)
+                        clean_env, need_file, num, run_main, tail, work_directory)
 
 TIMEOUT = 60
 
@@ -1135,9 +1135,7 @@ def main():
     for path, what in ((a.agent, "the agent libcuhook.so"), (a.cuhook, "the cuhook CLI"),
                        (a.lib, "the stand-in libcuda")):
         need_file(path, what)
-    a.workdir = a.workdir or tempfile.mkdtemp(prefix=f"cuhook-robust-{a.test}-")
-    os.makedirs(a.workdir, exist_ok=True)
-    print(f"work directory: {a.workdir}")
+    a.workdir = work_directory(a.workdir, f"cuhook-robust-{a.test}-")
     ctx = Ctx(a)
     TESTS[a.test](ctx)
     ctx.problems.exit()

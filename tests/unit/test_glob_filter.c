@@ -67,6 +67,23 @@ static void excludes(void)
 	NO(" -x, cu*", "x");
 }
 
+/* A thread, known by its tid and its name: an include may match either, an exclude of either
+ * drops it (report --thread). */
+static void several_names(void)
+{
+	const char *worker[] = {"1001", "worker"}, *main_thread[] = {"1000", "python"};
+	CHECK(glob_filter_match_any("worker", worker, 2), "include by name");
+	CHECK(glob_filter_match_any("1001", worker, 2), "include by tid");
+	CHECK(!glob_filter_match_any("1001", main_thread, 2), "neither name included");
+	CHECK(!glob_filter_match_any("-worker", worker, 2), "exclude by name");
+	CHECK(glob_filter_match_any("-worker", main_thread, 2), "only excludes: the others pass");
+	CHECK(!glob_filter_match_any("10*,-1001", worker, 2), "included by tid, excluded by tid");
+	CHECK(!glob_filter_match_any("1001,-work*", worker, 2), "included by tid, excluded by name");
+	CHECK(!glob_filter_match_any("1001,-work*", main_thread, 2), "not included");
+	CHECK(glob_filter_match_any("", worker, 0), "no names, no includes: passes");
+	CHECK(!glob_filter_match_any("w*", worker, 0), "no names cannot match an include");
+}
+
 /* A pattern too long to match anything is still an include: it must not turn the filter into
  * "everything" (it did when overlong patterns were skipped). glob_filter_check refuses it. */
 static void overlong_patterns(void)
@@ -148,5 +165,6 @@ int main(void)
 	RUN(malformed_patterns);
 	RUN(includes);
 	RUN(excludes);
+	RUN(several_names);
 	UNIT_EXIT();
 }

@@ -1,0 +1,28 @@
+/* The injector's timings as one line on stderr (cuhook run -v, cuhook attach -v, and each program
+ * a followed tree execs). */
+#include "inject.h"
+
+#include <stdio.h>
+
+void cuhook_inject_print_times(const char *what, const struct cuhook_inject_times *t)
+{
+	char load[64];
+	if (t->beside || (!t->agent_reused && !t->load_ns))
+		load[0] = 0; /* not in the stopped time (told after), or none (a detach) */
+	else
+		snprintf(load, sizeof(load), "%s %.2f, ", t->agent_reused ? "agent reused" : "dlopen",
+		         t->load_ns / 1e6);
+	fprintf(stderr,
+	        "cuhook: %s: %d thread%s stopped for %.2f ms (stop %.2f, %scall %.2f, fixup %.2f "
+	        "[%d moved], detach %.2f)",
+	        what, t->nthreads, t->nthreads == 1 ? "" : "s", t->stopped_ns / 1e6, t->seize_ns / 1e6,
+	        load, t->call_ns / 1e6, t->fixup_ns / 1e6, t->moved, t->detach_ns / 1e6);
+	if (t->beside && t->agent_reused)
+		fprintf(stderr, "; before, while they ran: agent reused, prepare %.2f", t->prepare_ns / 1e6);
+	else if (t->beside && t->load_ns)
+		fprintf(stderr, "; before, while they ran: dlopen %.2f, prepare %.2f", t->load_ns / 1e6,
+		        t->prepare_ns / 1e6);
+	else if (t->beside) /* a detach's (gpu=1: cuhook_agent_prepare_stop) */
+		fprintf(stderr, "; before, while they ran: prepare %.2f", t->prepare_ns / 1e6);
+	fputc('\n', stderr);
+}
