@@ -30,8 +30,14 @@ static size_t gnu_hash_nsyms(const uint32_t *h)
 	return last + 1;
 }
 
-int symbols_for_each(uintptr_t base, const void *phdr_v, unsigned phnum,
-                     void (*fn)(const struct found_func *f, void *ctx), void *ctx)
+/* The loaded object's dynamic symbol and string tables; -1 where it has none usable. */
+struct dyn_tables {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	size_t strsz, nsyms;
+};
+
+static int dyn_tables(uintptr_t base, const void *phdr_v, unsigned phnum, struct dyn_tables *t)
 {
 	const ElfW(Phdr) *phdr = phdr_v;
 	const ElfW(Dyn) *dyn = NULL;
@@ -62,18 +68,53 @@ int symbols_for_each(uintptr_t base, const void *phdr_v, unsigned phnum,
 		nsyms = gnu_hash_nsyms(gnu_hash);
 	else
 		return -1;
+	*t = (struct dyn_tables){symtab, strtab, strsz, nsyms};
+	return 0;
+}
 
+/* Defined, exported (GLOBAL or WEAK, not hidden) and named inside the string table. */
+static bool exported(const struct dyn_tables *t, const ElfW(Sym) *s)
+{
+	unsigned bind = ELF64_ST_BIND(s->st_info);
+	if (s->st_shndx == SHN_UNDEF || s->st_value == 0)
+		return false;
+	if (bind != STB_GLOBAL && bind != STB_WEAK)
+		return false;
+	return ELF64_ST_VISIBILITY(s->st_other) != STV_HIDDEN && s->st_name < t->strsz;
+}
+
+int symbols_find(uintptr_t base, const void *phdr, unsigned phnum, const char *name,
+                 uintptr_t *addr, size_t *size)
+{
+	struct dyn_tables t;
+	if (dyn_tables(base, phdr, phnum, &t) < 0)
+		return -1;
+	for (size_t i = 1; i < t.nsyms; i++) {
+		const ElfW(Sym) *s = &t.symtab[i];
+		unsigned type = ELF64_ST_TYPE(s->st_info);
+		if ((type != STT_FUNC && type != STT_OBJECT) || !exported(&t, s))
+			continue;
+		if (strcmp(t.strtab + s->st_name, name) == 0) {
+			*addr = base + s->st_value;
+			*size = s->st_size;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int symbols_for_each(uintptr_t base, const void *phdr, unsigned phnum,
+                     void (*fn)(const struct found_func *f, void *ctx), void *ctx)
+{
+	struct dyn_tables t;
+	if (dyn_tables(base, phdr, phnum, &t) < 0)
+		return -1;
 	int visited = 0;
-	for (size_t i = 1; i < nsyms; i++) {
-		const ElfW(Sym) *s = &symtab[i];
-		unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
-		if (type != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_value == 0)
+	for (size_t i = 1; i < t.nsyms; i++) {
+		const ElfW(Sym) *s = &t.symtab[i];
+		if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || !exported(&t, s))
 			continue;
-		if (bind != STB_GLOBAL && bind != STB_WEAK)
-			continue;
-		if (ELF64_ST_VISIBILITY(s->st_other) == STV_HIDDEN || s->st_name >= strsz)
-			continue;
-		struct found_func f = {strtab + s->st_name, base + s->st_value, s->st_size};
+		struct found_func f = {t.strtab + s->st_name, base + s->st_value, s->st_size};
 		fn(&f, ctx);
 		visited++;
 	}
