@@ -2,7 +2,7 @@
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test cuhook (as root, or with
 # sudo). Does nothing when everything is there already.
 set -e
-pkgs="meson ninja-build pkg-config gcc g++ libc6-dev libcapstone-dev libelf-dev libunwind-dev libunicorn-dev python3"
+pkgs="meson ninja-build pkg-config gcc g++ libc6-dev libcapstone-dev libelf-dev libunwind-dev libunicorn-dev python3 python3.11-dev"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
