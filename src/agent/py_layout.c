@@ -7,7 +7,7 @@
 static const struct py_layout layouts[] = {
 	{
 		.minor = 10, .walk = PY_WALK_FRAME_OBJECTS,
-		.rt_tss_key = 584, .rt_main_interp = 40, .interp_runtime = 16,
+		.rt_tss_key = 584, .rt_main_interp = 40, .rt_finalizing = 16, .interp_runtime = 16,
 		.ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
 		.fr_previous = 24, .fr_code = 32, .fr_instr = 96,
 		.owner_cstack = -1,
@@ -16,7 +16,7 @@ static const struct py_layout layouts[] = {
 	},
 	{
 		.minor = 11, .walk = PY_WALK_INTERP_FRAMES,
-		.rt_tss_key = 592, .rt_main_interp = 48, .interp_runtime = 40,
+		.rt_tss_key = 592, .rt_main_interp = 48, .rt_finalizing = 24, .interp_runtime = 40,
 		.ts_interp = 16, .ts_frame = 56, .cframe_current = 8, .ts_via_cframe = 1,
 		.ts_thread_id = 152,
 		.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_is_entry = 68, .fr_owner = 69,
@@ -27,7 +27,7 @@ static const struct py_layout layouts[] = {
 	},
 	{
 		.minor = 12, .walk = PY_WALK_INTERP_FRAMES,
-		.rt_tss_key = 1544, .rt_main_interp = 48, .interp_runtime = 96,
+		.rt_tss_key = 1544, .rt_main_interp = 48, .rt_finalizing = 24, .interp_runtime = 96,
 		.ts_interp = 16, .ts_frame = 56, .cframe_current = 0, .ts_via_cframe = 1,
 		.ts_thread_id = 136,
 		.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
@@ -38,7 +38,7 @@ static const struct py_layout layouts[] = {
 	},
 	{
 		.minor = 13, .walk = PY_WALK_INTERP_FRAMES,
-		.rt_tss_key = 2160, .rt_main_interp = 640, .interp_runtime = 7376,
+		.rt_tss_key = 2160, .rt_main_interp = 640, .rt_finalizing = 608, .interp_runtime = 7376,
 		.ts_interp = 16, .ts_frame = 72, .ts_thread_id = 152,
 		.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
 		.owner_cstack = 3,
@@ -46,6 +46,15 @@ static const struct py_layout layouts[] = {
 		.co_code = 200,
 		.str_ascii_size = 40, .str_compact_size = 56, .bytes_data = 32,
 	},
+};
+
+/* Where 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h) keeps them: each a uint64_t
+ * offset into the thread state, interpreter frame or code object. */
+const struct py_debug_offsets_313 py_debug_offsets_313 = {
+	.ts_interp = 176, .ts_current_frame = 184, .ts_thread_id = 192,
+	.fr_previous = 232, .fr_executable = 240, .fr_instr_ptr = 248, .fr_owner = 264,
+	.co_filename = 280, .co_qualname = 296, .co_linetable = 304, .co_firstlineno = 312,
+	.co_code_adaptive = 344,
 };
 
 const struct py_layout *py_layout_for(unsigned minor)

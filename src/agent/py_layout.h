@@ -19,6 +19,7 @@ struct py_layout {
 	/* _PyRuntimeState */
 	uint16_t rt_tss_key;          /* Py_tss_t of the gilstate: the thread's own PyThreadState */
 	uint16_t rt_main_interp;      /* interpreters.main */
+	uint16_t rt_finalizing;       /* _finalizing: non-NULL once Py_Finalize has begun */
 	/* PyInterpreterState */
 	uint16_t interp_runtime;      /* runtime: points back at _PyRuntime (a check at setup) */
 	/* PyThreadState */
@@ -46,6 +47,16 @@ struct py_layout {
 	uint16_t str_compact_size;    /* sizeof(PyCompactUnicodeObject): other compact data */
 	uint16_t bytes_data;          /* PyBytesObject.ob_sval */
 };
+
+/* 3.13's _PyRuntime starts with _Py_DebugOffsets, CPython's own table of offsets for
+ * debuggers: where in it (3.13.x) the offsets the walk uses are, to compare with the row. */
+#define PY_DBG_COOKIE "xdebugpy"
+struct py_debug_offsets_313 {
+	uint16_t ts_interp, ts_current_frame, ts_thread_id;
+	uint16_t fr_previous, fr_executable, fr_instr_ptr, fr_owner;
+	uint16_t co_filename, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
+};
+extern const struct py_debug_offsets_313 py_debug_offsets_313;
 
 /* The layout of CPython 3.minor, or NULL where cuhook does not know it. */
 const struct py_layout *py_layout_for(unsigned minor);

@@ -89,7 +89,9 @@ int py_runtime_check(unsigned *key)
 	if (tss[0] != 1) /* Py_tss_t._is_initialized */
 		return 1;
 	uintptr_t main = py_read_ptr(py_rt.runtime + L->rt_main_interp);
-	if (!main)
+	/* Py_Finalize frees thread states and their frames, perhaps under a thread that is in a
+	 * call with the GIL released: from its start on, frames are not read */
+	if (!main || py_read_ptr(py_rt.runtime + L->rt_finalizing))
 		return 1;
 	if (tss[1] >= PTHREAD_KEYS_MAX || !py_ptr_ok(main, L->interp_runtime + 8u, 8) ||
 	    py_read_ptr(main + L->interp_runtime) != py_rt.runtime)
@@ -98,10 +100,29 @@ int py_runtime_check(unsigned *key)
 	return 0;
 }
 
-void py_stack_setup(void)
+/* 3.13: the runtime's own debug offsets agree with the row (a 3.13.x that moved a field the
+ * walk reads fails here, instead of being read wrongly). */
+static bool debug_offsets_agree(uintptr_t rt, const struct py_layout *L)
 {
-	if (__atomic_load_n(&py_rt.state, __ATOMIC_ACQUIRE) != PY_NONE)
-		return;
+	const struct py_debug_offsets_313 *d = &py_debug_offsets_313;
+	if (memcmp((const void *)rt, PY_DBG_COOKIE, 8) != 0)
+		return false;
+	const struct { uint16_t at, want; } pairs[] = {
+		{d->ts_interp, L->ts_interp}, {d->ts_current_frame, L->ts_frame},
+		{d->ts_thread_id, L->ts_thread_id}, {d->fr_previous, L->fr_previous},
+		{d->fr_executable, L->fr_code}, {d->fr_instr_ptr, L->fr_instr},
+		{d->fr_owner, L->fr_owner}, {d->co_filename, L->co_filename},
+		{d->co_qualname, L->co_name}, {d->co_linetable, L->co_linetable},
+		{d->co_firstlineno, L->co_firstlineno}, {d->co_code_adaptive, L->co_code},
+	};
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+		if (*(const uint64_t *)(rt + pairs[i].at) != pairs[i].want)
+			return false;
+	return true;
+}
+
+static void find_python(void)
+{
 	static struct py_found f; /* PATH_MAX: not on the stack of whoever calls setup */
 	memset(&f, 0, sizeof f);
 	dl_iterate_phdr(find_cb, &f);
@@ -131,6 +152,10 @@ void py_stack_setup(void)
 		note("Python frames: CPython in %s (3.%u) exports no PyCode_Type, PyUnicode_Type, "
 		     "PyBytes_Type or PyFrame_Type: no Python frames", f.name, minor);
 		L = NULL;
+	} else if (minor == 13 && !debug_offsets_agree(f.runtime, L)) {
+		note("Python frames: CPython in %s (3.13) has other offsets in its _Py_DebugOffsets "
+		     "than the layout cuhook knows for 3.13: no Python frames", f.name);
+		L = NULL;
 	} else if (!py_frames_setup()) {
 		note("Python frames: no memory for the frame table (CPython in %s, 3.%u): no Python "
 		     "frames", f.name, minor);
@@ -151,4 +176,16 @@ void py_stack_setup(void)
 		py_rt.L = L = NULL;
 	}
 	__atomic_store_n(&py_rt.state, L ? PY_READY : PY_UNSUPPORTED, __ATOMIC_RELEASE);
+}
+
+void py_stack_setup(void)
+{
+	if (__atomic_load_n(&py_rt.state, __ATOMIC_ACQUIRE) != PY_NONE)
+		return;
+	/* the agent's start and the loader watch may both call: one looks, the other returns */
+	static uint32_t running;
+	if (__atomic_exchange_n(&running, 1, __ATOMIC_ACQUIRE))
+		return;
+	find_python();
+	__atomic_store_n(&running, 0, __ATOMIC_RELEASE);
 }

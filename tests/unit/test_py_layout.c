@@ -37,6 +37,7 @@ int main(void)
 		return 1;
 	}
 	EQ(rt_main_interp, offsetof(_PyRuntimeState, interpreters.main));
+	EQ(rt_finalizing, offsetof(_PyRuntimeState, _finalizing));
 	EQ(interp_runtime, offsetof(PyInterpreterState, runtime));
 	EQ(ts_interp, offsetof(PyThreadState, interp));
 	EQ(ts_thread_id, offsetof(PyThreadState, thread_id));
@@ -100,6 +101,22 @@ int main(void)
 	EQ(ts_frame, offsetof(PyThreadState, current_frame));
 	EQ(fr_code, offsetof(_PyInterpreterFrame, f_executable));
 	EQ(fr_instr, offsetof(_PyInterpreterFrame, instr_ptr));
+#endif
+#if PY_MINOR_VERSION == 13
+	const struct py_debug_offsets_313 *d = &py_debug_offsets_313;
+#define DBG(field, member) eq("debug offsets " #member, d->field, offsetof(_Py_DebugOffsets, member))
+	DBG(ts_interp, thread_state.interp);
+	DBG(ts_current_frame, thread_state.current_frame);
+	DBG(ts_thread_id, thread_state.thread_id);
+	DBG(fr_previous, interpreter_frame.previous);
+	DBG(fr_executable, interpreter_frame.executable);
+	DBG(fr_instr_ptr, interpreter_frame.instr_ptr);
+	DBG(fr_owner, interpreter_frame.owner);
+	DBG(co_filename, code_object.filename);
+	DBG(co_qualname, code_object.qualname);
+	DBG(co_linetable, code_object.linetable);
+	DBG(co_firstlineno, code_object.firstlineno);
+	DBG(co_code_adaptive, code_object.co_code_adaptive);
 #endif
 	printf("3.%d layout: %d of %d fields as the headers say\n", PY_MINOR_VERSION, checked - failed,
 	       checked);
