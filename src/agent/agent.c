@@ -19,6 +19,8 @@
 #include "own_threads.h"
 #include "record.h"
 #include "self_maps.h"
+#include "stack_capture.h"
+#include "exec_maps.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -150,6 +152,8 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 			          "are recorded instead", RING_COUNT_SLOTS, name);
 	}
 	hh->aux = 0;
+	if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
+		return HOOK_RECORD | HOOK_STACK;
 	return HOOK_RECORD;
 }
 
@@ -291,7 +295,8 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 static struct writer_opts trace_opts(void)
 {
 	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
-	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu};
+	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu,
+	                            .stacks = cfg.stacks[0] != 0};
 }
 
 /* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
@@ -361,6 +366,8 @@ void agent_scan_libraries(void)
 {
 	/* not after the writer ended the session itself: nothing would be recorded */
 	if (active && !writer_ended_itself()) {
+		if (cfg.stacks[0])
+			exec_maps_learn(); /* the build ids of what was loaded, for MAPS */
 		scan_libraries(false);
 		if (cfg.gpu && driver_patched())
 			gpu_driver_loaded();
@@ -464,6 +471,18 @@ static void unpatch_all(bool threads_stopped)
 	jumps_left = false;
 }
 
+/* stacks=: load the unwinder, map the stack table, learn the build ids of what is loaded. */
+static void prepare_stacks(void)
+{
+	const char *why;
+	if (!stack_capture_setup(cfg.stack_depth, &why))
+		agent_log(1, "stacks: %s; no native frames are taken (native_end UNSUPPORTED)", why);
+	exec_maps_learn();
+	agent_log(1, "stacks: calls of traced functions matching %s get the caller's stack (%s), at most "
+	          "%u frames", cfg.stacks, strcmp(cfg.stacks, CUHOOK_STACKS_DEFAULT) ? "stacks option" : "the default",
+	          cfg.stack_depth);
+}
+
 /* Everything of a start that allocates, locks or calls into the loader, done by
  * cuhook_agent_prepare while the program's threads run; or by the start itself when nothing
  * was prepared for its options (constructor mode, `cuhook run` at the entry point where nothing
@@ -518,6 +537,10 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	 * snapshot the start checks. */
 	if (cfg.gpu)
 		gpu_prepare(&cfg, gpu_how);
+	/* Before the scan, whose classification marks the stacked functions: the unwinder and
+	 * the stack table are ready before any of their jumps. */
+	if (cfg.stacks[0])
+		prepare_stacks();
 	scan_libraries(true);
 	watch_planned = loader_watch_prepare() == 0;
 	exit_planned = exit_watch_prepare() == 0;

@@ -2,6 +2,7 @@
 
 #include "agent_options.h"
 #include "cuhook_agent.h"
+#include "stack_capture.h"
 #include "trace_path.h"
 
 #include <stdio.h>
@@ -11,6 +12,8 @@
 
 /* The codec checks max_size=; the API header tells callers the same minimum. */
 _Static_assert(AOPT_MAX_SIZE_MIN == CUHOOK_MAX_SIZE_MIN, "one smallest size cap");
+/* ... and stack_depth= against the walk's limit. */
+_Static_assert(STACK_DEPTH_MAX == 256, "stack_depth= is checked from 1 to 256 (agent_options.c)");
 
 void config_defaults(struct cuhook_config *c)
 {
@@ -19,6 +22,8 @@ void config_defaults(struct cuhook_config *c)
 	/* cudbg* are the debugger's entry points, not the API. */
 	strcpy(c->funcs, "cu*,-cudbg*");
 	strcpy(c->count, CUHOOK_COUNT_DEFAULT);
+	strcpy(c->stacks, CUHOOK_STACKS_DEFAULT);
+	c->stack_depth = STACK_DEPTH_DEFAULT;
 	strcpy(c->lib, "libcuda.so*");
 	strcpy(c->ioctl_paths, "/dev/nvidia*");
 	c->buffer_kb = 1024;
@@ -95,6 +100,12 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 		break;
 	case AOPT_CUPTI:
 		snprintf(c->cupti, sizeof(c->cupti), "%s", value);
+		break;
+	case AOPT_STACKS:
+		snprintf(c->stacks, sizeof(c->stacks), "%s", value);
+		break;
+	case AOPT_STACK_DEPTH:
+		c->stack_depth = v->u;
 		break;
 	case AOPT_NKEYS:
 		break;

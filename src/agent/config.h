@@ -43,6 +43,10 @@ struct cuhook_config {
 	bool gpu;                             /* gpu: record the GPU's work with CUPTI
 	                                         (gpu_activity.h) */
 	char cupti[AOPT_PATH_MAX + 1];        /* cupti: the libcupti to load ("": search for one) */
+	char stacks[AOPT_GLOBS_MAX + 1];      /* stacks: globs of recorded functions whose calls get
+	                                         the caller's stack (default CUHOOK_STACKS_DEFAULT,
+	                                         empty: none) */
+	unsigned stack_depth;                 /* stack_depth: frames kept, native and Python each */
 };
 
 void config_defaults(struct cuhook_config *c);

@@ -42,6 +42,17 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
+/* The functions whose calls get the caller's stack when no stacks= option is given (issue 17,
+ * "Default": a stacked call measured at under 2 us, bench/README.md): the rare, costly calls a
+ * user asks "who made this?" of: allocation and free, module and library loading, graph
+ * instantiation, synchronisation. Launches only on request (--stacks 'cuLaunchKernel*'):
+ * they are frequent and cheap, and the walk would cost more than they do. "stacks=" (empty;
+ * `--no-stacks`) takes none. */
+#define CUHOOK_STACKS_DEFAULT                                                                    \
+	"cuMemAlloc*,cuMemFree*,cuMemHostAlloc*,cuMemAllocHost*,cuMemAllocManaged,cuMemAllocAsync*," \
+	"cuMemFreeAsync*,cuMemCreate,cuMemMap,cuModuleLoad*,cuLibraryLoad*,cuGraphInstantiate*,"     \
+	"cuCtxSynchronize,cuStreamSynchronize,cuEventSynchronize"
+
 /* The smallest size cap (max_size=, cuhook --max-size) accepted: room for the file header (the
  * command line and the executable's path, up to 8 KiB) and the closing blocks, with some left
  * for the tables and events. */

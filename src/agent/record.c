@@ -9,6 +9,7 @@
 #include "exit_watch.h"
 #include "hooks.h"
 #include "nvfd.h"
+#include "stack_capture.h"
 #include "stub_frame.h"
 #include "thread_state.h"
 #include "trace_format.h"
@@ -298,6 +299,15 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	uint8_t rec_flags = 0;
 
 	if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording) && !ts->no_record) {
+		/* Who made the call (stacks=): taken before the entry's time, so that the call's
+		 * duration does not include it; its STACK record goes right after the ENTRY, in the
+		 * same reservation (both or neither). libunwind may touch vector registers: through
+		 * the saving shim. */
+		uint32_t stack = 0, stack_len = 0;
+		if (unlikely(hh->flags & HOOK_STACK)) {
+			stack = (uint32_t)cuhook_call_saving_vectors(stack_capture_call, f);
+			stack_len = sizeof(struct cuhook_rec_stack);
+		}
 		uint64_t t = now();
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
 		if (nstack > hh->nstack)
@@ -307,7 +317,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
 		uint64_t head;
-		struct cuhook_rec_entry *e = (struct cuhook_rec_entry *)reserve(ts, len, &head);
+		struct cuhook_rec_entry *e = (struct cuhook_rec_entry *)reserve(ts, len + stack_len, &head);
 		if (unlikely(!e)) {
 			ts->busy = 0;
 			return hh->relocated; /* dropped: no exit record either */
@@ -336,7 +346,16 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 			for (unsigned i = 0; i < nstack; i++)
 				st[i] = f->stack[i];
 		}
-		ring_commit(ts->ring, head, len);
+		if (unlikely(stack_len)) {
+			struct cuhook_rec_stack *sr = (struct cuhook_rec_stack *)((uint8_t *)e + len);
+			sr->h.type = CUHOOK_REC_STACK;
+			sr->h.flags = 0;
+			sr->h.size = sizeof(*sr);
+			sr->h.func = id;
+			sr->stack = stack;
+			sr->reserved = 0;
+		}
+		ring_commit(ts->ring, head, len + stack_len);
 	} else if (!(hh->flags & (HOOK_CALLBACK | HOOK_FDOP)) || ts->no_record) {
 		ts->busy = 0;
 		return hh->relocated;

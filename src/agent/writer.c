@@ -7,11 +7,13 @@
 #include "gpu_queue.h"
 #include "hooks.h"
 #include "own_threads.h"
+#include "stack_table.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
 
 #include "code_write.h"
+#include "exec_maps.h"
 #include "injector_watch.h"
 #include "out_file.h"
 
@@ -74,6 +76,9 @@ static struct {
 	uint64_t cap_events;       /* ENTRY/EXIT records not written because of the cap */
 	uint64_t cap_counted;      /* counted calls not written because of the cap */
 	bool gpu;                  /* gpu=1 (writer_opts) */
+	bool stacks;               /* stacks= (writer_opts) */
+	uint64_t maps_digest;      /* the mappings this file's last MAPS block listed (0: none yet) */
+	bool stacks_full_noted;    /* this file said that the stack table is full */
 	uint64_t gpu_records;      /* GPU records written in this file's session */
 	unsigned libs_written;
 	uint32_t funcs_written;
@@ -82,8 +87,8 @@ static struct {
 	char notes[NOTES_CAP];     /* queued NOTE payloads: level byte + text + NUL, back to back */
 	size_t notes_len;
 	unsigned notes_lost;       /* did not fit: said in a note of their own */
-	void *scratch[3];          /* the writer's working memory (scratch()) */
-	size_t scratch_len[3];
+	void *scratch[5];          /* the writer's working memory (scratch()) */
+	size_t scratch_len[5];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
@@ -96,7 +101,8 @@ enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
  * and a stopped thread may hold a malloc arena lock (the traced program allocates too): the
  * round must not need one. Used by one thread at a time: the writer, or the thread closing the
  * trace once the writer is done. */
-enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP }; /* one buffer each: they are in use together */
+enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP, SCRATCH_MAPS, SCRATCH_STACKS }; /* one buffer each:
+                                                                                      they are in use together */
 
 static void *scratch(unsigned which, size_t bytes)
 {
@@ -460,6 +466,61 @@ static void put_gpu(void)
 	}
 }
 
+/* MAPS, when the executable mappings differ from those the file's last MAPS block listed (or it
+ * has none yet): read only when there are stacks to write, and before them. */
+static void put_maps(void)
+{
+	for (size_t cap = 256u << 10; cap <= (16u << 20); cap *= 4) {
+		uint8_t *buf = scratch(SCRATCH_MAPS, cap);
+		if (!buf)
+			return;
+		uint32_t count;
+		uint64_t digest;
+		size_t len = exec_maps_read(buf, cap, &count, &digest);
+		if (!len)
+			continue; /* more than cap (or unreadable: tried at each size, then given up) */
+		if (digest != W.maps_digest) {
+			struct cuhook_maps_block mb = {count, 0};
+			if (put_block(CUHOOK_BLOCK_MAPS, &mb, sizeof(mb), buf, len))
+				W.maps_digest = digest;
+		}
+		return;
+	}
+}
+
+/* The stacks interned since the last round (stack_table.h), after the ring heads were read:
+ * every STACK record below those heads names an entry published before it, so complete here,
+ * and its STACKS block goes before the EVENTS block of that record. MAPS first, then the Python
+ * frames, then the stacks, as trace_format.h orders them. */
+static void put_stacks(void)
+{
+	if (!W.stacks)
+		return;
+	if (stack_table_full_take() && !W.stacks_full_noted) {
+		static const char text[] = "stacks: the stack table is full; calls after it have no stack "
+		                           "(their STACK records say CUHOOK_STACK_NONE)";
+		put_note(1, text, sizeof(text) - 1);
+		W.stacks_full_noted = true;
+	}
+	if (!stack_table_pending())
+		return;
+	put_maps();
+	/* PYTHON (issue 17, part B): the PYFRAMES entries not yet written go here, before the
+	 * STACKS that refer to them:
+	 *     while ((len = py_frames_take(buf, cap, &count)) > 0) put_block(CUHOOK_BLOCK_PYFRAMES, ...);
+	 */
+	const size_t cap = 1u << 20;
+	uint8_t *buf = scratch(SCRATCH_STACKS, cap);
+	if (!buf)
+		return;
+	uint32_t count;
+	size_t len;
+	while ((len = stack_table_take(buf, cap, &count)) > 0) {
+		struct cuhook_stacks_block sb = {count, 0};
+		put_block(CUHOOK_BLOCK_STACKS, &sb, sizeof(sb), buf, len);
+	}
+}
+
 static void round_once(void)
 {
 	/* Tables first and ring heads read under the same lock: every event drained below names a
@@ -495,9 +556,12 @@ static void round_once(void)
 	uint32_t count_func[RING_COUNT_SLOTS];
 	uint32_t nslots = agent_count_slots;
 	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
+	if (W.stacks)
+		exec_maps_sync();
 	pthread_mutex_unlock(&agent_lock);
 	thread_rings_populate();
 	put_notes();
+	put_stacks();
 	for (unsigned i = 0; i < k; i++) {
 		drain(s[i].r, s[i].head);
 		put_counts(s[i].r, count_func, nslots);
@@ -652,6 +716,11 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	W.funcs_written = 0;
 	W.gpu = o->gpu;
 	W.gpu_records = 0;
+	/* A new file (a second attach, a fork child's) defines again every stack it will name. */
+	W.stacks = o->stacks;
+	W.maps_digest = 0;
+	W.stacks_full_noted = false;
+	stack_table_rewind();
 	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];

@@ -19,6 +19,8 @@ struct writer_opts {
 	bool gpu;           /* gpu=1: the GPU blocks queued for this file (gpu_queue.h) are written
 	                       at each round, and room below the size cap is kept for the session's
 	                       STOPPED block and its NOTE of lost records */
+	bool stacks;        /* stacks=: the stacks interned (stack_table.h) are written at each
+	                       round, with the MAPS they need, before the events that name them */
 };
 
 /* Create the file (exclusively, src/format/out_file.h), write its header and create the writer

@@ -36,6 +36,10 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	 * instead of searching for one. */
 	[AOPT_GPU] = {"gpu", AOPT_BOOL, 0, 0, 0, NULL, false},
 	[AOPT_CUPTI] = {"cupti", AOPT_TEXT, AOPT_PATH_MAX, 0, 0, NULL, true},
+	/* Who made the call (src/agent/stack_capture.h): the functions whose calls get a stack
+	 * (empty: none), and the frames kept, native and Python each (STACK_DEPTH_MAX). */
+	[AOPT_STACKS] = {"stacks", AOPT_GLOBS, AOPT_GLOBS_MAX, 0, 0, NULL, false},
+	[AOPT_STACK_DEPTH] = {"stack_depth", AOPT_UINT, 0, 1, 256, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */

@@ -110,6 +110,14 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 	} else if (!strcmp(a, "--record-all")) {
 		c->count = ""; /* an empty list: nothing counted, every call recorded */
+	} else if (!strcmp(a, "--stacks")) {
+		if (!(c->stacks = agent_value(AOPT_STACKS, a, VALUE())))
+			return -1;
+	} else if (!strcmp(a, "--no-stacks")) {
+		c->stacks = ""; /* an empty list: no call gets a stack */
+	} else if (!strcmp(a, "--stack-depth")) {
+		if (!(c->stack_depth = agent_value(AOPT_STACK_DEPTH, a, VALUE())))
+			return -1;
 	} else if (!strcmp(a, "--agent")) {
 		if (!(c->agent = VALUE()))
 			return -1;
@@ -213,6 +221,10 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
+		return -1;
+	if (c->stacks && append(buf, len, &pos, "stacks", c->stacks) < 0)
+		return -1;
+	if (c->stack_depth && append(buf, len, &pos, "stack_depth", c->stack_depth) < 0)
 		return -1;
 	char num[16];
 	snprintf(num, sizeof(num), "%d", c->injector);

@@ -98,6 +98,8 @@ struct cuhook_inject_cli {
 	unsigned deadline_ms;      /* attach --duration: when the agent ends the trace itself (0: never) */
 	int gpu;                   /* --gpu: the GPU's work too, through CUPTI (agent option gpu=1) */
 	const char *cupti;         /* --cupti PATH: that libcupti (implies --gpu; made absolute) */
+	const char *stacks;        /* --stacks GLOBS / --no-stacks (""): which calls get a stack */
+	const char *stack_depth;   /* --stack-depth N: frames kept, native and Python each */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -132,6 +134,10 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	"  --count GLOBS         count these functions' calls exactly, without recording each call\n" \
 	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
+	"  --stacks GLOBS        record the caller's stack (native, and Python where it runs) at each\n" \
+	"                        call of these functions (default: allocation, free, module loading,\n" \
+	"                        graph instantiation, synchronisation; --stacks '' or --no-stacks: none)\n" \
+	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \
 	"                        with CUPTI, each linked to the call that submitted it\n" \

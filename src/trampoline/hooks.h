@@ -36,6 +36,11 @@
                                   and reaches the entry stub only for a thread with no ring */
 #define HOOK_PROC_EXIT 0x20u   /* an internal hook on libc's _exit: the trace is closed at its
                                   entry (src/agent/exit_watch.h). Not recorded. */
+#define HOOK_STACK 0x40u       /* with HOOK_RECORD (agent option stacks=GLOBS): the caller's stack
+                                  is taken at entry and named in a STACK record after the ENTRY
+                                  (src/agent/stack_capture.h). Like any flag but HOOK_RECORD
+                                  alone, it sends the stubs to the C handlers; the fast paths are
+                                  those of the other functions still. */
 
 struct hook_hot {
 	uintptr_t relocated;   /* the relocated prologue: where the entry stub continues */

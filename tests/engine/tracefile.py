@@ -28,6 +28,18 @@ The GPU side (agent option gpu=1; trace_format.h, "the GPU side"):
   gpu_names:    {name_id: name}
   gpu_records:  GPU records of every type (NAME included) in the GPU blocks
   gpu_blocks:   GPU blocks read
+Call stacks (agent option stacks=; trace_format.h, "call stacks"), checked as read: a STACK
+record must follow an ENTRY of its function on its thread, and name a stack defined before its
+EVENTS block; a STACKS entry's Python frames be defined before it:
+  stacks:       {id: Stack} (native pcs innermost first, python ids, native_end, python_end,
+                maps: the MAPS block in effect, an index into maps_blocks)
+  pyframes:     {id: PyFrame} (file, func, line, first_line)
+  maps_blocks:  [[MapEntry]] every MAPS block in order (start, end, offset, inode, path, build_id)
+  entry_stacks: [(tid, name, stack id or None)] one per ENTRY record, in file order
+  stack_records: STACK records read
+and symbolize(trace, stack, pc) names the function an address lies in, from the ELF symbols of
+the file the MAPS block says was mapped there (None where there is none: an anonymous mapping).
+
 and gpu_link(trace) links every GPU work record to the call that submitted it, by the rule of
 trace_format.h: its API record by correlation id within its session, then the one recorded call
 of the same thread and function with entry <= start <= end <= exit."""
@@ -38,7 +50,11 @@ import struct
 BLOCK_MAGIC = 0x4B424843
 BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
 BLOCK_GPU_SESSION, BLOCK_GPU = 9, 10
-REC_ENTRY, REC_EXIT, REC_DROP = 1, 2, 4
+BLOCK_STACKS, BLOCK_PYFRAMES, BLOCK_MAPS = 11, 12, 13
+REC_ENTRY, REC_EXIT, REC_DROP, REC_STACK = 1, 2, 4, 5
+STACK_NONE = 0xFFFFFFFF
+STACK_END = {0: "DONE", 1: "DEPTH", 2: "NO_INFO", 3: "BAD", 4: "NONE", 5: "UNSUPPORTED"}
+PYFRAME_ENTRY, PYFRAME_ID_MASK = 0x80000000, 0x7FFFFFFF
 RF_NO_EXIT = 1
 GPU_STATUS = {0: "STARTED", 1: "STOPPED", 2: "NO_CUPTI", 3: "OTHER_USER", 4: "FAILED"}
 GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME = 1, 2, 3, 4, 5
@@ -57,6 +73,32 @@ class Call:
 
     def __repr__(self):
         return f"Call({self.name} tid {self.tid} [{self.entry}, {self.exit}])"
+
+
+class Stack:
+    __slots__ = ("id", "native", "python", "native_end", "python_end", "maps")
+
+    def __repr__(self):
+        return (f"Stack({self.id} native {[hex(a) for a in self.native]} {self.native_end} "
+                f"python {self.python} {self.python_end})")
+
+
+class PyFrame:
+    __slots__ = ("file", "func", "line", "first_line")
+
+    def __init__(self, file, func, line, first_line):
+        self.file, self.func, self.line, self.first_line = file, func, line, first_line
+
+
+class MapEntry:
+    __slots__ = ("start", "end", "offset", "inode", "path", "build_id")
+
+    def __init__(self, start, end, offset, inode, path, build_id):
+        self.start, self.end, self.offset, self.inode = start, end, offset, inode
+        self.path, self.build_id = path, build_id
+
+    def __repr__(self):
+        return f"Map({self.start:#x}-{self.end:#x} +{self.offset:#x} {self.path!r})"
 
 
 class GpuSession:
@@ -98,6 +140,11 @@ class Trace:
         self.gpu_names = {}
         self.gpu_records = 0
         self.gpu_blocks = 0
+        self.stacks = {}
+        self.pyframes = {}
+        self.maps_blocks = []
+        self.entry_stacks = []
+        self.stack_records = 0
 
 
 def _funcs(t, p):
@@ -128,18 +175,35 @@ def _pair(t, tid, rtype, flags, func, off, p):
             return
 
 
+def _stack_record(t, tid, func, off, p, prev):
+    """A STACK record: right after an ENTRY of the same function, naming a defined stack."""
+    if prev is None or prev[0] != REC_ENTRY or prev[1] != func or not t.entry_stacks:
+        raise TraceError(f"STACK record of function {func} on thread {tid} not right after its ENTRY")
+    sid = struct.unpack_from("<I", p, off + 8)[0]
+    if sid != STACK_NONE and sid not in t.stacks:
+        raise TraceError(f"STACK record names stack {sid}, not defined before its EVENTS block")
+    etid, name, _ = t.entry_stacks[-1]
+    t.entry_stacks[-1] = (etid, name, sid)
+    t.stack_records += 1
+
+
 def _events(t, p):
     tid, nrec = struct.unpack_from("<II", p, 0)
     off = 8
+    prev = None
     for _ in range(nrec):
         rtype, flags, size, func = struct.unpack_from("<BBHI", p, off)
         if size < 8 or off + size > len(p):
             raise TraceError(f"bad record size {size}")
+        if rtype == REC_STACK:
+            _stack_record(t, tid, func, off, p, prev)
+        prev = (rtype, func)
         if rtype in (REC_ENTRY, REC_EXIT):
             _pair(t, tid, rtype, flags, func, off, p)
         if rtype == REC_ENTRY:
             name = t.funcs.get(func, f"#{func}")
             t.entries[name] = t.entries.get(name, 0) + 1
+            t.entry_stacks.append((tid, name, None))
         if rtype == REC_DROP:
             t.drop_records += 1
             t.dropped_reported += struct.unpack_from("<Q", p, off + 16)[0]
@@ -163,6 +227,119 @@ def _counts(t, p):
         t.counted[name] = t.counted.get(name, 0) + calls
         t.counted_by_tid[(tid, name)] = t.counted_by_tid.get((tid, name), 0) + calls
     t.counts_blocks += 1
+
+
+def _stacks(t, p):
+    count, _ = struct.unpack_from("<II", p, 0)
+    off = 8
+    for _ in range(count):
+        if off + 16 > len(p):
+            raise TraceError("STACKS block shorter than its entries")
+        sid, size, nn, npy, ne, pe = struct.unpack_from("<IIHHBB", p, off)
+        if size % 8 or size < 16 + 8 * nn + 4 * npy or off + size > len(p):
+            raise TraceError(f"bad STACKS entry size {size}")
+        if not t.maps_blocks:
+            raise TraceError(f"stack {sid} before any MAPS block")
+        st = Stack()
+        st.id = sid
+        st.native = list(struct.unpack_from(f"<{nn}Q", p, off + 16))
+        st.python = list(struct.unpack_from(f"<{npy}I", p, off + 16 + 8 * nn))
+        st.native_end, st.python_end = STACK_END.get(ne, f"#{ne}"), STACK_END.get(pe, f"#{pe}")
+        st.maps = len(t.maps_blocks) - 1
+        for f in st.python:
+            if f & PYFRAME_ID_MASK not in t.pyframes:
+                raise TraceError(f"stack {sid} names Python frame {f & PYFRAME_ID_MASK}, not defined before it")
+        if sid in t.stacks:
+            raise TraceError(f"stack {sid} defined twice in one file")
+        t.stacks[sid] = st
+        off += size
+
+
+def _pyframes(t, p):
+    count, _ = struct.unpack_from("<II", p, 0)
+    off = 8
+    for _ in range(count):
+        fid, size, line, first, flen, nlen = struct.unpack_from("<IIiiHH", p, off)
+        if size % 8 or size < 24 + flen + nlen or off + size > len(p):
+            raise TraceError(f"bad PYFRAMES entry size {size}")
+        file = p[off + 24:off + 24 + flen].decode(errors="replace")
+        func = p[off + 24 + flen:off + 24 + flen + nlen].decode(errors="replace")
+        t.pyframes[fid] = PyFrame(file, func, line, first)
+        off += size
+
+
+def _maps(t, p):
+    count, _ = struct.unpack_from("<II", p, 0)
+    off = 8
+    maps = []
+    for _ in range(count):
+        start, end, offset, inode, size, plen, blen = struct.unpack_from("<QQQQIHB", p, off)
+        if size % 8 or size < 64 + plen or off + size > len(p) or blen > 20:
+            raise TraceError(f"bad MAPS entry size {size}")
+        build_id = p[off + 40:off + 40 + blen]
+        path = p[off + 64:off + 64 + plen].decode(errors="replace")
+        maps.append(MapEntry(start, end, offset, inode, path, build_id))
+        off += size
+    t.maps_blocks.append(maps)
+
+
+_elf_cache = {}
+
+
+def _elf_symbols(path):
+    """(PT_LOAD segments, sorted [(value, size, name)]) of an ELF file's .symtab and .dynsym
+    function symbols: a minimal reader of the ELF64 little-endian headers."""
+    if path in _elf_cache:
+        return _elf_cache[path]
+    with open(path, "rb") as f:
+        d = f.read()
+    if d[:4] != b"\x7fELF" or d[4] != 2:
+        raise TraceError(f"{path}: not an ELF64 file")
+    phoff, shoff = struct.unpack_from("<QQ", d, 32)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", d, 54)
+    loads = []
+    for i in range(phnum):
+        ptype, _flags, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from("<IIQQQQ", d, phoff + i * phentsize)
+        if ptype == 1:
+            loads.append((p_offset, p_vaddr, p_filesz))
+    secs = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
+    syms = []
+    for _name, stype, _f, _a, s_off, s_size, link, _info, _al, entsize in secs:
+        if stype not in (2, 11) or not entsize:  # SHT_SYMTAB, SHT_DYNSYM
+            continue
+        str_off = secs[link][4]
+        for k in range(s_size // entsize):
+            st_name, st_info, _o, shndx, value, size = struct.unpack_from("<IBBHQQ", d, s_off + k * entsize)
+            if st_info & 0xF != 2 or not shndx or not value:  # STT_FUNC, defined
+                continue
+            end = d.index(b"\0", str_off + st_name)
+            syms.append((value, size, d[str_off + st_name:end].decode()))
+    syms.sort()
+    _elf_cache[path] = (loads, syms)
+    return loads, syms
+
+
+def symbolize(t, stack, pc):
+    """The function that address pc of a stack lies in (by the MAPS block in effect for that
+    stack and the mapped file's ELF symbols), or None."""
+    for m in t.maps_blocks[stack.maps]:
+        if m.start <= pc < m.end:
+            if not m.path or not m.inode:
+                return None
+            file_off = pc - m.start + m.offset
+            loads, syms = _elf_symbols(m.path)
+            for p_offset, p_vaddr, p_filesz in loads:
+                if p_offset <= file_off < p_offset + p_filesz:
+                    vaddr = file_off - p_offset + p_vaddr
+                    i = bisect.bisect_right(syms, (vaddr, float("inf"), "")) - 1
+                    while i >= 0 and syms[i][0] <= vaddr:
+                        value, size, name = syms[i]
+                        if vaddr < value + max(size, 1):
+                            return name
+                        i -= 1
+                    return None
+            return None
+    return None
 
 
 def _gpu(t, p):
@@ -284,6 +461,12 @@ def read_trace(path, growing=False):
             t.gpu_sessions.append(GpuSession(p))
         elif btype == BLOCK_GPU:
             _gpu(t, p)
+        elif btype == BLOCK_STACKS:
+            _stacks(t, p)
+        elif btype == BLOCK_PYFRAMES:
+            _pyframes(t, p)
+        elif btype == BLOCK_MAPS:
+            _maps(t, p)
         elif btype == BLOCK_END:
             t.has_end = True
             t.end_events, t.end_dropped = struct.unpack_from("<QQ", p, 0)
