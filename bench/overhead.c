@@ -10,21 +10,13 @@
  * (PyTorch's dispatcher, the interpreter), which evicts the tracer's state from the nearer
  * caches; this measures the call as such a program sees it. The time of the touching itself is
  * the same on both sides and cancels out of "added". */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "bench_agent.h"
+
 #include <string.h>
-#include <time.h>
-#include <x86intrin.h>
 
 int cuCtxGetCurrent(void **pctx);
 
-static double now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
+#define now_ns bench_now_ns
 
 static volatile unsigned char *pollute_buf;
 static size_t pollute_bytes;
@@ -112,11 +104,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no memory for --pollute\n");
 		return 1;
 	}
-	double c0 = now_ns();
-	unsigned long long k0 = __rdtsc();
-	while (now_ns() - c0 < 20e6)
-		;
-	ns_per_tick = (now_ns() - c0) / (double)(__rdtsc() - k0);
+	ns_per_tick = bench_ns_per_tick();
 	volatile unsigned long long s = 0;
 	double t0 = now_ns();
 	for (int i = 0; i < n; i++)
@@ -127,15 +115,11 @@ int main(int argc, char **argv)
 	printf("plain %.2f\n", plain);
 	if (!agent)
 		return 0;
-	/* Started below through the API, not by the constructor. */
-	setenv("CUHOOK_DISABLE", "1", 1);
-	void *a = dlopen(agent, RTLD_NOW);
-	int (*start)(const char *, unsigned) = a ? (int (*)(const char *, unsigned))dlsym(a, "cuhook_agent_start") : NULL;
-	int (*stop)(unsigned) = a ? (int (*)(unsigned))dlsym(a, "cuhook_agent_stop") : NULL;
-	if (!start || !stop) {
-		fprintf(stderr, "cannot load the agent %s\n", agent);
+	struct bench_agent ag;
+	if (bench_agent_load(agent, &ag) != 0)
 		return 1;
-	}
+	int (*start)(const char *, unsigned) = ag.start;
+	int (*stop)(unsigned) = ag.stop;
 	/* Ring big enough for every timed call: the hook's cost, not the disk's, is measured (unless
 	 * --flush-ms asks for the writer to drain while the loop runs, as it does in a real run). */
 	/* Both sessions below, and every run, write the same scratch file: force=1 replaces it

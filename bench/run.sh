@@ -1,6 +1,7 @@
 #!/bin/bash
 # Added nanoseconds per traced call, side by side in one run: untraced, cuhook, and an
-# LD_PRELOAD wrapper that records the same fields. Usage: bash bench/run.sh [N]
+# LD_PRELOAD wrapper that records the same fields; then a stacked call (--stacks) beside the same
+# call recorded without a stack. Usage: bash bench/run.sh [N]
 set -eu
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -20,4 +21,15 @@ print(f"cuhook, counted (--count)   {counted:7.2f} ns   added {counted - plain:6
 print(f"LD_PRELOAD wrapper          {preload:7.2f} ns   added {preload - plain:6.2f} ns  ({preload / plain:5.1f}x)")
 goal = 2 * rdtsc + 5
 print(f"goal: added <= 2 x rdtsc + 5 = {goal:.2f} ns -> {'met' if cuhook - plain <= goal else 'NOT met'}")
+PY
+# The cost of a stacked call (--stacks), native frames only, beside the same call recorded
+# without a stack: medians of calls timed one by one (bench/stack_cost.c).
+r3=$("$b/bench_stack_cost" --agent "$agent")
+python3 - "$(get "$r3" frames)" "$(get "$r3" plain)" "$(get "$r3" recorded)" "$(get "$r3" stacked)" <<'PY'
+import sys
+frames, plain, recorded, stacked = sys.argv[1], *map(float, sys.argv[2:])
+print(f"call from {frames} native frames, median of calls timed one by one:")
+print(f"  untraced {plain:9.1f} ns   recorded {recorded:9.1f} ns   stacked {stacked:9.1f} ns"
+      f"   (the stack adds {stacked - recorded:.0f} ns)")
+print(f"stacks default rule (issue 17): a stacked call <= 2 us -> {'met' if stacked <= 2000 else 'NOT met'}")
 PY

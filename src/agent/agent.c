@@ -481,9 +481,8 @@ static void prepare_stacks(void)
 	if (!stack_capture_setup(cfg.stack_depth, &why))
 		agent_log(1, "stacks: %s; no native frames are taken (native_end UNSUPPORTED)", why);
 	exec_maps_learn();
-	agent_log(1, "stacks: calls of traced functions matching %s get the caller's stack (%s), at most "
-	          "%u frames", cfg.stacks, strcmp(cfg.stacks, CUHOOK_STACKS_DEFAULT) ? "stacks option" : "the default",
-	          cfg.stack_depth);
+	agent_log(1, "stacks: calls of traced functions matching %s get the caller's stack, at most %u "
+	          "frames", cfg.stacks, cfg.stack_depth);
 }
 
 /* Everything of a start that allocates, locks or calls into the loader, done by

@@ -102,7 +102,8 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 		snprintf(c->cupti, sizeof(c->cupti), "%s", value);
 		break;
 	case AOPT_STACKS:
-		snprintf(c->stacks, sizeof(c->stacks), "%s", value);
+		/* "rare": the rare, costly calls (cuhook_agent.h) */
+		snprintf(c->stacks, sizeof(c->stacks), "%s", strcmp(value, "rare") ? value : CUHOOK_STACKS_RARE);
 		break;
 	case AOPT_STACK_DEPTH:
 		c->stack_depth = v->u;

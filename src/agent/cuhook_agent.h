@@ -42,13 +42,16 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
-/* The functions whose calls get the caller's stack when no stacks= option is given (issue 17,
- * "Default": a stacked call measured at under 2 us, bench/README.md): the rare, costly calls a
- * user asks "who made this?" of: allocation and free, module and library loading, graph
- * instantiation, synchronisation. Launches only on request (--stacks 'cuLaunchKernel*'):
- * they are frequent and cheap, and the walk would cost more than they do. "stacks=" (empty;
- * `--no-stacks`) takes none. */
-#define CUHOOK_STACKS_DEFAULT                                                                    \
+/* The functions whose calls get the caller's stack when no stacks= option is given: none. Issue
+ * 17 makes the rare, costly calls (CUHOOK_STACKS_RARE) the default only if a stacked call costs
+ * at most 2 us; measured here (bench/stack_cost.c, docs/agent.md "Call stacks") it costs about
+ * 15 us with 11 native frames: libunwind 1.6 as Debian builds it has no thread-local cache, and
+ * each step takes its global cache's lock with every signal blocked (two system calls). */
+#define CUHOOK_STACKS_DEFAULT ""
+/* The rare, costly calls a user asks "who made this?" of: allocation and free, module and
+ * library loading, graph instantiation, synchronisation (launches only on request: they are
+ * frequent, and the walk costs more than they do). `--stacks rare` names this list. */
+#define CUHOOK_STACKS_RARE                                                                       \
 	"cuMemAlloc*,cuMemFree*,cuMemHostAlloc*,cuMemAllocHost*,cuMemAllocManaged,cuMemAllocAsync*," \
 	"cuMemFreeAsync*,cuMemCreate,cuMemMap,cuModuleLoad*,cuLibraryLoad*,cuGraphInstantiate*,"     \
 	"cuCtxSynchronize,cuStreamSynchronize,cuEventSynchronize"

@@ -101,6 +101,32 @@ bool stack_capture_setup(unsigned depth, const char **why)
 	return U.loaded > 0;
 }
 
+/* Whether libunwind has unwind information for a pc, remembered: unw_get_proc_info searches
+ * every loaded object each time (dl_iterate_phdr, with every signal blocked around it: two system
+ * calls), and a program's call sites repeat. Direct-mapped; each slot one word, the pc shifted
+ * left and the answer in bit 0, so that a racing writer never pairs one pc with another's
+ * answer. Process-wide, shared by the threads without a lock; a wrong slot is only a miss. */
+#define INFO_SLOTS 8192u
+static uint64_t info_cache[INFO_SLOTS];
+
+static int has_unwind_info(unw_cursor_t *c, unw_word_t ip)
+{
+	uint64_t *slot = &info_cache[((ip >> 4) ^ (ip >> 17)) & (INFO_SLOTS - 1)];
+	uint64_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (v >> 1 == ip)
+		return (int)(v & 1);
+	unw_proc_info_t pi;
+	int rc = U.get_proc_info(c, &pi);
+	if (rc < 0 && rc != -UNW_ENOINFO)
+		return -1;
+	/* libunwind answers a pc without unwind information with a made-up one-byte procedure and
+	 * no unwind info, not with UNW_ENOINFO (it takes such a frame for the outermost, as for a
+	 * _start without CFI): that is no information here */
+	int has = rc >= 0 && !(!pi.unwind_info && pi.end_ip == pi.start_ip + 1);
+	__atomic_store_n(slot, (uint64_t)ip << 1 | (uint64_t)has, __ATOMIC_RELAXED);
+	return has;
+}
+
 static int user_address(uint64_t a)
 {
 	return a >= 4096 && a < (1ull << 47);
@@ -139,14 +165,11 @@ static uint8_t walk_native(const struct entry_frame *f, uint64_t *pcs, unsigned 
 	for (;;) {
 		int signal_frame = U.is_signal_frame(&c) > 0;
 		if (!signal_frame) {
-			unw_proc_info_t pi;
-			int rc = U.get_proc_info(&c, &pi);
-			/* libunwind answers a pc without unwind information with a made-up one-byte
-			 * procedure and no unwind info, not with UNW_ENOINFO (it takes such a frame for
-			 * the outermost, as for a _start without CFI): that is NO_INFO here */
-			if (rc == -UNW_ENOINFO || (rc >= 0 && !pi.unwind_info && pi.end_ip == pi.start_ip + 1))
+			unw_word_t ip;
+			int has = U.get_reg(&c, UNW_REG_IP, &ip) < 0 ? -1 : has_unwind_info(&c, ip);
+			if (has == 0)
 				return CUHOOK_STACK_END_NO_INFO;
-			if (rc < 0)
+			if (has < 0)
 				return CUHOOK_STACK_END_BAD;
 		}
 		int rc = U.step(&c);

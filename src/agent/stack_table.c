@@ -152,23 +152,27 @@ static uint32_t ids_used(void)
 	return n < STACK_TABLE_MAX_IDS ? n : STACK_TABLE_MAX_IDS;
 }
 
-bool stack_table_pending(void)
+uint32_t stack_table_bound(void)
+{
+	return ids_used();
+}
+
+bool stack_table_pending(uint32_t n)
 {
 	if (!T.slots)
 		return false;
-	for (uint32_t id = T.written_below, n = ids_used(); id < n; id++)
+	for (uint32_t id = T.written_below; id < n; id++)
 		if (__atomic_load_n(&T.state[id], __ATOMIC_ACQUIRE) == PUBLISHED)
 			return true;
 	return false;
 }
 
-size_t stack_table_take(uint8_t *buf, size_t cap, uint32_t *count)
+size_t stack_table_take(uint8_t *buf, size_t cap, uint32_t n, uint32_t *count)
 {
 	size_t len = 0;
 	*count = 0;
 	if (!T.slots)
 		return 0;
-	uint32_t n = ids_used();
 	for (uint32_t id = T.written_below; id < n; id++) {
 		if (__atomic_load_n(&T.state[id], __ATOMIC_ACQUIRE) != PUBLISHED)
 			continue;

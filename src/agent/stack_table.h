@@ -27,11 +27,16 @@ bool stack_table_init(void);
 uint32_t stack_table_intern(const uint64_t *pcs, unsigned nnative, const uint32_t *pyframes,
                             unsigned npython, uint8_t native_end, uint8_t python_end);
 
-/* The writer: append the STACKS entries published and not yet written to this file, as they go
- * in a STACKS block, to buf (cap bytes); returns the bytes and sets *count (0: none left). */
-size_t stack_table_take(uint8_t *buf, size_t cap, uint32_t *count);
-/* Are there entries published and not yet written? (The writer writes MAPS first.) */
-bool stack_table_pending(void);
+/* The writer: the ids given so far. Every stack below it was walked before this call (a thread
+ * walks, then takes an id), so the mappings its addresses lie in were there: read them after. */
+uint32_t stack_table_bound(void);
+/* The writer: append the STACKS entries below `bound` published and not yet written to this
+ * file, as they go in a STACKS block, to buf (cap bytes); returns the bytes and sets *count
+ * (0: none left). */
+size_t stack_table_take(uint8_t *buf, size_t cap, uint32_t bound, uint32_t *count);
+/* Are there entries below `bound` published and not yet written? (The writer writes MAPS
+ * first.) */
+bool stack_table_pending(uint32_t bound);
 /* A new file: every entry is written again. */
 void stack_table_rewind(void);
 /* The table was found full since the last call (the writer's NOTE, once per full). */

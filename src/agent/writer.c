@@ -519,16 +519,17 @@ static void put_stacks(void)
 		put_note(1, text, sizeof(text) - 1);
 		W.stacks_full_noted = true;
 	}
-	if (!stack_table_pending())
+	uint32_t bound = stack_table_bound();
+	if (!stack_table_pending(bound))
 		return;
-	put_maps();
+	put_maps(); /* after the bound: every stack below it was walked in mappings there now */
 	const size_t cap = 1u << 20;
 	uint8_t *buf = scratch(SCRATCH_STACKS, cap);
 	if (!buf)
 		return;
 	uint32_t count;
 	size_t len;
-	while ((len = stack_table_take(buf, cap, &count)) > 0) {
+	while ((len = stack_table_take(buf, cap, bound, &count)) > 0) {
 		/* The Python frames after the stacks are taken, before they are written: a thread
 		 * interns its frames before the stack that names them, so every frame a stack taken
 		 * here names is complete now, and the PYFRAMES block goes before the STACKS block. */

@@ -135,8 +135,9 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --stacks GLOBS        record the caller's stack (native, and Python where it runs) at each\n" \
-	"                        call of these functions (default: allocation, free, module loading,\n" \
-	"                        graph instantiation, synchronisation; --stacks '' or --no-stacks: none)\n" \
+	"                        call of these functions (default none; 'rare': allocation, free,\n" \
+	"                        module loading, graph instantiation, synchronisation; 6-30 us a\n" \
+	"                        call); --stacks '' or --no-stacks: none\n" \
 	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \

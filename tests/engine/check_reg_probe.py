@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The register probe (tests/targets/reg_probe.c) untraced and traced in every way a call can go:
 recorded (the stubs' fast paths, after the thread's first call in C), counted (the count thunk),
-and with clock=monotonic (every call through the C handlers). Each run must print "probe ok N";
+with clock=monotonic (every call through the C handlers), and stacked (stacks=: the entry
+handler walks the stack with libunwind, which must leave the vector registers as they were). Each run must print "probe ok N";
 each traced run's trace must hold the N calls (ENTRY records, or COUNTS), so the probe is known
 to have gone through the path it checks.
 
@@ -30,7 +31,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUHOOK_")}
     runs = [("untraced", None), ("recorded", {}), ("counted", {"CUHOOK_COUNT": FN}),
-            ("C handlers (clock=monotonic)", {"CUHOOK_CLOCK": "monotonic"})]
+            ("C handlers (clock=monotonic)", {"CUHOOK_CLOCK": "monotonic"}),
+            ("stacked (stacks=, libunwind in the entry handler)", {"CUHOOK_STACKS": FN})]
     failed = 0
     for name, extra in runs:
         cmd = [a.probe]
@@ -47,8 +49,9 @@ def main():
         if ok and extra is not None:
             t = read_trace(trace)
             seen = t.counted.get(FN, 0) if "CUHOOK_COUNT" in extra else t.entries.get(FN, 0)
-            ok = seen == a.calls and t.has_end
-            detail = f"; trace: {seen} calls of {FN}" + ("" if t.has_end else ", no END block")
+            stacks = t.stack_records if "CUHOOK_STACKS" in extra else 0
+            ok = seen == a.calls and t.has_end and stacks == (a.calls if "CUHOOK_STACKS" in extra else 0)
+            detail = f"; trace: {seen} calls of {FN}, {stacks} STACK records" + ("" if t.has_end else ", no END block")
         print(f"{'ok  ' if ok else 'FAIL'} {name}: exit {p.returncode}, {p.stdout.strip() or '-'}{detail}")
         if p.stderr.strip():
             print("     " + p.stderr.strip().replace("\n", "\n     "))

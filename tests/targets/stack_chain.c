@@ -10,6 +10,8 @@
  *                                       executable mapping (no unwind information), N times
  *   stack_chain LIBCUDA threads T N     T threads run the chain N times each
  *   stack_chain LIBCUDA loop T MS       T threads run the chain for MS milliseconds (attach)
+ *   stack_chain LIBCUDA fork N          the chain N times, then fork: the child runs it N times
+ *                                       and exits, the parent (after waiting) N times again
  *
  * It prints "checksum 0x..." of every value the driver returned (identical traced or not) and
  * "calls ALLOC VERSION": the cuMemAlloc_v2 and cuDriverGetVersion calls made. Exit 3 when a
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +215,21 @@ int main(int argc, char **argv)
 		run_jit(n);
 	} else if (!strcmp(mode, "threads") && argc > 4) {
 		run_threads(n, atoi(argv[4]));
+	} else if (!strcmp(mode, "fork")) {
+		for (int i = 0; i < n; i++)
+			outer(i);
+		fflush(stdout);
+		pid_t child = fork();
+		if (child == 0) {
+			for (int i = 0; i < n; i++)
+				outer(i);
+			_exit(atomic_load(&failed) ? 3 : 0);
+		}
+		int status = 1;
+		if (child < 0 || waitpid(child, &status, 0) != child || status != 0)
+			atomic_store(&failed, 1);
+		for (int i = 0; i < n; i++)
+			outer(i);
 	} else if (!strcmp(mode, "loop") && argc > 4) {
 		loop_ms = atol(argv[4]);
 		run_threads(n, 0);
