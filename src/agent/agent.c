@@ -21,6 +21,7 @@
 #include "self_maps.h"
 #include "stack_capture.h"
 #include "exec_maps.h"
+#include "py_stack.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -366,8 +367,10 @@ void agent_scan_libraries(void)
 {
 	/* not after the writer ended the session itself: nothing would be recorded */
 	if (active && !writer_ended_itself()) {
-		if (cfg.stacks[0])
+		if (cfg.stacks[0]) {
 			exec_maps_learn(); /* the build ids of what was loaded, for MAPS */
+			py_stack_setup();  /* a libpython loaded by the program */
+		}
 		scan_libraries(false);
 		if (cfg.gpu && driver_patched())
 			gpu_driver_loaded();

@@ -33,6 +33,7 @@
  * signals blocked, where not. */
 #include "stack_capture.h"
 
+#include "py_stack.h"
 #include "stack_table.h"
 #include "stub_frame.h"
 #include "thread_state.h"
@@ -89,8 +90,9 @@ bool stack_capture_setup(unsigned depth, const char **why)
 	static const char *load_error;
 	max_depth = depth >= 1 && depth <= STACK_DEPTH_MAX ? depth : STACK_DEPTH_DEFAULT;
 	stack_table_init();
-	/* PYTHON (issue 17, part B): py_stack_setup() here, once src/agent/py_stack.h exists
-	 * (and again after each dlopen the loader watch sees). */
+	/* the process's CPython, if it has one already (agent_scan_libraries looks again after
+	 * each dlopen) */
+	py_stack_setup();
 	if (!U.loaded) {
 		load_error = load_libunwind();
 		__atomic_store_n(&U.loaded, load_error ? -1 : 1, __ATOMIC_RELEASE);
@@ -200,10 +202,7 @@ uintptr_t stack_capture_call(void *frame)
 	uint32_t py[STACK_DEPTH_MAX];
 	unsigned depth = max_depth, nn = 0;
 	uint8_t ne = walk_native(f, pcs, depth, &nn);
-	/* PYTHON (issue 17, part B): the thread's Python frames go here, innermost first:
-	 *     np = py_stack_capture(py, depth, &pe);
-	 * Until then: no Python frames, and nothing said about them. */
-	uint8_t pe = CUHOOK_STACK_END_NONE;
-	unsigned np = 0;
+	uint8_t pe;
+	unsigned np = py_stack_capture(py, depth, &pe);
 	return stack_table_intern(pcs, nn, py, np, ne, pe);
 }

@@ -14,6 +14,7 @@
 
 #include "code_write.h"
 #include "exec_maps.h"
+#include "py_stack.h"
 #include "injector_watch.h"
 #include "out_file.h"
 
@@ -87,8 +88,8 @@ static struct {
 	char notes[NOTES_CAP];     /* queued NOTE payloads: level byte + text + NUL, back to back */
 	size_t notes_len;
 	unsigned notes_lost;       /* did not fit: said in a note of their own */
-	void *scratch[5];          /* the writer's working memory (scratch()) */
-	size_t scratch_len[5];
+	void *scratch[6];          /* the writer's working memory (scratch()) */
+	size_t scratch_len[6];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
@@ -101,8 +102,9 @@ enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
  * and a stopped thread may hold a malloc arena lock (the traced program allocates too): the
  * round must not need one. Used by one thread at a time: the writer, or the thread closing the
  * trace once the writer is done. */
-enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP, SCRATCH_MAPS, SCRATCH_STACKS }; /* one buffer each:
-                                                                                      they are in use together */
+enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP, SCRATCH_MAPS, SCRATCH_STACKS, SCRATCH_PYFRAMES,
+       SCRATCH_COUNT }; /* one buffer each: they are in use together */
+_Static_assert(SCRATCH_COUNT == sizeof W.scratch / sizeof W.scratch[0], "a scratch buffer each");
 
 static void *scratch(unsigned which, size_t bytes)
 {
@@ -492,6 +494,21 @@ static void put_maps(void)
  * every STACK record below those heads names an entry published before it, so complete here,
  * and its STACKS block goes before the EVENTS block of that record. MAPS first, then the Python
  * frames, then the stacks, as trace_format.h orders them. */
+/* The Python frames not yet in the file (py_frames.c), in PYFRAMES blocks. */
+static void put_pyframes(void)
+{
+	const size_t cap = 256u << 10;
+	uint8_t *buf = scratch(SCRATCH_PYFRAMES, cap);
+	if (!buf)
+		return;
+	uint32_t count;
+	size_t len;
+	while ((len = py_frames_take(buf, cap, &count)) > 0) {
+		struct cuhook_pyframes_block pb = {count, 0};
+		put_block(CUHOOK_BLOCK_PYFRAMES, &pb, sizeof(pb), buf, len);
+	}
+}
+
 static void put_stacks(void)
 {
 	if (!W.stacks)
@@ -506,10 +523,6 @@ static void put_stacks(void)
 	if (!stack_table_pending(bound))
 		return;
 	put_maps(); /* after the bound: every stack below it was walked in mappings there now */
-	/* PYTHON (issue 17, part B): the PYFRAMES entries not yet written go here, before the
-	 * STACKS that refer to them:
-	 *     while ((len = py_frames_take(buf, cap, &count)) > 0) put_block(CUHOOK_BLOCK_PYFRAMES, ...);
-	 */
 	const size_t cap = 1u << 20;
 	uint8_t *buf = scratch(SCRATCH_STACKS, cap);
 	if (!buf)
@@ -517,6 +530,10 @@ static void put_stacks(void)
 	uint32_t count;
 	size_t len;
 	while ((len = stack_table_take(buf, cap, bound, &count)) > 0) {
+		/* The Python frames after the stacks are taken, before they are written: a thread
+		 * interns its frames before the stack that names them, so every frame a stack taken
+		 * here names is complete now, and the PYFRAMES block goes before the STACKS block. */
+		put_pyframes();
 		struct cuhook_stacks_block sb = {count, 0};
 		put_block(CUHOOK_BLOCK_STACKS, &sb, sizeof(sb), buf, len);
 	}
@@ -722,6 +739,7 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	W.maps_digest = 0;
 	W.stacks_full_noted = false;
 	stack_table_rewind();
+	py_frames_rewind();
 	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];

@@ -30,8 +30,15 @@ static size_t gnu_hash_nsyms(const uint32_t *h)
 	return last + 1;
 }
 
-int symbols_for_each(uintptr_t base, const void *phdr_v, unsigned phnum,
-                     void (*fn)(const struct found_func *f, void *ctx), void *ctx)
+/* The loaded object's dynamic symbol and string tables; -1 where it has none usable. */
+struct dyn_tables {
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	size_t strsz, nsyms;
+	const uint32_t *gnu_hash; /* NULL where the object has only DT_HASH */
+};
+
+static int dyn_tables(uintptr_t base, const void *phdr_v, unsigned phnum, struct dyn_tables *t)
 {
 	const ElfW(Phdr) *phdr = phdr_v;
 	const ElfW(Dyn) *dyn = NULL;
@@ -62,18 +69,89 @@ int symbols_for_each(uintptr_t base, const void *phdr_v, unsigned phnum,
 		nsyms = gnu_hash_nsyms(gnu_hash);
 	else
 		return -1;
+	*t = (struct dyn_tables){symtab, strtab, strsz, nsyms, gnu_hash};
+	return 0;
+}
 
+/* Defined, exported (GLOBAL or WEAK, not hidden) and named inside the string table. */
+static bool exported(const struct dyn_tables *t, const ElfW(Sym) *s)
+{
+	unsigned bind = ELF64_ST_BIND(s->st_info);
+	if (s->st_shndx == SHN_UNDEF || s->st_value == 0)
+		return false;
+	if (bind != STB_GLOBAL && bind != STB_WEAK)
+		return false;
+	return ELF64_ST_VISIBILITY(s->st_other) != STV_HIDDEN && s->st_name < t->strsz;
+}
+
+static bool is_named(const struct dyn_tables *t, size_t i, const char *name)
+{
+	const ElfW(Sym) *s = &t->symtab[i];
+	unsigned type = ELF64_ST_TYPE(s->st_info);
+	return (type == STT_FUNC || type == STT_OBJECT) && exported(t, s) &&
+	       strcmp(t->strtab + s->st_name, name) == 0;
+}
+
+/* The symbol index of `name` through the GNU hash table (what the loader does: a bloom filter,
+ * then one bucket's chain), 0 where it is not there. */
+static size_t gnu_lookup(const struct dyn_tables *t, const char *name)
+{
+	const uint32_t *h = t->gnu_hash;
+	uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2], shift = h[3];
+	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+	const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t hv = 5381;
+	for (const char *c = name; *c; c++)
+		hv = hv * 33 + (uint8_t)*c;
+	const unsigned bits = 8 * sizeof(ElfW(Addr));
+	ElfW(Addr) word = bloom[(hv / bits) % bloom_size];
+	ElfW(Addr) mask = ((ElfW(Addr))1 << (hv % bits)) | ((ElfW(Addr))1 << ((hv >> shift) % bits));
+	if (nbuckets == 0 || (word & mask) != mask)
+		return 0;
+	for (uint32_t i = buckets[hv % nbuckets]; i >= symoffset && i < t->nsyms; i++) {
+		uint32_t ch = chain[i - symoffset];
+		if ((ch | 1) == (hv | 1) && is_named(t, i, name))
+			return i;
+		if (ch & 1)
+			break;
+	}
+	return 0;
+}
+
+int symbols_find(uintptr_t base, const void *phdr, unsigned phnum, const char *name,
+                 uintptr_t *addr, size_t *size)
+{
+	struct dyn_tables t;
+	if (dyn_tables(base, phdr, phnum, &t) < 0)
+		return -1;
+	size_t found = 0;
+	if (t.gnu_hash) {
+		found = gnu_lookup(&t, name);
+	} else {
+		for (size_t i = 1; i < t.nsyms && !found; i++)
+			if (is_named(&t, i, name))
+				found = i;
+	}
+	if (!found)
+		return -1;
+	*addr = base + t.symtab[found].st_value;
+	*size = t.symtab[found].st_size;
+	return 0;
+}
+
+int symbols_for_each(uintptr_t base, const void *phdr, unsigned phnum,
+                     void (*fn)(const struct found_func *f, void *ctx), void *ctx)
+{
+	struct dyn_tables t;
+	if (dyn_tables(base, phdr, phnum, &t) < 0)
+		return -1;
 	int visited = 0;
-	for (size_t i = 1; i < nsyms; i++) {
-		const ElfW(Sym) *s = &symtab[i];
-		unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
-		if (type != STT_FUNC || s->st_shndx == SHN_UNDEF || s->st_value == 0)
+	for (size_t i = 1; i < t.nsyms; i++) {
+		const ElfW(Sym) *s = &t.symtab[i];
+		if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || !exported(&t, s))
 			continue;
-		if (bind != STB_GLOBAL && bind != STB_WEAK)
-			continue;
-		if (ELF64_ST_VISIBILITY(s->st_other) == STV_HIDDEN || s->st_name >= strsz)
-			continue;
-		struct found_func f = {strtab + s->st_name, base + s->st_value, s->st_size};
+		struct found_func f = {t.strtab + s->st_name, base + s->st_value, s->st_size};
 		fn(&f, ctx);
 		visited++;
 	}

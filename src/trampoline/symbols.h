@@ -20,4 +20,10 @@ struct found_func {
 int symbols_for_each(uintptr_t base, const void *phdr, unsigned phnum,
                      void (*fn)(const struct found_func *f, void *ctx), void *ctx);
 
+/* The exported function or object `name` of that loaded object, through its GNU hash table
+ * (a linear search where it has only DT_HASH): 0 with *addr and *size (st_size) set, -1 if it
+ * has none. */
+int symbols_find(uintptr_t base, const void *phdr, unsigned phnum, const char *name,
+                 uintptr_t *addr, size_t *size);
+
 #endif
