@@ -33,3 +33,5 @@ print(f"  untraced {plain:9.1f} ns   recorded {recorded:9.1f} ns   stacked {stac
       f"   (the stack adds {stacked - recorded:.0f} ns)")
 print(f"stacks default rule (issue 17): a stacked call <= 2 us -> {'met' if stacked <= 2000 else 'NOT met'}")
 PY
+# The same from Python (ctypes, 20 nested Python functions): native and Python frames walked.
+python3 bench/py_stack_cost.py --cuhook build/src/cli/cuhook --lib "$(readlink -f build/tests/fakecuda/libcuda.so)"
