@@ -69,6 +69,7 @@ stacks)
 stackcost)
 	step "stackcost: a stacked call's cost (bench/stack_cost) and GPT-2 tokens/s with and without stacks"
 	$B/bench/bench_stack_cost --agent $B/src/agent/libcuhook.so || fail=1
+	python3 bench/py_stack_cost.py --cuhook "$CUHOOK" --lib libcuda.so.1 --rounds 5 || fail=1
 	python3 $HERE/gpu_cost.py --cuhook "$CUHOOK" --out "$OUT" --rounds 3 \
 		--sides "untraced,cuhook --no-stacks,cuhook --stacks rare,cuhook --stacks launches" || fail=1
 	;;
