@@ -157,11 +157,12 @@ static int user_address(uint64_t a)
  * time it meets the pc; from then on a frame costs a hash lookup and two stack reads, with no
  * lock and no system call. Its list starts in itself and holds raw return addresses: our own
  * frames are skipped up to the traced call's return address (the entry frame's), and every
- * frame is checked here as the step walk checks it. Where unw_backtrace's fast trace cannot go
- * on it starts again with unw_step, which past a pc without unwind information guesses from rbp
- * (each read checked by the kernel first, so no fault): the frames from the first pc without
- * information on are dropped, and the stack ends NO_INFO there, as the step walk ends. The sps
- * are not given: the order of the frames on the stack cannot be checked. */
+ * frame is checked here as the step walk checks it. Past a pc without unwind information
+ * libunwind guesses from rbp (in the fast trace, or in the unw_step walk it starts again with
+ * where the fast trace meets a rule of another form), each guessed read checked by the kernel
+ * first, so no fault: the frames from the first pc without information on are dropped, and the
+ * stack ends NO_INFO there, as the step walk ends. The sps are not given: the order of the
+ * frames on the stack cannot be checked. */
 static uint8_t walk_traced(const struct entry_frame *f, uint64_t *pcs, unsigned max, unsigned *n)
 {
 	void *raw[OWN_FRAMES_MAX + STACK_DEPTH_MAX + 1];
