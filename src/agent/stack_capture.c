@@ -165,6 +165,10 @@ static int user_address(uint64_t a)
  * frames on the stack cannot be checked. */
 static uint8_t walk_traced(const struct entry_frame *f, uint64_t *pcs, unsigned max, unsigned *n)
 {
+	uint64_t code = f->ret;
+	int kind = frame_kind(pcs[0], code);
+	if (kind <= FRAME_NO_INFO) /* a caller without information (JIT code): no guess made at all */
+		return kind < 0 ? CUHOOK_STACK_END_BAD : CUHOOK_STACK_END_NO_INFO;
 	void *raw[OWN_FRAMES_MAX + STACK_DEPTH_MAX + 1];
 	int got = U.backtrace(raw, OWN_FRAMES_MAX + (int)max + 1); /* one more tells DEPTH */
 	int k = 0;
@@ -172,9 +176,9 @@ static uint8_t walk_traced(const struct entry_frame *f, uint64_t *pcs, unsigned 
 		k++;
 	if (k >= got || (uint64_t)(uintptr_t)raw[k] != f->ret)
 		return CUHOOK_STACK_END_BAD;
-	uint64_t code = f->ret;
 	for (;;) {
-		int kind = frame_kind(pcs[*n - 1], code);
+		if (*n > 1)
+			kind = frame_kind(pcs[*n - 1], code);
 		if (kind <= FRAME_NO_INFO) /* or -1: libunwind failed */
 			return kind < 0 ? CUHOOK_STACK_END_BAD : CUHOOK_STACK_END_NO_INFO;
 		if (++k >= got)
