@@ -46,8 +46,8 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * 17 makes the rare, costly calls (CUHOOK_STACKS_RARE) the default if a stacked call costs at
  * most 2 us: measured here (bench/stack_cost.c, docs/agent.md "Call stacks") one costs 0.47 us
  * from 11 native frames once its call site has been walked, about 15 us the first time. They are
- * not the default yet: `cuhook report --strict` does not read stacks until issue 17's report
- * part is in, and libunwind keeps a pipe open in the program (its memory checks) after detach. */
+ * not the default yet: libunwind 1.6 keeps a pipe open in the program (its memory checks), with
+ * itself, after the agent detaches: two descriptors the program did not have. */
 #define CUHOOK_STACKS_DEFAULT ""
 /* The rare, costly calls a user asks "who made this?" of: allocation and free, module and
  * library loading, graph instantiation, synchronisation (launches only on request: they are
