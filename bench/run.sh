@@ -23,14 +23,16 @@ goal = 2 * rdtsc + 5
 print(f"goal: added <= 2 x rdtsc + 5 = {goal:.2f} ns -> {'met' if cuhook - plain <= goal else 'NOT met'}")
 PY
 # The cost of a stacked call (--stacks), native frames only, beside the same call recorded
-# without a stack: medians of calls timed one by one (bench/stack_cost.c).
+# without a stack: medians of calls timed one by one (bench/stack_cost.c), and the first call.
 r3=$("$b/bench_stack_cost" --agent "$agent")
-python3 - "$(get "$r3" frames)" "$(get "$r3" plain)" "$(get "$r3" recorded)" "$(get "$r3" stacked)" <<'PY'
+python3 - "$(get "$r3" frames)" "$(get "$r3" plain)" "$(get "$r3" recorded)" "$(get "$r3" stacked)" \
+  "$(get "$r3" first_stacked)" <<'PY'
 import sys
-frames, plain, recorded, stacked = sys.argv[1], *map(float, sys.argv[2:])
+frames, plain, recorded, stacked, first = sys.argv[1], *map(float, sys.argv[2:])
 print(f"call from {frames} native frames, median of calls timed one by one:")
 print(f"  untraced {plain:9.1f} ns   recorded {recorded:9.1f} ns   stacked {stacked:9.1f} ns"
       f"   (the stack adds {stacked - recorded:.0f} ns)")
+print(f"  the first stacked call from that call site (one sample): {first:9.1f} ns")
 print(f"stacks default rule (issue 17): a stacked call <= 2 us -> {'met' if stacked <= 2000 else 'NOT met'}")
 PY
 # The same from Python (ctypes, 20 nested Python functions): native and Python frames walked.

@@ -43,10 +43,11 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
 /* The functions whose calls get the caller's stack when no stacks= option is given: none. Issue
- * 17 makes the rare, costly calls (CUHOOK_STACKS_RARE) the default only if a stacked call costs
- * at most 2 us; measured here (bench/stack_cost.c, docs/agent.md "Call stacks") it costs about
- * 15 us with 11 native frames: libunwind 1.6 as Debian builds it has no thread-local cache, and
- * each step takes its global cache's lock with every signal blocked (two system calls). */
+ * 17 makes the rare, costly calls (CUHOOK_STACKS_RARE) the default if a stacked call costs at
+ * most 2 us: measured here (bench/stack_cost.c, docs/agent.md "Call stacks") one costs 0.47 us
+ * from 11 native frames once its call site has been walked, about 15 us the first time. They are
+ * not the default yet: libunwind 1.6 keeps a pipe open in the program (its memory checks), with
+ * itself, after the agent detaches: two descriptors the program did not have. */
 #define CUHOOK_STACKS_DEFAULT ""
 /* The rare, costly calls a user asks "who made this?" of: allocation and free, module and
  * library loading, graph instantiation, synchronisation (launches only on request: they are

@@ -59,8 +59,9 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --stacks GLOBS        record the caller's stack (native, and Python where it runs) at each\n" \
 	"                        call of these functions (default none; 'rare': allocation, free,\n" \
-	"                        module loading, graph instantiation, synchronisation; 6-30 us a\n" \
-	"                        call); --stacks '' or --no-stacks: none\n" \
+	"                        module loading, graph instantiation, synchronisation; under 1 us\n" \
+	"                        a call once its call site was walked); --stacks '' or --no-stacks:\n" \
+	"                        none\n" \
 	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \

@@ -13,6 +13,12 @@ its call's ENTRY) and symbolized from the ELF symbols of the files the MAPS bloc
                   after every cuMemAlloc_v2 ENTRY, defined in that file, with the chain's frames.
   --mode signal   a SIGALRM handler calls cuDriverGetVersion (stacked) while spin() runs: the
                   frames are on_alarm, the signal trampoline, spin, main.
+  --mode sites    exact addresses: cuMemAlloc_v2 from two call sites of one function (two_sites):
+                  two stacks, each naming site_call then its own site's return address less one
+                  (the program prints them), the agent's own frames skipped; then a SA_SIGINFO
+                  SIGALRM handler's call: on_alarm_info, the trampoline's address less one
+                  (sa_restorer), then the interrupted instruction's address exactly (the
+                  handler's ucontext), call by call, then spin.
   --mode jit      cuMemAlloc_v2 called from code in an anonymous executable mapping: the one
                   frame is the JIT code's call (its exact address), the walk ends NO_INFO, the
                   mapping is in MAPS without a path; the program's results are unchanged.
@@ -147,6 +153,38 @@ def mode_signal(a, work, problems):
                        f"signal: stack {sid} is {frames} ({st.native_end})")
 
 
+def mode_sites(a, work, problems):
+    n = 20
+    printed = re.compile(r"^(site \d|restorer|rip) .*\n", re.M)
+    plain = untraced(a, ["sites", str(n)])
+    t, out = traced(a, work, "sites", ["sites", str(n)], "--stacks", "cuMemAlloc*,cuDriverGetVersion")
+    problems.check(printed.sub("", out) == printed.sub("", plain), f"sites: output traced {out!r}, untraced {plain!r}")
+    sites = [int(v, 16) for v in re.findall(r"^site \d (0x[0-9a-f]+)$", out, re.M)]
+    restorer = int(re.search(r"^restorer (0x[0-9a-f]+)$", out, re.M).group(1), 16)
+    rips = [int(v, 16) for v in re.findall(r"^rip (0x[0-9a-f]+)$", out, re.M)]
+    problems.check(len(sites) == 2 and sites[0] != sites[1] and len(rips) == n, f"sites: printed {sites} {rips}")
+    of = lambda func: [sid for _tid, name, sid in t.entry_stacks if name == func]  # noqa: E731
+    sids = of("cuMemAlloc_v2")
+    problems.check(len(sids) == 2 * n, f"sites: {len(sids)} stacked cuMemAlloc_v2 calls, not {2 * n}")
+    for i, sid in enumerate(sids):
+        st = t.stacks[sid]
+        want = sites[i % 2] - 1
+        problems.check(len(st.native) > 2 and st.native[1] == want and st.native_end == "DONE"
+                       and names(t, st)[:3] == ["site_call", "two_sites", "run_sites"],
+                       f"sites: call {i}: {names(t, st)} {[hex(p) for p in st.native[:3]]} {st.native_end}, "
+                       f"not site_call, {want:#x} (two_sites), run_sites, DONE")
+    problems.check(len(set(sids)) == 2, f"sites: {len(set(sids))} distinct stacks for two call sites")
+    sids = of("cuDriverGetVersion")
+    problems.check(len(sids) == n, f"sites: {len(sids)} stacked calls from the signal handler, not {n}")
+    for i, (sid, rip) in enumerate(zip(sids, rips)):
+        st = t.stacks[sid]
+        frames = names(t, st)
+        problems.check(len(st.native) > 3 and frames[0] == "on_alarm_info" and st.native[1] == restorer - 1
+                       and st.native[2] == rip and frames[2:4] == ["spin", "run_sites"] and st.native_end == "DONE",
+                       f"sites: signal {i}: {frames} {[hex(p) for p in st.native[:4]]} {st.native_end}, not "
+                       f"on_alarm_info, {restorer - 1:#x}, {rip:#x} (spin), run_sites, DONE")
+
+
 def mode_jit(a, work, problems):
     n = 10
     plain = untraced(a, ["jit", str(n)])
@@ -172,13 +210,16 @@ def mode_attach(a, work, problems):
                               env=clean_env())
     try:
         time.sleep(0.5)
-        for i in range(2):
-            trace = os.path.join(work, f"attach{i}.bin")
+        # both windows first, then the files read: reading one takes longer than the program runs
+        traces = [os.path.join(work, f"attach{i}.bin") for i in range(2)]
+        for i, trace in enumerate(traces):
             if os.path.exists(trace):
                 os.unlink(trace)
             run([a.cuhook, "attach", "--agent", a.agent, "--stacks", "cuMemAlloc*", "--duration", "0.7", "-o",
                  trace, str(target.pid)], env=clean_env(), timeout=60, what=f"attach {i}")
+        for i, trace in enumerate(traces):
             t = tf.read_trace(trace)
+            os.unlink(trace)  # tens of MB: the stacked calls are fast
             calls = t.entries.get("cuMemAlloc_v2", 0)
             problems.check(calls > 0, f"attach {i}: no cuMemAlloc_v2 call recorded")
             sids = [s for s in stacked_entries(t, problems, "cuMemAlloc_v2") if s is not None]
@@ -220,7 +261,7 @@ def mode_options(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["chain", "signal", "jit", "fork", "attach", "options"])
+    ap.add_argument("--mode", required=True, choices=["chain", "signal", "sites", "jit", "fork", "attach", "options"])
     ap.add_argument("--target", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--agent", required=True)

@@ -8,6 +8,12 @@
  *                                       the signal interrupts spin(), N times
  *   stack_chain LIBCUDA jit N           cuMemAlloc_v2 called from code copied into an anonymous
  *                                       executable mapping (no unwind information), N times
+ *   stack_chain LIBCUDA sites N         site_call() calls cuMemAlloc_v2 from two call sites of
+ *                                       two_sites(), N times; then a SIGALRM handler
+ *                                       (on_alarm_info) calls cuDriverGetVersion N times. It
+ *                                       prints each site's return address ("site K 0x..."), the
+ *                                       signal trampoline's ("restorer 0x...") and each
+ *                                       interrupted instruction's ("rip 0x...")
  *   stack_chain LIBCUDA threads T N     T threads run the chain N times each
  *   stack_chain LIBCUDA loop T MS       T threads run the chain for MS milliseconds (attach)
  *   stack_chain LIBCUDA fork N          the chain N times, then fork: the child runs it N times
@@ -30,6 +36,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -88,14 +95,20 @@ NOINLINE void outer(int i)
 
 static volatile sig_atomic_t alarms;
 
-NOINLINE void on_alarm(int sig)
+/* Inlined: the handler's own frame makes the call. */
+static inline __attribute__((always_inline)) void version_from_handler(void)
 {
-	(void)sig;
 	int v = 0;
 	check(p_cuDriverGetVersion(&v));
 	add((uint64_t)v);
 	atomic_fetch_add(&n_version, 1);
 	alarms++;
+}
+
+NOINLINE void on_alarm(int sig)
+{
+	(void)sig;
+	version_from_handler();
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -118,6 +131,60 @@ static void run_signal(int n)
 		setitimer(ITIMER_REAL, &t, NULL);
 		spin(i);
 	}
+}
+
+/* ---- exact addresses: two call sites of one function, and an interrupted instruction ------- */
+static uintptr_t site_ret[2];
+
+NOINLINE void site_call(int site)
+{
+	CUdeviceptr p = 0;
+	check(p_cuMemAlloc_v2(&p, 32));
+	add(p != 0);
+	atomic_fetch_add(&n_alloc, 1);
+	site_ret[site] = (uintptr_t)__builtin_return_address(0);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void two_sites(void)
+{
+	site_call(0);
+	site_call(1);
+	__asm__ volatile("" ::: "memory");
+}
+
+static uintptr_t rips[64];
+
+NOINLINE void on_alarm_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)si;
+	if (alarms < 64)
+		rips[alarms] = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	version_from_handler();
+	__asm__ volatile("" ::: "memory");
+}
+
+static void run_sites(int n)
+{
+	for (int i = 0; i < n; i++)
+		two_sites();
+	printf("site 0 %#" PRIxPTR "\nsite 1 %#" PRIxPTR "\n", site_ret[0], site_ret[1]);
+	struct sigaction sa, cur;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_alarm_info;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGALRM, &sa, NULL);
+	sigaction(SIGALRM, NULL, &cur); /* glibc's trampoline, which it put in the kernel's action */
+	printf("restorer %p\n", (void *)cur.sa_restorer);
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		struct itimerval t = {{0, 0}, {0, 2000}};
+		setitimer(ITIMER_REAL, &t, NULL);
+		spin(i);
+	}
+	for (int i = 0; i < n; i++)
+		printf("rip %#" PRIxPTR "\n", rips[i]);
 }
 
 /* ---- a call from code without unwind information ----------------------------------------- */
@@ -211,6 +278,8 @@ int main(int argc, char **argv)
 			outer(i);
 	} else if (!strcmp(mode, "signal")) {
 		run_signal(n);
+	} else if (!strcmp(mode, "sites")) {
+		run_sites(n);
 	} else if (!strcmp(mode, "jit")) {
 		run_jit(n);
 	} else if (!strcmp(mode, "threads") && argc > 4) {
