@@ -42,13 +42,15 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags);
  * calls unless --cuda-trace-all-apis is given, without counting them. */
 #define CUHOOK_COUNT_DEFAULT "cuCtxGetDevice*,cuDevicePrimaryCtxGetState"
 
-/* The functions whose calls get the caller's stack when no stacks= option is given: none. Issue
- * 17 makes the rare, costly calls (CUHOOK_STACKS_RARE) the default if a stacked call costs at
- * most 2 us: measured here (bench/stack_cost.c, docs/agent.md "Call stacks") one costs 0.47 us
- * from 11 native frames once its call site has been walked, about 15 us the first time. They are
- * not the default yet: libunwind 1.6 keeps a pipe open in the program (its memory checks), with
- * itself, after the agent detaches: two descriptors the program did not have. */
-#define CUHOOK_STACKS_DEFAULT ""
+/* The functions whose calls get the caller's stack when no stacks= option is given: the rare,
+ * costly calls (CUHOOK_STACKS_RARE, below). Issue 17 makes them the default if a stacked call
+ * costs at most 2 us: measured (bench/stack_cost.c, bench/py_stack_cost.py, docs/agent.md "Call
+ * stacks") one costs 0.47 us from 11 native frames here once its call site has been walked, about
+ * 15 us the first time, and on the H100 docs/validation.md gives. `cuhook attach` passes an empty
+ * stacks= unless --stacks is given: libunwind 1.6 keeps a pipe open in the program (its memory
+ * checks), with itself, after the agent detaches, two descriptors the program did not have; a
+ * process traced from its start (cuhook run, the constructor) keeps the agent to its end anyway. */
+#define CUHOOK_STACKS_DEFAULT CUHOOK_STACKS_RARE
 /* The rare, costly calls a user asks "who made this?" of: allocation and free, module and
  * library loading, graph instantiation, synchronisation (launches only on request: they are
  * frequent, and the walk costs more than they do). `--stacks rare` names this list. */

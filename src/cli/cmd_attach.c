@@ -149,6 +149,11 @@ int cmd_attach(int argc, char **argv)
 		return 2;
 	}
 	cli.extra[cli.nextra++] = "stderr=0";
+	/* No stacks unless asked: libunwind keeps a pipe of its own open in the program after the
+	 * detach (src/agent/cuhook_agent.h, CUHOOK_STACKS_DEFAULT), and an attach must leave the
+	 * program as it found it. */
+	if (!cli.stacks)
+		cli.stacks = "";
 
 	struct cuhook_inject_opts o = {0};
 	char agent[PATH_MAX], options[8192], defout[64];

@@ -58,10 +58,10 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \
 	"  --stacks GLOBS        record the caller's stack (native, and Python where it runs) at each\n" \
-	"                        call of these functions (default none; 'rare': allocation, free,\n" \
-	"                        module loading, graph instantiation, synchronisation; under 1 us\n" \
-	"                        a call once its call site was walked); --stacks '' or --no-stacks:\n" \
-	"                        none\n" \
+	"                        call of these functions; 'rare': allocation, free, module loading,\n" \
+	"                        graph instantiation, synchronisation (run's default; attach: none,\n" \
+	"                        as libunwind leaves a pipe open after the detach); under 1 us a call\n" \
+	"                        once its call site was walked; --stacks '' or --no-stacks: none\n" \
 	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
 	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \

@@ -115,6 +115,14 @@ def mode_chain(a, work, problems):
     problems.check(t.stack_records == 0 and not t.stacks and not t.maps_blocks,
                    f"--no-stacks: {t.stack_records} STACK records, {len(t.stacks)} stacks")
     problems.check(t.entries.get("cuMemAlloc_v2") == 5, "--no-stacks: the calls are still recorded")
+    # no option: cuhook run stacks the rare, costly calls (allocation among them), nothing else
+    t, out = traced(a, work, "default", ["chain", "5"])
+    stacked = sorted({name for _tid, name, sid in t.entry_stacks if sid is not None})
+    problems.check(stacked == ["cuMemAlloc_v2"] and t.stack_records == 5 and t.entries.get("cuMemAlloc_v2") == 5,
+                   f"default: {t.stack_records} STACK records on {stacked}, not 5 on cuMemAlloc_v2")
+    for sid in set(stacked_entries(t, problems, "cuMemAlloc_v2")):
+        problems.check(names(t, t.stacks[sid])[:4] == CHAIN[:3] + ["main"], f"default: stack {sid} is "
+                       f"{names(t, t.stacks[sid])}")
 
 
 def mode_fork(a, work, problems):
@@ -217,6 +225,12 @@ def mode_attach(a, work, problems):
                 os.unlink(trace)
             run([a.cuhook, "attach", "--agent", a.agent, "--stacks", "cuMemAlloc*", "--duration", "0.7", "-o",
                  trace, str(target.pid)], env=clean_env(), timeout=60, what=f"attach {i}")
+        # no --stacks: an attach stacks nothing (libunwind would leave its pipe in the program)
+        plain = os.path.join(work, "attach-default.bin")
+        if os.path.exists(plain):
+            os.unlink(plain)
+        run([a.cuhook, "attach", "--agent", a.agent, "--duration", "0.3", "-o", plain, str(target.pid)],
+            env=clean_env(), timeout=60, what="attach without --stacks")
         for i, trace in enumerate(traces):
             t = tf.read_trace(trace)
             os.unlink(trace)  # tens of MB: the stacked calls are fast
@@ -231,6 +245,11 @@ def mode_attach(a, work, problems):
                 frames = names(t, t.stacks[sid])
                 problems.check(frames[:4] == CHAIN[:3] + ["worker"],
                                f"attach {i}: stack {sid} is {frames}")
+        t = tf.read_trace(plain)
+        os.unlink(plain)
+        problems.check(t.entries.get("cuMemAlloc_v2", 0) > 0 and t.stack_records == 0 and not t.stacks,
+                       f"attach without --stacks: {t.stack_records} STACK records for "
+                       f"{t.entries.get('cuMemAlloc_v2', 0)} calls, not 0")
         out, _ = target.communicate(timeout=30)
     finally:
         if target.poll() is None:
