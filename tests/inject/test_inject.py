@@ -576,9 +576,9 @@ def case_attach_prepare():
         lines = trace_lines(prepare=True)
         check([l.split()[0] for l in lines] == ["prepare", "start", "stop"], "prepare, start, stop", repr(lines))
         check("others_stopped=0" in lines[0], "the other threads ran during prepare", lines[0])
-        check(re.search(r"options=output=%s;injector=\d+;deadline_ms=\d+;stderr=0$" %
+        check(re.search(r"options=output=%s;stacks=;injector=\d+;deadline_ms=\d+;stderr=0$" %
                         re.escape(os.path.join(TMP, "trace.txt")), lines[0]) is not None,
-              "prepare got the options (attach: nothing on the process's stderr; the agent's watch of "
+              "prepare got the options (attach: no stacks unless asked, nothing on the process's stderr; the agent's watch of "
               "cuhook)", lines[0])
         check("flags=1 others_stopped=1" in lines[1], "every other thread stopped during start", lines[1])
         n, ms, _ = stopped_ms(r.stderr)
