@@ -15,6 +15,7 @@ is the same traced and untraced.
 usage: check_py_stacks.py --cuhook CUHOOK --agent LIBCUHOOK --lib FAKECUDA --target PY_CHAIN
        --workdir DIR [--python ANOTHER_PYTHON]..."""
 import argparse
+import json
 import os
 import sys
 
@@ -45,13 +46,15 @@ def check_python(a, work, python, problems):
              python, a.target, a.lib, str(N)], env=clean_env(), timeout=120, what=f"{what} traced")
     problems.check(p.stdout == untraced, f"{what}: traced output {p.stdout!r} != untraced {untraced!r}")
     t = tf.read_trace(trace)
-    os.unlink(trace)
     problems.check(t.has_end, f"{what}: no END block")
     L = marked_lines(a.target)
     target = a.target  # co_filename: the script's path as given
     minor = int(run([python, "-c", "import sys; print(sys.version_info[1])"], env=clean_env(),
                     what=what).stdout)
     v311 = minor >= 11
+    check_report(a, trace, what, [("f1", L["f1"]), ("Chain.f2" if v311 else "f2", L["f2"]), ("f3", L["f3"])],
+                 problems)
+    os.unlink(trace)
     sids = []
     for _tid, name, sid in t.entry_stacks:
         if name == "cuMemAlloc_v2":
@@ -85,6 +88,31 @@ def check_python(a, work, python, problems):
         problems.check(all(i & tf.PYFRAME_ENTRY == 0 for i in st.python[:3]) or not v311,
                        f"{what}: stack {sid}: f3, f2 or f1 flagged an entry (Python calls them)")
     problems.check(seen == {"main": N, "thread": N}, f"{what}: stacks by thread {seen}, not {N} each")
+
+
+def check_report(a, trace, what, chain, problems):
+    """The report's folded export and JSON name the chain, outermost first, as "func (file:line)",
+    Python frames merged with the native ones, on every stacked call of both threads."""
+    labels = [f"{fn} ({a.target}:{line})" for fn, line in chain]
+    fold = run([a.cuhook, "report", "--format", "folded", trace], env=clean_env(), what=f"{what} folded").stdout
+    lines = [x for x in fold.splitlines() if ";cuMemAlloc_v2" in x]
+    problems.check(len(lines) >= 2 and all(";".join(labels) + ";" in x for x in lines),
+                   f"{what}: folded lines of cuMemAlloc_v2 without {';'.join(labels)}: {lines}")
+    problems.check(any(f";main ({a.target}:" in x for x in lines) and any(f";target ({a.target}:" in x for x in lines),
+                   f"{what}: folded lines of the main thread's and the second thread's calls: {lines}")
+    doc = json.loads(run([a.cuhook, "report", "--format", "json", trace], env=clean_env(), what=f"{what} json").stdout)
+    stacks = {st["id"]: st for st in doc["stacks"]}
+    calls = [json.loads(x) for x in run([a.cuhook, "report", "--format", "jsonl", trace], env=clean_env(),
+                                        what=f"{what} jsonl").stdout.splitlines() if x.startswith("{")]
+    good = 0
+    for c in calls:
+        if c.get("func") != "cuMemAlloc_v2":
+            continue
+        py = [(f["function"], f["file"], f["line"]) for f in stacks[c["stack"]]["frames"] if f["kind"] == "python"] \
+            if c.get("stack") is not None else []
+        want = [(fn, a.target, line) for fn, line in chain]
+        good += any(py[i:i + 3] == want for i in range(len(py)))
+    problems.check(good == 2 * N, f"{what}: {good} cuMemAlloc_v2 calls in JSON with the chain {chain}, not {2 * N}")
 
 
 def main():
