@@ -37,3 +37,9 @@ print(f"stacks default rule (issue 17): a stacked call <= 2 us -> {'met' if stac
 PY
 # The same from Python (ctypes, 20 nested Python functions): native and Python frames walked.
 python3 bench/py_stack_cost.py --cuhook build/src/cli/cuhook --lib "$(readlink -f build/tests/fakecuda/libcuda.so)"
+# The report's reading speed: a 3 M-call, 4-thread synthetic trace (tests/report/gen_trace.c),
+# best of 5 reads (tests/report/bench_reader.c; the goal is >= 50 M events/s).
+big=$(mktemp -d)
+build/tests/report/gen_trace big "$big/big.bin" --calls 3000000 --threads 4 --tsc
+build/tests/report/bench_reader --repeat 5 "$big/big.bin"
+rm -rf "$big"

@@ -1960,8 +1960,11 @@ def test_fuzz():
         raise Fail(f"fuzz_reader failed (status {p.returncode}):\n{p.stderr.decode()[-4000:]}")
 
 
-def test_speed():
-    path, exp = gen("speed", "big", "--calls", "3000000", "--threads", "4", "--tsc", expect=True)
+def test_big():
+    """A 3 M-call, 4-thread trace read exactly (counts, per-function totals, CSV rows). How fast it
+    is read is a benchmark's question, not a test's (bench/run.sh runs bench_reader on such a
+    trace): a timed test fails on a loaded machine."""
+    path, exp = gen("big", "big", "--calls", "3000000", "--threads", "4", "--tsc", expect=True)
     j, _ = report_json(path)
     eq((j["events"], j["calls"]), (exp["events"], exp["calls"]), "big trace counts")
     for name, e in exp["functions"].items():
@@ -1969,11 +1972,6 @@ def test_speed():
         eq((f["calls"], f["total_ns"]), (e["calls"], e["total_ns"]), name)
     rows = report_csv(path, "--functions", "cuMemAlloc_v2")
     eq(len(rows), exp["functions"]["cuMemAlloc_v2"]["calls"], "CSV rows of the big trace")
-    minimum = os.environ.get("CUHOOK_BENCH_MIN", "20")
-    p = subprocess.run([A.bench, "--repeat", "5", "--min", minimum, path], capture_output=True)
-    sys.stdout.write(p.stdout.decode())
-    if p.returncode:
-        raise Fail(f"reading speed below {minimum} M events/s: {p.stdout.decode()}{p.stderr.decode()}")
 
 
 def main():
