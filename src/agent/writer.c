@@ -509,9 +509,17 @@ static void put_pyframes(void)
 	}
 }
 
+/* Stacks are written whenever the table has any, even in a session without stacks=: a call
+ * whose walk began in the last session (its function still stacked then) may commit its STACK
+ * record after this session started, into this file, which must then define it. */
+static bool stacks_in_use(void)
+{
+	return W.stacks || stack_table_bound() > 0;
+}
+
 static void put_stacks(void)
 {
-	if (!W.stacks)
+	if (!stacks_in_use())
 		return;
 	if (stack_table_full_take() && !W.stacks_full_noted) {
 		static const char text[] = "stacks: the stack table is full; calls after it have no stack "
@@ -574,7 +582,7 @@ static void round_once(void)
 	uint32_t count_func[RING_COUNT_SLOTS];
 	uint32_t nslots = agent_count_slots;
 	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
-	if (W.stacks)
+	if (stacks_in_use())
 		exec_maps_sync();
 	pthread_mutex_unlock(&agent_lock);
 	thread_rings_populate();
