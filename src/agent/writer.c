@@ -490,10 +490,6 @@ static void put_maps(void)
 	}
 }
 
-/* The stacks interned since the last round (stack_table.h), after the ring heads were read:
- * every STACK record below those heads names an entry published before it, so complete here,
- * and its STACKS block goes before the EVENTS block of that record. MAPS first, then the Python
- * frames, then the stacks, as trace_format.h orders them. */
 /* The Python frames not yet in the file (py_frames.c), in PYFRAMES blocks. */
 static void put_pyframes(void)
 {
@@ -517,6 +513,10 @@ static bool stacks_in_use(void)
 	return W.stacks || stack_table_bound() > 0;
 }
 
+/* The stacks interned since the last round (stack_table.h), after the ring heads were read:
+ * every STACK record below those heads names an entry published before it, so complete here,
+ * and its STACKS block goes before the EVENTS block of that record. MAPS first, then the Python
+ * frames, then the stacks, as trace_format.h orders them. */
 static void put_stacks(void)
 {
 	if (!stacks_in_use())
