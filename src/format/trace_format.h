@@ -17,12 +17,16 @@
 
 #define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
 #define CUHOOK_TRACE_VERSION 4u
+#define CUHOOK_TRACE_VERSION_REC5 5u /* the first version with compact records (the agent writes it
+                                       once its side is in; readers accept it now) */
 /* Version 2 added CUHOOK_RF_VALUE (an EXIT record carrying its call's decoded value, in place of
  * a following DATA record); version 3 added COUNTS blocks (functions counted, not recorded:
  * agent option count=GLOBS); version 4 lets an ENTRY record omit the argument registers a
- * function does not take (cuhook_rec_entry.regs_omitted). Readers accept versions 1 to 4;
- * older files simply never have the newer flag, block or field (regs_omitted was a reserved
- * zero byte). */
+ * function does not take (cuhook_rec_entry.regs_omitted); version 5 replaces ENTRY and EXIT by
+ * compact records (see "version 5 records" below: a call of a one-argument function takes 32
+ * bytes instead of 64) and says in FUNCS entries how many arguments an ENTRY carries. Readers
+ * accept versions 1 to 5; older files simply never have the newer flag, block or field
+ * (regs_omitted was a reserved zero byte). */
 #define CUHOOK_TRACE_VERSION_MIN 1u
 
 /* ---- file header ------------------------------------------------------------------------ */
@@ -125,7 +129,10 @@ struct cuhook_func_entry {
 	                         8-aligned(sizeof(struct cuhook_func_entry) + name_len) */
 	uint16_t patch_len;   /* bytes overwritten by the jump (0 if refused) */
 	uint16_t decoder;     /* enum cuhook_decoder_id or 0 */
-	uint32_t reserved;
+	uint8_t nregs;        /* version 5: argument registers an ENTRY5 record of it carries (0..6) */
+	uint8_t nstack;       /* version 5: stack slots after them (0..6; nonzero only if nregs 6).
+	                         Both were a reserved zero word before version 5 */
+	uint16_t reserved;
 };
 
 enum cuhook_patch_status {
@@ -169,8 +176,10 @@ struct cuhook_thread_block {
 /* Events of one thread, in the order they happened. */
 struct cuhook_events_block {
 	uint32_t tid;
-	uint32_t nrecords;
-	/* then records, each starting with struct cuhook_rec */
+	uint32_t nrecords;  /* records that follow; version 5: 0 (the writer copies the thread's
+	                       records without reading them one by one, so it does not count them) */
+	/* then records: each starting with struct cuhook_rec before version 5; in version 5 with a
+	 * TIME record first, then records as "version 5 records" below says */
 };
 
 /* Calls of count-only functions (agent option count=GLOBS): those calls leave no ENTRY/EXIT
@@ -511,6 +520,111 @@ struct cuhook_rec_stack {
 	uint32_t stack;       /* STACKS id, or CUHOOK_STACK_NONE */
 	uint32_t reserved;
 };
+
+/* ---- version 5 records ------------------------------------------------------------------
+ *
+ * In a version-5 file every record of an EVENTS block starts with a little-endian 64-bit word
+ * whose low 4 bits are its type (enum cuhook_rec5_type). DATA, DROP and STACK records keep the
+ * struct cuhook_rec header above (their type byte is below 16; `size` says their length). The
+ * others pack their header into that one word:
+ *
+ *   ENTRY5, ENTRY5_X, EXIT5, EXIT5_VALUE:
+ *     bits  0-3   type
+ *     bits  4-11  depth: nesting depth of traced calls on this thread, 0 = outermost (an EXIT's
+ *                 is its ENTRY's)
+ *     bits 12-25  func: function id (FUNCS block), below 2^14 (hooks.h: HOOKS_MAX)
+ *     bits 26-63  the low 38 bits of the timestamp
+ *   TIME:
+ *     bits  0-3   type; bits 4-31 zero
+ *     bits 32-63  epoch: the high bits of the timestamps that follow (timestamp >> 38)
+ *
+ * A record's full timestamp is epoch << 38 | low 38 bits, with the epoch of the last TIME record
+ * before it in the same EVENTS block. Every version-5 EVENTS block starts with a TIME record,
+ * and the agent writes another before the first record of a new epoch (every 2^38 ticks, about
+ * 90 s at 3 GHz), so a reader needs nothing from earlier blocks. DROP records keep their full
+ * 64-bit timestamp.
+ *
+ *   ENTRY5       the word, then the function's arguments: the nregs argument registers (rdi,
+ *                rsi, rdx, rcx, r8, r9: the first nregs of them), then nstack stack slots, as
+ *                the function's FUNCS entry says. 8 + 8 * (nregs + nstack) bytes.
+ *   ENTRY5_X     an ENTRY that differs from what FUNCS says: the word, then struct
+ *                cuhook_rec5_entry_info, then its own nregs + nstack values. For a call recorded
+ *                entry-only (CUHOOK_RF_NO_EXIT) or with fewer readable stack slots.
+ *   EXIT5        the word, then the return value (rax). 16 bytes.
+ *   EXIT5_VALUE  the word, rax, then the call's one decoded value: means what an EXIT with
+ *                CUHOOK_RF_VALUE means. 24 bytes.
+ *   TIME         the word alone. 8 bytes.
+ *
+ * Order and meaning are those of the version-4 records they replace: a STACK record right after
+ * its call's ENTRY5/ENTRY5_X (a TIME record may come before the ENTRY, never between), DATA
+ * records after the ENTRY or EXIT they belong to. */
+enum cuhook_rec5_type {
+	CUHOOK_REC5_ENTRY = 1,
+	CUHOOK_REC5_EXIT = 2,
+	/* 3, 4, 5: CUHOOK_REC_DATA, CUHOOK_REC_DROP, CUHOOK_REC_STACK, as in earlier versions */
+	CUHOOK_REC5_ENTRY_X = 6,
+	CUHOOK_REC5_EXIT_VALUE = 7,
+	CUHOOK_REC5_TIME = 8,
+};
+
+#define CUHOOK_REC5_TYPE(w) ((unsigned)((w) & 0xfu))
+#define CUHOOK_REC5_DEPTH(w) ((unsigned)(((w) >> 4) & 0xffu))
+#define CUHOOK_REC5_FUNC(w) ((uint32_t)(((w) >> 12) & 0x3fffu))
+#define CUHOOK_REC5_TSC_BITS 38u
+#define CUHOOK_REC5_TSC_LOW(w) ((w) >> 26)
+#define CUHOOK_REC5_EPOCH(tsc) ((uint32_t)((tsc) >> CUHOOK_REC5_TSC_BITS))
+#define CUHOOK_REC5_TIME_EPOCH(w) ((uint32_t)((w) >> 32))
+#define CUHOOK_REC5_FUNC_MAX 0x3fffu
+/* The header word of a compact record; tsc is the full timestamp (its high bits drop out). */
+#define CUHOOK_REC5_WORD(type, depth, func, tsc)                                              \
+	((uint64_t)(type) | (uint64_t)(depth) << 4 | (uint64_t)(func) << 12 | (uint64_t)(tsc) << 26)
+#define CUHOOK_REC5_TIME_WORD(epoch) ((uint64_t)CUHOOK_REC5_TIME | (uint64_t)(epoch) << 32)
+/* A full timestamp from a record's word and the epoch in force. */
+#define CUHOOK_REC5_TSC(w, epoch) ((uint64_t)(epoch) << CUHOOK_REC5_TSC_BITS | CUHOOK_REC5_TSC_LOW(w))
+
+struct cuhook_rec5_entry_info {   /* ENTRY5_X's second word */
+	uint8_t flags;    /* CUHOOK_RF_NO_EXIT */
+	uint8_t nregs;    /* 0..6 */
+	uint8_t nstack;   /* 0..CUHOOK_MAX_STACK_ARGS; nonzero only if nregs is 6 */
+	uint8_t reserved[5];
+};
+
+/* Bytes of the version-5 record at q, of which `left` bytes (a multiple of 8) are readable;
+ * func_nargs is FUNCS' nregs + nstack for the function its word names (only an ENTRY5 needs
+ * it). 0 when the record is damaged: an unknown type, a length below its header or past `left`,
+ * an ENTRY5_X with impossible counts. The agent (to find its records in a ring) and every
+ * reader use this one rule. */
+static inline uint32_t cuhook_rec5_size(const uint64_t *q, uint64_t left, unsigned func_nargs)
+{
+	if (left < 8)
+		return 0;
+	uint64_t n;
+	switch (CUHOOK_REC5_TYPE(q[0])) {
+	case CUHOOK_REC5_ENTRY: n = 8 + 8ull * func_nargs; break;
+	case CUHOOK_REC5_EXIT: n = 16; break;
+	case CUHOOK_REC5_EXIT_VALUE: n = 24; break;
+	case CUHOOK_REC5_TIME: n = 8; break;
+	case CUHOOK_REC5_ENTRY_X: {
+		if (left < 16)
+			return 0;
+		const struct cuhook_rec5_entry_info *i = (const struct cuhook_rec5_entry_info *)&q[1];
+		if (i->nregs > 6 || i->nstack > CUHOOK_MAX_STACK_ARGS || (i->nstack && i->nregs != 6))
+			return 0;
+		n = 16 + 8ull * (i->nregs + i->nstack);
+		break;
+	}
+	case CUHOOK_REC_DATA:
+	case CUHOOK_REC_DROP:
+	case CUHOOK_REC_STACK:
+		n = (q[0] >> 16) & 0xffffu;
+		if (n < 8 || n % 8)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	return n <= left ? (uint32_t)n : 0;
+}
 
 #define CUHOOK_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
 
