@@ -41,7 +41,7 @@ FAST_CHECK(offsetof(struct ring, head) == RING_HEAD);
 FAST_CHECK(offsetof(struct ring, limit) == RING_LIMIT);
 FAST_CHECK(offsetof(struct ring, size) == RING_SIZE);
 FAST_CHECK(offsetof(struct ring, data) == RING_DATA);
-FAST_CHECK(offsetof(struct ring, tail) == 64);
+FAST_CHECK(offsetof(struct ring, tail) == 128);
 FAST_CHECK(offsetof(struct ring, counts) == RING_COUNTS);
 FAST_CHECK(sizeof(struct hook_hot) == 1u << HOT_SHIFT);
 FAST_CHECK(offsetof(struct hook_hot, relocated) == HOT_RELOCATED);
@@ -52,19 +52,19 @@ FAST_CHECK(offsetof(struct hook_hot, fast_out) == HOT_FAST_OUT);
 FAST_CHECK(SHADOW_ARGS <= FAST_OUT_ARG + 1 && SHADOW_ARGS == CUHOOK_DECODER_ARGS);
 FAST_CHECK(HOOK_RECORD == FAST_HOOK_FLAGS);
 FAST_CHECK(SHADOW_MAX == FAST_SHADOW_MAX);
-FAST_CHECK(CUHOOK_REC_EXIT == (FAST_EXIT_HDR & 0xff) && CUHOOK_REC_EXIT == (FAST_EXITV_HDR & 0xff));
-FAST_CHECK(CUHOOK_RF_VALUE << 8 == (FAST_EXITV_HDR & 0xff00));
+FAST_CHECK(CUHOOK_REC5_EXIT == FAST_EXIT_TYPE && CUHOOK_REC5_EXIT_VALUE == FAST_EXITV_TYPE);
+FAST_CHECK(CUHOOK_REC5_EXIT_ZERO == FAST_EXITZ_TYPE && CUHOOK_REC5_EXIT_ZERO_VALUE == FAST_EXITZV_TYPE);
+FAST_CHECK(CUHOOK_REC5_WORD(0, 1, 0, 0) == 1u << FAST_DEPTH_SHIFT);
+FAST_CHECK(CUHOOK_REC5_WORD(0, 0, 1, 0) == 1u << FAST_FUNC_SHIFT);
+FAST_CHECK(CUHOOK_REC5_WORD(0, 0, 0, 1) == 1ull << FAST_TSC_SHIFT);
+FAST_CHECK(CUHOOK_REC5_TSC_BITS == FAST_EPOCH_SHIFT && FAST_TSC_SHIFT + FAST_EPOCH_SHIFT == 64);
+FAST_CHECK(SHADOW_MAX < 256); /* a depth fits the record word's 8 bits */
 FAST_CHECK(offsetof(struct hook_hot, entry_hdr) == HOT_ENTRY_HDR);
 FAST_CHECK(offsetof(struct hook_hot, entry_info) == HOT_ENTRY_INFO);
-FAST_CHECK(CUHOOK_REC_ENTRY_SIZE(6, CUHOOK_MAX_STACK_ARGS) == FAST_ENTRY_MAX);
+FAST_CHECK(8 + 8 * (6 + CUHOOK_MAX_STACK_ARGS) == FAST_ENTRY_MAX);
 FAST_CHECK(HOOK_STACK_DEFAULT == CUHOOK_MAX_STACK_ARGS && HOOK_REGS_DEFAULT == 6);
-FAST_CHECK(offsetof(struct cuhook_rec_entry, tsc) == 8 && offsetof(struct cuhook_rec_entry, depth) == 16);
-FAST_CHECK(offsetof(struct cuhook_rec_entry, nstack) == 18 && offsetof(struct cuhook_rec_entry, regs_omitted) == 19);
-FAST_CHECK(offsetof(struct cuhook_rec_entry, regs) == 24 && sizeof(struct cuhook_rec_entry) == 24);
-FAST_CHECK(sizeof(struct cuhook_rec_exit) == FAST_EXIT_LEN);
-FAST_CHECK(sizeof(struct cuhook_rec_exit_value) == FAST_EXITV_LEN);
-FAST_CHECK(offsetof(struct cuhook_rec_exit, tsc) == 8 && offsetof(struct cuhook_rec_exit, depth) == 16);
-FAST_CHECK(offsetof(struct cuhook_rec_exit, ret) == 24 && offsetof(struct cuhook_rec_exit_value, value) == 32);
+FAST_CHECK(offsetof(struct ring, epoch) == RING_EPOCH && offsetof(struct ring, events) == RING_EVENTS);
+FAST_CHECK(offsetof(struct ring, seg_open) == 64);
 
 int cuhook_lossy;
 volatile int cuhook_writer_alive;
@@ -113,15 +113,33 @@ static __attribute__((noinline, cold)) void ring_ask_populate(void)
 		cuhook_call_saving_vectors(record_ask_populate, NULL);
 }
 
-/* Reserve `need` bytes (a multiple of 8) in the ring, padding to its end if a record would
- * straddle it. Returns NULL when full. The record becomes visible to the writer at commit. */
-static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint64_t *head_out)
+/* Close the open segment (its summary, for the writer) and open the next one. Only when all
+ * of the next one is free: its summary slot is then one the writer is done with (thread_state.h). */
+static inline __attribute__((always_inline)) void seg_advance(struct ring *r, uint64_t head)
+{
+	uint64_t k = r->seg_open;
+	struct ring_seg *s = &r->seg[k % RING_SEGS];
+	s->used = (uint32_t)(head - ring_seg_start(r, k));
+	s->epoch_end = r->epoch;
+	s->events_end = r->events;
+	s->drops_end = r->drops_reported;
+	__atomic_store_n(&r->seg_open, k + 1, __ATOMIC_RELEASE);
+}
+
+/* Reserve `need` bytes (a multiple of 8) for a record of the given epoch, in the open segment or
+ * in the next one (which then starts with a TIME record), with a TIME record first when the
+ * epoch changes. Returns where the record goes, or NULL when the next segment is not free yet
+ * (*want_tail: the tail that frees it). The record, and any TIME record before it, become
+ * visible to the writer at ring_commit(). */
+static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint32_t epoch,
+                                                                   uint64_t *head_out, uint64_t *want_tail)
 {
 	uint64_t head = r->head;
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	/* Half full: wake the writer now rather than at its next flush_ms tick, so a thread that
 	 * records faster than the ring drains at that pace never waits for it. The fast paths come
-	 * here when they pass `limit`: at half full (once per tail value), then only when full. */
+	 * here when they pass `limit`: at half full (once per tail value), then at each segment's
+	 * end. */
 	const uint32_t half = r->size / 2;
 	uint64_t limit;
 	if (head - tail >= half) {
@@ -129,7 +147,7 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 			r->kicked = tail + 1;
 			ring_kick_writer();
 		}
-		limit = tail + r->size;
+		limit = UINT64_MAX;
 	} else {
 		limit = tail + half;
 	}
@@ -148,48 +166,55 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 		if (limit > check)
 			limit = check;
 	}
-	/* Nor past the end of the ring's current lap: a record the fast paths place below `limit`
-	 * then never straddles the end, so they need not check (the padding is done here, once a
-	 * lap). */
-	uint64_t lap_end = (head & ~(uint64_t)(r->size - 1)) + r->size;
-	r->limit = unlikely(r->dropped) ? 0 : limit < lap_end ? limit : lap_end;
-	uint32_t pos = (uint32_t)head & (r->size - 1);
-	uint32_t to_end = r->size - pos;
-	uint32_t total = need <= to_end ? need : need + to_end;
-	if (unlikely(head + total - tail > r->size))
-		return NULL;
-	if (unlikely(need > to_end)) {
-		struct cuhook_rec *pad = (struct cuhook_rec *)(r->data + pos);
-		pad->type = CUHOOK_REC_PAD;
-		pad->flags = 0;
-		pad->size = sizeof(*pad);
-		pad->func = to_end; /* a pad's length is in func: it may exceed 16 bits */
-		head += to_end;
-		pos = 0;
+	const uint64_t seg_bytes = 1ull << r->seg_shift;
+	uint64_t seg_end = ring_seg_start(r, r->seg_open + 1);
+	uint32_t time_len = epoch != r->epoch ? 8u : 0u;
+	uint64_t at = head;
+	if (unlikely(head + time_len + need > seg_end)) {
+		/* The next segment, whole: a segment is opened only when all of it is free. */
+		if (seg_end + seg_bytes - tail > r->size) {
+			*want_tail = seg_end + seg_bytes - r->size;
+			r->limit = 0; /* come back here: this record, or the next, waits or is dropped */
+			return NULL;
+		}
+		seg_advance(r, head);
+		at = seg_end;
+		seg_end += seg_bytes;
+		time_len = 8; /* every segment starts with a TIME record (a dump reads from there) */
 	}
-	*head_out = head;
-	return r->data + pos;
+	/* The fast paths write below `limit` only: never past the open segment. */
+	r->limit = unlikely(r->dropped) ? 0 : limit < seg_end ? limit : seg_end;
+	if (time_len) {
+		*(uint64_t *)(r->data + ((uint32_t)at & (r->size - 1))) = CUHOOK_REC5_TIME_WORD(epoch);
+		r->epoch = epoch;
+		at += 8;
+	}
+	*head_out = at;
+	return r->data + ((uint32_t)at & (r->size - 1));
 }
 
-static inline __attribute__((always_inline)) void ring_commit(struct ring *r, uint64_t head, uint32_t len)
+/* Publish a record of `len` bytes reserved at `at` (and the TIME record before it, if any). */
+static inline __attribute__((always_inline)) void ring_commit(struct ring *r, uint64_t at, uint32_t len)
 {
-	__atomic_store_n(&r->head, head + len, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->head, at + len, __ATOMIC_RELEASE);
 }
 
-/* Rare path: the ring is full. Waits for the writer in lossless mode (through the vector-saving
- * shim: it sleeps in libc); returns the record space or NULL if the record must be dropped. */
-static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint64_t *head)
+/* Rare path: the next segment is not free. Waits for the writer in lossless mode (through the
+ * vector-saving shim: it sleeps in libc); returns the record space or NULL if the record must
+ * be dropped. */
+static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint32_t epoch,
+                                                                  uint64_t *head, uint64_t want_tail)
 {
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
 		uint32_t session = __atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE);
-		struct ring_wait_arg a = {r, need};
+		struct ring_wait_arg a = {r, want_tail};
 		cuhook_call_saving_vectors(record_wait_for_space, &a);
 		/* The wait may outlast the trace it was for (the writer gone at a stop, the thread not
 		 * run again until a later attach opened a new file): this record belongs to none. */
 		if (__atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE) != session)
 			return NULL;
-		uint8_t *p = ring_reserve(r, need, head);
+		uint8_t *p = ring_reserve(r, need, epoch, head, &want_tail);
 		if (p)
 			return p;
 	}
@@ -201,8 +226,9 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 /* Report drops as soon as there is room again, so a reader sees where records are missing. */
 static __attribute__((noinline, cold)) void emit_drops(struct ring *r)
 {
-	uint64_t head;
-	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), &head);
+	uint64_t head, want = 0;
+	uint64_t t = now();
+	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), r->epoch, &head, &want);
 	if (!p)
 		return;
 	struct cuhook_rec_drop *d = (struct cuhook_rec_drop *)p;
@@ -210,20 +236,26 @@ static __attribute__((noinline, cold)) void emit_drops(struct ring *r)
 	d->h.flags = 0;
 	d->h.size = sizeof(*d);
 	d->h.func = 0;
-	d->tsc = now();
+	d->tsc = t;
 	d->count = r->dropped;
+	r->drops_reported += r->dropped;
 	r->dropped = 0;
 	ring_commit(r, head, sizeof(*d));
 }
 
-static inline __attribute__((always_inline)) uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t *head)
+/* Room for a record of `need` bytes taken at time t (0: of no time of its own, as a DATA
+ * record, which follows a record of the epoch in force). */
+static inline __attribute__((always_inline)) uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t t,
+                                                              uint64_t *head)
 {
 	struct ring *r = ts->ring;
 	if (unlikely(r->dropped))
 		emit_drops(r);
-	uint8_t *p = ring_reserve(r, need, head);
+	uint32_t epoch = t ? CUHOOK_REC5_EPOCH(t) : r->epoch;
+	uint64_t want_tail = 0;
+	uint8_t *p = ring_reserve(r, need, epoch, head, &want_tail);
 	if (unlikely(!p))
-		p = ring_reserve_slow(ts, need, head);
+		p = ring_reserve_slow(ts, need, epoch, head, want_tail);
 	return p;
 }
 
@@ -313,28 +345,28 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		if (nstack > hh->nstack)
 			nstack = hh->nstack;
 		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks.c, hot_layout) */
-		uint32_t len = CUHOOK_REC_ENTRY_SIZE(nregs, nstack);
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
+		/* ENTRY5 when the record is what the function's FUNCS entry says; ENTRY5_X, which says
+		 * its own counts and flags, when it is not. */
+		const unsigned explicit_info = rec_flags || nstack != hh->nstack;
+		uint32_t len = 8u * (1 + explicit_info + nregs + nstack);
 		uint64_t head;
-		struct cuhook_rec_entry *e = (struct cuhook_rec_entry *)reserve(ts, len + stack_len, &head);
-		if (unlikely(!e)) {
+		uint64_t *w = (uint64_t *)reserve(ts, len + stack_len, t, &head);
+		if (unlikely(!w)) {
 			ts->busy = 0;
 			return hh->relocated; /* dropped: no exit record either */
 		}
-		e->h.type = CUHOOK_REC_ENTRY;
-		e->h.flags = rec_flags;
-		e->h.size = (uint16_t)len;
-		e->h.func = id;
-		e->tsc = t;
-		e->depth = (uint16_t)d;
-		e->nstack = (uint8_t)nstack;
-		e->regs_omitted = (uint8_t)(6 - nregs);
-		e->reserved[0] = e->reserved[1] = e->reserved[2] = e->reserved[3] = 0;
+		w[0] = CUHOOK_REC5_WORD(explicit_info ? CUHOOK_REC5_ENTRY_X : CUHOOK_REC5_ENTRY, d, id, t);
+		uint64_t *a = w + 1;
+		if (unlikely(explicit_info)) {
+			/* struct cuhook_rec5_entry_info: flags, nregs, nstack, zeros */
+			*a++ = (uint64_t)rec_flags | (uint64_t)nregs << 8 | (uint64_t)nstack << 16;
+		}
 		const uint64_t regs[6] = {f->rdi, f->rsi, f->rdx, f->rcx, f->r8, f->r9};
 		for (unsigned i = 0; i < nregs; i++)
-			e->regs[i] = regs[i];
-		uint64_t *st = e->regs + nregs;
+			a[i] = regs[i];
+		uint64_t *st = a + nregs;
 		if (likely(nstack == CUHOOK_MAX_STACK_ARGS)) {
 			st[0] = f->stack[0];
 			st[1] = f->stack[1];
@@ -347,7 +379,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 				st[i] = f->stack[i];
 		}
 		if (unlikely(stack_len)) {
-			struct cuhook_rec_stack *sr = (struct cuhook_rec_stack *)((uint8_t *)e + len);
+			struct cuhook_rec_stack *sr = (struct cuhook_rec_stack *)((uint8_t *)w + len);
 			sr->h.type = CUHOOK_REC_STACK;
 			sr->h.flags = 0;
 			sr->h.size = sizeof(*sr);
@@ -355,6 +387,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 			sr->stack = stack;
 			sr->reserved = 0;
 		}
+		ts->ring->events++;
 		ring_commit(ts->ring, head, len + stack_len);
 	} else if (!(hh->flags & (HOOK_CALLBACK | HOOK_FDOP)) || ts->no_record) {
 		ts->busy = 0;
@@ -400,7 +433,7 @@ static inline struct cuhook_rec_data *reserve_data(struct thread_state *ts, uint
                                                    uint64_t *head)
 {
 	*len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + nvalues * 8 + str_len);
-	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, *len, head);
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, *len, 0, head);
 	if (!r)
 		return NULL;
 	r->h.type = CUHOOK_REC_DATA;
@@ -535,17 +568,15 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 		if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording)) {
 			uint64_t t = now();
 			uint64_t head;
-			struct cuhook_rec_exit *x =
-			    (struct cuhook_rec_exit *)reserve(ts, sizeof(struct cuhook_rec_exit), &head);
+			/* rax 0 (success), the common case, in the word alone */
+			const uint32_t len = f->rax ? 16 : 8;
+			uint64_t *x = (uint64_t *)reserve(ts, len, t, &head);
 			if (likely(x != NULL)) {
-				x->h.type = CUHOOK_REC_EXIT;
-				x->h.flags = 0;
-				x->h.size = sizeof(*x);
-				x->h.func = id;
-				x->tsc = t;
-				x->depth = (uint16_t)(k - 1);
-				x->ret = f->rax;
-				ring_commit(ts->ring, head, sizeof(*x));
+				x[0] = CUHOOK_REC5_WORD(f->rax ? CUHOOK_REC5_EXIT : CUHOOK_REC5_EXIT_ZERO, k - 1, id, t);
+				if (f->rax)
+					x[1] = f->rax;
+				ts->ring->events++;
+				ring_commit(ts->ring, head, len);
 				if (unlikely(hh->flags & HOOK_IOCTL))
 					record_ioctl_data(ts, s, f->rax);
 				else if (unlikely(s->has_args) && (uint32_t)f->rax == 0)

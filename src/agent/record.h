@@ -46,7 +46,7 @@ uint8_t record_fast_out(uint16_t decoder);
 /* Rare paths, called through cuhook_call_saving_vectors (record_slow.c). */
 struct ring_wait_arg {
 	struct ring *ring;
-	uint32_t need;
+	uint64_t want_tail;  /* the writer's tail that makes room (record.c, ring_reserve) */
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);

@@ -7,25 +7,36 @@
 #include "thread_state.h"
 #include "writer.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 uintptr_t record_wait_for_space(void *p)
 {
 	const struct ring_wait_arg *a = p;
 	struct ring *r = a->ring;
-	/* Lossless mode: wait for the writer to drain, waking it each time. Give up (the record is
-	 * dropped and counted) only if the writer is gone. */
-	for (unsigned spins = 0; __atomic_load_n(&cuhook_writer_alive, __ATOMIC_ACQUIRE); spins++) {
+	/* Lossless mode: wait for the writer to drain, on the futex of the tail's low half, which
+	 * the writer wakes when it moves the tail while we wait (writer.c): no sleep quanta that
+	 * outlast the wait. Give up (the record is dropped and counted) only if the writer is
+	 * gone; the timeout only bounds how long a writer that dies unseen could keep us. */
+	uint32_t *word = (uint32_t *)&r->tail; /* x86-64: the low half */
+	while (__atomic_load_n(&cuhook_writer_alive, __ATOMIC_ACQUIRE)) {
 		uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-		uint32_t to_end = r->size - ((uint32_t)r->head & (r->size - 1));
-		uint32_t total = a->need <= to_end ? a->need : a->need + to_end;
-		if (r->head + total - tail <= r->size)
-			return 1;
+		if (tail >= a->want_tail)
+			break;
 		writer_wake();
-		struct timespec ts = {0, spins < 10 ? 20000 : 200000};
-		nanosleep(&ts, NULL);
+		__atomic_store_n(&r->tail_waiting, 1, __ATOMIC_SEQ_CST);
+		/* Dekker with the writer: our flag before its tail, its tail before our flag */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		if (tail < a->want_tail) {
+			struct timespec ts = {0, 20 * 1000 * 1000};
+			syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, (uint32_t)tail, &ts, NULL, 0);
+		}
+		__atomic_store_n(&r->tail_waiting, 0, __ATOMIC_RELAXED);
 	}
-	return 0;
+	return __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= a->want_tail;
 }
 
 uintptr_t record_kick_writer(void *unused)

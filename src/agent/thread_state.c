@@ -133,6 +133,12 @@ static void ring_reset(struct ring *r, uint32_t tid)
 	r->populated = populated;
 	r->next = next;
 	r->tid = tid;
+	/* RING_SEGS segments of at least RING_SEG_MIN bytes (the ring is a power of two, >= 64 KiB) */
+	uint32_t shift = 12;
+	while ((1u << shift) < RING_SEG_MIN || (size >> shift) > RING_SEGS)
+		shift++;
+	r->seg_shift = shift;
+	r->epoch = UINT32_MAX; /* none yet: the first record writes a TIME record */
 	r->state = RING_CLAIMED;
 	prctl(PR_GET_NAME, r->name);
 }

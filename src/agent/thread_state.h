@@ -25,6 +25,22 @@ struct shadow_entry {
 	uint64_t args[SHADOW_ARGS]; /* argument registers, kept only for hooks with a decoder */
 };
 
+/* A ring is cut into RING_SEGS segments (at least RING_SEG_MIN bytes each). A record never
+ * straddles a segment's end: the producer's `limit` stops at it, and the C path that finds a
+ * record does not fit closes the segment (its summary below) and opens the next one, which
+ * starts with a TIME record (trace_format.h, version 5). What the writer needs is in the
+ * summaries, so it copies whole segments without reading their records: how many bytes hold
+ * records (the rest is never written to a file), and the producer's running counts and epoch
+ * at the segment's end, from which the counts of what it copies follow exactly. */
+#define RING_SEGS 64u
+#define RING_SEG_MIN 4096u
+struct ring_seg {
+	uint32_t used;        /* bytes of records from the segment's start */
+	uint32_t epoch_end;   /* the epoch in force after its last record */
+	uint64_t events_end;  /* the ring's `events` after its last record */
+	uint64_t drops_end;   /* the ring's `drops_reported` after its last record */
+};
+
 /* Laid out for the cost of a call in a busy program, where little of this stays in the nearer
  * caches between two driver calls: everything the producer touches per record is in the first
  * cache line; the line the writer writes (tail) is read only when `limit` says the ring may be
@@ -33,36 +49,56 @@ struct ring {
 	/* producer side, one line */
 	_Alignas(64) uint64_t head;       /* bytes ever written; published with release */
 	uint64_t dropped;                 /* records dropped and not yet reported in a DROP record */
-	uint64_t limit;                   /* tail + size as the producer last read it (tail only
-	                                     grows), capped at the end of head's lap: head + len
-	                                     <= limit means there is room, without wrapping; 0
-	                                     while `dropped` is nonzero (the stubs then go to C,
-	                                     which reports the drops first) */
+	uint64_t limit;                   /* where the fast paths must come to C: at most the end of
+	                                     the open segment (so a record below it never straddles
+	                                     one), lower to wake the writer at half full or to ask
+	                                     for memory (ring_reserve); 0 while `dropped` is nonzero
+	                                     (the stubs then go to C, which reports the drops
+	                                     first) */
 	uint8_t *data;
 	uint64_t kicked;                  /* 1 + the tail at which the writer was last woken early */
 	uint32_t size;                    /* power of two; fixed (the writer reads it too) */
+	uint32_t epoch;                   /* the epoch (trace_format.h: tsc >> 38) of the ring's last
+	                                     TIME record: a record of another epoch goes to C, which
+	                                     writes a TIME record first */
 	uint64_t populate_asked;          /* `populated` when the producer last asked the writer
 	                                     for more (ring_populate_ahead) */
+	uint64_t events;                  /* ENTRY and EXIT records ever committed */
+	/* producer side, written in C only */
+	_Alignas(64) uint64_t seg_open;   /* index of the segment records go into (published with
+	                                     release after the summary of the one before) */
+	uint64_t drops_reported;          /* records counted in DROP records ever committed */
+	uint32_t seg_shift;               /* log2 of the segment size */
+	uint32_t tail_waiting;            /* the producer waits on tail's futex (record_slow.c) */
 	/* consumer side */
-	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer */
+	_Alignas(64) uint64_t tail;       /* bytes ever consumed by the writer; its low half is the
+	                                     futex word a producer waiting for room sleeps on */
 	uint64_t dropped_total;           /* for the END block */
 	uint64_t populated;               /* data bytes [0, populated) are in memory (written by the
 	                                     writer as it pre-faults ahead of the producer); only
 	                                     grows, and survives the ring's reuse */
 	uint64_t idle_head;               /* writer: head at its last round (an idle ring's thread
 	                                     is checked for being gone) */
+	uint64_t w_events, w_drops;       /* writer: the producer's counts at `tail` */
+	uint32_t w_epoch;                 /* writer: the epoch in force at `tail` */
 	/* fixed */
 	_Alignas(64) uint32_t tid;
 	char name[16];
 	uint32_t state;                   /* RING_LIVE, RING_FREE, RING_CLAIMED */
 	uint32_t announced;               /* writer wrote its THREAD block */
 	struct ring *next;                /* registry of all rings, never unlinked (writer walks it) */
+	struct ring_seg seg[RING_SEGS];   /* summaries of closed segments, by index % RING_SEGS */
 	/* HOOK_COUNT calls, by counter slot: the thread adds 1 with one instruction (a signal
 	 * handler's count on the same thread cannot be lost); the writer reads them and writes the
 	 * difference from counts_seen (what the file already has) in COUNTS blocks. */
 	_Alignas(64) uint64_t counts[RING_COUNT_SLOTS];
 	uint64_t counts_seen[RING_COUNT_SLOTS];
 };
+
+static inline uint64_t ring_seg_start(const struct ring *r, uint64_t k)
+{
+	return k << r->seg_shift;
+}
 
 /* The first cache line is what every call reads; then the shadow stack, one line per entry. */
 struct thread_state {

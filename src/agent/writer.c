@@ -97,6 +97,9 @@ static struct {
  * needs no round (writing blocks while a program records flat out would compete with it). */
 enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
 
+/* A round that drained at least this much is followed by another at once. */
+#define KEEP_DRAINING_BYTES (256u << 10)
+
 /* Working memory for one round, mapped rather than malloc'd. The writer keeps running while
  * cuhook_agent_stop() waits for it with every other thread of the process stopped under ptrace,
  * and a stopped thread may hold a malloc arena lock (the traced program allocates too): the
@@ -150,48 +153,79 @@ static bool fits_cap(size_t total)
 	return false;
 }
 
-/* Write header + payload as one block with one system call. False when it was not written (a
- * write error, or the size cap). */
-static bool put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
+/* Write one block: header, then the payload in iov[0..n) (n <= BLOCK_IOV_MAX), padded to 8, with
+ * one system call (more only if the kernel writes less). False when it was not written (a write
+ * error, or the size cap). */
+#define PIECES_MAX (RING_SEGS + 2) /* pieces of ring in one EVENTS block */
+#define BLOCK_IOV_MAX (PIECES_MAX + 2)
+static bool put_iov(uint16_t type, const struct iovec *payload, unsigned n)
 {
 	if (W.failed)
 		return false;
 	static const uint8_t zeros[8];
-	size_t pad = CUHOOK_ALIGN8(alen + blen) - (alen + blen);
-	size_t total = sizeof(struct cuhook_block) + alen + blen + pad;
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++)
+		len += payload[i].iov_len;
+	size_t pad = CUHOOK_ALIGN8(len) - len;
+	size_t total = sizeof(struct cuhook_block) + len + pad;
 	if (!fits_cap(total))
 		return false;
-	struct cuhook_block h = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)(alen + blen + pad), W.seq++};
-	struct iovec iov[4] = {{&h, sizeof(h)}, {(void *)a, alen}, {(void *)b, blen}, {(void *)zeros, pad}};
+	struct cuhook_block h = {CUHOOK_BLOCK_MAGIC, type, 0, (uint32_t)(len + pad), W.seq++};
+	struct iovec iov[BLOCK_IOV_MAX + 2];
+	int iovcnt = 0;
+	iov[iovcnt++] = (struct iovec){&h, sizeof(h)};
+	for (unsigned i = 0; i < n; i++)
+		if (payload[i].iov_len)
+			iov[iovcnt++] = payload[i];
+	if (pad)
+		iov[iovcnt++] = (struct iovec){(void *)zeros, pad};
 	W.bytes += total;
-	int iovcnt = 4;
 	struct iovec *v = iov;
 	while (total > 0) {
-		ssize_t n = writev(W.fd, v, iovcnt);
-		if (n < 0) {
+		ssize_t k = writev(W.fd, v, iovcnt);
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
 			fail(errno);
 			return false;
 		}
-		if (n == 0) {
+		if (k == 0) {
 			fail(EIO);
 			return false;
 		}
-		total -= (size_t)n;
-		while (n > 0 && iovcnt > 0) {
-			if ((size_t)n >= v->iov_len) {
-				n -= (ssize_t)v->iov_len;
+		total -= (size_t)k;
+		while (k > 0 && iovcnt > 0) {
+			if ((size_t)k >= v->iov_len) {
+				k -= (ssize_t)v->iov_len;
 				v++;
 				iovcnt--;
 			} else {
-				v->iov_base = (char *)v->iov_base + n;
-				v->iov_len -= (size_t)n;
-				n = 0;
+				v->iov_base = (char *)v->iov_base + k;
+				v->iov_len -= (size_t)k;
+				k = 0;
 			}
 		}
 	}
 	return true;
+}
+
+/* Write header + payload (a then b) as one block. */
+static bool put_block(uint16_t type, const void *a, size_t alen, const void *b, size_t blen)
+{
+	const struct iovec p[2] = {{(void *)a, alen}, {(void *)b, blen}};
+	return put_iov(type, p, 2);
+}
+
+/* An EVENTS block: its header, the TIME record that opens it, then the ring's pieces. */
+static bool put_blockv(uint16_t type, const void *a, size_t alen, const uint64_t *time_word,
+                       const struct iovec *pieces, unsigned n)
+{
+	struct iovec p[BLOCK_IOV_MAX];
+	p[0] = (struct iovec){(void *)a, alen};
+	p[1] = (struct iovec){(void *)time_word, 8};
+	for (unsigned i = 0; i < n; i++)
+		p[2 + i] = pieces[i];
+	return put_iov(type, p, n + 2);
 }
 
 static void put_clock(void)
@@ -246,6 +280,8 @@ static void put_tables(void)
 			e->name_len = (uint16_t)nl;
 			e->patch_len = hc->status == CUHOOK_PATCHED ? hc->patch_len : 0;
 			e->decoder = hooks_hot[id].decoder;
+			e->nregs = hooks_hot[id].nregs;   /* what its ENTRY5 records carry */
+			e->nstack = hooks_hot[id].nstack;
 			memcpy(e + 1, hc->name, nl);
 			off += CUHOOK_ALIGN8(sizeof(*e) + nl);
 		}
@@ -287,82 +323,103 @@ static void put_notes(void)
 	}
 }
 
-static bool is_event(const struct cuhook_rec *h)
-{
-	return h->type == CUHOOK_REC_ENTRY || h->type == CUHOOK_REC_EXIT;
-}
-
 /* Bytes of records one more EVENTS block may hold under the size cap. */
 static uint64_t events_room(void)
 {
-	uint64_t used = W.bytes + CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block);
+	uint64_t used = W.bytes + CLOSE_ROOM + sizeof(struct cuhook_block) + sizeof(struct cuhook_events_block) + 8;
 	return W.max_size > used ? W.max_size - used : 0;
 }
 
-/* The size cap is reached inside [from, to) (records only, no PAD): the records that still fit,
- * [from, returned end), go out as a shorter block, so that the file fills up to the cap. */
-static uint32_t cap_cut(struct ring *r, uint32_t from, uint32_t to, uint32_t *nrec, uint32_t *nev)
+/* What the walk of records in a ring found: ENTRY/EXIT records, records counted in DROP
+ * records, the epoch in force after them. */
+struct walk {
+	uint64_t events, drops;
+	uint32_t epoch;
+};
+
+/* Read the records in [p, end) of a ring's data one by one (trace_format.h, cuhook_rec5_size),
+ * stopping before the first that would end past `room` bytes from p: the writer's one walk,
+ * for the part of the open segment that it drains (the summaries of closed segments say the
+ * same without it) and for the cut at the size cap. Returns where it stopped. */
+static uint32_t walk_records(const struct ring *r, uint32_t p, uint32_t end, uint64_t room, struct walk *w)
 {
-	uint64_t room = events_room();
-	uint32_t p = from;
-	*nrec = *nev = 0;
-	while (p < to) {
-		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
-		if (h->size < 8 || p + h->size > to || p + h->size - from > room)
+	const uint32_t from = p;
+	while (p < end) {
+		const uint64_t *q = (const uint64_t *)(r->data + p);
+		unsigned type = CUHOOK_REC5_TYPE(q[0]), nargs = 0;
+		if (type == CUHOOK_REC5_ENTRY) {
+			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
+			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+		}
+		uint32_t len = cuhook_rec5_size(q, end - p, nargs);
+		if (!len)
+			return end; /* cannot happen: records are written whole; never loop */
+		if (p + len - from > room)
 			break;
-		(*nrec)++;
-		*nev += is_event(h);
-		p += h->size;
+		if (type == CUHOOK_REC5_ENTRY || type == CUHOOK_REC5_ENTRY_X || type == CUHOOK_REC5_EXIT ||
+		    type == CUHOOK_REC5_EXIT_VALUE || type == CUHOOK_REC5_EXIT_ZERO || type == CUHOOK_REC5_EXIT_ZERO_VALUE)
+			w->events++;
+		else if (type == CUHOOK_REC5_TIME)
+			w->epoch = CUHOOK_REC5_TIME_EPOCH(q[0]);
+		else if (type == CUHOOK_REC_DROP)
+			w->drops += ((const struct cuhook_rec_drop *)q)->count;
+		p += len;
 	}
 	return p;
 }
 
-/* One EVENTS block of nrec records holding nev ENTRY/EXIT records: counted as written, or as
- * dropped when the size cap keeps them out. */
-static void put_run(struct ring *r, uint32_t from, uint32_t to, uint32_t nrec, uint32_t nev)
+/* One drain's EVENTS block: a TIME record (the epoch in force at its first record), then the
+ * pieces of the ring it copies, each inside one segment. */
+struct events_out {
+	uint64_t time_word;
+	struct iovec iov[PIECES_MAX];
+	unsigned n;
+	uint64_t bytes, events;
+};
+
+static void out_begin(struct events_out *o, uint32_t epoch)
 {
-	if (W.max_size && !W.capped && !W.closing && to - from > events_room()) {
-		uint32_t fit_rec, fit_ev, end = cap_cut(r, from, to, &fit_rec, &fit_ev);
-		if (fit_rec)
-			put_run(r, from, end, fit_rec, fit_ev);
-		W.capped = 1;
-		W.cap_events += nev - fit_ev;
-		return;
-	}
-	struct cuhook_events_block eb = {r->tid, nrec};
-	if (put_block(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), r->data + from, to - from))
-		W.events += nev;
-	else if (W.capped)
-		W.cap_events += nev;
+	o->time_word = CUHOOK_REC5_TIME_WORD(epoch);
+	o->n = 0;
+	o->bytes = o->events = 0;
 }
 
-/* Write [from, to) of a ring's data (no wrap inside) as EVENTS blocks, skipping PAD records,
- * counting events and drops. */
-static void put_events(struct ring *r, uint32_t from, uint32_t to)
+/* Write what `o` holds as one block. Under the size cap, only the records that fit: the rest
+ * is counted as kept out (W.cap_events), and nothing after it is written. */
+static void out_flush(struct ring *r, struct events_out *o)
 {
-	uint32_t run = from, nrec = 0, nev = 0;
-	uint32_t p = from;
-	while (p < to) {
-		const struct cuhook_rec *h = (const struct cuhook_rec *)(r->data + p);
-		uint32_t len = h->type == CUHOOK_REC_PAD ? h->func : h->size;
-		if (len < 8 || p + len > to)
-			len = to - p; /* cannot happen: records are written whole; never loop */
-		if (h->type == CUHOOK_REC_PAD) {
-			if (nrec)
-				put_run(r, run, p, nrec, nev);
-			nrec = nev = 0;
-			run = p + len;
-		} else {
-			nrec++;
-			if (is_event(h))
-				nev++;
-			else if (h->type == CUHOOK_REC_DROP)
-				W.dropped += ((const struct cuhook_rec_drop *)h)->count;
+	if (!o->n || W.failed)
+		return;
+	if (W.max_size && !W.capped && !W.closing && o->bytes > events_room()) {
+		/* The cap is reached inside this block: the records that still fit go out as a
+		 * shorter block, so that the file fills up to the cap. */
+		uint64_t room = events_room(), kept_events = 0, kept_bytes = 0;
+		unsigned keep = 0;
+		while (keep < o->n) {
+			struct iovec *v = &o->iov[keep];
+			uint32_t p = (uint32_t)((uint8_t *)v->iov_base - r->data);
+			struct walk w = {0, 0, 0};
+			uint32_t end = walk_records(r, p, p + (uint32_t)v->iov_len, room - kept_bytes, &w);
+			kept_events += w.events;
+			kept_bytes += end - p;
+			keep += end > p;
+			if (end - p < v->iov_len) {
+				v->iov_len = end - p;
+				break;
+			}
 		}
-		p += len;
+		W.cap_events += o->events - kept_events;
+		struct cuhook_events_block eb = {r->tid, 0};
+		if (kept_bytes && put_blockv(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), &o->time_word, o->iov, keep))
+			W.events += kept_events;
+		W.capped = 1;
+		return;
 	}
-	if (nrec)
-		put_run(r, run, to, nrec, nev);
+	struct cuhook_events_block eb = {r->tid, 0};
+	if (put_blockv(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), &o->time_word, o->iov, o->n))
+		W.events += o->events;
+	else if (W.capped)
+		W.cap_events += o->events;
 }
 
 static void announce(struct ring *r)
@@ -375,21 +432,81 @@ static void announce(struct ring *r)
 	r->announced = 1;
 }
 
-static void drain(struct ring *r, uint64_t head)
+/* Move the tail, and wake the ring's producer if it waits for room (record_slow.c). */
+static void publish_tail(struct ring *r, uint64_t tail)
+{
+	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* Dekker with the producer's flag */
+	if (__atomic_load_n(&r->tail_waiting, __ATOMIC_RELAXED))
+		syscall(SYS_futex, (uint32_t *)&r->tail, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Copy a ring's records up to `head` into the file. Closed segments are copied whole, counted
+ * from their summaries (thread_state.h), their padding skipped; only the open segment's part is
+ * read record by record. Returns the bytes of records drained. */
+static uint64_t drain(struct ring *r, uint64_t head)
 {
 	uint64_t tail = r->tail;
-	if (head != tail)
-		announce(r);
+	if (head == tail)
+		return 0;
+	announce(r);
+	/* read after head: every segment closed below head is closed here */
+	uint64_t seg_open = __atomic_load_n(&r->seg_open, __ATOMIC_ACQUIRE);
+	const uint64_t seg_bytes = 1ull << r->seg_shift;
+	struct events_out o;
+	out_begin(&o, r->w_epoch);
+	uint64_t moved = 0;
 	while (tail < head) {
-		uint32_t pos = (uint32_t)tail & (r->size - 1);
-		uint64_t chunk = head - tail;
-		if (chunk > r->size - pos)
-			chunk = r->size - pos;
-		if (!W.failed)
-			put_events(r, pos, pos + (uint32_t)chunk);
-		tail += chunk;
-		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+		uint64_t k = tail >> r->seg_shift, start = k << r->seg_shift;
+		uint32_t pos = (uint32_t)start & (r->size - 1);
+		uint64_t to;
+		/* A closed segment is taken from its summary when all the rest of it is below the head
+		 * read with the tables (records above it may name functions the file has no FUNCS
+		 * entry for yet); anything else is read record by record. */
+		const struct ring_seg *sg = &r->seg[k % RING_SEGS];
+		bool whole = k < seg_open && start + sg->used <= head;
+		if (whole) {
+			to = start + sg->used;
+			o.events += sg->events_end - r->w_events;
+			W.dropped += sg->drops_end - r->w_drops;
+			r->w_events = sg->events_end;
+			r->w_drops = sg->drops_end;
+			r->w_epoch = sg->epoch_end;
+		} else {
+			to = head;
+			struct walk w = {0, 0, r->w_epoch};
+			walk_records(r, pos + (uint32_t)(tail - start), pos + (uint32_t)(to - start), UINT64_MAX, &w);
+			o.events += w.events;
+			W.dropped += w.drops;
+			r->w_events += w.events;
+			r->w_drops += w.drops;
+			r->w_epoch = w.epoch;
+		}
+		if (to > tail) {
+			o.iov[o.n].iov_base = r->data + pos + (tail - start);
+			o.iov[o.n].iov_len = to - tail;
+			o.n++;
+			o.bytes += to - tail;
+			moved += to - tail;
+		}
+		/* Past a closed segment's padding only once the producer's head is: the tail never
+		 * overtakes the head. The open segment is drained up to the head: done. */
+		if (whole && __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) >= start + seg_bytes) {
+			tail = start + seg_bytes;
+		} else {
+			tail = to;
+			break;
+		}
+		if (o.n == PIECES_MAX || o.bytes >= (16u << 20)) {
+			out_flush(r, &o);
+			out_begin(&o, r->w_epoch);
+			publish_tail(r, tail);
+		}
 	}
+	if (o.n && !W.failed)
+		out_flush(r, &o);
+	publish_tail(r, tail);
+	return moved;
 }
 
 /* The calls of counted functions this thread made since the file last said (COUNTS block). */
@@ -547,8 +664,11 @@ static void put_stacks(void)
 	}
 }
 
-static void round_once(void)
+/* One round: tables, notes, stacks, every ring drained, counts, GPU blocks. Returns the bytes of
+ * records it drained. */
+static uint64_t round_once(void)
 {
+	uint64_t moved = 0;
 	/* Tables first and ring heads read under the same lock: every event drained below names a
 	 * function whose FUNCS entry is already in the file. */
 	pthread_mutex_lock(&agent_lock);
@@ -564,7 +684,7 @@ static void round_once(void)
 	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
 	if (!s) {
 		pthread_mutex_unlock(&agent_lock);
-		return;
+		return 0;
 	}
 	unsigned k = 0;
 	for (struct ring *r = list; r && n > 0; r = r->next, n--) {
@@ -589,7 +709,7 @@ static void round_once(void)
 	put_notes();
 	put_stacks();
 	for (unsigned i = 0; i < k; i++) {
-		drain(s[i].r, s[i].head);
+		moved += drain(s[i].r, s[i].head);
 		put_counts(s[i].r, count_func, nslots);
 		if (s[i].gone) {
 			/* drained for the last time: its drops counted, its memory for a new thread */
@@ -601,6 +721,7 @@ static void round_once(void)
 		put_gpu();
 	if (monotonic_ns() - W.last_clock_ns > 500000000ull)
 		put_clock();
+	return moved;
 }
 
 static bool claim_close(int who)
@@ -649,8 +770,10 @@ static void *writer_main(void *gen)
 		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
 		uint64_t now = monotonic_ns();
 		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
-			round_once();
-			next_round = monotonic_ns() + W.flush_ms * 1000000ull;
+			/* A round that moved much means threads record fast: the next one at once, so
+			 * that none of them waits for room while the writer sleeps. */
+			uint64_t moved = round_once();
+			next_round = moved >= KEEP_DRAINING_BYTES ? 0 : monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
 			 * now). */
@@ -674,6 +797,10 @@ static void *writer_main(void *gen)
 	 * returning (glibc frees its caches, which takes a malloc arena lock a stopped thread may
 	 * hold) is nobody's wait: the thread is detached. */
 	__atomic_store_n(&cuhook_writer_alive, 0, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (struct ring *r = thread_rings(); r; r = r->next)
+		if (__atomic_load_n(&r->tail_waiting, __ATOMIC_RELAXED))
+			syscall(SYS_futex, (uint32_t *)&r->tail, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	if (ending) {
 		/* Calls pass straight through from now on (the jumps stay: writing code while the
 		 * program runs is not the writer's business); the file gets the last events, the
@@ -813,7 +940,13 @@ void writer_start(void)
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
 			continue; /* a ring a thread takes is made new by that thread */
 		r->announced = 0;
-		__atomic_store_n(&r->tail, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		/* the producer's counts at the new tail (a record committed meanwhile by a thread
+		 * that runs could be counted on the wrong side: threads are stopped at an attach) */
+		r->w_events = __atomic_load_n(&r->events, __ATOMIC_ACQUIRE);
+		r->w_drops = __atomic_load_n(&r->drops_reported, __ATOMIC_ACQUIRE);
+		uint32_t epoch = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
+		r->w_epoch = epoch == UINT32_MAX ? 0 : epoch;
+		publish_tail(r, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
 		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
 			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
 	}

@@ -51,27 +51,36 @@
 #define RING_LIMIT 16
 #define RING_DATA 24
 #define RING_SIZE 40
-#define RING_COUNTS 192     /* struct ring counts[] (the count thunks, hooks.c) */
+#define RING_EPOCH 44
+#define RING_EVENTS 56
+#define RING_COUNTS 1792    /* struct ring counts[] (the count thunks, hooks.c) */
 #define HOT_SHIFT 5         /* struct hook_hot is 32 bytes */
 #define HOT_RELOCATED 0
 #define HOT_DECODER 8
 #define HOT_FLAGS 10
 #define HOT_NSTACK 14       /* stack slots to record (arity table) */
 #define HOT_FAST_OUT 15     /* the fast exit's decoded value: FAST_OUT_* */
-#define HOT_ENTRY_HDR 16    /* the ENTRY record's header, precomputed (type, size, func) */
-#define HOT_ENTRY_INFO 24   /* its word at offset 16 without the depth (nstack, regs_omitted) */
+#define HOT_ENTRY_HDR 16    /* the ENTRY5 record's word without depth and time (type, func) */
+#define HOT_ENTRY_INFO 24   /* the ENTRY5 record's length: 8 + 8 * (nregs + nstack) */
 #define FAST_OUT_VALID 0x80 /* one out-parameter, no string: written inline in the EXIT record */
 #define FAST_OUT_4BYTE 0x08 /* the value is 4 bytes (else 8) */
 #define FAST_OUT_ARG 0x07   /* its argument index (< SHADOW_ARGS) */
 #define FAST_HOOK_FLAGS 1   /* the hooks_hot[].flags value the fast paths record: HOOK_RECORD */
 #define FAST_SHADOW_MAX 128 /* SHADOW_MAX */
-#define FAST_ENTRY_MAX 120  /* an ENTRY with 6 registers and 6 stack slots: what the fast entry
-                               reserves (it stores all six registers, commits entry_hdr's size) */
-#define FAST_EXIT_LEN 32    /* EXIT record */
-#define FAST_EXITV_LEN 40   /* EXIT record with its decoded value (CUHOOK_RF_VALUE) */
-/* First 8 bytes of a record (struct cuhook_rec) without the function id (high 32 bits). */
-#define FAST_EXIT_HDR (2 | (FAST_EXIT_LEN << 16))                 /* type EXIT, flags 0, size */
-#define FAST_EXITV_HDR (2 | (2 << 8) | (FAST_EXITV_LEN << 16))    /* type EXIT, CUHOOK_RF_VALUE, size */
+#define FAST_ENTRY_MAX 104  /* an ENTRY5 with 6 registers and 6 stack slots: what the fast entry
+                               reserves (it stores all six registers, commits entry_info bytes) */
+#define FAST_EXIT_LEN 16    /* EXIT5 record */
+#define FAST_EXITV_LEN 24   /* EXIT5_VALUE record */
+#define FAST_EXITZ_LEN 8    /* EXIT5_ZERO record */
+#define FAST_EXITZV_LEN 16  /* EXIT5_ZERO_VALUE record */
+#define FAST_EXIT_TYPE 2    /* CUHOOK_REC5_EXIT */
+#define FAST_EXITV_TYPE 7   /* CUHOOK_REC5_EXIT_VALUE */
+#define FAST_EXITZ_TYPE 9   /* CUHOOK_REC5_EXIT_ZERO */
+#define FAST_EXITZV_TYPE 10 /* CUHOOK_REC5_EXIT_ZERO_VALUE */
+#define FAST_DEPTH_SHIFT 4  /* a version-5 record word: depth, func, the time's low bits */
+#define FAST_FUNC_SHIFT 12
+#define FAST_TSC_SHIFT 26
+#define FAST_EPOCH_SHIFT 38 /* CUHOOK_REC5_TSC_BITS */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -55,6 +55,23 @@
 	add RING_DATA(%r10), %rcx
 .endm
 
+/* The exit fast path's record: room for `len` bytes (rcx = the record, or to .Lexit_unbusy),
+ * the shadow stack popped (r8 = the real return address), and the record's word: `type`, the
+ * depth (esi = k - 1), the function id (the shadow entry, rdi), the time's low bits (r9, in
+ * place). Leaves the rest of the record and the commit to the caller. */
+.macro EXIT_WORD len, type
+	RING_RESERVE \len, .Lexit_unbusy
+	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
+	mov %esi, TS_DEPTH(%r11)               /* pop */
+	shl $FAST_DEPTH_SHIFT, %esi
+	mov SH_ID(%rdi), %eax
+	shl $FAST_FUNC_SHIFT, %rax
+	or %rsi, %rax
+	or %r9, %rax
+	or $\type, %rax
+	mov %rax, 0(%rcx)
+.endm
+
 /* The switches every call reads, in one cache line (see record.h). */
 	.data
 	.p2align 6
@@ -147,42 +164,49 @@ cuhook_entry_stub:
 	or %rax, %rdx
 	mov %r10, EF_HOT(%rsp)                 /* r10 is the ring's from here on */
 	mov TS_RING(%r11), %r10                /* limit 0 while drops wait to be reported */
-	/* Room for the longest ENTRY: all six registers and the six stack slots are stored whole
-	 * (fewer instructions than choosing), and only the size entry_hdr says is committed. */
+	mov %rdx, %rax
+	shr $FAST_EPOCH_SHIFT, %rax
+	cmp RING_EPOCH(%r10), %eax
+	jne .Lentry_unbusy                     /* a new epoch: C writes its TIME record first */
+	/* Room for the longest ENTRY5: all six registers and the six stack slots are stored whole
+	 * (fewer instructions than choosing), and only the length entry_info says is committed. */
 	RING_RESERVE FAST_ENTRY_MAX, .Lentry_unbusy   /* rcx = the record, or to .Lentry_unbusy */
-	mov %rdx, 8(%rcx)                      /* tsc */
+	/* The record's word: type and id (entry_hdr), depth, the time's low bits. Stored before
+	 * the arguments; nothing is visible before the commit. */
+	shl $FAST_TSC_SHIFT, %rdx
+	mov TS_DEPTH(%r11), %eax
+	shl $FAST_DEPTH_SHIFT, %eax
+	or %rax, %rdx
+	mov EF_HOT(%rsp), %rax                 /* rax = &hooks_hot[id] */
+	or HOT_ENTRY_HDR(%rax), %rdx
+	mov %rdx, 0(%rcx)
 	prefetchw 256(%rcx)                    /* the lines the next calls' records will need */
-	mov %rdi, 24(%rcx)
-	mov %rsi, 32(%rcx)
-	mov EF_RDX(%rsp), %rax
-	mov %rax, 40(%rcx)
-	mov EF_RCX(%rsp), %rax
-	mov %rax, 48(%rcx)
-	mov %r8, 56(%rcx)
-	mov %r9, 64(%rcx)
-	mov EF_HOT(%rsp), %rdx
-	cmpb $0, HOT_NSTACK(%rdx)
+	mov %rdi, 8(%rcx)
+	mov %rsi, 16(%rcx)
+	mov EF_RDX(%rsp), %rdx
+	mov %rdx, 24(%rcx)
+	mov EF_RCX(%rsp), %rdx
+	mov %rdx, 32(%rcx)
+	mov %r8, 40(%rcx)
+	mov %r9, 48(%rcx)
+	cmpb $0, HOT_NSTACK(%rax)
 	je 1f                                  /* nstack 0 */
-	mov EF_STACK+0(%rsp), %rax             /* nstack > 0: nregs is 6 and the slots follow */
-	mov %rax, 72(%rcx)
-	mov EF_STACK+8(%rsp), %rax
-	mov %rax, 80(%rcx)
-	mov EF_STACK+16(%rsp), %rax
-	mov %rax, 88(%rcx)
-	mov EF_STACK+24(%rsp), %rax
-	mov %rax, 96(%rcx)
-	mov EF_STACK+32(%rsp), %rax
-	mov %rax, 104(%rcx)
-	mov EF_STACK+40(%rsp), %rax
-	mov %rax, 112(%rcx)
-1:	mov TS_DEPTH(%r11), %eax
-	or HOT_ENTRY_INFO(%rdx), %eax          /* depth, nstack, regs_omitted; reserved 0 */
-	mov %rax, 16(%rcx)
-	mov HOT_ENTRY_HDR(%rdx), %rax
-	mov %rax, 0(%rcx)                      /* type ENTRY, flags 0, size, func */
-	shr $16, %eax                          /* the size (bits 16-31; bits 0-15 shifted out) */
-	add %rax, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
-	mov %rdx, %r10                         /* r10 = &hooks_hot[id] */
+	mov EF_STACK+0(%rsp), %rdx             /* nstack > 0: nregs is 6 and the slots follow */
+	mov %rdx, 56(%rcx)
+	mov EF_STACK+8(%rsp), %rdx
+	mov %rdx, 64(%rcx)
+	mov EF_STACK+16(%rsp), %rdx
+	mov %rdx, 72(%rcx)
+	mov EF_STACK+24(%rsp), %rdx
+	mov %rdx, 80(%rcx)
+	mov EF_STACK+32(%rsp), %rdx
+	mov %rdx, 88(%rcx)
+	mov EF_STACK+40(%rsp), %rdx
+	mov %rdx, 96(%rcx)
+1:	mov HOT_ENTRY_INFO(%rax), %edx         /* the record's length */
+	incq RING_EVENTS(%r10)
+	add %rdx, RING_HEAD(%r10)              /* commit (a plain store is a release on x86) */
+	mov %rax, %r10                         /* r10 = &hooks_hot[id] */
 	mov EF_ID(%rsp), %edx
 	/* Shadow-stack entry. */
 	mov TS_DEPTH(%r11), %ecx
@@ -294,22 +318,22 @@ cuhook_exit_stub:
 	cmpb $FAST_HOOK_FLAGS, HOT_FLAGS(%r8)
 	jne .Lexit_unbusy                      /* any flag but HOOK_RECORD: C */
 	mov TS_RING(%r11), %r10
+	mov %r9, %rax
+	shr $FAST_EPOCH_SHIFT, %rax
+	cmp RING_EPOCH(%r10), %eax
+	jne .Lexit_unbusy                      /* a new epoch: C writes its TIME record first */
+	shl $FAST_TSC_SHIFT, %r9               /* r9 = the time's low bits, in place in the word */
 	xor %edx, %edx                         /* edx 1: a DATA record from C follows the EXIT */
 	cmpl $0, SH_HAS_ARGS(%rdi)
 	jne .Lexit_args
 .Lexit_plain:
-	RING_RESERVE FAST_EXIT_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
-	mov SH_RET(%rdi), %r8                  /* the real return address, read before the pop */
-	mov %esi, TS_DEPTH(%r11)               /* pop */
-	mov %r9, 8(%rcx)                       /* tsc */
-	mov SH_ID(%rdi), %eax
-	shl $32, %rax
-	or $FAST_EXIT_HDR, %rax
-	mov %rax, 0(%rcx)                      /* type EXIT, flags 0, size, func */
-	mov %rsi, 16(%rcx)                     /* depth, reserved 0 */
+	cmpq $0, 8(%rsp)                       /* rax 0 (success): the word alone */
+	je .Lexit_zero
+	EXIT_WORD FAST_EXIT_LEN, FAST_EXIT_TYPE
 	mov 8(%rsp), %rax
-	mov %rax, 24(%rcx)                     /* ret */
-	addq $FAST_EXIT_LEN, RING_HEAD(%r10)          /* commit */
+	mov %rax, 8(%rcx)                      /* ret */
+	incq RING_EVENTS(%r10)
+	addq $FAST_EXIT_LEN, RING_HEAD(%r10)   /* commit */
 	test %edx, %edx
 	jnz .Lexit_data_c
 .Lexit_done:
@@ -318,6 +342,13 @@ cuhook_exit_stub:
 	pop %rax
 	push %r8
 	ret                    /* predicted: the buffer's next entry is the caller's call */
+.Lexit_zero:
+	EXIT_WORD FAST_EXITZ_LEN, FAST_EXITZ_TYPE
+	incq RING_EVENTS(%r10)
+	addq $FAST_EXITZ_LEN, RING_HEAD(%r10)  /* commit */
+	test %edx, %edx
+	jnz .Lexit_data_c
+	jmp .Lexit_done
 .Lexit_args:                   /* a function with a decoder: its out-parameter after success */
 	cmpl $0, 8(%rsp)       /* the low 32 bits of rax (CUresult): failed, nothing to read */
 	jne .Lexit_plain
@@ -336,19 +367,20 @@ cuhook_exit_stub:
 	jmp 2f
 1:	mov (%rax), %eax
 2:	mov %rax, %rdx                         /* rdx = the value */
-	RING_RESERVE FAST_EXITV_LEN, .Lexit_unbusy   /* rcx = the record, or to .Lexit_unbusy */
-	mov SH_RET(%rdi), %r8
-	mov %esi, TS_DEPTH(%r11)               /* pop */
-	mov %r9, 8(%rcx)                       /* tsc */
-	mov SH_ID(%rdi), %eax
-	shl $32, %rax
-	or $FAST_EXITV_HDR, %rax
-	mov %rax, 0(%rcx)                      /* type EXIT, CUHOOK_RF_VALUE, size, func */
-	mov %rsi, 16(%rcx)                     /* depth, reserved 0 */
+	cmpq $0, 8(%rsp)
+	je .Lexit_zero_value
+	EXIT_WORD FAST_EXITV_LEN, FAST_EXITV_TYPE
 	mov 8(%rsp), %rax
-	mov %rax, 24(%rcx)                     /* ret */
-	mov %rdx, 32(%rcx)                     /* value */
-	addq $FAST_EXITV_LEN, RING_HEAD(%r10)          /* commit */
+	mov %rax, 8(%rcx)                      /* ret */
+	mov %rdx, 16(%rcx)                     /* value */
+	incq RING_EVENTS(%r10)
+	addq $FAST_EXITV_LEN, RING_HEAD(%r10)  /* commit */
+	jmp .Lexit_done
+.Lexit_zero_value:
+	EXIT_WORD FAST_EXITZV_LEN, FAST_EXITZV_TYPE
+	mov %rdx, 8(%rcx)                      /* value */
+	incq RING_EVENTS(%r10)
+	addq $FAST_EXITZV_LEN, RING_HEAD(%r10) /* commit */
 	jmp .Lexit_done
 .Lexit_data_c:
 	push %r8

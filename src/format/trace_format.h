@@ -16,15 +16,14 @@
 #include <stdint.h>
 
 #define CUHOOK_TRACE_MAGIC "CUHOOKTR" /* 8 bytes, no NUL */
-#define CUHOOK_TRACE_VERSION 4u
-#define CUHOOK_TRACE_VERSION_REC5 5u /* the first version with compact records (the agent writes it
-                                       once its side is in; readers accept it now) */
+#define CUHOOK_TRACE_VERSION 5u
+#define CUHOOK_TRACE_VERSION_REC5 5u /* the first version with compact records */
 /* Version 2 added CUHOOK_RF_VALUE (an EXIT record carrying its call's decoded value, in place of
  * a following DATA record); version 3 added COUNTS blocks (functions counted, not recorded:
  * agent option count=GLOBS); version 4 lets an ENTRY record omit the argument registers a
  * function does not take (cuhook_rec_entry.regs_omitted); version 5 replaces ENTRY and EXIT by
- * compact records (see "version 5 records" below: a call of a one-argument function takes 32
- * bytes instead of 64) and says in FUNCS entries how many arguments an ENTRY carries. Readers
+ * compact records (see "version 5 records" below: a successful call of a one-argument function
+ * takes 24 bytes instead of 64) and says in FUNCS entries how many arguments an ENTRY carries. Readers
  * accept versions 1 to 5; older files simply never have the newer flag, block or field
  * (regs_omitted was a reserved zero byte). */
 #define CUHOOK_TRACE_VERSION_MIN 1u
@@ -528,7 +527,7 @@ struct cuhook_rec_stack {
  * struct cuhook_rec header above (their type byte is below 16; `size` says their length). The
  * others pack their header into that one word:
  *
- *   ENTRY5, ENTRY5_X, EXIT5, EXIT5_VALUE:
+ *   ENTRY5, ENTRY5_X, EXIT5, EXIT5_VALUE, EXIT5_ZERO, EXIT5_ZERO_VALUE:
  *     bits  0-3   type
  *     bits  4-11  depth: nesting depth of traced calls on this thread, 0 = outermost (an EXIT's
  *                 is its ENTRY's)
@@ -553,6 +552,9 @@ struct cuhook_rec_stack {
  *   EXIT5        the word, then the return value (rax). 16 bytes.
  *   EXIT5_VALUE  the word, rax, then the call's one decoded value: means what an EXIT with
  *                CUHOOK_RF_VALUE means. 24 bytes.
+ *   EXIT5_ZERO   an EXIT5 whose rax was 0 (CUDA_SUCCESS, the common case): the word alone.
+ *                8 bytes.
+ *   EXIT5_ZERO_VALUE  an EXIT5_VALUE whose rax was 0: the word, then the value. 16 bytes.
  *   TIME         the word alone. 8 bytes.
  *
  * Order and meaning are those of the version-4 records they replace: a STACK record right after
@@ -565,6 +567,8 @@ enum cuhook_rec5_type {
 	CUHOOK_REC5_ENTRY_X = 6,
 	CUHOOK_REC5_EXIT_VALUE = 7,
 	CUHOOK_REC5_TIME = 8,
+	CUHOOK_REC5_EXIT_ZERO = 9,
+	CUHOOK_REC5_EXIT_ZERO_VALUE = 10,
 };
 
 #define CUHOOK_REC5_TYPE(w) ((unsigned)((w) & 0xfu))
@@ -604,6 +608,8 @@ static inline uint32_t cuhook_rec5_size(const uint64_t *q, uint64_t left, unsign
 	case CUHOOK_REC5_EXIT: n = 16; break;
 	case CUHOOK_REC5_EXIT_VALUE: n = 24; break;
 	case CUHOOK_REC5_TIME: n = 8; break;
+	case CUHOOK_REC5_EXIT_ZERO: n = 8; break;
+	case CUHOOK_REC5_EXIT_ZERO_VALUE: n = 16; break;
 	case CUHOOK_REC5_ENTRY_X: {
 		if (left < 16)
 			return 0;

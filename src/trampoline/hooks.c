@@ -249,7 +249,8 @@ static void arm(uint32_t first, uint32_t n, const struct patch_request *req)
 		req->thaw();
 }
 
-/* Fill hh's entry_hdr and entry_info from its id, nregs and nstack. The values depend on
+/* Fill hh's entry_hdr and entry_info (the ENTRY5 record's word without depth and time, and
+ * its length) from its id, nregs and nstack. The values depend on
  * nothing else, so rewriting them while a stub may read them is harmless. */
 static void hot_layout(struct hook_hot *hh)
 {
@@ -259,9 +260,9 @@ static void hot_layout(struct hook_hot *hh)
 	unsigned nregs = nstack || hh->nregs > 6 ? 6u : hh->nregs;
 	hh->nregs = (uint8_t)nregs;
 	hh->nstack = (uint8_t)nstack;
-	hh->entry_hdr = CUHOOK_REC_ENTRY | (uint64_t)CUHOOK_REC_ENTRY_SIZE(nregs, nstack) << 16 |
-	                (uint64_t)(uint32_t)(hh - hooks_hot) << 32;
-	hh->entry_info = (uint32_t)nstack << 16 | (uint32_t)(6 - nregs) << 24;
+	_Static_assert(HOOKS_MAX - 1 <= CUHOOK_REC5_FUNC_MAX, "a hook id fits a record word");
+	hh->entry_hdr = CUHOOK_REC5_WORD(CUHOOK_REC5_ENTRY, 0, (uint32_t)(hh - hooks_hot), 0);
+	hh->entry_info = 8u + 8u * (nregs + nstack);
 }
 
 /* How a function is traced: its flags from the request's classifier (which may also set its

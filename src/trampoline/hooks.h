@@ -52,9 +52,9 @@ struct hook_hot {
 	uint8_t nstack;        /* caller's stack slots to record at entry (0..6; 6 by default) */
 	uint8_t fast_out;      /* 0, or how the fast exit stub reads the one decoded value
 	                          (stub_frame.h FAST_OUT_*); set by the classifier */
-	/* The ENTRY record's first words as the fast entry stub writes them, precomputed from the
-	 * id, nregs and nstack after each classification (hooks.c): the header (type ENTRY, size,
-	 * func = id) and the word at offset 16 without the depth (nstack, regs_omitted). */
+	/* The ENTRY5 record as the fast entry stub writes it, precomputed from the id, nregs and
+	 * nstack after each classification (hooks.c): its word without depth and time (type
+	 * ENTRY5, func = id), and its length in bytes. */
 	uint64_t entry_hdr;
 	uint32_t entry_info;
 	uint8_t nregs;         /* argument registers to record at entry (0..6; 6 by default) */
