@@ -10,7 +10,9 @@
  *     function defined later (which the writer never does) merely tolerated, not an error.
  *  2. walk the same, already validated, prefix again and decode the EVENTS blocks: the hot loop.
  *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
- *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record).
+ *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record's). Each
+ *     record, of any version, is decoded into one view (rec4_decode, rec5_decode) that one piece
+ *     of code matches (rec_apply).
  *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
  *     are known: their times convert like events' and their ids are checked like events'. So are
  *     GPU_SESSION and GPU blocks (trace_gpu.c); once every call is matched, the GPU records are
@@ -39,6 +41,10 @@
  * libcuda exports ~1000 functions; a process patching several libraries stays far below. */
 #define TR_MAX_FUNC_ID (1u << 20)
 
+/* The newest version read: readers learnt version 5 before the agent writes it. */
+#define TR_VERSION_MAX                                                                             \
+	(CUHOOK_TRACE_VERSION > CUHOOK_TRACE_VERSION_REC5 ? CUHOOK_TRACE_VERSION : CUHOOK_TRACE_VERSION_REC5)
+
 /* The agent writes a header of at most 8 KiB (a 4 KiB command line, a PATH_MAX executable); a
  * header_size beyond this is corrupt, and refusing it keeps a hostile header from making the
  * reader read gigabytes as a "command line". */
@@ -52,6 +58,9 @@ _Static_assert(sizeof(struct cuhook_rec_data) == 16, "data layout");
 _Static_assert(sizeof(struct cuhook_rec_drop) == 24, "drop layout");
 _Static_assert(sizeof(struct cuhook_func_entry) == 24, "func entry layout");
 _Static_assert(sizeof(struct cuhook_counts_block) == 16, "counts block layout");
+_Static_assert(sizeof(struct cuhook_rec5_entry_info) == 8, "ENTRY5_X info layout");
+/* A call is kept per ENTRY record: it must not grow (a 10 M-call trace holds 10 M of them). */
+_Static_assert(sizeof(struct tr_call) == 56, "call size");
 _Static_assert(sizeof(struct cuhook_count_entry) == 16, "count entry layout");
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -219,9 +228,9 @@ static int parse_header(struct tr_trace *t, struct tr_input *in, char *err, size
 	uint32_t version;
 	memcpy(&version, m + 8, 4);
 	t->version = version;
-	if (version < CUHOOK_TRACE_VERSION_MIN || version > CUHOOK_TRACE_VERSION) {
+	if (version < CUHOOK_TRACE_VERSION_MIN || version > TR_VERSION_MAX) {
 		fail(err, errlen, "%s: unsupported trace version %u (this cuhook reads versions %u to %u)",
-		     t->path, version, CUHOOK_TRACE_VERSION_MIN, CUHOOK_TRACE_VERSION);
+		     t->path, version, CUHOOK_TRACE_VERSION_MIN, TR_VERSION_MAX);
 		return -1;
 	}
 	if (size < sizeof(struct cuhook_file_header)) {
@@ -371,6 +380,16 @@ static int block_funcs(struct tr_trace *t, const uint8_t *p, uint32_t size)
 		f->defined = 1;
 		if (e->status >= CUHOOK_STATUS_COUNT)
 			tr_add_error(t, "function %s: unknown patch status %u", f->name, e->status);
+		/* Before version 5 these were a reserved word; an ENTRY5 of a function whose counts are
+		 * impossible cannot be sized (block_events skips the rest of its block). */
+		f->nregs = t->version >= CUHOOK_TRACE_VERSION_REC5 ? e->nregs : 0;
+		f->nstack = t->version >= CUHOOK_TRACE_VERSION_REC5 ? e->nstack : 0;
+		if (f->nregs > 6 || f->nstack > CUHOOK_MAX_STACK_ARGS || (f->nstack && f->nregs != 6)) {
+			tr_add_error(t, "function %s: impossible argument counts (%u registers, %u stack slots)", f->name,
+			             f->nregs, f->nstack);
+			f->nregs = TR_FUNC_ARGS_BAD;
+			f->nstack = 0;
+		}
 		q += CUHOOK_ALIGN8(sizeof(*e) + e->name_len);
 	}
 	return 0;
@@ -610,13 +629,14 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 /* ---- events (pass 2) ----------------------------------------------------------------------- */
 
 /* calls[] is sized once, before pass 2, for the most calls the EVENTS payload can hold (each
- * needs an ENTRY record of at least 72 bytes): no reallocation and copy while decoding. A big
+ * needs an ENTRY record: at least 24 bytes, 8 since version 5): no reallocation and copy while
+ * decoding. A big
  * array is mmap'ed with transparent huge pages: only the pages actually written are committed,
  * and with 2 MB pages the first touch of 560 MB (10 M calls) costs hundreds of page faults
  * instead of 140000. */
 static int reserve_calls(struct tr_trace *t)
 {
-	uint64_t n = t->events_bytes_ / sizeof(struct cuhook_rec_entry) + 1;
+	uint64_t n = t->events_bytes_ / (t->version >= CUHOOK_TRACE_VERSION_REC5 ? 8 : sizeof(struct cuhook_rec_entry)) + 1;
 	if (n > UINT32_MAX - 1)
 		n = UINT32_MAX - 1;
 	size_t bytes = (size_t)n * sizeof(*t->calls);
@@ -733,6 +753,321 @@ static int rec_stack(struct tr_trace *t, struct tr_thread *th, const uint8_t *q)
 	return tr_stack_record(t, th->last_entry_, s->stack);
 }
 
+/* One record of an EVENTS block as the matching below sees it, whatever the version that wrote
+ * it: rec4_decode() and rec5_decode() fill it, rec_apply() matches it. */
+enum {
+	REC_V_CORRUPT = 0x100, /* an ENTRY or EXIT the decoder found corrupt (already counted) */
+	REC_V_NOTHING = 0x101, /* nothing to match: a TIME record, a PAD */
+};
+
+struct rec_view {
+	unsigned type;          /* CUHOOK_REC_ENTRY, EXIT, DATA, DROP, STACK, REC_V_*, or an unknown
+	                           type number */
+	unsigned flags;         /* CUHOOK_RF_NO_EXIT (ENTRY), CUHOOK_RF_VALUE (EXIT) */
+	uint32_t func;
+	uint16_t depth;         /* ENTRY, EXIT */
+	uint8_t nregs, nstack;  /* ENTRY: args holds nregs registers, then nstack stack slots */
+	uint64_t tsc;           /* ENTRY, EXIT: the full timestamp */
+	const uint64_t *args;   /* ENTRY */
+	uint64_t ret;           /* EXIT */
+	const uint64_t *value;  /* EXIT with CUHOOK_RF_VALUE: the decoded value */
+	const uint8_t *rec;     /* DATA, DROP, STACK: the record, in the layout of every version */
+	uint32_t size;          /* DATA, DROP, STACK: its size */
+};
+
+/* A record the rest of whose block cannot be read (its length is unknown or impossible). */
+static void corrupt_rest(struct tr_trace *t, struct tr_thread *th, uint64_t off, uint32_t nrec, unsigned size,
+                         size_t left)
+{
+	t->bad_records++;
+	tr_add_error(t, "EVENTS block at offset %llu: corrupt record %u (size %u, %zu bytes left); "
+	             "rest of the block skipped", (unsigned long long)off, nrec, size, left);
+	th->last_rec_ = LAST_NONE;
+}
+
+/* A record before version 5 (struct cuhook_rec header) at q, `left` bytes readable. Returns its
+ * size, 0 when its header is corrupt (counted: the rest of the block is skipped). */
+static inline uint32_t rec4_decode(struct tr_trace *t, struct tr_thread *th, const uint8_t *q, size_t left,
+                                   uint64_t off, uint32_t nrec, struct rec_view *v)
+{
+	const struct cuhook_rec *r = (const void *)q;
+	/* Every record needs a sane size before anything else is read: >= its 8-byte header, a
+	 * multiple of 8 (so the loop always advances and stays aligned), inside the block. */
+	if (left < sizeof(*r) || r->size < sizeof(*r) || r->size % 8 || r->size > left) {
+		corrupt_rest(t, th, off, nrec, left < sizeof(*r) ? 0 : r->size, left);
+		return 0;
+	}
+	v->type = r->type;
+	v->flags = r->flags;
+	v->func = r->func;
+	v->rec = q;
+	v->size = r->size;
+	switch (r->type) {
+	case CUHOOK_REC_ENTRY: {
+		const struct cuhook_rec_entry *e = (const void *)q;
+		/* regs_omitted was a reserved byte before version 4, not always zeroed. */
+		unsigned omitted = r->size < sizeof(*e) || t->version < 4 ? 0 : e->regs_omitted;
+		unsigned nregs = omitted > 6 ? 0 : 6 - omitted;
+		if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS || omitted > 6 ||
+		    r->size < CUHOOK_REC_ENTRY_SIZE(nregs, e->nstack)) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
+			             r->size < sizeof(*e) ? 0 : e->nstack, nregs);
+			v->type = REC_V_CORRUPT;
+			break;
+		}
+		v->depth = e->depth;
+		v->tsc = e->tsc;
+		v->args = e->regs;
+		v->nregs = (uint8_t)nregs;
+		v->nstack = e->nstack;
+		break;
+	}
+	case CUHOOK_REC_EXIT: {
+		const struct cuhook_rec_exit_value *x = (const void *)q;
+		if (r->size < sizeof(x->x) || ((r->flags & CUHOOK_RF_VALUE) && r->size < sizeof(*x))) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt EXIT record (size %u)", r->size);
+			v->type = REC_V_CORRUPT;
+			break;
+		}
+		v->depth = x->x.depth;
+		v->tsc = x->x.tsc;
+		v->ret = x->x.ret;
+		v->value = &x->value;
+		break;
+	}
+	case CUHOOK_REC_PAD:
+		v->type = REC_V_NOTHING;
+		break;
+	}
+	return r->size;
+}
+
+/* Version 5: the epoch in force in the block being read. */
+struct rec5_time {
+	uint32_t epoch;
+	int seen;               /* a TIME record came in this block */
+};
+
+/* A version-5 record at q (trace_format.h, "version 5 records"), `left` bytes readable. Returns
+ * its size, 0 when it cannot be sized (counted: the rest of the block is skipped). */
+static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, struct rec5_time *tm, const uint8_t *q,
+                                   size_t left, uint64_t off, uint32_t nrec, struct rec_view *v)
+{
+	const uint64_t *w = (const void *)q;
+	if (left < 8) {
+		corrupt_rest(t, th, off, nrec, 0, left);
+		return 0;
+	}
+	const unsigned type = CUHOOK_REC5_TYPE(w[0]);
+	if (type == CUHOOK_REC5_TIME) {
+		tm->epoch = th->epoch_ = CUHOOK_REC5_TIME_EPOCH(w[0]);
+		tm->seen = 1;
+		v->type = REC_V_NOTHING;
+		return 8;
+	}
+	if (!tm->seen) {
+		/* The writer starts every block with one; without it, go on with what the thread's
+		 * previous block left in force (right unless the epoch changed in between). */
+		tm->seen = 1;
+		tr_add_error(t, "EVENTS block at offset %llu (tid %u) does not start with a TIME record: the "
+		             "epoch of the thread's previous block used", (unsigned long long)off, th->tid);
+	}
+	unsigned nargs = 0;
+	const uint32_t func = CUHOOK_REC5_FUNC(w[0]);
+	if (type == CUHOOK_REC5_ENTRY) {
+		/* Its length comes from its function's FUNCS entry: without one, nothing after it in the
+		 * block can be found. */
+		if (unknown_func(t, func, "ENTRY")) {
+			corrupt_rest(t, th, off, nrec, 0, left);
+			return 0;
+		}
+		if (t->funcs[func].nregs == TR_FUNC_ARGS_BAD) {
+			corrupt_rest(t, th, off, nrec, 0, left);
+			return 0;
+		}
+		nargs = t->funcs[func].nregs + t->funcs[func].nstack;
+	}
+	const uint32_t size = cuhook_rec5_size(w, left, nargs);
+	if (!size) {
+		corrupt_rest(t, th, off, nrec, type == CUHOOK_REC_DATA || type == CUHOOK_REC_DROP || type == CUHOOK_REC_STACK ?
+		             (unsigned)((w[0] >> 16) & 0xffffu) : 0, left);
+		return 0;
+	}
+	v->flags = 0;
+	v->func = func;
+	v->depth = (uint16_t)CUHOOK_REC5_DEPTH(w[0]);
+	v->tsc = CUHOOK_REC5_TSC(w[0], tm->epoch);
+	switch (type) {
+	case CUHOOK_REC5_ENTRY:
+		v->type = CUHOOK_REC_ENTRY;
+		v->args = w + 1;
+		v->nregs = t->funcs[func].nregs;
+		v->nstack = t->funcs[func].nstack;
+		break;
+	case CUHOOK_REC5_ENTRY_X: {
+		const struct cuhook_rec5_entry_info *i = (const void *)(w + 1);
+		v->type = CUHOOK_REC_ENTRY;
+		v->flags = i->flags;
+		v->args = w + 2;
+		v->nregs = i->nregs;
+		v->nstack = i->nstack;
+		break;
+	}
+	case CUHOOK_REC5_EXIT:
+	case CUHOOK_REC5_EXIT_VALUE:
+		v->type = CUHOOK_REC_EXIT;
+		v->flags = type == CUHOOK_REC5_EXIT_VALUE ? CUHOOK_RF_VALUE : 0;
+		v->ret = w[1];
+		v->value = w + 2;
+		break;
+	default: { /* DATA, DROP, STACK: the header of every version */
+		const struct cuhook_rec *r = (const void *)q;
+		v->type = type;
+		v->func = r->func;
+		v->rec = q;
+		v->size = size;
+		break;
+	}
+	}
+	return size;
+}
+
+/* Match one record against its thread's open calls. Returns 0, or -1 when out of memory. */
+static inline int rec_apply(struct tr_trace *t, uint32_t ti, struct tr_thread *th, const struct rec_view *v)
+{
+	switch (v->type) {
+	case CUHOOK_REC_ENTRY: {
+		if (unknown_func(t, v->func, "ENTRY")) {
+			th->last_rec_ = LAST_SKIPPED;
+			break;
+		}
+		stack_unwind(t, th, v->depth, 1);
+		uint32_t ci = new_call(t);
+		if (ci == TR_NONE)
+			return -1;
+		struct tr_call *c = &t->calls[ci];
+		c->start_ns = c->end_ns = tsc_to_ns(t, v->tsc);
+		c->ret = 0;
+		c->args_ = v->args;
+		c->func = v->func;
+		c->thread = ti;
+		c->parent = th->stack_len_ ? th->stack_[th->stack_len_ - 1] : TR_NONE;
+		c->data_first = TR_NONE;
+		c->depth = v->depth;
+		c->ndata = 0;
+		c->nregs_ = v->nregs;
+		c->nstack_ = v->nstack;
+		if (v->flags & CUHOOK_RF_NO_EXIT) {
+			c->flags = TR_CALL_NO_EXIT;
+		} else {
+			c->flags = 0;
+			if (stack_push(th, ci))
+				return -1;
+		}
+		note_time(t, c->start_ns);
+		th->ncalls++;
+		th->events++;
+		t->nentry++;
+		th->last_entry_ = ci;
+		th->last_rec_ = LAST_ENTRY;
+		break;
+	}
+	case CUHOOK_REC_EXIT: {
+		if (v->func >= t->nfuncs || !t->funcs[v->func].defined) {
+			t->unknown_funcs++;
+			t->errors++;
+			th->last_rec_ = LAST_SKIPPED;
+			break;
+		}
+		/* Back at depth v->depth: anything deeper lost its EXIT (dropped records). */
+		stack_unwind(t, th, v->depth, 0);
+		struct tr_call *c = th->stack_len_ ? &t->calls[th->stack_[th->stack_len_ - 1]] : NULL;
+		if (!c || c->depth != v->depth || c->func != v->func) {
+			/* Its ENTRY was dropped, or came before tracing started. */
+			t->orphan_exits++;
+			t->errors++;
+			th->last_rec_ = LAST_SKIPPED;
+			break;
+		}
+		th->stack_len_--;
+		int64_t ns = tsc_to_ns(t, v->tsc);
+		if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
+			/* corrupt times: keep the call, without a duration that would poison sums */
+			c->flags |= TR_CALL_CLAMPED;
+			tr_add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
+			             th->tid, tr_func_name(t, v->func));
+			ns = c->start_ns;
+		}
+		c->end_ns = ns;
+		c->ret = v->ret;
+		note_time(t, ns);
+		th->events++;
+		t->nexit++;
+		th->last_exit_ = (uint32_t)(c - t->calls);
+		th->last_rec_ = LAST_EXIT;
+		if (v->flags & CUHOOK_RF_VALUE) {
+			/* The same as a DATA record of one value after this EXIT. */
+			t->ndata_recs++;
+			if (add_data(t, th->last_exit_, v->func, 1, 1, v->value, 0))
+				return -1;
+		}
+		break;
+	}
+	case CUHOOK_REC_DATA: {
+		const struct cuhook_rec_data *d = (const void *)v->rec;
+		t->ndata_recs++;
+		if (v->size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > v->size) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt DATA record (size %u)", v->size);
+			break;
+		}
+		uint32_t ci = TR_NONE;
+		if (d->at_exit && th->last_rec_ == LAST_EXIT)
+			ci = th->last_exit_;
+		else if (!d->at_exit && th->last_rec_ == LAST_ENTRY)
+			ci = th->last_entry_;
+		else if (th->last_rec_ == LAST_SKIPPED)
+			break; /* belongs to a record already counted as bad */
+		if (ci == TR_NONE || t->calls[ci].func != v->func || t->calls[ci].ndata == UINT8_MAX) {
+			t->orphan_data++;
+			t->errors++;
+			break;
+		}
+		if (add_data(t, ci, v->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len))
+			return -1;
+		break;
+	}
+	case CUHOOK_REC_DROP: {
+		const struct cuhook_rec_drop *dr = (const void *)v->rec;
+		if (v->size < sizeof(*dr)) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt DROP record (size %u)", v->size);
+			break;
+		}
+		t->ndrop_recs++;
+		th->dropped += dr->count;
+		t->dropped += dr->count;
+		th->last_rec_ = LAST_NONE;
+		break;
+	}
+	case CUHOOK_REC_STACK:
+		return rec_stack(t, th, v->rec);
+	case REC_V_CORRUPT:
+		th->last_rec_ = LAST_SKIPPED;
+		break;
+	case REC_V_NOTHING:
+		break;
+	default:
+		t->bad_records++;
+		tr_add_error(t, "unknown record type %u skipped", v->type);
+		th->last_rec_ = LAST_SKIPPED;
+		break;
+	}
+	return 0;
+}
+
 /* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
 static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uint64_t off)
 {
@@ -747,173 +1082,28 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 		return -1;
 	struct tr_thread *th = &t->threads[ti];
 	const uint8_t *q = p + sizeof(*eb), *end = p + size;
-	uint32_t nrec = 0;
-	while (q < end) {
-		const struct cuhook_rec *r = (const void *)q;
-		size_t left = (size_t)(end - q);
-		/* Every record needs a sane size before anything else is read: >= its 8-byte header,
-		 * a multiple of 8 (so the loop always advances and stays aligned), inside the block. */
-		if (left < sizeof(*r) || r->size < sizeof(*r) || r->size % 8 || r->size > left) {
-			t->bad_records++;
-			tr_add_error(t, "EVENTS block at offset %llu: corrupt record %u (size %u, %zu bytes left); "
-			          "rest of the block skipped", (unsigned long long)off, nrec,
-			          left < sizeof(*r) ? 0 : r->size, left);
-			th->last_rec_ = LAST_NONE;
-			break;
-		}
-		nrec++;
-		switch (r->type) {
-		case CUHOOK_REC_ENTRY: {
-			const struct cuhook_rec_entry *e = (const void *)q;
-			/* regs_omitted was a reserved byte before version 4, not always zeroed. */
-			unsigned omitted = r->size < sizeof(*e) || t->version < 4 ? 0 : e->regs_omitted;
-			unsigned nregs = omitted > 6 ? 0 : 6 - omitted;
-			if (r->size < sizeof(*e) || e->nstack > CUHOOK_MAX_STACK_ARGS || omitted > 6 ||
-			    r->size < CUHOOK_REC_ENTRY_SIZE(nregs, e->nstack)) {
-				t->bad_records++;
-				tr_add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
-				          r->size < sizeof(*e) ? 0 : e->nstack, nregs);
-				th->last_rec_ = LAST_SKIPPED;
-				break;
-			}
-			if (unknown_func(t, r->func, "ENTRY")) {
-				th->last_rec_ = LAST_SKIPPED;
-				break;
-			}
-			stack_unwind(t, th, e->depth, 1);
-			uint32_t ci = new_call(t);
-			if (ci == TR_NONE)
+	uint32_t nrec = 0, n;
+	struct rec_view v;
+	/* A decoder returning 0 counted a record that cannot be sized: the rest of the block is lost. */
+	if (t->version >= CUHOOK_TRACE_VERSION_REC5) {
+		struct rec5_time tm = {th->epoch_, 0};
+		for (; q < end; q += n, nrec++) {
+			if (!(n = rec5_decode(t, th, &tm, q, (size_t)(end - q), off, nrec, &v)))
+				return 0;
+			if (rec_apply(t, ti, th, &v))
 				return -1;
-			struct tr_call *c = &t->calls[ci];
-			c->start_ns = c->end_ns = tsc_to_ns(t, e->tsc);
-			c->ret = 0;
-			c->entry_ = e;
-			c->func = r->func;
-			c->thread = ti;
-			c->parent = th->stack_len_ ? th->stack_[th->stack_len_ - 1] : TR_NONE;
-			c->data_first = TR_NONE;
-			c->depth = e->depth;
-			c->ndata = 0;
-			c->nregs_ = (uint8_t)nregs;
-			if (r->flags & CUHOOK_RF_NO_EXIT) {
-				c->flags = TR_CALL_NO_EXIT;
-			} else {
-				c->flags = 0;
-				if (stack_push(th, ci))
-					return -1;
-			}
-			note_time(t, c->start_ns);
-			th->ncalls++;
-			th->events++;
-			t->nentry++;
-			th->last_entry_ = ci;
-			th->last_rec_ = LAST_ENTRY;
-			break;
 		}
-		case CUHOOK_REC_EXIT: {
-			const struct cuhook_rec_exit *x = (const void *)q;
-			const int has_value = (r->flags & CUHOOK_RF_VALUE) != 0;
-			if (r->size < sizeof(*x) || (has_value && r->size < sizeof(struct cuhook_rec_exit_value))) {
-				t->bad_records++;
-				tr_add_error(t, "corrupt EXIT record (size %u)", r->size);
-				th->last_rec_ = LAST_SKIPPED;
-				break;
-			}
-			if (r->func >= t->nfuncs || !t->funcs[r->func].defined) {
-				t->unknown_funcs++;
-				t->errors++;
-				th->last_rec_ = LAST_SKIPPED;
-				break;
-			}
-			/* Back at depth x->depth: anything deeper lost its EXIT (dropped records). */
-			stack_unwind(t, th, x->depth, 0);
-			struct tr_call *c = th->stack_len_ ? &t->calls[th->stack_[th->stack_len_ - 1]] : NULL;
-			if (!c || c->depth != x->depth || c->func != r->func) {
-				/* Its ENTRY was dropped, or came before tracing started. */
-				t->orphan_exits++;
-				t->errors++;
-				th->last_rec_ = LAST_SKIPPED;
-				break;
-			}
-			th->stack_len_--;
-			int64_t ns = tsc_to_ns(t, x->tsc);
-			if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
-				/* corrupt times: keep the call, without a duration that would poison sums */
-				c->flags |= TR_CALL_CLAMPED;
-				tr_add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
-				          th->tid, tr_func_name(t, r->func));
-				ns = c->start_ns;
-			}
-			c->end_ns = ns;
-			c->ret = x->ret;
-			note_time(t, ns);
-			th->events++;
-			t->nexit++;
-			th->last_exit_ = (uint32_t)(c - t->calls);
-			th->last_rec_ = LAST_EXIT;
-			if (has_value) {
-				/* The same as a DATA record of one value after this EXIT. */
-				const struct cuhook_rec_exit_value *xv = (const void *)q;
-				t->ndata_recs++;
-				if (add_data(t, th->last_exit_, r->func, 1, 1, &xv->value, 0))
-					return -1;
-			}
-			break;
-		}
-		case CUHOOK_REC_DATA: {
-			const struct cuhook_rec_data *d = (const void *)q;
-			t->ndata_recs++;
-			if (r->size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > r->size) {
-				t->bad_records++;
-				tr_add_error(t, "corrupt DATA record (size %u)", r->size);
-				break;
-			}
-			uint32_t ci = TR_NONE;
-			if (d->at_exit && th->last_rec_ == LAST_EXIT)
-				ci = th->last_exit_;
-			else if (!d->at_exit && th->last_rec_ == LAST_ENTRY)
-				ci = th->last_entry_;
-			else if (th->last_rec_ == LAST_SKIPPED)
-				break; /* belongs to a record already counted as bad */
-			if (ci == TR_NONE || t->calls[ci].func != r->func || t->calls[ci].ndata == UINT8_MAX) {
-				t->orphan_data++;
-				t->errors++;
-				break;
-			}
-			if (add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len))
-				return -1;
-			break;
-		}
-		case CUHOOK_REC_DROP: {
-			const struct cuhook_rec_drop *dr = (const void *)q;
-			if (r->size < sizeof(*dr)) {
-				t->bad_records++;
-				tr_add_error(t, "corrupt DROP record (size %u)", r->size);
-				break;
-			}
-			t->ndrop_recs++;
-			th->dropped += dr->count;
-			t->dropped += dr->count;
-			th->last_rec_ = LAST_NONE;
-			break;
-		}
-		case CUHOOK_REC_STACK:
-			if (rec_stack(t, th, q))
-				return -1;
-			break;
-		case CUHOOK_REC_PAD:
-			break;
-		default:
-			t->bad_records++;
-			tr_add_error(t, "unknown record type %u skipped", r->type);
-			th->last_rec_ = LAST_SKIPPED;
-			break;
-		}
-		q += r->size;
+		return 0; /* nrecords is 0: the writer copies records without counting them */
 	}
-	if (nrec != eb->nrecords && q == end)
+	for (; q < end; q += n, nrec++) {
+		if (!(n = rec4_decode(t, th, q, (size_t)(end - q), off, nrec, &v)))
+			return 0;
+		if (rec_apply(t, ti, th, &v))
+			return -1;
+	}
+	if (nrec != eb->nrecords)
 		tr_add_error(t, "EVENTS block at offset %llu holds %u records, header says %u",
-		          (unsigned long long)off, nrec, eb->nrecords);
+		             (unsigned long long)off, nrec, eb->nrecords);
 	return 0;
 }
 

@@ -54,6 +54,8 @@ struct tr_lib {
 	const char *version;  /* "" when the agent did not know it */
 };
 
+#define TR_FUNC_ARGS_BAD 0xffu
+
 struct tr_func {
 	const char *name;     /* NUL-terminated copy; "" for an id no FUNCS block defined */
 	uint64_t offset;
@@ -64,7 +66,8 @@ struct tr_func {
 	uint16_t decoder;     /* index into cuhook_decoders found by NAME (0: none); the file's
 	                         numeric decoder id is informative only */
 	uint8_t defined;      /* 1 if a FUNCS block listed this id */
-	uint8_t reserved;
+	uint8_t nregs, nstack;/* version 5: the arguments its ENTRY5 records carry (FUNCS entry);
+	                         nregs TR_FUNC_ARGS_BAD when the entry's counts are impossible */
 	uint64_t counted;     /* calls counted by COUNTS blocks (agent option count=GLOBS: counted,
 	                         not recorded), summed over the file, saturating at UINT64_MAX */
 };
@@ -81,6 +84,7 @@ struct tr_thread {
 	uint32_t stack_len_, stack_cap_;
 	uint32_t last_entry_, last_exit_;   /* calls DATA records attach to */
 	uint8_t last_rec_;                  /* type of the last ENTRY/EXIT record, for DATA */
+	uint32_t epoch_;                    /* version 5: the epoch its last TIME record set */
 	uint32_t *calls_;
 };
 
@@ -99,7 +103,7 @@ struct tr_call {
 	int64_t start_ns;
 	int64_t end_ns;
 	uint64_t ret;
-	const struct cuhook_rec_entry *entry_; /* into the bytes read: use tr_call_arg() */
+	const uint64_t *args_; /* its ENTRY's argument values, in the bytes read: use tr_call_arg() */
 	uint32_t func;        /* id in funcs[] */
 	uint32_t thread;      /* index in threads[] (not the tid) */
 	uint32_t parent;      /* index in calls[] of the enclosing traced call, or TR_NONE */
@@ -107,8 +111,8 @@ struct tr_call {
 	uint16_t depth;       /* from the ENTRY record */
 	uint8_t flags;        /* TR_CALL_* */
 	uint8_t ndata;        /* its DATA records: data[data_first .. data_first + ndata) */
-	uint8_t nregs_;       /* argument registers its ENTRY carried (6 before version 4): use
-	                         tr_call_arg() */
+	uint8_t nregs_;       /* argument registers its ENTRY carried (6 before version 4), then */
+	uint8_t nstack_;      /* stack slots: args_[nregs_ ..]. Use tr_call_arg() */
 };
 
 /* A DATA record: values read by the agent for a known function (src/format/decoders.h). */
@@ -396,21 +400,22 @@ static inline int64_t tr_call_dur(const struct tr_call *c)
 
 /* Arguments: 0..5 are the registers, 6.. the stack slots the ENTRY record carried. Since
  * version 4 the agent records only the registers a function declared in cuda.h takes (all six
- * for unknown ones), so cuCtxGetCurrent has one argument and cuLaunchKernel eleven. */
+ * for unknown ones), so cuCtxGetCurrent has one argument and cuLaunchKernel eleven; version 5's
+ * ENTRY5 carries as many as the function's FUNCS entry says, an ENTRY5_X its own counts. */
 static inline unsigned tr_call_nargs(const struct tr_call *c)
 {
-	return c->entry_->nstack ? 6u + c->entry_->nstack : c->nregs_;
+	return c->nstack_ ? 6u + c->nstack_ : c->nregs_;
 }
 
 /* Argument i, or 0 where the record has none. */
 static inline uint64_t tr_call_arg(const struct tr_call *c, unsigned i)
 {
 	if (i < c->nregs_)
-		return c->entry_->regs[i];
+		return c->args_[i];
 	if (i < 6)
 		return 0;
-	if (i - 6 < c->entry_->nstack)
-		return c->entry_->regs[c->nregs_ + (i - 6)];
+	if (i - 6 < c->nstack_)
+		return c->args_[c->nregs_ + (i - 6)];
 	return 0;
 }
 

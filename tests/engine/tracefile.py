@@ -16,8 +16,16 @@ read_trace(path) -> Trace with
   end_dropped: its dropped-record count (None without END)
   drop_records: DROP records in the EVENTS blocks; dropped_reported: the sum of their counts
   notes: [(level, text)] of the NOTE blocks
-  calls:   [Call] every recorded call with its ENTRY and EXIT (tid, func id, name, entry, exit),
-           in file order; entry-only calls are left out
+  calls:   [Call] every recorded call with its ENTRY and EXIT, in the order of their EXITs:
+           tid, func id, name, entry and exit timestamps, depth, args (the argument values the
+           ENTRY carried: nregs registers, then nstack stack slots), ret, value (the decoded
+           value an EXIT carried, CUHOOK_RF_VALUE / EXIT5_VALUE, else None), data (the DATA
+           records attached to it: [(at_exit, (values...), bytes)]), flags (CUHOOK_RF_*)
+  entry_only: [Call] the calls recorded entry-only (CUHOOK_RF_NO_EXIT: exit and ret None)
+Version 5 files (compact records, trace_format.h "version 5 records") give the same objects as
+version 4 ones, checked as read: every EVENTS block starts with a TIME record, an ENTRY5's
+function has a FUNCS entry (whose nregs/nstack say its length), no TIME record between an ENTRY
+and its STACK record.
 
 The GPU side (agent option gpu=1; trace_format.h, "the GPU side"):
   gpu_sessions: [GpuSession] the GPU_SESSION blocks in order (status, cupti_version, result,
@@ -51,11 +59,14 @@ BLOCK_MAGIC = 0x4B424843
 BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
 BLOCK_GPU_SESSION, BLOCK_GPU = 9, 10
 BLOCK_STACKS, BLOCK_PYFRAMES, BLOCK_MAPS = 11, 12, 13
-REC_ENTRY, REC_EXIT, REC_DROP, REC_STACK = 1, 2, 4, 5
+REC_ENTRY, REC_EXIT, REC_DATA, REC_DROP, REC_STACK = 1, 2, 3, 4, 5
+REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME = 6, 7, 8
+REC5_TSC_BITS = 38
+VERSION_REC5 = 5
 STACK_NONE = 0xFFFFFFFF
 STACK_END = {0: "DONE", 1: "DEPTH", 2: "NO_INFO", 3: "BAD", 4: "NONE", 5: "UNSUPPORTED"}
 PYFRAME_ENTRY, PYFRAME_ID_MASK = 0x80000000, 0x7FFFFFFF
-RF_NO_EXIT = 1
+RF_NO_EXIT, RF_VALUE = 1, 2
 GPU_STATUS = {0: "STARTED", 1: "STOPPED", 2: "NO_CUPTI", 3: "OTHER_USER", 4: "FAILED"}
 GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME = 1, 2, 3, 4, 5
 
@@ -65,11 +76,15 @@ class TraceError(Exception):
 
 
 class Call:
-    """One recorded call: its thread, function (id and name) and ENTRY/EXIT timestamps."""
-    __slots__ = ("tid", "func", "name", "entry", "exit")
+    """One recorded call: its thread, function (id and name), ENTRY/EXIT timestamps, nesting
+    depth, arguments, return value, decoded values."""
+    __slots__ = ("tid", "func", "name", "entry", "exit", "depth", "args", "nregs", "nstack", "flags",
+                 "ret", "value", "data")
 
-    def __init__(self, tid, func, name, entry, exit_):
+    def __init__(self, tid, func, name, entry, exit_, depth=0, args=(), nregs=0, nstack=0, flags=0):
         self.tid, self.func, self.name, self.entry, self.exit = tid, func, name, entry, exit_
+        self.depth, self.args, self.nregs, self.nstack, self.flags = depth, args, nregs, nstack, flags
+        self.ret, self.value, self.data = None, None, []
 
     def __repr__(self):
         return f"Call({self.name} tid {self.tid} [{self.entry}, {self.exit}])"
@@ -134,7 +149,11 @@ class Trace:
         self.dropped_reported = 0
         self.notes = []
         self.calls = []
-        self.open_calls = {}  # tid: [(func, depth, entry)] while reading
+        self.entry_only = []
+        self.func_args = {}   # id: (nregs, nstack) from the FUNCS entries (version 5)
+        self.open_calls = {}  # tid: [Call] while reading
+        self.last_call = {}   # tid: (record type, Call) the last ENTRY or EXIT, for DATA
+        self.epoch = {}       # tid: the epoch of its last TIME record (version 5)
         self.gpu_sessions = []
         self.gpu_api, self.gpu_kernels, self.gpu_memcpys, self.gpu_memsets = [], [], [], []
         self.gpu_names = {}
@@ -151,28 +170,48 @@ def _funcs(t, p):
     lib_id, first, count, _ = struct.unpack_from("<IIII", p, 0)
     off = 16
     for i in range(count):
-        _offset, _size, status, name_len = struct.unpack_from("<QIHH", p, off)
+        _offset, _size, status, name_len, _patch, _dec, nregs, nstack = struct.unpack_from("<QIHHHHBB", p, off)
         name = p[off + 24:off + 24 + name_len].decode()
         t.funcs[first + i] = name
+        t.func_args[first + i] = (nregs, nstack)
         if status == 0:
             t.patched.add(name)
         off += (24 + name_len + 7) & ~7
 
 
-def _pair(t, tid, rtype, flags, func, off, p):
+def _pair(t, tid, r):
     """ENTRY/EXIT pairs into t.calls: an EXIT closes the innermost open call of its function and
     depth on its thread (calls left by longjmp stay open and are dropped)."""
-    ts, depth = struct.unpack_from("<QH", p, off + 8)
+    rtype, flags, func, depth, ts = r[:5]
     stack = t.open_calls.setdefault(tid, [])
     if rtype == REC_ENTRY:
-        if not flags & RF_NO_EXIT:
-            stack.append((func, depth, ts))
+        c = Call(tid, func, t.funcs.get(func, f"#{func}"), ts, None, depth, r[5], r[6], r[7], flags)
+        t.last_call[tid] = (REC_ENTRY, c)
+        if flags & RF_NO_EXIT:
+            t.entry_only.append(c)
+        else:
+            stack.append(c)
         return
+    t.last_call.pop(tid, None)
     for i in range(len(stack) - 1, -1, -1):
-        if stack[i][0] == func and stack[i][1] == depth:
-            t.calls.append(Call(tid, func, t.funcs.get(func, f"#{func}"), stack[i][2], ts))
+        c = stack[i]
+        if c.func == func and c.depth == depth:
+            c.exit, c.ret, c.value = ts, r[5], r[6]
+            c.flags |= flags
+            t.calls.append(c)
+            t.last_call[tid] = (REC_EXIT, c)
             del stack[i:]
             return
+
+
+def _data(t, tid, func, off, p):
+    """A DATA record: the values of the call whose ENTRY (at_exit 0) or EXIT (1) came last."""
+    _dec, nvalues, at_exit, str_len = struct.unpack_from("<HBBH", p, off + 8)
+    values = struct.unpack_from(f"<{nvalues}Q", p, off + 16)
+    s = p[off + 16 + 8 * nvalues:off + 16 + 8 * nvalues + str_len]
+    rtype, c = t.last_call.get(tid, (None, None))
+    if c is not None and c.func == func and rtype == (REC_EXIT if at_exit else REC_ENTRY):
+        c.data.append((at_exit, values, s))
 
 
 def _stack_record(t, tid, func, off, p, prev):
@@ -187,31 +226,110 @@ def _stack_record(t, tid, func, off, p, prev):
     t.stack_records += 1
 
 
-def _events(t, p):
-    tid, nrec = struct.unpack_from("<II", p, 0)
+def _records_v4(p, nrec, version):
+    """The records of a version 1-4 EVENTS block: (type, flags, func, depth, tsc, ...) with
+    ENTRY: args, nregs, nstack; EXIT: ret, value or None; others: offset, size."""
     off = 8
-    prev = None
     for _ in range(nrec):
         rtype, flags, size, func = struct.unpack_from("<BBHI", p, off)
         if size < 8 or off + size > len(p):
             raise TraceError(f"bad record size {size}")
+        if rtype == REC_ENTRY:
+            ts, depth, nstack, omitted = struct.unpack_from("<QHBB", p, off + 8)
+            nregs = 6 - omitted if version >= 4 else 6  # a reserved byte before version 4
+            if nregs < 0 or nstack > 6 or size < 24 + 8 * (nregs + nstack):
+                raise TraceError(f"bad ENTRY record (size {size}, {nregs} registers, {nstack} stack slots)")
+            yield (rtype, flags, func, depth, ts, struct.unpack_from(f"<{nregs + nstack}Q", p, off + 24), nregs, nstack)
+        elif rtype == REC_EXIT:
+            ts, depth, ret = struct.unpack_from("<QH6xQ", p, off + 8)
+            value = struct.unpack_from("<Q", p, off + 32)[0] if flags & RF_VALUE else None
+            yield (rtype, flags, func, depth, ts, ret, value)
+        else:
+            yield (rtype, flags, func, 0, None, off, size)
+        off += size
+
+
+def _records_v5(t, tid, p):
+    """The records of a version 5 EVENTS block, as _records_v4 gives them (TIME records give
+    (REC5_TIME, ...))."""
+    off = 8
+    epoch = None
+    while off < len(p):
+        if off + 8 > len(p):
+            raise TraceError("record cut at the end of its EVENTS block")
+        w = struct.unpack_from("<Q", p, off)[0]
+        rtype = w & 0xF
+        if rtype == REC5_TIME:
+            epoch = w >> 32
+            t.epoch[tid] = epoch
+            yield (REC5_TIME, 0, None, 0, None)
+            off += 8
+            continue
+        if epoch is None:
+            raise TraceError(f"EVENTS block of thread {tid} does not start with a TIME record")
+        depth, func, ts = (w >> 4) & 0xFF, (w >> 12) & 0x3FFF, epoch << REC5_TSC_BITS | w >> 26
+        if rtype in (REC_ENTRY, REC5_ENTRY_X):
+            flags, first = 0, off + 8
+            if rtype == REC_ENTRY:
+                if func not in t.func_args:
+                    raise TraceError(f"ENTRY5 of function {func}, which no FUNCS entry defines")
+                nregs, nstack = t.func_args[func]
+            else:
+                flags, nregs, nstack = struct.unpack_from("<BBB", p, off + 8)
+                first += 8
+            if nregs > 6 or nstack > 6 or (nstack and nregs != 6):
+                raise TraceError(f"ENTRY of function {func} with {nregs} registers and {nstack} stack slots")
+            size = first - off + 8 * (nregs + nstack)
+            if off + size > len(p):
+                raise TraceError("ENTRY record past the end of its EVENTS block")
+            yield (REC_ENTRY, flags, func, depth, ts, struct.unpack_from(f"<{nregs + nstack}Q", p, first), nregs, nstack)
+        elif rtype in (REC_EXIT, REC5_EXIT_VALUE):
+            size = 16 if rtype == REC_EXIT else 24
+            if off + size > len(p):
+                raise TraceError("EXIT record past the end of its EVENTS block")
+            ret, value = struct.unpack_from("<QQ", p, off + 8) if size == 24 else (struct.unpack_from("<Q", p, off + 8)[0], None)
+            yield (REC_EXIT, RF_VALUE if size == 24 else 0, func, depth, ts, ret, value)
+        elif rtype in (REC_DATA, REC_DROP, REC_STACK):
+            _t, flags, size, func = struct.unpack_from("<BBHI", p, off)
+            if size < 8 or size % 8 or off + size > len(p):
+                raise TraceError(f"bad record size {size}")
+            yield (rtype, flags, func, 0, None, off, size)
+        else:
+            raise TraceError(f"unknown version 5 record type {rtype} (word {w:#x})")
+        off += size
+
+
+def _events(t, p):
+    tid, nrec = struct.unpack_from("<II", p, 0)
+    if t.version >= VERSION_REC5:
+        if nrec:
+            raise TraceError(f"version 5 EVENTS block with nrecords {nrec} (0 expected)")
+        records = _records_v5(t, tid, p)
+    else:
+        records = _records_v4(p, nrec, t.version)
+    prev = None
+    for r in records:
+        rtype, flags, func, _depth, ts = r[:5]
+        if rtype == REC5_TIME:
+            prev = (REC5_TIME, None)  # never between an ENTRY and its STACK record
+            continue
         if rtype == REC_STACK:
-            _stack_record(t, tid, func, off, p, prev)
+            _stack_record(t, tid, func, r[5], p, prev)
         prev = (rtype, func)
         if rtype in (REC_ENTRY, REC_EXIT):
-            _pair(t, tid, rtype, flags, func, off, p)
+            _pair(t, tid, r)
+            lo, hi = t.event_times or (ts, ts)
+            t.event_times = (min(lo, ts), max(hi, ts))
         if rtype == REC_ENTRY:
             name = t.funcs.get(func, f"#{func}")
             t.entries[name] = t.entries.get(name, 0) + 1
             t.entry_stacks.append((tid, name, None))
-        if rtype == REC_DROP:
+        elif rtype == REC_DATA:
+            _data(t, tid, func, r[5], p)
+        elif rtype == REC_DROP:
             t.drop_records += 1
-            t.dropped_reported += struct.unpack_from("<Q", p, off + 16)[0]
-        if rtype in (REC_ENTRY, REC_EXIT):
-            ts = struct.unpack_from("<Q", p, off + 8)[0]
-            lo, hi = t.event_times or (ts, ts)
-            t.event_times = (min(lo, ts), max(hi, ts))
-        off += size
+            t.dropped_reported += struct.unpack_from("<Q", p, r[5] + 16)[0]
+            t.last_call.pop(tid, None)
 
 
 def _counts(t, p):

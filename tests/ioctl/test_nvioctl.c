@@ -32,7 +32,7 @@ static void mk(uint32_t req, const void *arg, unsigned n, const void *inner, uns
 	E.regs[0] = 5;
 	E.regs[1] = req;
 	E.regs[2] = 0x7ffc0000;
-	C.entry_ = &E;
+	C.args_ = E.regs;
 	C.nregs_ = 6;
 	C.ret = ret;
 	C.ndata = 1;
