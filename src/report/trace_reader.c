@@ -922,6 +922,13 @@ static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, str
 		v->ret = w[1];
 		v->value = w + 2;
 		break;
+	case CUHOOK_REC5_EXIT_ZERO:
+	case CUHOOK_REC5_EXIT_ZERO_VALUE: /* rax 0, not stored */
+		v->type = CUHOOK_REC_EXIT;
+		v->flags = type == CUHOOK_REC5_EXIT_ZERO_VALUE ? CUHOOK_RF_VALUE : 0;
+		v->ret = 0;
+		v->value = w + 1;
+		break;
 	default: { /* DATA, DROP, STACK: the header of every version */
 		const struct cuhook_rec *r = (const void *)q;
 		v->type = type;

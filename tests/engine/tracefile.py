@@ -60,7 +60,7 @@ BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1,
 BLOCK_GPU_SESSION, BLOCK_GPU = 9, 10
 BLOCK_STACKS, BLOCK_PYFRAMES, BLOCK_MAPS = 11, 12, 13
 REC_ENTRY, REC_EXIT, REC_DATA, REC_DROP, REC_STACK = 1, 2, 3, 4, 5
-REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME = 6, 7, 8
+REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
 REC5_TSC_BITS = 38
 VERSION_REC5 = 5
 STACK_NONE = 0xFFFFFFFF
@@ -289,6 +289,12 @@ def _records_v5(t, tid, p):
                 raise TraceError("EXIT record past the end of its EVENTS block")
             ret, value = struct.unpack_from("<QQ", p, off + 8) if size == 24 else (struct.unpack_from("<Q", p, off + 8)[0], None)
             yield (REC_EXIT, RF_VALUE if size == 24 else 0, func, depth, ts, ret, value)
+        elif rtype in (REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE):  # rax 0, not stored
+            size = 8 if rtype == REC5_EXIT_ZERO else 16
+            if off + size > len(p):
+                raise TraceError("EXIT record past the end of its EVENTS block")
+            value = struct.unpack_from("<Q", p, off + 8)[0] if size == 16 else None
+            yield (REC_EXIT, RF_VALUE if size == 16 else 0, func, depth, ts, 0, value)
         elif rtype in (REC_DATA, REC_DROP, REC_STACK):
             _t, flags, size, func = struct.unpack_from("<BBHI", p, off)
             if size < 8 or size % 8 or off + size > len(p):
