@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include "trigger_spec.h"
+
 #include "agent_options.h"
 #include "cuhook_agent.h"
 #include "stack_capture.h"
@@ -108,6 +110,27 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_STACK_DEPTH:
 		c->stack_depth = v->u;
 		break;
+	case AOPT_FLIGHT: {
+		/* a power of two, so ring positions are a mask away (as buffer_kb), at most 1 GiB */
+		uint64_t p = 64u << 10;
+		while (v->size && p < v->size && p < (1ull << 30))
+			p <<= 1;
+		c->flight = v->size ? p : 0;
+		break;
+	}
+	case AOPT_TRIGGER_ERROR:
+	case AOPT_TRIGGER_SLOW: {
+		struct trigger_error te;
+		struct trigger_slow ts;
+		if ((key == AOPT_TRIGGER_ERROR ? trigger_error_parse(value, &te, err, errlen)
+		                               : trigger_slow_parse(value, &ts, err, errlen)) != 0)
+			return -1;
+		if (key == AOPT_TRIGGER_ERROR)
+			snprintf(c->trigger_error, sizeof(c->trigger_error), "%s", value);
+		else
+			snprintf(c->trigger_slow, sizeof(c->trigger_slow), "%s", value);
+		break;
+	}
 	case AOPT_NKEYS:
 		break;
 	}

@@ -47,6 +47,10 @@ struct cuhook_config {
 	                                         the caller's stack (default CUHOOK_STACKS_DEFAULT,
 	                                         empty: none) */
 	unsigned stack_depth;                 /* stack_depth: frames kept, native and Python each */
+	uint64_t flight;                      /* flight: the flight recorder's ring per thread in
+	                                         bytes (a power of two), 0 off (flight.h) */
+	char trigger_error[256];              /* trigger_error: src/common/trigger_spec.h */
+	char trigger_slow[AOPT_GLOBS_MAX + 1];/* trigger_slow: src/common/trigger_spec.h */
 };
 
 void config_defaults(struct cuhook_config *c);

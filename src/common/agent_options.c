@@ -40,6 +40,13 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	 * (empty: none), and the frames kept, native and Python each (STACK_DEPTH_MAX). */
 	[AOPT_STACKS] = {"stacks", AOPT_GLOBS, AOPT_GLOBS_MAX, 0, 0, NULL, false},
 	[AOPT_STACK_DEPTH] = {"stack_depth", AOPT_UINT, 0, 1, 256, NULL, false},
+	/* The flight recorder (src/agent/flight.h): each thread's ring of this size keeps its newest
+	 * calls, and nothing is written but at a dump (0 or empty: off, everything is written). */
+	[AOPT_FLIGHT] = {"flight", AOPT_SIZE, 0, 64u << 10, 0, NULL, false},
+	/* Dump triggers: a traced call returned an error ("any", or CUresult codes "700,719");
+	 * a call of a function matching GLOBS took longer than MS milliseconds ("GLOBS:MS"). */
+	[AOPT_TRIGGER_ERROR] = {"trigger_error", AOPT_TEXT, 255, 0, 0, NULL, false},
+	[AOPT_TRIGGER_SLOW] = {"trigger_slow", AOPT_TEXT, AOPT_GLOBS_MAX, 0, 0, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */
