@@ -670,6 +670,67 @@ static void put_stacks(void)
 	}
 }
 
+/* What a round or a dump works on, taken under agent_lock right after the tables are written
+ * (every record below a snapshot's position names a function the file has a FUNCS entry for):
+ * each live ring, how far to write it (a round: its head; a dump: its cut), and whether its
+ * thread is gone; the counted functions' slots. */
+struct snap {
+	struct ring *r;
+	uint64_t pos;
+	bool gone;
+};
+struct snapshot {
+	struct snap *s;
+	unsigned n;
+	uint32_t nslots;
+	uint32_t count_func[RING_COUNT_SLOTS];
+};
+
+static bool take_snapshot(struct snapshot *v, bool dump)
+{
+	pthread_mutex_lock(&agent_lock);
+	put_tables();
+	unsigned n = 0;
+	for (struct ring *r = thread_rings(); r; r = r->next)
+		n++;
+	v->s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*v->s));
+	v->n = 0;
+	if (!v->s) {
+		pthread_mutex_unlock(&agent_lock);
+		return false;
+	}
+	for (struct ring *r = thread_rings(); r && n > 0; r = r->next, n--) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* free, or being taken by a new thread */
+		struct snap *e = &v->s[v->n++];
+		e->r = r;
+		if (dump) {
+			e->gone = thread_ring_owner_gone(r);
+			e->pos = __atomic_load_n(&r->cut, __ATOMIC_RELAXED);
+			continue;
+		}
+		/* Whether the thread is gone is asked before its head is read: what it wrote before it
+		 * ended is then all below that head. Asked of idle rings only (one system call each). */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		e->gone = head == r->idle_head && thread_ring_owner_gone(r);
+		e->pos = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		r->idle_head = e->pos;
+	}
+	v->nslots = agent_count_slots;
+	memcpy(v->count_func, agent_count_func, v->nslots * sizeof(v->count_func[0]));
+	if (stacks_in_use())
+		exec_maps_sync();
+	pthread_mutex_unlock(&agent_lock);
+	return true;
+}
+
+/* After a ring was written for the last time: its drops counted, its memory for a new thread. */
+static void ring_done(struct ring *r)
+{
+	W.dropped += r->dropped;
+	thread_ring_recycle(r);
+}
+
 /* ---- the flight recorder (flight.h) ------------------------------------------------------ */
 
 /* The file header, written at the first dump (the file stays empty until then). */
@@ -832,33 +893,11 @@ static void dump_once(void)
 	put_header_now();
 	uint32_t func;
 	const char *why = flight_take_reason(&func);
-	pthread_mutex_lock(&agent_lock);
-	put_tables();
-	struct ring *list = thread_rings();
-	unsigned n = 0;
-	for (struct ring *r = list; r; r = r->next)
-		n++;
-	struct dsnap {
-		struct ring *r;
-		uint64_t cut;
-		bool gone;
-	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
-	unsigned k = 0;
-	for (struct ring *r = list; s && r && n > 0; r = r->next, n--) {
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
-			continue;
-		s[k].gone = thread_ring_owner_gone(r);
-		s[k].r = r;
-		s[k].cut = __atomic_load_n(&r->cut, __ATOMIC_RELAXED);
-		k++;
-	}
+	static struct snapshot v;
+	bool ok = take_snapshot(&v, true);
 	flight_cuts_read();
-	uint32_t count_func[RING_COUNT_SLOTS];
-	uint32_t nslots = agent_count_slots;
-	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
-	if (stacks_in_use())
-		exec_maps_sync();
-	pthread_mutex_unlock(&agent_lock);
+	if (!ok)
+		return;
 	W.dumps++;
 	char text[CLOSE_NOTE_MAX + 128];
 	int tl = snprintf(text, sizeof(text), "flight recorder: dump %u: %s%s%s", W.dumps,
@@ -867,14 +906,12 @@ static void dump_once(void)
 	put_note(0, text, (size_t)tl < sizeof(text) ? (size_t)tl : sizeof(text) - 1);
 	put_notes();
 	put_stacks();
-	for (unsigned i = 0; s && i < k; i++) {
-		dump_ring(s[i].r, s[i].cut);
-		put_counts(s[i].r, count_func, nslots);
-		/* a thread gone, all of its records in the file: its memory for a new thread */
-		if (s[i].gone && s[i].r->dumped == __atomic_load_n(&s[i].r->head, __ATOMIC_ACQUIRE)) {
-			W.dropped += s[i].r->dropped;
-			thread_ring_recycle(s[i].r);
-		}
+	for (unsigned i = 0; i < v.n; i++) {
+		struct ring *r = v.s[i].r;
+		dump_ring(r, v.s[i].pos);
+		put_counts(r, v.count_func, v.nslots);
+		if (v.s[i].gone && r->dumped == __atomic_load_n(&r->head, __ATOMIC_ACQUIRE))
+			ring_done(r); /* a thread gone, all of its records in the file */
 	}
 	put_clock();
 	flight_dump_written();
@@ -895,54 +932,18 @@ static uint64_t round_once(void)
 {
 	if (W.flight)
 		return flight_round();
-	uint64_t moved = 0;
-	/* Tables first and ring heads read under the same lock: every event drained below names a
-	 * function whose FUNCS entry is already in the file. */
-	pthread_mutex_lock(&agent_lock);
-	put_tables();
-	struct ring *list = thread_rings();
-	unsigned n = 0;
-	for (struct ring *r = list; r; r = r->next)
-		n++;
-	struct snap {
-		struct ring *r;
-		uint64_t head;
-		bool gone;
-	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
-	if (!s) {
-		pthread_mutex_unlock(&agent_lock);
+	static struct snapshot v;
+	if (!take_snapshot(&v, false))
 		return 0;
-	}
-	unsigned k = 0;
-	for (struct ring *r = list; r && n > 0; r = r->next, n--) {
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
-			continue; /* free, or being taken by a new thread */
-		/* Whether the thread is gone is asked before its head is read: what it wrote before it
-		 * ended is then all below that head. Asked of idle rings only (one system call each). */
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		s[k].r = r;
-		s[k].gone = head == r->idle_head && thread_ring_owner_gone(r);
-		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		r->idle_head = s[k].head;
-		k++;
-	}
-	uint32_t count_func[RING_COUNT_SLOTS];
-	uint32_t nslots = agent_count_slots;
-	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
-	if (stacks_in_use())
-		exec_maps_sync();
-	pthread_mutex_unlock(&agent_lock);
+	uint64_t moved = 0;
 	thread_rings_populate();
 	put_notes();
 	put_stacks();
-	for (unsigned i = 0; i < k; i++) {
-		moved += drain(s[i].r, s[i].head);
-		put_counts(s[i].r, count_func, nslots);
-		if (s[i].gone) {
-			/* drained for the last time: its drops counted, its memory for a new thread */
-			W.dropped += s[i].r->dropped;
-			thread_ring_recycle(s[i].r);
-		}
+	for (unsigned i = 0; i < v.n; i++) {
+		moved += drain(v.s[i].r, v.s[i].pos);
+		put_counts(v.s[i].r, v.count_func, v.nslots);
+		if (v.s[i].gone)
+			ring_done(v.s[i].r); /* drained for the last time */
 	}
 	if (W.gpu)
 		put_gpu();
