@@ -6,11 +6,11 @@
  *              defaults, its writer draining into a trace file the whole time: calls/s, the
  *              added ns per call, the producers' time on CPU (the rest they waited for ring
  *              room) and the agent threads' CPU per call (user + system time of the
- *              "cuhook*" threads: the writer)
+ *              "cuhook*" threads: the writer); R rounds of both, alternating, the best kept
  *   bytes:     trace.bin bytes per call of a 0-, a 1- and a 3-argument function: the whole
  *              file, and the EVENTS blocks' records only
- *   drop mode: drop=1 (lossy), default ring, one thread paced at half the 1-thread lossless
- *              rate: records dropped (END block)
+ *   drop mode: drop=1 (lossy), default ring, one thread paced at half the best 1-thread
+ *              lossless rate: records dropped (END block)
  * The trace files are read only through their block headers and END block, which every trace
  * version has (src/format/trace_format.h), never record by record. Every lossless run checks
  * its END block: ENTRY + EXIT records == 2 x calls and none dropped; a failed check (or a failed
@@ -35,6 +35,7 @@ int cuMemsetD8_v2(unsigned long long dptr, unsigned char uc, size_t n);
 #define REPS 7
 #define BURST_CALLS 20000
 #define MAX_THREADS 2
+#define MAX_ROUNDS 20
 
 static struct bench_agent ag;
 static char dir[4096];
@@ -341,21 +342,25 @@ static void target(const char *what, double value, const char *unit, bool met)
 int main(int argc, char **argv)
 {
 	long n = 10000000;
+	int rounds = 3;
 	const char *agent = NULL, *parent = getenv("TMPDIR");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--agent") && i + 1 < argc)
 			agent = argv[++i];
 		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
 			n = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			parent = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s --agent libcuhook.so [-n calls] [--dir DIR (for the trace files)]\n", argv[0]);
+			fprintf(stderr, "usage: %s --agent libcuhook.so [-n calls] [--rounds R] [--dir DIR (for the trace files)]\n",
+			        argv[0]);
 			return 2;
 		}
 	}
-	if (!agent || n < 1000) {
-		fprintf(stderr, "%s: --agent is required, and -n at least 1000\n", argv[0]);
+	if (!agent || n < 1000 || rounds < 1 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "%s: --agent is required, -n at least 1000, --rounds 1 to %d\n", argv[0], MAX_ROUNDS);
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s/cuhook-sustained.XXXXXX", parent && *parent ? parent : "/tmp");
@@ -390,7 +395,17 @@ int main(int argc, char **argv)
 	stop("burst.bin", &s);
 	check_lossless("burst.bin", &s, (unsigned long long)(warm + REPS * BURST_CALLS));
 
-	struct sustained one = sustained(1, n), two = sustained(2, n);
+	/* Rounds of both, alternating; the best of each is kept (as the burst's best loop is): what
+	 * the agent sustains when the machine's other users leave it alone. */
+	struct sustained round[MAX_ROUNDS][2], one = {0}, two = {0};
+	for (int r = 0; r < rounds; r++) {
+		round[r][0] = sustained(1, n);
+		round[r][1] = sustained(2, n);
+		if (round[r][0].calls_per_s > one.calls_per_s)
+			one = round[r][0];
+		if (round[r][1].calls_per_s > two.calls_per_s)
+			two = round[r][1];
+	}
 
 	double achieved, on_cpu;
 	unsigned long long written;
@@ -398,8 +413,8 @@ int main(int argc, char **argv)
 	rmdir(dir);
 
 	double added = burst - plain;
-	printf("sustained recording (issue 18): %ld calls a run, best of %d loops of %d for the burst\n", n, REPS,
-	       BURST_CALLS);
+	printf("sustained recording (issue 18): %ld calls a run, best of %d rounds; best of %d loops of %d for the burst\n",
+	       n, rounds, REPS, BURST_CALLS);
 	printf("untraced call                  %8.2f ns\n", plain);
 	printf("burst (fits the ring)          %8.2f ns   added %7.2f ns\n", burst, added);
 	const struct sustained *runs[] = {&one, &two};
@@ -411,6 +426,10 @@ int main(int argc, char **argv)
 		printf("    producers on CPU %3.0f%% of their loop; agent threads (writer) %6.1f ns CPU per call,"
 		       " %3.0f%% of a core; %.1f bytes per call\n",
 		       100 * r->on_cpu, r->agent_ns, 100 * r->agent_share, r->bytes);
+		printf("    rounds, M calls/s:");
+		for (int k = 0; k < rounds; k++)
+			printf(" %.2f", round[k][t].calls_per_s / 1e6);
+		printf("\n");
 	}
 	printf("trace.bin bytes per call (%ld calls)        whole file   EVENTS records\n", n / 10);
 	for (size_t i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++)
