@@ -47,13 +47,16 @@ static int failed; /* a check failed: the exit status says so */
 struct task_cpu {
 	int n;
 	int tid[MAX_TASKS];
-	double ns[MAX_TASKS];
+	double ns[MAX_TASKS];                 /* user + system, from the thread's CPU clock */
+	unsigned long long user[MAX_TASKS], sys[MAX_TASKS]; /* utime, stime (clock ticks) */
 };
 
-/* CPU time (user + system) of every thread whose name starts with "cuhook" (the writer, and
- * whatever other threads the agent runs), found in /proc/self/task. Read from the thread's CPU
- * clock, in ns: /proc's utime and stime come in 10 ms ticks, too coarse for a second's run.
- * The clock id is the kernel's for a thread (what pthread_getcpuclockid makes of its tid). */
+/* CPU time of every thread whose name starts with "cuhook" (the writer, and whatever other
+ * threads the agent runs), found in /proc/self/task. The total comes from the thread's CPU
+ * clock, in ns (the kernel's clock id for a thread, what pthread_getcpuclockid makes of its
+ * tid): /proc's utime and stime come in 10 ms ticks, too coarse for a total over a second's run,
+ * but they say how it splits between the writer's own work and the kernel's (write()'s copy
+ * into the page cache). */
 static void agent_cpu(struct task_cpu *c)
 {
 	c->n = 0;
@@ -64,16 +67,25 @@ static void agent_cpu(struct task_cpu *c)
 	while ((e = readdir(d)) && c->n < MAX_TASKS) {
 		if (e->d_name[0] == '.')
 			continue;
-		char path[300], comm[32] = "";
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		char path[300], buf[1024];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		ssize_t len = read(fd, comm, sizeof(comm) - 1);
+		ssize_t len = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		/* "tid (comm) state ...": comm may hold spaces and parentheses, the last ')' ends it;
+		 * after it: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+		 * utime stime */
+		char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
 		int tid = atoi(e->d_name);
 		struct timespec t;
-		if (len < 6 || strncmp(comm, "cuhook", 6) != 0 ||
+		if (!open_paren || !close_paren || strncmp(open_paren + 1, "cuhook", 6) != 0 ||
+		    sscanf(close_paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &c->user[c->n],
+		           &c->sys[c->n]) != 2 ||
 		    clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &t) != 0)
 			continue;
 		c->tid[c->n] = tid;
@@ -82,17 +94,22 @@ static void agent_cpu(struct task_cpu *c)
 	closedir(d);
 }
 
-/* Seconds of CPU the agent's threads used from `a` to `b` (a thread new in b counts whole). */
-static double agent_cpu_s(const struct task_cpu *a, const struct task_cpu *b)
+/* Seconds of CPU the agent's threads used from `a` to `b` (a thread new in b counts whole),
+ * and the system time's share of it. */
+static double agent_cpu_s(const struct task_cpu *a, const struct task_cpu *b, double *sys_share)
 {
 	double t = 0;
+	unsigned long long user = 0, sys = 0;
 	for (int i = 0; i < b->n; i++) {
-		double before = 0;
+		int k = -1;
 		for (int j = 0; j < a->n; j++)
 			if (a->tid[j] == b->tid[i])
-				before = a->ns[j];
-		t += b->ns[i] - before;
+				k = j;
+		t += b->ns[i] - (k >= 0 ? a->ns[k] : 0);
+		user += b->user[i] - (k >= 0 ? a->user[k] : 0);
+		sys += b->sys[i] - (k >= 0 ? a->sys[k] : 0);
 	}
+	*sys_share = user + sys ? (double)sys / (double)(user + sys) : 0;
 	return t / 1e9;
 }
 
@@ -214,6 +231,7 @@ struct sustained {
 	double on_cpu;          /* producers' CPU time / their loop time */
 	double agent_ns;        /* agent threads' CPU ns per call */
 	double agent_share;     /* ... as a share of one core over the wall time */
+	double agent_sys;       /* ... the system time's share of it */
 	double bytes;           /* trace file bytes per call */
 };
 
@@ -254,13 +272,14 @@ static struct sustained sustained(int nthreads, long total)
 		calls += (unsigned long long)p[i].calls + 1;
 	}
 	check_lossless(name, &s, calls);
-	double wall = last - first, agent_s = agent_cpu_s(&a, &b);
+	double sys_share, wall = last - first, agent_s = agent_cpu_s(&a, &b, &sys_share);
 	return (struct sustained){
 		.calls_per_s = (calls - nthreads) / wall * 1e9,
 		.ns_per_call = per_call,
 		.on_cpu = cpu / busy,
 		.agent_ns = agent_s * 1e9 / (calls - nthreads),
 		.agent_share = agent_s * 1e9 / wall,
+		.agent_sys = sys_share,
 		.bytes = (double)s.file_bytes / calls,
 	};
 }
@@ -423,9 +442,9 @@ int main(int argc, char **argv)
 		printf("sustained, %d thread%s           %8.2f ns   added %7.2f ns (%4.1fx burst)  %6.2f M calls/s\n", t + 1,
 		       t ? "s" : " ", r->ns_per_call, r->ns_per_call - plain, (r->ns_per_call - plain) / added,
 		       r->calls_per_s / 1e6);
-		printf("    producers on CPU %3.0f%% of their loop; agent threads (writer) %6.1f ns CPU per call,"
-		       " %3.0f%% of a core; %.1f bytes per call\n",
-		       100 * r->on_cpu, r->agent_ns, 100 * r->agent_share, r->bytes);
+		printf("    producers on CPU %3.0f%% of their loop; agent threads (writer) %5.1f ns CPU per call"
+		       " (%2.0f%% system), %3.0f%% of a core; %.1f bytes per call\n",
+		       100 * r->on_cpu, r->agent_ns, 100 * r->agent_sys, 100 * r->agent_share, r->bytes);
 		printf("    rounds, M calls/s:");
 		for (int k = 0; k < rounds; k++)
 			printf(" %.2f", round[k][t].calls_per_s / 1e6);
