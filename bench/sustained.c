@@ -19,6 +19,7 @@
 #include "trace_format.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -168,6 +169,10 @@ static void start(const char *name, const char *funcs, const char *extra)
 	         name, funcs, *extra ? ";" : "", extra);
 	if (ag.start(opts, 0) != 0) {
 		fprintf(stderr, "agent start failed: %s\n", opts);
+		char path[8192];
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		unlink(path);
+		rmdir(dir);
 		exit(1);
 	}
 }
@@ -382,13 +387,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --agent is required, -n at least 1000, --rounds 1 to %d\n", argv[0], MAX_ROUNDS);
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "%s/cuhook-sustained.XXXXXX", parent && *parent ? parent : "/tmp");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 1;
-	}
 	if (bench_agent_load(agent, &ag) != 0)
 		return 1;
+	snprintf(dir, sizeof(dir), "%s/cuhook-sustained.XXXXXX", parent && *parent ? parent : "/tmp");
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "%s: cannot make a directory for the trace files: %s\n", dir, strerror(errno));
+		return 1;
+	}
 	double ns_per_tick = bench_ns_per_tick();
 
 	struct per_call bytes[] = {
