@@ -302,7 +302,7 @@ static void bytes_per_call(struct per_call *b, long calls)
 	snprintf(name, sizeof(name), "bytes-%s.bin", b->func);
 	start(name, b->func, "");
 	void *c;
-	for (long i = 0; i < calls; i++) {
+	for (long i = 0; i < calls; i++) { /* not timed: the name is looked at every call */
 		if (!strcmp(b->func, "cuCtxSynchronize"))
 			cuCtxSynchronize();
 		else if (!strcmp(b->func, "cuCtxSetCurrent"))
@@ -320,8 +320,9 @@ static void bytes_per_call(struct per_call *b, long calls)
 }
 
 /* One thread calling at `rate` calls/s (TSC-paced) in drop mode with the default ring: the
- * records dropped (END block), those written, the rate achieved and the thread's time on CPU. A thread that falls behind by more than 100 us (the
- * machine took its core) does not catch up in one burst: its schedule starts again from now. */
+ * records dropped (END block), those written, the rate achieved and the thread's time on CPU.
+ * A thread that falls behind by more than 100 us (the machine took its core) does not catch up
+ * in one burst: its schedule starts again from now. */
 static unsigned long long drop_mode(double rate, long calls, double ns_per_tick, double *achieved,
                                     double *on_cpu, unsigned long long *written)
 {
