@@ -108,8 +108,35 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_STACK_DEPTH:
 		c->stack_depth = v->u;
 		break;
+	case AOPT_CAPTURE_RANGE:
+		c->capture_range = v->choice != 0;
+		break;
+	case AOPT_CAPTURE_RANGE_END:
+		c->capture_end = (enum capture_end)v->choice;
+		break;
+	case AOPT_CAPTURE_RANGES:
+		c->capture_ranges = v->u;
+		break;
+	case AOPT_DELAY_MS:
+		c->delay_ms = v->u;
+		break;
+	case AOPT_DURATION_MS:
+		c->duration_ms = v->u;
+		break;
 	case AOPT_NKEYS:
 		break;
+	}
+	return 0;
+}
+
+/* What the keys mean together. */
+static int check_combination(const struct cuhook_config *c, char *err, size_t errlen)
+{
+	/* One switch decides what is recorded: a range and a window would each want it. */
+	if (c->capture_range && (c->delay_ms || c->duration_ms)) {
+		snprintf(err, errlen, "capture_range= cannot be combined with delay_ms= or duration_ms= (the "
+		         "recording follows cuProfilerStart/cuProfilerStop, or a window of time, not both)");
+		return -1;
 	}
 	return 0;
 }
@@ -132,12 +159,14 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	return 0;
+	return check_combination(c, err, errlen);
 }
 
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen)
 {
-	return aopt_parse(opts, set, c, err, errlen);
+	if (aopt_parse(opts, set, c, err, errlen) != 0)
+		return -1;
+	return check_combination(c, err, errlen);
 }
 
 void config_output_path(const struct cuhook_config *c, char *out, size_t len)
