@@ -45,6 +45,7 @@ struct edge {
 	uint32_t tid;
 	uint32_t range;             /* 1, 2, ... */
 	bool opening;
+	int pid;                    /* the process that made it: a fork child's copy is not its own */
 };
 
 /* The counters' table: one entry per ring, open addressing on the ring's address. Entries of
@@ -206,7 +207,8 @@ static void keep_edge(bool opening, uint64_t ns, uint64_t clock)
 {
 	uint32_t n = C.nedges;
 	if (n < EDGES_NOTED)
-		C.edges[n] = (struct edge){ns, clock, C.open_ns, C.open_clock, (uint32_t)gettid(), C.ranges, opening};
+		C.edges[n] = (struct edge){ns, clock, C.open_ns, C.open_clock, (uint32_t)gettid(), C.ranges, opening,
+		                           (int)getpid()};
 	__atomic_store_n(&C.nedges, n + 1, __ATOMIC_RELEASE);
 }
 
@@ -343,6 +345,13 @@ int capture_begin(bool fork_child)
 		/* the parent's range or window goes on; its edges were the parent's to tell */
 		C.t0_ns = monotonic_ns();
 		C.noted = C.nedges;
+		if (C.open) { /* for this trace, an open range begins with it */
+			C.open_ns = C.t0_ns;
+			C.open_clock = trace_clock_now();
+		}
+		agent_log(1, "fork child: the parent's %s goes on here (%s at the fork)",
+		          C.mode == MODE_RANGE ? "capture range" : "recording window",
+		          C.open ? "recording" : "not recording");
 	} else {
 		C.begin_ns = monotonic_ns();
 	}
@@ -385,13 +394,16 @@ static void edge_note(const struct edge *e, bool wait)
 }
 
 /* Queue the NOTEs of the edges made since the last call; each edge is claimed once (the writer
- * and a stop may both come here). */
+ * and a stop may both come here). Not those a fork child has from its parent: its writer runs
+ * before capture_begin marks them told. */
 static void queue_notes(bool wait)
 {
 	uint32_t n = __atomic_load_n(&C.nedges, __ATOMIC_ACQUIRE);
+	int pid = (int)getpid();
 	for (uint32_t i = __atomic_load_n(&C.noted, __ATOMIC_ACQUIRE); i < n && i < EDGES_NOTED;
 	     i = __atomic_load_n(&C.noted, __ATOMIC_ACQUIRE)) {
-		if (__atomic_compare_exchange_n(&C.noted, &i, i + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		if (__atomic_compare_exchange_n(&C.noted, &i, i + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+		    C.edges[i].pid == pid)
 			edge_note(&C.edges[i], wait);
 	}
 }

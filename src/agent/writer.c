@@ -654,7 +654,7 @@ static void *writer_main(void *gen)
 			next_round = monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
-			 * now). */
+			 * now). Likewise at the end of a recording window (capture_range.h). */
 			if ((injector_watch_gone(why_end, sizeof(why_end)) || capture_window_over(why_end, sizeof(why_end))) &&
 			    claim_close(CLOSER_WRITER)) {
 				W.stop = 1;

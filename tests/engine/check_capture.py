@@ -13,6 +13,11 @@ ranges and recording windows"), on the stand-in libcuda.
   (cuProfilerStart/cuProfilerStop are not); cuCtxGetDevice (counted by default) is counted for
   those phases only, per thread; the trace's NOTEs say each range's edges, and every recorded
   call lies between the events' clock values they give; `cuhook report` shows them.
+--mode fork: profiler_ranges --fork, one thread, forks inside range 1 under
+  `cuhook run --follow --capture-range cudaProfilerApi`: the child goes on inside the parent's range
+  until its own cuProfilerStop, the parent until its own. Checked, exactly, in each process's
+  trace: the recorded and counted calls (the parent: range1 and range2; the child: between), the
+  child's NOTE that it inherited an open range and no NOTE of the parent's edges.
 --mode window: tests/targets/timed_calls calls the driver every 10 ms for 4.5 s and says when,
   traced with `cuhook run --delay 1 --duration 2` (clock=monotonic: the events' times are
   CLOCK_MONOTONIC, the target's clock). Checked, with wide margins for a loaded machine: no
@@ -184,6 +189,38 @@ def mode_attach(a, work, problems):
     check_ranges(a, trace, target_output("".join(lines) + rest), problems)
 
 
+def mode_fork(a, work, problems):
+    trace = os.path.join(work, "trace.bin")
+    p = run([a.cuhook, "run", "--agent", a.agent, "--follow", "-o", trace] + range_options(a) +
+            ["--", a.target, "--fork", a.lib], env=clean_env(), timeout=120, what="cuhook run --follow profiler_ranges")
+    out = target_output(p.stdout)
+    problems.check(not out["bad"], f"the target saw wrong results: {out['bad'][:3]}")
+    pids = dict(line.split() for line in p.stdout.splitlines() if line.split()[:1] in (["pid"], ["child"]))
+    ph = out["phases"]
+    for who, phases in (("pid", ("range1", "range2")), ("child", ("between",))):
+        path = os.path.join(work, f"trace.{pids.get(who)}.bin")
+        if not problems.check(os.path.exists(path), f"no trace of the {who} ({path})"):
+            continue
+        t = tracefile.read_trace(path)
+        n = sum(ph[x] for x in phases)
+        want = {name: n for name in RECORDED}
+        problems.check(t.has_end, f"{who}: no END block")
+        problems.check(t.entries == want, f"{who}: recorded {t.entries}, want exactly {want} ({', '.join(phases)})")
+        problems.check(len(t.calls) == 3 * n, f"{who}: {len(t.calls)} complete calls, want {3 * n}")
+        problems.check(t.counted == {COUNTED: 2 * n}, f"{who}: counted {t.counted}, want {{{COUNTED!r}: {2 * n}}}")
+        opened, closed = ranges_from_notes(t)
+        inherited = "fork child: the parent's capture range goes on here (recording at the fork)"
+        problems.check((inherited in [x for _, x in t.notes]) == (who == "child"),
+                       f"{who}: the NOTE of an inherited range only in the child: {t.notes}")
+        problems.check(sorted(opened) == ([] if who == "child" else [1]) and sorted(closed) == [1],
+                       f"{who}: range NOTEs opened {opened} closed {closed}")
+        if 1 in closed and closed[1][1] is not None:
+            lo, hi = closed[1]
+            problems.check(all(lo <= c.entry and c.exit <= hi for c in t.calls),
+                           f"{who}: a recorded call outside the noted range [{lo}, {hi}]")
+        check_trace_health(report_json(a.cuhook, path, work), problems)
+
+
 def mode_window(a, work, problems):
     delay, duration, margin, seconds = 1.0, 2.0, 0.7, 4.5
     trace = os.path.join(work, "trace.bin")
@@ -263,7 +300,7 @@ def mode_refusals(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["run", "attach", "env", "window", "refusals"])
+    ap.add_argument("--mode", required=True, choices=["run", "attach", "env", "fork", "window", "refusals"])
     ap.add_argument("--end", default="repeat", choices=sorted(KEPT))
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--agent", required=True)
@@ -276,7 +313,7 @@ def main():
                 (a.target, "profiler_ranges"), (a.timed, "timed_calls")])
     work = work_directory(a.workdir, "capture-")
     problems = Problems()
-    {"run": mode_run, "attach": mode_attach, "env": mode_env, "window": mode_window,
+    {"run": mode_run, "attach": mode_attach, "env": mode_env, "fork": mode_fork, "window": mode_window,
      "refusals": mode_refusals}[a.mode](a, work, problems)
     problems.exit()
 

@@ -15,9 +15,15 @@
  *   phase NAME CALLS      for before, range1, between, range2, after
  *   bad TEXT              a call that returned something else than it must (exit 3)
  *
- * usage: profiler_ranges [--wait] LIBCUDA_PATH
+ * usage: profiler_ranges [--wait | --fork] LIBCUDA_PATH
  *   --wait   print "ready", wait for a line on stdin before the phases (cuhook attach comes in
  *            between), and after them print "done" and wait for another line before exiting.
+ *   --fork   one thread, and a fork inside range 1 (for cuhook run --follow):
+ *              before  cuProfilerStart  range1  fork()
+ *              child:  between  cuProfilerStop  after  _exit
+ *              parent: (waits for the child)  range2  cuProfilerStop  after
+ *            so the parent's range 1 goes on in the child until the child's own cuProfilerStop.
+ *            Prints "threads 1", the phases, "pid PARENT" and "child CHILD".
  *
  * cuProfilerStart and cuProfilerStop come from cuGetProcAddress_v2, as the CUDA runtime's
  * cudaProfilerStart (torch.cuda.profiler.start) reaches them. */
@@ -28,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define WORKERS 2
 #define THREADS (WORKERS + 1)
@@ -110,6 +118,33 @@ static void wait_line(void)
 		exit(4);
 }
 
+static int run_fork(void)
+{
+	check(D.set_current(ctx) == FAKE_SUCCESS, "cuCtxSetCurrent");
+	phase(BEFORE);
+	check(D.profiler_start() == FAKE_SUCCESS, "cuProfilerStart");
+	phase(RANGE1);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0)
+		return 2;
+	if (child == 0) {
+		phase(BETWEEN);
+		check(D.profiler_stop() == FAKE_SUCCESS, "cuProfilerStop");
+		phase(AFTER);
+		fflush(stdout);
+		_exit(bad ? 3 : 0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		check(0, "the child");
+	phase(RANGE2);
+	check(D.profiler_stop() == FAKE_SUCCESS, "cuProfilerStop");
+	phase(AFTER);
+	printf("pid %d\nchild %d\n", (int)getpid(), (int)child);
+	return bad ? 3 : 0;
+}
+
 static void *sym(void *h, const char *name)
 {
 	void *p = dlsym(h, name);
@@ -123,8 +158,9 @@ static void *sym(void *h, const char *name)
 int main(int argc, char **argv)
 {
 	int wait = argc == 3 && !strcmp(argv[1], "--wait");
-	if (argc != 2 + wait) {
-		fprintf(stderr, "usage: profiler_ranges [--wait] LIBCUDA_PATH\n");
+	int forking = argc == 3 && !strcmp(argv[1], "--fork");
+	if (argc != 2 + wait + forking) {
+		fprintf(stderr, "usage: profiler_ranges [--wait | --fork] LIBCUDA_PATH\n");
 		return 2;
 	}
 	void *h = dlopen(argv[argc - 1], RTLD_NOW | RTLD_LOCAL);
@@ -150,11 +186,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "profiler_ranges: the stand-in driver did not start\n");
 		return 2;
 	}
-	pthread_barrier_init(&barrier, NULL, THREADS);
-	pthread_t th[WORKERS];
-	printf("threads %d\n", THREADS);
+	printf("threads %d\n", forking ? 1 : THREADS);
 	for (int p = 0; p < NPHASES; p++)
 		printf("phase %s %u\n", phase_names[p], phase_calls[p]);
+	if (forking)
+		return run_fork();
+	pthread_barrier_init(&barrier, NULL, THREADS);
+	pthread_t th[WORKERS];
 	for (int t = 0; t < WORKERS; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)(intptr_t)(t + 1)) != 0) {
 			fprintf(stderr, "profiler_ranges: pthread_create failed\n");
