@@ -2,6 +2,7 @@
 
 #include "agent_options.h"
 #include "cuhook_agent.h"
+#include "glob_filter.h"
 #include "stack_capture.h"
 #include "trace_path.h"
 
@@ -129,8 +130,36 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	return 0;
 }
 
+/* Does the glob filter name functions (an include), or only leave some out? */
+static bool has_include(const char *filter)
+{
+	for (const char *p = filter; *p;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p && *p != '-' && *p != '!')
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+/* A capture range opens and closes at cuProfilerStart and cuProfilerStop, which must then be
+ * hooked (they are never recorded: capture_range.h): a funcs= list that names functions but not
+ * them gets them added. One that excludes them keeps them out (the trace then says that no range
+ * opened). */
+static void hook_range_edges(struct cuhook_config *c)
+{
+	static const char edges[] = ",cuProfilerStart,cuProfilerStop";
+	if (!c->capture_range || !has_include(c->funcs) ||
+	    (glob_filter_match(c->funcs, "cuProfilerStart") && glob_filter_match(c->funcs, "cuProfilerStop")))
+		return;
+	size_t n = strlen(c->funcs);
+	if (n + sizeof(edges) <= sizeof(c->funcs))
+		memcpy(c->funcs + n, edges, sizeof(edges));
+}
+
 /* What the keys mean together. */
-static int check_combination(const struct cuhook_config *c, char *err, size_t errlen)
+static int check_combination(struct cuhook_config *c, char *err, size_t errlen)
 {
 	/* One switch decides what is recorded: a range and a window would each want it. */
 	if (c->capture_range && (c->delay_ms || c->duration_ms)) {
@@ -138,6 +167,7 @@ static int check_combination(const struct cuhook_config *c, char *err, size_t er
 		         "recording follows cuProfilerStart/cuProfilerStop, or a window of time, not both)");
 		return -1;
 	}
+	hook_range_edges(c);
 	return 0;
 }
 

@@ -129,7 +129,7 @@ def check_ranges(a, trace, out, problems):
 
 
 def range_options(a):
-    opts = ["--capture-range", "cudaProfilerApi"]
+    opts = ["--capture-range", "cudaProfilerApi"] + (["--funcs", a.funcs] if a.funcs else [])
     if a.end != "repeat":  # repeat is the default: left out once, to check that
         opts += ["--capture-range-end", a.end]
     return opts
@@ -307,6 +307,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--target", required=True, help="tests/targets/profiler_ranges")
     ap.add_argument("--timed", required=True, help="tests/targets/timed_calls")
+    ap.add_argument("--funcs", help="--funcs GLOBS (the range's edges are hooked all the same)")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     need_files([(a.cuhook, "cuhook"), (a.agent, "agent"), (a.lib, "stand-in libcuda"),
