@@ -2,6 +2,7 @@
 #include "clock_read.h"
 
 #include "agent_state.h"
+#include "capture_range.h"
 #include "gpu_activity.h"
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
@@ -522,7 +523,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	uint32_t n = 0;
 	uint64_t calls = 0;
 	for (uint32_t s = 0; s < nslots; s++) {
-		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
+		uint64_t c = capture_count(r, s); /* without what a capture range left out */
 		if (c == r->counts_seen[s])
 			continue;
 		e[n].func = func[s];
@@ -1004,8 +1005,9 @@ static void *writer_main(void *gen)
 			next_round = moved >= KEEP_DRAINING_BYTES ? 0 : monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
-			 * now). */
-			if (injector_watch_gone(why_end, sizeof(why_end)) && claim_close(CLOSER_WRITER)) {
+			 * now). Likewise at the end of a recording window (capture_range.h). */
+			if ((injector_watch_gone(why_end, sizeof(why_end)) || capture_window_over(why_end, sizeof(why_end))) &&
+			    claim_close(CLOSER_WRITER)) {
 				W.stop = 1;
 				ending = true;
 				break;
@@ -1040,7 +1042,7 @@ static void *writer_main(void *gen)
 		if (W.gpu)
 			gpu_stop();
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-		finish_file(why_end);
+		finish_file(why_end[0] ? why_end : NULL); /* a window's end says itself in its NOTE */
 	}
 	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);

@@ -11,6 +11,7 @@
 #include "out_file.h"
 #include "trace_path.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -60,6 +61,31 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	}
 	*out = x;
 	return 0;
+}
+
+/* --capture-range-end's value: nsys's repeat[:N], stop, none (its -shutdown forms end the program,
+ * which cuhook never does). repeat:N goes to the agent as repeat and capture_ranges=N. */
+static int capture_end_value(struct cuhook_inject_cli *c, const char *name, const char *v)
+{
+	char *end, shown[64 * TEXT_SAFE_GROWTH + 1];
+	if (!strncmp(v, "repeat:", 7)) {
+		errno = 0;
+		unsigned long n = strtoul(v + 7, &end, 10);
+		if (isdigit((unsigned char)v[7]) && !*end && errno == 0 && n >= 1 && n <= UINT_MAX) {
+			c->capture_end = "repeat";
+			c->capture_ranges = (unsigned)n;
+			return 0;
+		}
+	} else if (agent_value(AOPT_CAPTURE_RANGE_END, name, v)) {
+		c->capture_end = v;
+		c->capture_ranges = 0;
+		return 0;
+	} else {
+		return -1;
+	}
+	text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+	fprintf(stderr, "cuhook: %s wants repeat, repeat:N (N from 1), stop or none, not '%s'\n", name, shown);
+	return -1;
 }
 
 int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i)
@@ -117,6 +143,12 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 		c->stacks = ""; /* an empty list: no call gets a stack */
 	} else if (!strcmp(a, "--stack-depth")) {
 		if (!(c->stack_depth = agent_value(AOPT_STACK_DEPTH, a, VALUE())))
+			return -1;
+	} else if (!strcmp(a, "--capture-range")) {
+		if (!(c->capture_range = agent_value(AOPT_CAPTURE_RANGE, a, VALUE())))
+			return -1;
+	} else if (!strcmp(a, "--capture-range-end")) {
+		if (!(v = VALUE()) || capture_end_value(c, a, v) < 0)
 			return -1;
 	} else if (!strcmp(a, "--agent")) {
 		if (!(c->agent = VALUE()))
@@ -196,6 +228,36 @@ static int append_path(char *buf, size_t len, size_t *pos, const char *key, cons
 	return append(buf, len, pos, key, abs);
 }
 
+/* What part of the session is recorded: a capture range, or (run) a window of time; not both. */
+static int capture_options(const struct cuhook_inject_cli *c, char *buf, size_t len, size_t *pos)
+{
+	bool range = c->capture_range && strcmp(c->capture_range, "none") != 0;
+	if (range && (c->delay_ms || c->duration_ms)) {
+		fprintf(stderr, "cuhook: --capture-range cannot be combined with --delay or --duration: the recording "
+		        "follows cuProfilerStart/cuProfilerStop, or a window of time, not both\n");
+		return -1;
+	}
+	if (c->capture_end && !range) {
+		fprintf(stderr, "cuhook: --capture-range-end needs --capture-range cudaProfilerApi\n");
+		return -1;
+	}
+	char num[16];
+	if (c->capture_range && append(buf, len, pos, "capture_range", c->capture_range) < 0)
+		return -1;
+	if (c->capture_end && append(buf, len, pos, "capture_range_end", c->capture_end) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->capture_ranges);
+	if (c->capture_ranges && append(buf, len, pos, "capture_ranges", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->delay_ms);
+	if (c->delay_ms && append(buf, len, pos, "delay_ms", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->duration_ms);
+	if (c->duration_ms && append(buf, len, pos, "duration_ms", num) < 0)
+		return -1;
+	return 0;
+}
+
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
                               char *buf, size_t len)
 {
@@ -225,6 +287,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->stacks && append(buf, len, &pos, "stacks", c->stacks) < 0)
 		return -1;
 	if (c->stack_depth && append(buf, len, &pos, "stack_depth", c->stack_depth) < 0)
+		return -1;
+	if (capture_options(c, buf, len, &pos) < 0)
 		return -1;
 	char num[16];
 	snprintf(num, sizeof(num), "%d", c->injector);

@@ -25,6 +25,11 @@ struct cuhook_inject_cli {
 	const char *cupti;         /* --cupti PATH: that libcupti (implies --gpu; made absolute) */
 	const char *stacks;        /* --stacks GLOBS / --no-stacks (""): which calls get a stack */
 	const char *stack_depth;   /* --stack-depth N: frames kept, native and Python each */
+	const char *capture_range; /* --capture-range cudaProfilerApi (capture_range=) */
+	const char *capture_end;   /* --capture-range-end repeat|stop|none (capture_range_end=), and */
+	unsigned capture_ranges;   /* ... repeat:N: at most N ranges (capture_ranges=), 0 all */
+	unsigned delay_ms;         /* run --delay SEC: record from SEC after the start (delay_ms=) */
+	unsigned duration_ms;      /* run --duration SEC: record for SEC, then end the trace (duration_ms=) */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -68,6 +73,12 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	"                        with CUPTI, each linked to the call that submitted it\n" \
 	"  --cupti PATH          the libcupti to load (implies --gpu; default: the one the program\n" \
 	"                        loaded, next to its CUDA wheels, $CUDA_HOME, /usr/local/cuda)\n" \
+	"  --capture-range cudaProfilerApi\n" \
+	"                        record (and count) only between cuProfilerStart and cuProfilerStop\n" \
+	"                        (torch.cuda.profiler.start/stop, cudaProfilerStart/Stop), as nsys does\n" \
+	"  --capture-range-end repeat|repeat:N|stop|none\n" \
+	"                        which ranges: every one (default), the first N, the first only, or from\n" \
+	"                        the first start to the end (cuProfilerStop ignored)\n" \
 	"  --force               replace the trace file if it exists (never written through a link)\n" \
 	"  --max-size SIZE       stop writing the trace at SIZE bytes (K, M, G; at least 64K): later\n" \
 	"                        records are counted as dropped, the program goes on\n" \

@@ -203,6 +203,18 @@ HIDDEN CUresult impl_cuCtxSynchronize(void)
 	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
+/* ---- profiler control: a tool's capture range (cuhook's capture_range=cudaProfilerApi) ------- */
+
+HIDDEN CUresult impl_cuProfilerStart(void)
+{
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
+HIDDEN CUresult impl_cuProfilerStop(void)
+{
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
 /* ---- streams -------------------------------------------------------------------------------- */
 
 #define STREAM_MAGIC 0x5757aaaau
@@ -887,7 +899,7 @@ HIDDEN CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
 static const struct proc { const char *name; int min_version; void *fn; } procs[] = {
 	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetAttribute),
 	P(cuDevicePrimaryCtxRetain), V(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
-	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize),
+	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize), P(cuProfilerStart), P(cuProfilerStop),
 	P(cuCtxGetDevice), V(cuCtxGetDevice, 12080, cuCtxGetDevice_v2), P(cuDevicePrimaryCtxGetState),
 	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
 	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

@@ -66,6 +66,8 @@
 	DRIVER_FN cuCtxSetCurrent, impl_cuCtxSetCurrent
 	DRIVER_FN cuCtxGetCurrent, impl_cuCtxGetCurrent
 	DRIVER_FN cuCtxSynchronize, impl_cuCtxSynchronize
+	DRIVER_FN cuProfilerStart, impl_cuProfilerStart
+	DRIVER_FN cuProfilerStop, impl_cuProfilerStop
 	DRIVER_FN cuCtxGetDevice, impl_cuCtxGetDevice
 	DRIVER_FN cuCtxGetDevice_v2, impl_cuCtxGetDevice_v2
 	DRIVER_FN cuDevicePrimaryCtxGetState, impl_cuDevicePrimaryCtxGetState

@@ -130,6 +130,9 @@ CUresult cuCtxGetDevice(CUdevice *dev);
 CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx); /* ctx NULL: the current one */
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active);
 CUresult cuCtxSynchronize(void);
+/* Profiler control: nothing to do here but the check of the context (as the real ones). */
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 /* Functions marked "submits work" tell an attached profiler of their call and of the work they
