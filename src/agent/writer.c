@@ -457,8 +457,6 @@ static uint64_t drain(struct ring *r, uint64_t head)
 	if (head == tail)
 		return 0;
 	announce(r);
-	/* read after head: every segment closed below head is closed here */
-	uint64_t seg_open = __atomic_load_n(&r->seg_open, __ATOMIC_ACQUIRE);
 	const uint64_t seg_bytes = 1ull << r->seg_shift;
 	struct events_out o;
 	out_begin(&o, r->w_epoch);
@@ -467,11 +465,12 @@ static uint64_t drain(struct ring *r, uint64_t head)
 		uint64_t k = tail >> r->seg_shift, start = k << r->seg_shift;
 		uint32_t pos = (uint32_t)start & (r->size - 1);
 		uint64_t to;
-		/* A closed segment is taken from its summary when all the rest of it is below the head
-		 * read with the tables (records above it may name functions the file has no FUNCS
-		 * entry for yet); anything else is read record by record. */
+		/* A segment the head read with the tables is past is closed: its summary was written
+		 * before that head, and all its records are below it (records above it may name
+		 * functions the file has no FUNCS entry for yet). It is taken whole; the segment the
+		 * head is in is read record by record. */
 		const struct ring_seg *sg = &r->seg[k % RING_SEGS];
-		bool whole = k < seg_open && start + sg->used <= head;
+		bool whole = head > start + seg_bytes;
 		if (whole) {
 			to = start + sg->used;
 			o.events += sg->events_end - r->w_events;
@@ -496,9 +495,9 @@ static uint64_t drain(struct ring *r, uint64_t head)
 			o.bytes += to - tail;
 			moved += to - tail;
 		}
-		/* Past a closed segment's padding only once the producer's head is: the tail never
-		 * overtakes the head. The open segment is drained up to the head: done. */
-		if (whole && __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) >= start + seg_bytes) {
+		/* Past a closed segment's unused end, to the next one's start (below the head). The
+		 * open segment is drained up to the head: done. */
+		if (whole) {
 			tail = start + seg_bytes;
 		} else {
 			tail = to;
@@ -809,37 +808,41 @@ static void dump_ring(struct ring *r, uint64_t cut)
 	if (cut <= r->dumped)
 		return;
 	const uint32_t nseg = r->size >> r->seg_shift;
+	const uint64_t seg_bytes = 1ull << r->seg_shift;
 	uint8_t *in = scratch(SCRATCH_DUMP_IN, r->size);
 	uint64_t *out = scratch(SCRATCH_DUMP_OUT, r->size);
 	if (!in || !out)
 		return;
-	uint64_t open = __atomic_load_n(&r->seg_open, __ATOMIC_ACQUIRE);
-	uint64_t from = r->dumped, oldest = ring_seg_start(r, open >= nseg - 1 ? open - (nseg - 1) : 0);
+	/* Intact: a segment the thread will not overwrite by opening its next one, which it may be
+	 * writing already before its head shows it (segments it is past, the one it is in). */
+	uint64_t head0 = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t lo = head0 + seg_bytes > r->size ? head0 + seg_bytes - r->size : 0;
+	uint64_t from = r->dumped, oldest = (lo + seg_bytes - 1) & ~(seg_bytes - 1);
 	bool gap = from < oldest;
 	if (gap)
 		from = oldest;
 	struct piece {
-		uint64_t k;
+		uint64_t start;
 		uint32_t off, len;
 	} pieces[RING_SEGS + 1];
 	unsigned np = 0;
 	uint32_t n = 0;
-	for (uint64_t k = from >> r->seg_shift; ring_seg_start(r, k) < cut && np < nseg + 1; k++) {
-		uint64_t s = ring_seg_start(r, k);
-		uint64_t e = k < open ? s + r->seg[k % RING_SEGS].used : cut;
+	for (uint64_t s = from & ~(seg_bytes - 1); s < cut && np < nseg + 1; s += seg_bytes) {
+		/* a segment the head is past has its summary; the one it is in, records up to the cut */
+		uint64_t e = head0 > s + seg_bytes ? s + r->seg[(s >> r->seg_shift) % RING_SEGS].used : cut;
 		uint64_t b = from > s ? from : s;
 		if (e > cut)
 			e = cut;
 		if (e <= b)
 			continue;
 		memcpy(in + n, r->data + ((uint32_t)b & (r->size - 1)), e - b);
-		pieces[np++] = (struct piece){k, n, (uint32_t)(e - b)};
+		pieces[np++] = (struct piece){s, n, (uint32_t)(e - b)};
 		n += (uint32_t)(e - b);
 	}
-	uint64_t open2 = __atomic_load_n(&r->seg_open, __ATOMIC_ACQUIRE);
-	uint64_t valid = open2 >= nseg - 1 ? open2 - (nseg - 1) : 0;
+	uint64_t head1 = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t valid = head1 + seg_bytes > r->size ? head1 + seg_bytes - r->size : 0;
 	unsigned first = 0;
-	while (first < np && pieces[first].k < valid)
+	while (first < np && pieces[first].start < valid)
 		first++;
 	if (first) {
 		gap = true;
