@@ -133,14 +133,12 @@ int cmd_attach(int argc, char **argv)
 			pid_arg = a;
 		}
 	}
-	char *end;
-	long pidl = pid_arg ? strtol(pid_arg, &end, 10) : 0;
-	if (!pid_arg || *end || pidl <= 0 || pidl > INT32_MAX) {
+	pid_t pid;
+	if (cuhook_parse_pid(pid_arg, &pid) < 0) {
 		fprintf(stderr, "cuhook attach: a process id is needed\n");
 		usage(stderr);
 		return 2;
 	}
-	pid_t pid = (pid_t)pidl;
 
 	/* The process's stderr is not ours: the agent says nothing there, and a trace it could not
 	 * write is told to us at the detach (cuhook_agent_stop), and by us. */
