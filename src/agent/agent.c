@@ -8,6 +8,7 @@
 #include "config.h"
 #include "decoders.h"
 #include "exit_watch.h"
+#include "flight.h"
 #include "freeze.h"
 #include "glob_filter.h"
 #include "gpu_activity.h"
@@ -153,9 +154,12 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 			          "are recorded instead", RING_COUNT_SLOTS, name);
 	}
 	hh->aux = 0;
+	uint8_t flags = HOOK_RECORD;
 	if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
-		return HOOK_RECORD | HOOK_STACK;
-	return HOOK_RECORD;
+		flags |= HOOK_STACK;
+	if (cuhook_flight && flight_trigger_slow.on && glob_filter_match(flight_trigger_slow.globs, name))
+		flags |= HOOK_SLOW;
+	return flags;
 }
 
 /* "libcuda.so.580.159.04" -> "580.159.04" */
@@ -297,7 +301,7 @@ static struct writer_opts trace_opts(void)
 {
 	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
 	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu,
-	                            .stacks = cfg.stacks[0] != 0};
+	                            .stacks = cfg.stacks[0] != 0, .flight = cfg.flight != 0};
 }
 
 /* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
@@ -514,10 +518,14 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 			pthread_atfork(NULL, NULL, on_fork_child);
 			once = true;
 		}
-		thread_ring_bytes = cfg.buffer_kb * 1024u;
 		cuhook_lossy = cfg.drop;
 		cuhook_clock_monotonic = cfg.monotonic;
 		char err[400];
+		if (flight_configure(&cfg, err, sizeof(err)) != 0) {
+			set_error(err);
+			return -EINVAL;
+		}
+		thread_ring_bytes = cfg.flight ? (uint32_t)cfg.flight : cfg.buffer_kb * 1024u;
 		config_output_path(&cfg, trace_file, sizeof(trace_file));
 		struct writer_opts wo = trace_opts();
 		int rc = writer_prepare(trace_file, &wo, err, sizeof(err));

@@ -7,6 +7,7 @@
 
 #include "decoders.h"
 #include "exit_watch.h"
+#include "flight.h"
 #include "hooks.h"
 #include "nvfd.h"
 #include "stack_capture.h"
@@ -142,7 +143,9 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 	 * end. */
 	const uint32_t half = r->size / 2;
 	uint64_t limit;
-	if (head - tail >= half) {
+	if (unlikely(cuhook_flight)) {
+		limit = UINT64_MAX; /* the flight recorder: nobody drains, nobody is woken */
+	} else if (head - tail >= half) {
 		if (r->kicked != tail + 1) {
 			r->kicked = tail + 1;
 			ring_kick_writer();
@@ -171,8 +174,9 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 	uint32_t time_len = epoch != r->epoch ? 8u : 0u;
 	uint64_t at = head;
 	if (unlikely(head + time_len + need > seg_end)) {
-		/* The next segment, whole: a segment is opened only when all of it is free. */
-		if (seg_end + seg_bytes - tail > r->size) {
+		/* The next segment, whole: a segment is opened only when all of it is free, or, in
+		 * the flight recorder, the oldest is overwritten (a dump checks what it copied). */
+		if (seg_end + seg_bytes - tail > r->size && likely(!cuhook_flight)) {
 			*want_tail = seg_end + seg_bytes - r->size;
 			r->limit = 0; /* come back here: this record, or the next, waits or is dropped */
 			return NULL;
@@ -395,6 +399,8 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	}
 
 	if (likely(!rec_flags) && d < SHADOW_MAX) {
+		if (unlikely(hh->flags & HOOK_SLOW))
+			ts->entry_tsc[d] = now();
 		struct shadow_entry *s = &ts->shadow[d];
 		s->ret = f->ret;
 		s->slot = (uintptr_t)&f->ret;
@@ -539,6 +545,20 @@ static __attribute__((noinline)) void record_ioctl_data(struct thread_state *ts,
 	ring_commit(ts->ring, head, len);
 }
 
+/* The flight recorder's triggers, after a recorded call's EXIT (flight.h): an error it returned,
+ * or its duration. */
+static __attribute__((noinline, cold)) void flight_watch_exit(struct thread_state *ts, const struct hook_hot *hh,
+                                                              uint32_t d, uint64_t t, uint64_t rax)
+{
+	const char *why = NULL;
+	if (trigger_error_fires(&flight_trigger_error, rax))
+		why = "a traced call returned an error (--trigger error)";
+	else if ((hh->flags & HOOK_SLOW) && flight_slow_ticks && t - ts->entry_tsc[d] > flight_slow_ticks)
+		why = "a traced call took longer than its limit (--trigger slow)";
+	if (why)
+		cuhook_call_saving_vectors(record_flight_trigger, (void *)&(struct flight_arg){why, (uint32_t)(hh - hooks_hot)});
+}
+
 uintptr_t cuhook_on_exit(struct exit_frame *f)
 {
 	struct thread_state *ts = cuhook_tls;
@@ -577,6 +597,8 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 					x[1] = f->rax;
 				ts->ring->events++;
 				ring_commit(ts->ring, head, len);
+				if (unlikely(cuhook_flight))
+					flight_watch_exit(ts, hh, k - 1, t, f->rax);
 				if (unlikely(hh->flags & HOOK_IOCTL))
 					record_ioctl_data(ts, s, f->rax);
 				else if (unlikely(s->has_args) && (uint32_t)f->rax == 0)

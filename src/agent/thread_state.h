@@ -80,7 +80,12 @@ struct ring {
 	uint64_t idle_head;               /* writer: head at its last round (an idle ring's thread
 	                                     is checked for being gone) */
 	uint64_t w_events, w_drops;       /* writer: the producer's counts at `tail` */
-	uint32_t w_epoch;                 /* writer: the epoch in force at `tail` */
+	uint32_t w_epoch;                 /* writer: the epoch in force at `tail` (flight recorder: at
+	                                     `dumped`) */
+	uint64_t cut;                     /* flight recorder: where the next dump ends (flight.c) */
+	uint64_t dumped;                  /* flight recorder: where the last dump ended */
+	uint32_t d_nopen;                 /* flight recorder: calls the file has open on this thread */
+	uint8_t d_open[SHADOW_MAX + 1];   /* ... their depths, outermost first */
 	/* fixed */
 	_Alignas(64) uint32_t tid;
 	char name[16];
@@ -114,6 +119,7 @@ struct thread_state {
 	                           siglongjmp (from a signal that interrupted it) leaves busy set; a
 	                           later call higher on the same stack knows it is stale */
 	_Alignas(64) struct shadow_entry shadow[SHADOW_MAX];
+	uint64_t entry_tsc[SHADOW_MAX]; /* entry times of the HOOK_SLOW calls open (flight.h) */
 };
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
