@@ -195,6 +195,9 @@ int cmd_attach(int argc, char **argv)
 	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
 	fprintf(stderr, "cuhook: tracing process %d into %s; %s\n", pid, out,
 	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
+	if (cli.flight)
+		fprintf(stderr, "cuhook: flight recorder: nothing is written until a dump (cuhook dump %d%s, or the "
+		                "end)\n", pid, cli.trigger_error || cli.trigger_slow ? ", a trigger" : "");
 	for (const char *n = cuhook_inject_agent_notes(); *n;) {
 		const char *nl = strchr(n, '\n');
 		size_t len = nl ? (size_t)(nl - n) : strlen(n);

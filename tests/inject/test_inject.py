@@ -1508,6 +1508,51 @@ def case_real_park(env=None):
         t.kill()
 
 
+def case_real_attach_flight():
+    # the real agent: attach --flight-recorder writes nothing until cuhook dump, which names the
+    # file; the detach writes a last dump and END; the agent left loaded is not a flight
+    # recorder any more, nor is one attached without --flight-recorder
+    need_real()
+    t = Target("loop", 2)
+    out = os.path.join(TMP, "flight.bin")
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", out, "--flight-recorder=64K",
+                              "--trigger", "error", str(t.pid)], stderr=subprocess.PIPE, text=True)
+        said = p.stderr.readline() + p.stderr.readline() + p.stderr.readline()  # the libcuda note first
+        check("tracing process" in said and "nothing is written until a dump (cuhook dump %d, a trigger" % t.pid
+              in said, "attached, saying the file stays empty", said)
+        time.sleep(0.3)
+        check(os.path.getsize(out) == 0, "nothing written before a dump", str(os.path.getsize(out)))
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 0 and r.stdout.strip() == "cuhook: process %d: dump 1 written to %s" % (t.pid, out),
+              "dump 1 written, to the trace file", "%d %r %s" % (r.returncode, r.stdout, r.stderr))
+        size = os.path.getsize(out)
+        check(size > 0, "the dump is in the file")
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, "detach", err)
+        tr = engine_tracefile().read_trace(out)
+        notes = [n for _, n in tr.notes if n.startswith("flight recorder: dump")]
+        check(notes == ["flight recorder: dump 1: asked for (cuhook dump)", "flight recorder: dump 2: the trace ends"],
+              "two dumps: asked for, then the end", repr(notes))
+        check(tr.has_end, "END after the detach")
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 5 and "not in flight-recorder mode" in r.stderr, "after the detach: exit 5",
+              "%d %s" % (r.returncode, r.stderr))
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "plain.bin"),
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached again, without --flight-recorder")
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 5 and "not in flight-recorder mode" in r.stderr, "not a flight recorder: exit 5",
+              "%d %s" % (r.returncode, r.stderr))
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, "detach", err)
+        check(parse_loop(t.finish())[1] == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
 def case_real_park_named():
     # the same, the blocked thread named cuhook-io: stopped and moved like any other (left
     # running, it returned from read() into the jump written over its instructions: SIGILL)
