@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "agent_options.h"
 #include "text_safe.h"
+#include "trigger_spec.h"
 
 #include "out_file.h"
 #include "trace_path.h"
@@ -88,6 +89,74 @@ static int capture_end_value(struct cuhook_inject_cli *c, const char *name, cons
 	return -1;
 }
 
+/* A size given with option `name` for the agent option `key`, where 0 (the agent's "none")
+ * is refused: a cap or a ring asked for must be one. 0, or -1 with a message. */
+static int size_value(enum aopt_key key, const char *name, const char *v, uint64_t *out)
+{
+	union aopt_value size;
+	char err[256];
+	if (aopt_check_as(key, name, v, &size, err, sizeof(err)) < 0 || !size.size) {
+		char shown[64 * TEXT_SAFE_GROWTH + 1];
+		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+		fprintf(stderr, "cuhook: %s wants a size of at least %uK (bytes, or with K, M, G), not '%s'\n", name,
+		        aopt_defs[key].lo >> 10, shown);
+		return -1;
+	}
+	*out = size.size;
+	return 0;
+}
+
+/* A trigger's text as the agent will parse it (src/common/trigger_spec.h): refused here with
+ * the parser's message, before a process is touched. */
+static int trigger_check(enum aopt_key key, const char *text, const char *name)
+{
+	char err[256];
+	struct trigger_error te;
+	struct trigger_slow ts;
+	int r = key == AOPT_TRIGGER_ERROR ? trigger_error_parse(text, &te, err, sizeof(err))
+	                                  : trigger_slow_parse(text, &ts, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "cuhook: %s: %s\n", name, err);
+	return r;
+}
+
+/* --trigger error[=CODES] or slow=GLOBS:MS, each kind once. */
+static int trigger_opt(struct cuhook_inject_cli *c, const char *v)
+{
+	const char **slot;
+	const char *text;
+	enum aopt_key key;
+	if (!strcmp(v, "error") || !strncmp(v, "error=", 6)) {
+		key = AOPT_TRIGGER_ERROR, slot = &c->trigger_error, text = v[5] ? v + 6 : "any";
+	} else if (!strncmp(v, "slow=", 5)) {
+		key = AOPT_TRIGGER_SLOW, slot = &c->trigger_slow, text = v + 5;
+	} else {
+		char shown[64 * TEXT_SAFE_GROWTH + 1];
+		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+		fprintf(stderr, "cuhook: --trigger wants error, error=CODES or slow=GLOBS:MS, not '%s'\n", shown);
+		return -1;
+	}
+	if (*slot) {
+		fprintf(stderr, "cuhook: --trigger %s given twice (one of each kind; several codes or globs go in one, "
+		                "comma-separated)\n", key == AOPT_TRIGGER_ERROR ? "error" : "slow");
+		return -1;
+	}
+	if (trigger_check(key, text, "--trigger") < 0)
+		return -1;
+	*slot = text;
+	return 0;
+}
+
+int cuhook_parse_pid(const char *v, pid_t *pid)
+{
+	char *end;
+	long x = v ? strtol(v, &end, 10) : 0;
+	if (!v || *end || x <= 0 || x > INT32_MAX)
+		return -1;
+	*pid = (pid_t)x;
+	return 0;
+}
+
 int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
@@ -115,19 +184,16 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 		c->gpu = 1;
 	} else if (!strcmp(a, "--max-size")) {
-		/* the agent's max_size= (where 0 means no cap): a cap asked for here must be one */
-		union aopt_value size;
-		char err[256];
-		if (!(v = VALUE()))
+		/* the agent's max_size= (where 0 means no cap) */
+		if (!(v = VALUE()) || size_value(AOPT_MAX_SIZE, a, v, &c->max_size) < 0)
 			return -1;
-		if (aopt_check_as(AOPT_MAX_SIZE, a, v, &size, err, sizeof(err)) < 0 || !size.size) {
-			char shown[64 * TEXT_SAFE_GROWTH + 1];
-			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-			fprintf(stderr, "cuhook: --max-size wants a size of at least %uK (bytes, or with K, M, G), "
-			        "not '%s'\n", aopt_defs[AOPT_MAX_SIZE].lo >> 10, shown);
+	} else if (!strcmp(a, "--flight-recorder")) {
+		/* the size only as --flight-recorder=SIZE: a word after it is the PID or the program */
+		if (size_value(AOPT_FLIGHT, a, eq ? eq + 1 : CUHOOK_FLIGHT_DEFAULT, &c->flight) < 0)
 			return -1;
-		}
-		c->max_size = size.size;
+	} else if (!strcmp(a, "--trigger")) {
+		if (!(v = VALUE()) || trigger_opt(c, v) < 0)
+			return -1;
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = agent_value(AOPT_FUNCS, a, VALUE())))
 			return -1;
@@ -172,6 +238,10 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			fprintf(stderr, "cuhook: --opt %s: %s\n", shown, err);
 			return -1;
 		}
+		if (!strncmp(v, "trigger_error=", 14) && trigger_check(AOPT_TRIGGER_ERROR, v + 14, "--opt trigger_error") < 0)
+			return -1;
+		if (!strncmp(v, "trigger_slow=", 13) && trigger_check(AOPT_TRIGGER_SLOW, v + 13, "--opt trigger_slow") < 0)
+			return -1;
 		c->extra[c->nextra++] = v;
 	} else if (!strcmp(a, "--call-timeout")) {
 		/* at least 1 ms (0 ms means the default); at most an hour: the target waits meanwhile */
@@ -195,6 +265,14 @@ static int append(char *buf, size_t len, size_t *pos, const char *key, const cha
 	if (r < 0)
 		fprintf(stderr, "cuhook: %s\n", err);
 	return r;
+}
+
+/* Append key=BYTES (a size, in decimal). */
+static int append_bytes(char *buf, size_t len, size_t *pos, const char *key, uint64_t bytes)
+{
+	char n[32];
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)bytes);
+	return append(buf, len, pos, key, n);
 }
 
 void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double duration)
@@ -274,12 +352,20 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		return -1;
 	if (c->force && append(buf, len, &pos, "force", "1") < 0)
 		return -1;
-	if (c->max_size) {
-		char n[32];
-		snprintf(n, sizeof(n), "%llu", (unsigned long long)c->max_size);
-		if (append(buf, len, &pos, "max_size", n) < 0)
-			return -1;
+	if (c->max_size && append_bytes(buf, len, &pos, "max_size", c->max_size) < 0)
+		return -1;
+	if ((c->trigger_error || c->trigger_slow) && !c->flight) {
+		/* a trigger dumps a flight recorder's rings: without one every call is written anyway */
+		fprintf(stderr, "cuhook: --trigger needs --flight-recorder (without it every call is written as it "
+		                "goes, and there is nothing to dump)\n");
+		return -1;
 	}
+	if (c->flight && append_bytes(buf, len, &pos, "flight", c->flight) < 0)
+		return -1;
+	if (c->trigger_error && append(buf, len, &pos, "trigger_error", c->trigger_error) < 0)
+		return -1;
+	if (c->trigger_slow && append(buf, len, &pos, "trigger_slow", c->trigger_slow) < 0)
+		return -1;
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)

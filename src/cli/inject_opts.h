@@ -30,6 +30,9 @@ struct cuhook_inject_cli {
 	unsigned capture_ranges;   /* ... repeat:N: at most N ranges (capture_ranges=), 0 all */
 	unsigned delay_ms;         /* run --delay SEC: record from SEC after the start (delay_ms=) */
 	unsigned duration_ms;      /* run --duration SEC: record for SEC, then end the trace (duration_ms=) */
+	uint64_t flight;           /* --flight-recorder[=SIZE]: each thread's ring, in bytes (flight=), 0 off */
+	const char *trigger_error; /* --trigger error[=CODES]: "any" or the codes (trigger_error=) */
+	const char *trigger_slow;  /* --trigger slow=GLOBS:MS (trigger_slow=) */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -55,6 +58,10 @@ int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inj
 /* A number of seconds given with option `name`: finite, from min to max. 0, or -1 with a message
  * that names the option. */
 int cuhook_parse_seconds(const char *name, const char *v, double min, double max, double *out);
+/* A process id given on the command line (NULL: none given): 0, or -1 (the caller says so). */
+int cuhook_parse_pid(const char *v, pid_t *pid);
+/* --flight-recorder without a size. */
+#define CUHOOK_FLIGHT_DEFAULT "8M"
 #define CUHOOK_INJECT_CLI_HELP \
 	"  -o, --output FILE     trace file (made absolute; the target writes it): a new file,\n" \
 	"                        mode 0600; one that exists is refused unless --force\n" \
@@ -82,6 +89,16 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	"  --force               replace the trace file if it exists (never written through a link)\n" \
 	"  --max-size SIZE       stop writing the trace at SIZE bytes (K, M, G; at least 64K): later\n" \
 	"                        records are counted as dropped, the program goes on\n" \
+	"  --flight-recorder[=SIZE]\n" \
+	"                        flight recorder: each thread keeps its newest SIZE of calls (default\n" \
+	"                        " CUHOOK_FLIGHT_DEFAULT ", at least 64K; K, M, G) and nothing is written until a dump:\n" \
+	"                        cuhook dump PID, a --trigger, or the program's exit (the last one)\n" \
+	"  --trigger error[=CODES]\n" \
+	"                        with --flight-recorder: dump when a traced call returns an error (any\n" \
+	"                        but CUDA_ERROR_NOT_READY, or these comma-separated CUresult numbers)\n" \
+	"  --trigger slow=GLOBS:MS\n" \
+	"                        with --flight-recorder: dump when a call of these functions lasts\n" \
+	"                        longer than MS milliseconds (1 to 3600000)\n" \
 	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
 	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \
 	"  --agent PATH          use this agent library instead of the installed libcuhook.so\n" \

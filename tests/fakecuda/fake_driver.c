@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <cupti_driver_cbid.h> /* the cbid a profiler is told of: CUPTI's number for each name */
 
@@ -846,6 +847,21 @@ HIDDEN CUresult impl_cuGetErrorString(CUresult error, const char **str)
 		}
 	*str = NULL;
 	return FAKE_ERROR_INVALID_VALUE;
+}
+
+/* ---- flight recorder tests --------------------------------------------------------------- */
+
+HIDDEN CUresult impl_cuFakeStep(unsigned seq)
+{
+	return seq == FAKE_STEP_FAIL ? FAKE_ERROR_ILLEGAL_ADDRESS : FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuFakeSleep(unsigned ms)
+{
+	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&t, &t) != 0)
+		; /* EINTR: the rest of it */
+	return FAKE_SUCCESS;
 }
 
 /* ---- the shapes' C bodies ------------------------------------------------------------------- */

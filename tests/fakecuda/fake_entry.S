@@ -327,6 +327,14 @@ fake_serial:
 	DRIVER_FN cuFakeNvClose, impl_cuFakeNvClose
 	.section .note.GNU-stack, "", @progbits
 
+/* ==== flight recorder tests (tests/engine/check_flight.py) ======================================
+ * The usual libcuda prologue, C bodies in fake_driver.c (same block): a call that fails on a
+ * chosen argument (the error trigger) and one that lasts a chosen time (the slow trigger). */
+	.text
+	DRIVER_FN cuFakeStep, impl_cuFakeStep
+	DRIVER_FN cuFakeSleep, impl_cuFakeSleep
+	.section .note.GNU-stack, "", @progbits
+
 /* ==== register probe (tests/engine/check_reg_probe.py) ==========================================
  * cuFakeRegProbe writes, at its entry, what the caller left in every general register (r11 and
  * rsp aside: the caller's stack pointer is stored instead) and in xmm0-7 to fake_probe_in

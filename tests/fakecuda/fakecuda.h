@@ -222,6 +222,21 @@ int cuFakeCallback(int (*cb)(int, void *), int x, void *arg);
 
 #endif
 
+/* ==== flight recorder tests (tests/engine/check_flight.py) ======================================
+ * The usual libcuda prologue (fake_entry.S). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* FAKE_SUCCESS, or FAKE_ERROR_ILLEGAL_ADDRESS when seq is FAKE_STEP_FAIL: one argument (a
+ * caller's sequence number), an error exactly where the caller chooses. */
+#define FAKE_STEP_FAIL 0xffffffffu
+CUresult cuFakeStep(unsigned seq);
+/* Sleeps ms milliseconds (nanosleep), then FAKE_SUCCESS. */
+CUresult cuFakeSleep(unsigned ms);
+#ifdef __cplusplus
+}
+#endif
+
 /* ==== ioctl tests (tests/ioctl) =================================================================
  * Entry points that talk to "NVIDIA device files" as libcuda does: through libc's ioctl, with
  * request numbers encoded the NVIDIA way (facts from open-gpu-kernel-modules: frontend requests
