@@ -12,6 +12,7 @@ read_trace(path) -> Trace with
   counts_times: the COUNTS blocks' timestamps; event_times: (first, last) ENTRY/EXIT timestamp
   clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
   last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
+  clocks: every CLOCK block's (tsc, monotonic ns)
   has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)
   end_dropped: its dropped-record count (None without END)
   drop_records: DROP records in the EVENTS blocks; dropped_reported: the sum of their counts
@@ -143,6 +144,7 @@ class Trace:
         self.event_times = None
         self.clock_source = 0
         self.last_clock = None
+        self.clocks = []      # every CLOCK block's (tsc, monotonic ns)
         self.has_end = False
         self.end_events = None
         self.end_dropped = None
@@ -590,6 +592,7 @@ def read_trace(path, growing=False, records=False):
         if btype == BLOCK_CLOCK:
             tsc, mono = struct.unpack_from("<QQ", p, 0)
             t.last_clock = mono if t.clock_source == 1 else tsc
+            t.clocks.append((tsc, mono))
         elif btype == BLOCK_FUNCS:
             _funcs(t, p)
         elif btype == BLOCK_EVENTS:
