@@ -10,9 +10,9 @@
  *     function defined later (which the writer never does) merely tolerated, not an error.
  *  2. walk the same, already validated, prefix again and decode the EVENTS blocks: the hot loop.
  *     No allocation per event: calls and DATA records go into arrays grown geometrically, and
- *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record's). Each
- *     record, of any version, is decoded into one view (rec4_decode, rec5_decode) that one piece
- *     of code matches (rec_apply).
+ *     argument values stay in the bytes read (the call keeps a pointer to its ENTRY record's). A
+ *     record of any version is decoded into one form (struct call_rec) that one piece of code
+ *     matches (match_entry, match_exit, match_other).
  *     COUNTS blocks (version 3) are decoded in this pass too, where the clock and every function
  *     are known: their times convert like events' and their ids are checked like events'. So are
  *     GPU_SESSION and GPU blocks (trace_gpu.c); once every call is matched, the GPU records are
@@ -753,27 +753,155 @@ static int rec_stack(struct tr_trace *t, struct tr_thread *th, const uint8_t *q)
 	return tr_stack_record(t, th->last_entry_, s->stack);
 }
 
-/* One record of an EVENTS block as the matching below sees it, whatever the version that wrote
- * it: rec4_decode() and rec5_decode() fill it, rec_apply() matches it. */
-enum {
-	REC_V_CORRUPT = 0x100, /* an ENTRY or EXIT the decoder found corrupt (already counted) */
-	REC_V_NOTHING = 0x101, /* nothing to match: a TIME record, a PAD */
-};
-
-struct rec_view {
-	unsigned type;          /* CUHOOK_REC_ENTRY, EXIT, DATA, DROP, STACK, REC_V_*, or an unknown
-	                           type number */
-	unsigned flags;         /* CUHOOK_RF_NO_EXIT (ENTRY), CUHOOK_RF_VALUE (EXIT) */
+/* What the matching below needs of an ENTRY or EXIT record, whatever the version that wrote it:
+ * rec4_read() and rec5_read() decode a record into it and hand it to match_entry() or
+ * match_exit(). DATA, DROP and STACK records have one layout in every version (match_other). */
+struct call_rec {
 	uint32_t func;
-	uint16_t depth;         /* ENTRY, EXIT */
+	uint16_t depth;
+	uint8_t flags;          /* CUHOOK_RF_NO_EXIT (ENTRY), CUHOOK_RF_VALUE (EXIT) */
 	uint8_t nregs, nstack;  /* ENTRY: args holds nregs registers, then nstack stack slots */
-	uint64_t tsc;           /* ENTRY, EXIT: the full timestamp */
+	uint64_t tsc;           /* the full timestamp */
 	const uint64_t *args;   /* ENTRY */
 	uint64_t ret;           /* EXIT */
 	const uint64_t *value;  /* EXIT with CUHOOK_RF_VALUE: the decoded value */
-	const uint8_t *rec;     /* DATA, DROP, STACK: the record, in the layout of every version */
-	uint32_t size;          /* DATA, DROP, STACK: its size */
 };
+
+/* The two matchers are inlined into both decoders' loops: the reading speed of a big trace is
+ * theirs (bench/run.sh). Return 0, or -1 when out of memory. */
+static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t, uint32_t ti, struct tr_thread *th,
+                                                              const struct call_rec *e)
+{
+	if (unknown_func(t, e->func, "ENTRY")) {
+		th->last_rec_ = LAST_SKIPPED;
+		return 0;
+	}
+	stack_unwind(t, th, e->depth, 1);
+	uint32_t ci = new_call(t);
+	if (ci == TR_NONE)
+		return -1;
+	struct tr_call *c = &t->calls[ci];
+	c->start_ns = c->end_ns = tsc_to_ns(t, e->tsc);
+	c->ret = 0;
+	c->args_ = e->args;
+	c->func = e->func;
+	c->thread = ti;
+	c->parent = th->stack_len_ ? th->stack_[th->stack_len_ - 1] : TR_NONE;
+	c->data_first = TR_NONE;
+	c->depth = e->depth;
+	c->ndata = 0;
+	c->nregs_ = e->nregs;
+	c->nstack_ = e->nstack;
+	if (e->flags & CUHOOK_RF_NO_EXIT) {
+		c->flags = TR_CALL_NO_EXIT;
+	} else {
+		c->flags = 0;
+		if (stack_push(th, ci))
+			return -1;
+	}
+	note_time(t, c->start_ns);
+	th->ncalls++;
+	th->events++;
+	t->nentry++;
+	th->last_entry_ = ci;
+	th->last_rec_ = LAST_ENTRY;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, struct tr_thread *th,
+                                                             const struct call_rec *x)
+{
+	if (x->func >= t->nfuncs || !t->funcs[x->func].defined) {
+		t->unknown_funcs++;
+		t->errors++;
+		th->last_rec_ = LAST_SKIPPED;
+		return 0;
+	}
+	/* Back at depth x->depth: anything deeper lost its EXIT (dropped records). */
+	stack_unwind(t, th, x->depth, 0);
+	struct tr_call *c = th->stack_len_ ? &t->calls[th->stack_[th->stack_len_ - 1]] : NULL;
+	if (!c || c->depth != x->depth || c->func != x->func) {
+		/* Its ENTRY was dropped, or came before tracing started. */
+		t->orphan_exits++;
+		t->errors++;
+		th->last_rec_ = LAST_SKIPPED;
+		return 0;
+	}
+	th->stack_len_--;
+	int64_t ns = tsc_to_ns(t, x->tsc);
+	if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
+		/* corrupt times: keep the call, without a duration that would poison sums */
+		c->flags |= TR_CALL_CLAMPED;
+		tr_add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after", th->tid,
+		             tr_func_name(t, x->func));
+		ns = c->start_ns;
+	}
+	c->end_ns = ns;
+	c->ret = x->ret;
+	note_time(t, ns);
+	th->events++;
+	t->nexit++;
+	th->last_exit_ = (uint32_t)(c - t->calls);
+	th->last_rec_ = LAST_EXIT;
+	if (x->flags & CUHOOK_RF_VALUE) {
+		/* The same as a DATA record of one value after this EXIT. */
+		t->ndata_recs++;
+		if (add_data(t, th->last_exit_, x->func, 1, 1, x->value, 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* A DATA, DROP or STACK record (struct cuhook_rec header, `size` bytes, all readable), or one of
+ * a type no version defines. Returns 0, or -1 when out of memory. */
+static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, const uint8_t *q, uint32_t size)
+{
+	const struct cuhook_rec *r = (const void *)q;
+	switch (type) {
+	case CUHOOK_REC_DATA: {
+		const struct cuhook_rec_data *d = (const void *)q;
+		t->ndata_recs++;
+		if (size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > size) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt DATA record (size %u)", size);
+			return 0;
+		}
+		uint32_t ci = TR_NONE;
+		if (d->at_exit && th->last_rec_ == LAST_EXIT)
+			ci = th->last_exit_;
+		else if (!d->at_exit && th->last_rec_ == LAST_ENTRY)
+			ci = th->last_entry_;
+		else if (th->last_rec_ == LAST_SKIPPED)
+			return 0; /* belongs to a record already counted as bad */
+		if (ci == TR_NONE || t->calls[ci].func != r->func || t->calls[ci].ndata == UINT8_MAX) {
+			t->orphan_data++;
+			t->errors++;
+			return 0;
+		}
+		return add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len);
+	}
+	case CUHOOK_REC_DROP: {
+		const struct cuhook_rec_drop *dr = (const void *)q;
+		if (size < sizeof(*dr)) {
+			t->bad_records++;
+			tr_add_error(t, "corrupt DROP record (size %u)", size);
+			return 0;
+		}
+		t->ndrop_recs++;
+		th->dropped += dr->count;
+		t->dropped += dr->count;
+		th->last_rec_ = LAST_NONE;
+		return 0;
+	}
+	case CUHOOK_REC_STACK:
+		return rec_stack(t, th, q);
+	default:
+		t->bad_records++;
+		tr_add_error(t, "unknown record type %u skipped", type);
+		th->last_rec_ = LAST_SKIPPED;
+		return 0;
+	}
+}
 
 /* A record the rest of whose block cannot be read (its length is unknown or impossible). */
 static void corrupt_rest(struct tr_trace *t, struct tr_thread *th, uint64_t off, uint32_t nrec, unsigned size,
@@ -785,10 +913,11 @@ static void corrupt_rest(struct tr_trace *t, struct tr_thread *th, uint64_t off,
 	th->last_rec_ = LAST_NONE;
 }
 
-/* A record before version 5 (struct cuhook_rec header) at q, `left` bytes readable. Returns its
- * size, 0 when its header is corrupt (counted: the rest of the block is skipped). */
-static inline uint32_t rec4_decode(struct tr_trace *t, struct tr_thread *th, const uint8_t *q, size_t left,
-                                   uint64_t off, uint32_t nrec, struct rec_view *v)
+/* Decode and match the record before version 5 (struct cuhook_rec header) at q, of which `left`
+ * bytes are readable. Returns its size; 0 when its header is corrupt (counted: the rest of the
+ * block is skipped); -1 when out of memory. */
+static inline long rec4_read(struct tr_trace *t, uint32_t ti, struct tr_thread *th, const uint8_t *q, size_t left,
+                             uint64_t off, uint32_t nrec)
 {
 	const struct cuhook_rec *r = (const void *)q;
 	/* Every record needs a sane size before anything else is read: >= its 8-byte header, a
@@ -797,11 +926,6 @@ static inline uint32_t rec4_decode(struct tr_trace *t, struct tr_thread *th, con
 		corrupt_rest(t, th, off, nrec, left < sizeof(*r) ? 0 : r->size, left);
 		return 0;
 	}
-	v->type = r->type;
-	v->flags = r->flags;
-	v->func = r->func;
-	v->rec = q;
-	v->size = r->size;
 	switch (r->type) {
 	case CUHOOK_REC_ENTRY: {
 		const struct cuhook_rec_entry *e = (const void *)q;
@@ -813,14 +937,13 @@ static inline uint32_t rec4_decode(struct tr_trace *t, struct tr_thread *th, con
 			t->bad_records++;
 			tr_add_error(t, "corrupt ENTRY record (size %u, nstack %u, registers %u)", r->size,
 			             r->size < sizeof(*e) ? 0 : e->nstack, nregs);
-			v->type = REC_V_CORRUPT;
+			th->last_rec_ = LAST_SKIPPED;
 			break;
 		}
-		v->depth = e->depth;
-		v->tsc = e->tsc;
-		v->args = e->regs;
-		v->nregs = (uint8_t)nregs;
-		v->nstack = e->nstack;
+		const struct call_rec c = {.func = r->func, .depth = e->depth, .flags = r->flags, .nregs = (uint8_t)nregs,
+		                           .nstack = e->nstack, .tsc = e->tsc, .args = e->regs};
+		if (match_entry(t, ti, th, &c))
+			return -1;
 		break;
 	}
 	case CUHOOK_REC_EXIT: {
@@ -828,17 +951,20 @@ static inline uint32_t rec4_decode(struct tr_trace *t, struct tr_thread *th, con
 		if (r->size < sizeof(x->x) || ((r->flags & CUHOOK_RF_VALUE) && r->size < sizeof(*x))) {
 			t->bad_records++;
 			tr_add_error(t, "corrupt EXIT record (size %u)", r->size);
-			v->type = REC_V_CORRUPT;
+			th->last_rec_ = LAST_SKIPPED;
 			break;
 		}
-		v->depth = x->x.depth;
-		v->tsc = x->x.tsc;
-		v->ret = x->x.ret;
-		v->value = &x->value;
+		const struct call_rec c = {.func = r->func, .depth = x->x.depth, .flags = r->flags, .tsc = x->x.tsc,
+		                           .ret = x->x.ret, .value = &x->value};
+		if (match_exit(t, th, &c))
+			return -1;
 		break;
 	}
 	case CUHOOK_REC_PAD:
-		v->type = REC_V_NOTHING;
+		break;
+	default:
+		if (match_other(t, th, r->type, q, r->size))
+			return -1;
 		break;
 	}
 	return r->size;
@@ -850,10 +976,11 @@ struct rec5_time {
 	int seen;               /* a TIME record came in this block */
 };
 
-/* A version-5 record at q (trace_format.h, "version 5 records"), `left` bytes readable. Returns
- * its size, 0 when it cannot be sized (counted: the rest of the block is skipped). */
-static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, struct rec5_time *tm, const uint8_t *q,
-                                   size_t left, uint64_t off, uint32_t nrec, struct rec_view *v)
+/* Decode and match the version-5 record at q (trace_format.h, "version 5 records"), of which
+ * `left` bytes are readable. Returns its size; 0 when it cannot be sized (counted: the rest of
+ * the block is skipped); -1 when out of memory. */
+static inline long rec5_read(struct tr_trace *t, uint32_t ti, struct tr_thread *th, struct rec5_time *tm,
+                             const uint8_t *q, size_t left, uint64_t off, uint32_t nrec)
 {
 	const uint64_t *w = (const void *)q;
 	if (left < 8) {
@@ -864,7 +991,6 @@ static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, str
 	if (type == CUHOOK_REC5_TIME) {
 		tm->epoch = th->epoch_ = CUHOOK_REC5_TIME_EPOCH(w[0]);
 		tm->seen = 1;
-		v->type = REC_V_NOTHING;
 		return 8;
 	}
 	if (!tm->seen) {
@@ -874,16 +1000,12 @@ static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, str
 		tr_add_error(t, "EVENTS block at offset %llu (tid %u) does not start with a TIME record: the "
 		             "epoch of the thread's previous block used", (unsigned long long)off, th->tid);
 	}
-	unsigned nargs = 0;
 	const uint32_t func = CUHOOK_REC5_FUNC(w[0]);
+	unsigned nargs = 0;
 	if (type == CUHOOK_REC5_ENTRY) {
-		/* Its length comes from its function's FUNCS entry: without one, nothing after it in the
-		 * block can be found. */
-		if (unknown_func(t, func, "ENTRY")) {
-			corrupt_rest(t, th, off, nrec, 0, left);
-			return 0;
-		}
-		if (t->funcs[func].nregs == TR_FUNC_ARGS_BAD) {
+		/* Its length comes from its function's FUNCS entry: without a usable one, nothing after
+		 * it in the block can be found. */
+		if (unknown_func(t, func, "ENTRY") || t->funcs[func].nregs == TR_FUNC_ARGS_BAD) {
 			corrupt_rest(t, th, off, nrec, 0, left);
 			return 0;
 		}
@@ -891,188 +1013,51 @@ static inline uint32_t rec5_decode(struct tr_trace *t, struct tr_thread *th, str
 	}
 	const uint32_t size = cuhook_rec5_size(w, left, nargs);
 	if (!size) {
-		corrupt_rest(t, th, off, nrec, type == CUHOOK_REC_DATA || type == CUHOOK_REC_DROP || type == CUHOOK_REC_STACK ?
-		             (unsigned)((w[0] >> 16) & 0xffffu) : 0, left);
+		int hdr = type == CUHOOK_REC_DATA || type == CUHOOK_REC_DROP || type == CUHOOK_REC_STACK;
+		corrupt_rest(t, th, off, nrec, hdr ? (unsigned)((w[0] >> 16) & 0xffffu) : 0, left);
 		return 0;
 	}
-	v->flags = 0;
-	v->func = func;
-	v->depth = (uint16_t)CUHOOK_REC5_DEPTH(w[0]);
-	v->tsc = CUHOOK_REC5_TSC(w[0], tm->epoch);
+	struct call_rec c = {.func = func, .depth = (uint16_t)CUHOOK_REC5_DEPTH(w[0]),
+	                     .tsc = CUHOOK_REC5_TSC(w[0], tm->epoch)};
 	switch (type) {
 	case CUHOOK_REC5_ENTRY:
-		v->type = CUHOOK_REC_ENTRY;
-		v->args = w + 1;
-		v->nregs = t->funcs[func].nregs;
-		v->nstack = t->funcs[func].nstack;
+		c.nregs = t->funcs[func].nregs;
+		c.nstack = t->funcs[func].nstack;
+		c.args = w + 1;
+		if (match_entry(t, ti, th, &c))
+			return -1;
 		break;
 	case CUHOOK_REC5_ENTRY_X: {
 		const struct cuhook_rec5_entry_info *i = (const void *)(w + 1);
-		v->type = CUHOOK_REC_ENTRY;
-		v->flags = i->flags;
-		v->args = w + 2;
-		v->nregs = i->nregs;
-		v->nstack = i->nstack;
+		c.flags = i->flags;
+		c.nregs = i->nregs;
+		c.nstack = i->nstack;
+		c.args = w + 2;
+		if (match_entry(t, ti, th, &c))
+			return -1;
 		break;
 	}
 	case CUHOOK_REC5_EXIT:
 	case CUHOOK_REC5_EXIT_VALUE:
-		v->type = CUHOOK_REC_EXIT;
-		v->flags = type == CUHOOK_REC5_EXIT_VALUE ? CUHOOK_RF_VALUE : 0;
-		v->ret = w[1];
-		v->value = w + 2;
+		c.flags = type == CUHOOK_REC5_EXIT_VALUE ? CUHOOK_RF_VALUE : 0;
+		c.ret = w[1];
+		c.value = w + 2;
+		if (match_exit(t, th, &c))
+			return -1;
 		break;
 	case CUHOOK_REC5_EXIT_ZERO:
 	case CUHOOK_REC5_EXIT_ZERO_VALUE: /* rax 0, not stored */
-		v->type = CUHOOK_REC_EXIT;
-		v->flags = type == CUHOOK_REC5_EXIT_ZERO_VALUE ? CUHOOK_RF_VALUE : 0;
-		v->ret = 0;
-		v->value = w + 1;
+		c.flags = type == CUHOOK_REC5_EXIT_ZERO_VALUE ? CUHOOK_RF_VALUE : 0;
+		c.value = w + 1;
+		if (match_exit(t, th, &c))
+			return -1;
 		break;
-	default: { /* DATA, DROP, STACK: the header of every version */
-		const struct cuhook_rec *r = (const void *)q;
-		v->type = type;
-		v->func = r->func;
-		v->rec = q;
-		v->size = size;
+	default: /* DATA, DROP, STACK: cuhook_rec5_size knows no other type */
+		if (match_other(t, th, type, q, size))
+			return -1;
 		break;
-	}
 	}
 	return size;
-}
-
-/* Match one record against its thread's open calls. Returns 0, or -1 when out of memory. */
-static inline int rec_apply(struct tr_trace *t, uint32_t ti, struct tr_thread *th, const struct rec_view *v)
-{
-	switch (v->type) {
-	case CUHOOK_REC_ENTRY: {
-		if (unknown_func(t, v->func, "ENTRY")) {
-			th->last_rec_ = LAST_SKIPPED;
-			break;
-		}
-		stack_unwind(t, th, v->depth, 1);
-		uint32_t ci = new_call(t);
-		if (ci == TR_NONE)
-			return -1;
-		struct tr_call *c = &t->calls[ci];
-		c->start_ns = c->end_ns = tsc_to_ns(t, v->tsc);
-		c->ret = 0;
-		c->args_ = v->args;
-		c->func = v->func;
-		c->thread = ti;
-		c->parent = th->stack_len_ ? th->stack_[th->stack_len_ - 1] : TR_NONE;
-		c->data_first = TR_NONE;
-		c->depth = v->depth;
-		c->ndata = 0;
-		c->nregs_ = v->nregs;
-		c->nstack_ = v->nstack;
-		if (v->flags & CUHOOK_RF_NO_EXIT) {
-			c->flags = TR_CALL_NO_EXIT;
-		} else {
-			c->flags = 0;
-			if (stack_push(th, ci))
-				return -1;
-		}
-		note_time(t, c->start_ns);
-		th->ncalls++;
-		th->events++;
-		t->nentry++;
-		th->last_entry_ = ci;
-		th->last_rec_ = LAST_ENTRY;
-		break;
-	}
-	case CUHOOK_REC_EXIT: {
-		if (v->func >= t->nfuncs || !t->funcs[v->func].defined) {
-			t->unknown_funcs++;
-			t->errors++;
-			th->last_rec_ = LAST_SKIPPED;
-			break;
-		}
-		/* Back at depth v->depth: anything deeper lost its EXIT (dropped records). */
-		stack_unwind(t, th, v->depth, 0);
-		struct tr_call *c = th->stack_len_ ? &t->calls[th->stack_[th->stack_len_ - 1]] : NULL;
-		if (!c || c->depth != v->depth || c->func != v->func) {
-			/* Its ENTRY was dropped, or came before tracing started. */
-			t->orphan_exits++;
-			t->errors++;
-			th->last_rec_ = LAST_SKIPPED;
-			break;
-		}
-		th->stack_len_--;
-		int64_t ns = tsc_to_ns(t, v->tsc);
-		if (ns < c->start_ns || ns - c->start_ns > TR_MAX_DURATION_NS) {
-			/* corrupt times: keep the call, without a duration that would poison sums */
-			c->flags |= TR_CALL_CLAMPED;
-			tr_add_error(t, "EXIT %s its ENTRY (tid %u, %s)", ns < c->start_ns ? "before" : "days after",
-			             th->tid, tr_func_name(t, v->func));
-			ns = c->start_ns;
-		}
-		c->end_ns = ns;
-		c->ret = v->ret;
-		note_time(t, ns);
-		th->events++;
-		t->nexit++;
-		th->last_exit_ = (uint32_t)(c - t->calls);
-		th->last_rec_ = LAST_EXIT;
-		if (v->flags & CUHOOK_RF_VALUE) {
-			/* The same as a DATA record of one value after this EXIT. */
-			t->ndata_recs++;
-			if (add_data(t, th->last_exit_, v->func, 1, 1, v->value, 0))
-				return -1;
-		}
-		break;
-	}
-	case CUHOOK_REC_DATA: {
-		const struct cuhook_rec_data *d = (const void *)v->rec;
-		t->ndata_recs++;
-		if (v->size < sizeof(*d) || sizeof(*d) + 8u * d->nvalues + (uint64_t)d->str_len > v->size) {
-			t->bad_records++;
-			tr_add_error(t, "corrupt DATA record (size %u)", v->size);
-			break;
-		}
-		uint32_t ci = TR_NONE;
-		if (d->at_exit && th->last_rec_ == LAST_EXIT)
-			ci = th->last_exit_;
-		else if (!d->at_exit && th->last_rec_ == LAST_ENTRY)
-			ci = th->last_entry_;
-		else if (th->last_rec_ == LAST_SKIPPED)
-			break; /* belongs to a record already counted as bad */
-		if (ci == TR_NONE || t->calls[ci].func != v->func || t->calls[ci].ndata == UINT8_MAX) {
-			t->orphan_data++;
-			t->errors++;
-			break;
-		}
-		if (add_data(t, ci, v->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len))
-			return -1;
-		break;
-	}
-	case CUHOOK_REC_DROP: {
-		const struct cuhook_rec_drop *dr = (const void *)v->rec;
-		if (v->size < sizeof(*dr)) {
-			t->bad_records++;
-			tr_add_error(t, "corrupt DROP record (size %u)", v->size);
-			break;
-		}
-		t->ndrop_recs++;
-		th->dropped += dr->count;
-		t->dropped += dr->count;
-		th->last_rec_ = LAST_NONE;
-		break;
-	}
-	case CUHOOK_REC_STACK:
-		return rec_stack(t, th, v->rec);
-	case REC_V_CORRUPT:
-		th->last_rec_ = LAST_SKIPPED;
-		break;
-	case REC_V_NOTHING:
-		break;
-	default:
-		t->bad_records++;
-		tr_add_error(t, "unknown record type %u skipped", v->type);
-		th->last_rec_ = LAST_SKIPPED;
-		break;
-	}
-	return 0;
 }
 
 /* Decode one EVENTS block. Returns 0, or -1 when out of memory. */
@@ -1089,25 +1074,19 @@ static int block_events(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 		return -1;
 	struct tr_thread *th = &t->threads[ti];
 	const uint8_t *q = p + sizeof(*eb), *end = p + size;
-	uint32_t nrec = 0, n;
-	struct rec_view v;
-	/* A decoder returning 0 counted a record that cannot be sized: the rest of the block is lost. */
+	uint32_t nrec = 0;
+	long n;
+	/* A reader returning 0 counted a record that cannot be sized: the rest of the block is lost. */
 	if (t->version >= CUHOOK_TRACE_VERSION_REC5) {
 		struct rec5_time tm = {th->epoch_, 0};
-		for (; q < end; q += n, nrec++) {
-			if (!(n = rec5_decode(t, th, &tm, q, (size_t)(end - q), off, nrec, &v)))
-				return 0;
-			if (rec_apply(t, ti, th, &v))
-				return -1;
-		}
+		for (; q < end; q += n, nrec++)
+			if ((n = rec5_read(t, ti, th, &tm, q, (size_t)(end - q), off, nrec)) <= 0)
+				return (int)n;
 		return 0; /* nrecords is 0: the writer copies records without counting them */
 	}
-	for (; q < end; q += n, nrec++) {
-		if (!(n = rec4_decode(t, th, q, (size_t)(end - q), off, nrec, &v)))
-			return 0;
-		if (rec_apply(t, ti, th, &v))
-			return -1;
-	}
+	for (; q < end; q += n, nrec++)
+		if ((n = rec4_read(t, ti, th, q, (size_t)(end - q), off, nrec)) <= 0)
+			return (int)n;
 	if (nrec != eb->nrecords)
 		tr_add_error(t, "EVENTS block at offset %llu holds %u records, header says %u",
 		             (unsigned long long)off, nrec, eb->nrecords);

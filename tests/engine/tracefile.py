@@ -12,6 +12,7 @@ read_trace(path) -> Trace with
   counts_times: the COUNTS blocks' timestamps; event_times: (first, last) ENTRY/EXIT timestamp
   clock_source: 0 TSC, 1 CLOCK_MONOTONIC (what the timestamps are)
   last_clock: the last CLOCK block's reading in the file's clock (tsc, or monotonic ns)
+  clocks: every CLOCK block's (tsc, monotonic ns)
   has_end: an END block closed the file; end_events: its ENTRY + EXIT count (None without END)
   end_dropped: its dropped-record count (None without END)
   drop_records: DROP records in the EVENTS blocks; dropped_reported: the sum of their counts
@@ -22,6 +23,7 @@ read_trace(path) -> Trace with
            value an EXIT carried, CUHOOK_RF_VALUE / EXIT5_VALUE, else None), data (the DATA
            records attached to it: [(at_exit, (values...), bytes)]), flags (CUHOOK_RF_*)
   entry_only: [Call] the calls recorded entry-only (CUHOOK_RF_NO_EXIT: exit and ret None)
+  records: with read_trace(path, records=True), every EVENTS record as (file offset, tid, Rec)
 Version 5 files (compact records, trace_format.h "version 5 records") give the same objects as
 version 4 ones, checked as read: every EVENTS block starts with a TIME record, an ENTRY5's
 function has a FUNCS entry (whose nregs/nstack say its length), no TIME record between an ENTRY
@@ -142,6 +144,7 @@ class Trace:
         self.event_times = None
         self.clock_source = 0
         self.last_clock = None
+        self.clocks = []      # every CLOCK block's (tsc, monotonic ns)
         self.has_end = False
         self.end_events = None
         self.end_dropped = None
@@ -154,6 +157,7 @@ class Trace:
         self.open_calls = {}  # tid: [Call] while reading
         self.last_call = {}   # tid: (record type, Call) the last ENTRY or EXIT, for DATA
         self.epoch = {}       # tid: the epoch of its last TIME record (version 5)
+        self.records = None   # read_trace(records=True): [(file offset, tid, Rec)]
         self.gpu_sessions = []
         self.gpu_api, self.gpu_kernels, self.gpu_memcpys, self.gpu_memsets = [], [], [], []
         self.gpu_names = {}
@@ -182,12 +186,12 @@ def _funcs(t, p):
 def _pair(t, tid, r):
     """ENTRY/EXIT pairs into t.calls: an EXIT closes the innermost open call of its function and
     depth on its thread (calls left by longjmp stay open and are dropped)."""
-    rtype, flags, func, depth, ts = r[:5]
     stack = t.open_calls.setdefault(tid, [])
-    if rtype == REC_ENTRY:
-        c = Call(tid, func, t.funcs.get(func, f"#{func}"), ts, None, depth, r[5], r[6], r[7], flags)
+    if r.kind == REC_ENTRY:
+        c = Call(tid, r.func, t.funcs.get(r.func, f"#{r.func}"), r.ts, None, r.depth, r.args, r.nregs, r.nstack,
+                 r.flags)
         t.last_call[tid] = (REC_ENTRY, c)
-        if flags & RF_NO_EXIT:
+        if r.flags & RF_NO_EXIT:
             t.entry_only.append(c)
         else:
             stack.append(c)
@@ -195,9 +199,9 @@ def _pair(t, tid, r):
     t.last_call.pop(tid, None)
     for i in range(len(stack) - 1, -1, -1):
         c = stack[i]
-        if c.func == func and c.depth == depth:
-            c.exit, c.ret, c.value = ts, r[5], r[6]
-            c.flags |= flags
+        if c.func == r.func and c.depth == r.depth:
+            c.exit, c.ret, c.value = r.ts, r.ret, r.value
+            c.flags |= r.flags
             t.calls.append(c)
             t.last_call[tid] = (REC_EXIT, c)
             del stack[i:]
@@ -226,86 +230,99 @@ def _stack_record(t, tid, func, off, p, prev):
     t.stack_records += 1
 
 
+class Rec:
+    """One record of an EVENTS block, of any version: off and size in the block's payload, kind
+    (REC_ENTRY, REC_EXIT, REC_DATA, REC_DROP, REC_STACK, REC5_TIME), raw (the type the record's
+    version gave it: EXIT5_ZERO is an EXIT of raw type REC5_EXIT_ZERO), flags, func, and for an
+    ENTRY or EXIT depth, ts; ENTRY: args (nregs registers, then nstack stack slots); EXIT: ret,
+    value (None without one)."""
+    __slots__ = ("off", "size", "kind", "raw", "flags", "func", "depth", "ts", "args", "nregs", "nstack",
+                 "ret", "value")
+
+    def __init__(self, off, size, kind, raw, flags=0, func=None, depth=0, ts=None):
+        self.off, self.size, self.kind, self.raw, self.flags, self.func = off, size, kind, raw, flags, func
+        self.depth, self.ts, self.args, self.nregs, self.nstack, self.ret, self.value = depth, ts, (), 0, 0, None, None
+
+
 def _records_v4(p, nrec, version):
-    """The records of a version 1-4 EVENTS block: (type, flags, func, depth, tsc, ...) with
-    ENTRY: args, nregs, nstack; EXIT: ret, value or None; others: offset, size."""
+    """The Recs of a version 1-4 EVENTS block."""
     off = 8
     for _ in range(nrec):
         rtype, flags, size, func = struct.unpack_from("<BBHI", p, off)
         if size < 8 or off + size > len(p):
             raise TraceError(f"bad record size {size}")
+        r = Rec(off, size, rtype, rtype, flags, func)
         if rtype == REC_ENTRY:
-            ts, depth, nstack, omitted = struct.unpack_from("<QHBB", p, off + 8)
-            nregs = 6 - omitted if version >= 4 else 6  # a reserved byte before version 4
-            if nregs < 0 or nstack > 6 or size < 24 + 8 * (nregs + nstack):
-                raise TraceError(f"bad ENTRY record (size {size}, {nregs} registers, {nstack} stack slots)")
-            yield (rtype, flags, func, depth, ts, struct.unpack_from(f"<{nregs + nstack}Q", p, off + 24), nregs, nstack)
+            r.ts, r.depth, r.nstack, omitted = struct.unpack_from("<QHBB", p, off + 8)
+            r.nregs = 6 - omitted if version >= 4 else 6  # a reserved byte before version 4
+            if r.nregs < 0 or r.nstack > 6 or size < 24 + 8 * (r.nregs + r.nstack):
+                raise TraceError(f"bad ENTRY record (size {size}, {r.nregs} registers, {r.nstack} stack slots)")
+            r.args = struct.unpack_from(f"<{r.nregs + r.nstack}Q", p, off + 24)
         elif rtype == REC_EXIT:
-            ts, depth, ret = struct.unpack_from("<QH6xQ", p, off + 8)
-            value = struct.unpack_from("<Q", p, off + 32)[0] if flags & RF_VALUE else None
-            yield (rtype, flags, func, depth, ts, ret, value)
-        else:
-            yield (rtype, flags, func, 0, None, off, size)
+            r.ts, r.depth, r.ret = struct.unpack_from("<QH6xQ", p, off + 8)
+            if flags & RF_VALUE:
+                r.value = struct.unpack_from("<Q", p, off + 32)[0]
+        yield r
         off += size
 
 
+# Version 5: bytes of the records whose length their type says (trace_format.h, cuhook_rec5_size).
+_REC5_FIXED = {REC_EXIT: 16, REC5_EXIT_VALUE: 24, REC5_TIME: 8, REC5_EXIT_ZERO: 8, REC5_EXIT_ZERO_VALUE: 16}
+
+
 def _records_v5(t, tid, p):
-    """The records of a version 5 EVENTS block, as _records_v4 gives them (TIME records give
-    (REC5_TIME, ...))."""
+    """The Recs of a version 5 EVENTS block, checked as read."""
     off = 8
     epoch = None
     while off < len(p):
         if off + 8 > len(p):
             raise TraceError("record cut at the end of its EVENTS block")
         w = struct.unpack_from("<Q", p, off)[0]
-        rtype = w & 0xF
-        if rtype == REC5_TIME:
+        raw = w & 0xF
+        if raw == REC5_TIME:
             epoch = w >> 32
             t.epoch[tid] = epoch
-            yield (REC5_TIME, 0, None, 0, None)
+            yield Rec(off, 8, REC5_TIME, raw)
             off += 8
             continue
         if epoch is None:
             raise TraceError(f"EVENTS block of thread {tid} does not start with a TIME record")
-        depth, func, ts = (w >> 4) & 0xFF, (w >> 12) & 0x3FFF, epoch << REC5_TSC_BITS | w >> 26
-        if rtype in (REC_ENTRY, REC5_ENTRY_X):
-            flags, first = 0, off + 8
-            if rtype == REC_ENTRY:
-                if func not in t.func_args:
-                    raise TraceError(f"ENTRY5 of function {func}, which no FUNCS entry defines")
-                nregs, nstack = t.func_args[func]
+        r = Rec(off, _REC5_FIXED.get(raw), raw, raw, 0, (w >> 12) & 0x3FFF, (w >> 4) & 0xFF,
+                epoch << REC5_TSC_BITS | w >> 26)
+        if raw in (REC_ENTRY, REC5_ENTRY_X):
+            r.kind, first = REC_ENTRY, off + 8
+            if raw == REC_ENTRY:
+                if r.func not in t.func_args:
+                    raise TraceError(f"ENTRY5 of function {r.func}, which no FUNCS entry defines")
+                r.nregs, r.nstack = t.func_args[r.func]
             else:
-                flags, nregs, nstack = struct.unpack_from("<BBB", p, off + 8)
+                r.flags, r.nregs, r.nstack = struct.unpack_from("<BBB", p, off + 8)
                 first += 8
-            if nregs > 6 or nstack > 6 or (nstack and nregs != 6):
-                raise TraceError(f"ENTRY of function {func} with {nregs} registers and {nstack} stack slots")
-            size = first - off + 8 * (nregs + nstack)
-            if off + size > len(p):
+            if r.nregs > 6 or r.nstack > 6 or (r.nstack and r.nregs != 6):
+                raise TraceError(f"ENTRY of function {r.func} with {r.nregs} registers and {r.nstack} stack slots")
+            r.size = first - off + 8 * (r.nregs + r.nstack)
+            if off + r.size > len(p):
                 raise TraceError("ENTRY record past the end of its EVENTS block")
-            yield (REC_ENTRY, flags, func, depth, ts, struct.unpack_from(f"<{nregs + nstack}Q", p, first), nregs, nstack)
-        elif rtype in (REC_EXIT, REC5_EXIT_VALUE):
-            size = 16 if rtype == REC_EXIT else 24
-            if off + size > len(p):
+            r.args = struct.unpack_from(f"<{r.nregs + r.nstack}Q", p, first)
+        elif raw in _REC5_FIXED:
+            if off + r.size > len(p):
                 raise TraceError("EXIT record past the end of its EVENTS block")
-            ret, value = struct.unpack_from("<QQ", p, off + 8) if size == 24 else (struct.unpack_from("<Q", p, off + 8)[0], None)
-            yield (REC_EXIT, RF_VALUE if size == 24 else 0, func, depth, ts, ret, value)
-        elif rtype in (REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE):  # rax 0, not stored
-            size = 8 if rtype == REC5_EXIT_ZERO else 16
-            if off + size > len(p):
-                raise TraceError("EXIT record past the end of its EVENTS block")
-            value = struct.unpack_from("<Q", p, off + 8)[0] if size == 16 else None
-            yield (REC_EXIT, RF_VALUE if size == 16 else 0, func, depth, ts, 0, value)
-        elif rtype in (REC_DATA, REC_DROP, REC_STACK):
-            _t, flags, size, func = struct.unpack_from("<BBHI", p, off)
-            if size < 8 or size % 8 or off + size > len(p):
-                raise TraceError(f"bad record size {size}")
-            yield (rtype, flags, func, 0, None, off, size)
+            vals = struct.unpack_from(f"<{r.size // 8 - 1}Q", p, off + 8)
+            r.kind = REC_EXIT
+            r.ret = 0 if raw in (REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE) else vals[0]  # rax 0, not stored
+            if raw in (REC5_EXIT_VALUE, REC5_EXIT_ZERO_VALUE):
+                r.flags, r.value = RF_VALUE, vals[-1]
+        elif raw in (REC_DATA, REC_DROP, REC_STACK):
+            _t, r.flags, r.size, r.func = struct.unpack_from("<BBHI", p, off)
+            if r.size < 8 or r.size % 8 or off + r.size > len(p):
+                raise TraceError(f"bad record size {r.size}")
         else:
-            raise TraceError(f"unknown version 5 record type {rtype} (word {w:#x})")
-        off += size
+            raise TraceError(f"unknown version 5 record type {raw} (word {w:#x})")
+        yield r
+        off += r.size
 
 
-def _events(t, p):
+def _events(t, p, base):
     tid, nrec = struct.unpack_from("<II", p, 0)
     if t.version >= VERSION_REC5:
         if nrec:
@@ -315,26 +332,27 @@ def _events(t, p):
         records = _records_v4(p, nrec, t.version)
     prev = None
     for r in records:
-        rtype, flags, func, _depth, ts = r[:5]
-        if rtype == REC5_TIME:
+        if t.records is not None:
+            t.records.append((base + r.off, tid, r))
+        if r.kind == REC5_TIME:
             prev = (REC5_TIME, None)  # never between an ENTRY and its STACK record
             continue
-        if rtype == REC_STACK:
-            _stack_record(t, tid, func, r[5], p, prev)
-        prev = (rtype, func)
-        if rtype in (REC_ENTRY, REC_EXIT):
+        if r.kind == REC_STACK:
+            _stack_record(t, tid, r.func, r.off, p, prev)
+        prev = (r.kind, r.func)
+        if r.kind in (REC_ENTRY, REC_EXIT):
             _pair(t, tid, r)
-            lo, hi = t.event_times or (ts, ts)
-            t.event_times = (min(lo, ts), max(hi, ts))
-        if rtype == REC_ENTRY:
-            name = t.funcs.get(func, f"#{func}")
+            lo, hi = t.event_times or (r.ts, r.ts)
+            t.event_times = (min(lo, r.ts), max(hi, r.ts))
+        if r.kind == REC_ENTRY:
+            name = t.funcs.get(r.func, f"#{r.func}")
             t.entries[name] = t.entries.get(name, 0) + 1
             t.entry_stacks.append((tid, name, None))
-        elif rtype == REC_DATA:
-            _data(t, tid, func, r[5], p)
-        elif rtype == REC_DROP:
+        elif r.kind == REC_DATA:
+            _data(t, tid, r.func, r.off, p)
+        elif r.kind == REC_DROP:
             t.drop_records += 1
-            t.dropped_reported += struct.unpack_from("<Q", p, r[5] + 16)[0]
+            t.dropped_reported += struct.unpack_from("<Q", p, r.off + 16)[0]
             t.last_call.pop(tid, None)
 
 
@@ -552,13 +570,15 @@ def gpu_link(t):
     return links, unlinked
 
 
-def read_trace(path, growing=False):
-    """growing: the file is being written; a last block not complete yet ends the reading."""
+def read_trace(path, growing=False, records=False):
+    """growing: the file is being written; a last block not complete yet ends the reading.
+    records: keep every EVENTS record in t.records as (offset in the file, tid, Rec)."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:8] != b"CUHOOKTR":
         raise TraceError(f"{path}: not a trace")
     t = Trace()
+    t.records = [] if records else None
     t.version, header_size = struct.unpack_from("<II", data, 8)
     t.clock_source = struct.unpack_from("<I", data, 24)[0]
     off = header_size
@@ -572,10 +592,11 @@ def read_trace(path, growing=False):
         if btype == BLOCK_CLOCK:
             tsc, mono = struct.unpack_from("<QQ", p, 0)
             t.last_clock = mono if t.clock_source == 1 else tsc
+            t.clocks.append((tsc, mono))
         elif btype == BLOCK_FUNCS:
             _funcs(t, p)
         elif btype == BLOCK_EVENTS:
-            _events(t, p)
+            _events(t, p, off + 16)
         elif btype == BLOCK_COUNTS:
             _counts(t, p)
         elif btype == BLOCK_NOTE:

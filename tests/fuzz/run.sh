@@ -36,7 +36,11 @@ mkdir -p "$work/seeds/trace" "$work/seeds/elf" "$work/corpus/trace" "$work/corpu
 	"$gen" big "$work/seeds/trace/small.bin" --calls 60 --threads 2 &&
 	"$gen" gpu "$work/seeds/trace/gpu.bin" &&
 	"$gen" gpu "$work/seeds/trace/gpu-tsc.bin" --tsc &&
-	"$gen" basic "$work/seeds/trace/gpu-refused.bin" --gpu-session other-user || { echo "FAIL: gen_trace"; exit 1; }
+	"$gen" basic "$work/seeds/trace/gpu-refused.bin" --gpu-session other-user &&
+	"$gen" basic "$work/seeds/trace/v5.bin" --v5 &&
+	"$gen" basic "$work/seeds/trace/v5-epoch.bin" --tsc --tsc-start $(((1 << 38) - 2603000)) --v5-long-exits &&
+	"$gen" hot "$work/seeds/trace/v5-counts.bin" --count --iterations 48 --tsc --v5 &&
+	"$gen" gpu "$work/seeds/trace/v5-gpu.bin" --v5 || { echo "FAIL: gen_trace"; exit 1; }
 for so in "$@"; do
 	cp "$so" "$work/seeds/elf/$(basename "$so")"
 done

@@ -25,45 +25,38 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+import tracefile  # noqa: E402
+
 
 STALE = [0]
 
 
 def first_event_monotonic(path):
-    data = open(path, "rb").read()
-    if data[:8] != b"CUHOOKTR":
+    """The first ENTRY's time, CLOCK_MONOTONIC ns; None without one. The records, of any version,
+    are decoded by tests/engine/tracefile.py."""
+    with open(path, "rb") as f:
+        head = f.read(72)
+    if len(head) < 72 or head[:8] != b"CUHOOKTR":
         return None
-    header_size, _, _, clock_source = struct.unpack_from("<IIII", data, 12)
-    start_mono, start_tsc = struct.unpack_from("<QQ", data, 48)
-    clocks = [(start_tsc, start_mono)]
+    clock_source = struct.unpack_from("<I", head, 24)[0]
+    start_mono, start_tsc = struct.unpack_from("<QQ", head, 48)
+    try:
+        t = tracefile.read_trace(path, growing=True, records=True)
+    except (tracefile.TraceError, struct.error):
+        return None
     first = None
-    pos = header_size
-    while pos + 16 <= len(data):
-        magic, btype, _, size, _ = struct.unpack_from("<IHHII", data, pos)
-        if magic != 0x4b424843 or pos + 16 + size > len(data):
-            break
-        body = pos + 16
-        if btype == 1:  # CLOCK
-            clocks.append(struct.unpack_from("<QQ", data, body))
-        elif btype == 5:  # EVENTS
-            _, nrec = struct.unpack_from("<II", data, body)
-            r = body + 8
-            for _ in range(nrec):
-                rtype, _, rsize, _ = struct.unpack_from("<BBHI", data, r)
-                if rtype == 1:  # ENTRY: the tsc follows the record header
-                    ts = struct.unpack_from("<Q", data, r + 8)[0]
-                    if clock_source == 1 or ts >= start_tsc:
-                        first = ts if first is None else min(first, ts)
-                    else:
-                        STALE[0] += 1  # older than the trace itself: left over from a previous one
-                if rsize == 0:
-                    break
-                r += rsize
-        pos = body + size
+    for _, _, r in t.records:
+        if r.kind == tracefile.REC_ENTRY:
+            if clock_source == 1 or r.ts >= start_tsc:
+                first = r.ts if first is None else min(first, r.ts)
+            else:
+                STALE[0] += 1  # older than the trace itself: left over from a previous one
     if first is None:
         return None
     if clock_source == 1:  # timestamps are CLOCK_MONOTONIC ns already
         return first
+    clocks = [(start_tsc, start_mono)] + t.clocks
     (t0, m0), (t1, m1) = clocks[0], clocks[-1]
     if t1 == t0:
         return None

@@ -77,11 +77,16 @@ static int regs_mode;
  * got to report, which the agent adds at the close. */
 static uint64_t end_unreported;
 
+/* --v5: version 5's compact records (trace_format.h, "version 5 records") instead of ENTRY and
+ * EXIT, a TIME record starting each EVENTS block and before each record of a new epoch; the
+ * report must read the same calls from either. */
+static int v5, v5_long_exits;
+
 static struct buf file;
 static uint32_t seq;
 static int use_tsc;
 static uint64_t START_NS = 5000000000ull;  /* monotonic time at the trace start */
-static const uint64_t START_TSC = 1000000ull;     /* tsc at the trace start; 2 ticks per ns */
+static uint64_t START_TSC = 1000000ull;    /* tsc at the trace start (--tsc-start); 2 ticks per ns */
 static uint64_t START_REAL = 1700000000000000000ull;
 static uint32_t pid_override;
 
@@ -98,7 +103,8 @@ static void file_header(uint32_t pid, const char *const *argv, const char *exe)
 	struct cuhook_file_header h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CUHOOK_TRACE_MAGIC, 8);
-	h.version = regs_mode == REGS_V3_RESERVED ? 3 : CUHOOK_TRACE_VERSION;
+	/* without --v5: the last version of ENTRY and EXIT records */
+	h.version = regs_mode == REGS_V3_RESERVED ? 3 : v5 ? CUHOOK_TRACE_VERSION_REC5 : CUHOOK_TRACE_VERSION_REC5 - 1;
 	h.cmdline_len = (uint32_t)cl.len;
 	h.exe_len = (uint32_t)strlen(exe);
 	h.header_size = (uint32_t)CUHOOK_ALIGN8(sizeof(h) + h.cmdline_len + h.exe_len);
@@ -148,6 +154,17 @@ struct fdef {
 	uint16_t status;
 };
 
+static unsigned agent_nregs(const char *name);
+
+/* What a version 5 FUNCS entry says an ENTRY5 of the function carries: the registers the agent
+ * records (agent_nregs with --agent-regs, else six) and, for cuLaunchKernel, its five stack
+ * parameters. A call recorded otherwise gets an ENTRY5_X. */
+static void v5_args(const char *name, unsigned *nregs, unsigned *nstack)
+{
+	*nregs = regs_mode == REGS_AGENT ? agent_nregs(name) : 6;
+	*nstack = *nregs == 6 && !strcmp(name, "cuLaunchKernel") ? 5 : 0;
+}
+
 static void funcs_block(uint32_t lib, uint32_t first, const struct fdef *f, uint32_t n)
 {
 	struct buf b = {0};
@@ -162,6 +179,12 @@ static void funcs_block(uint32_t lib, uint32_t first, const struct fdef *f, uint
 		e.name_len = (uint16_t)strlen(f[i].name);
 		e.patch_len = f[i].status == CUHOOK_PATCHED ? 5 : 0;
 		e.decoder = (uint16_t)cuhook_decoder_find(f[i].name);
+		if (v5) {
+			unsigned nregs, nstack;
+			v5_args(f[i].name, &nregs, &nstack);
+			e.nregs = (uint8_t)nregs;
+			e.nstack = (uint8_t)nstack;
+		}
 		buf_add(&b, &e, sizeof(e));
 		buf_add(&b, f[i].name, e.name_len);
 		buf_pad8(&b);
@@ -187,6 +210,7 @@ struct thr {
 	struct buf recs;
 	uint32_t nrecs;
 	uint16_t depth;
+	uint32_t epoch;   /* v5: the epoch of the last TIME record written */
 };
 
 static uint64_t n_entry, n_exit, n_dropped, n_calls;
@@ -196,7 +220,7 @@ static void flush(struct thr *t)
 	if (!t->nrecs)
 		return;
 	struct buf b = {0};
-	struct cuhook_events_block eb = {t->tid, t->nrecs};
+	struct cuhook_events_block eb = {t->tid, v5 ? 0 : t->nrecs};
 	buf_add(&b, &eb, sizeof(eb));
 	buf_add(&b, t->recs.p, t->recs.len);
 	block(CUHOOK_BLOCK_EVENTS, b.p, b.len);
@@ -206,6 +230,36 @@ static void flush(struct thr *t)
 }
 
 static const char *func_name(uint32_t func);
+
+/* v5: a TIME record where a block starts, or where the timestamp `tsc` (of the record about to be
+ * written; a record without one keeps the epoch) starts a new epoch. */
+static void v5_time(struct thr *t, const uint64_t *tsc)
+{
+	if (!v5 || (t->recs.len && (!tsc || CUHOOK_REC5_EPOCH(*tsc) == t->epoch)))
+		return;
+	if (tsc)
+		t->epoch = CUHOOK_REC5_EPOCH(*tsc);
+	uint64_t w = CUHOOK_REC5_TIME_WORD(t->epoch);
+	buf_add(&t->recs, &w, 8);
+}
+
+/* v5: a compact ENTRY: ENTRY5 when it carries what the function's FUNCS entry says, else
+ * ENTRY5_X. */
+static void entry5(struct thr *t, uint32_t func, uint64_t tsc, const uint64_t *args, unsigned nregs, unsigned nstack,
+                   int no_exit)
+{
+	unsigned fregs, fstack;
+	v5_args(func_name(func), &fregs, &fstack);
+	int x = no_exit || nregs != fregs || nstack != fstack;
+	uint64_t w = CUHOOK_REC5_WORD(x ? CUHOOK_REC5_ENTRY_X : CUHOOK_REC5_ENTRY, t->depth, func, tsc);
+	v5_time(t, &tsc);
+	buf_add(&t->recs, &w, 8);
+	if (x) {
+		struct cuhook_rec5_entry_info i = {no_exit ? CUHOOK_RF_NO_EXIT : 0, (uint8_t)nregs, (uint8_t)nstack, {0}};
+		buf_add(&t->recs, &i, sizeof(i));
+	}
+	buf_add(&t->recs, args, 8 * (nregs + nstack));
+}
 
 /* The parameters cuda.h declares for the functions the scenarios use (cuhook_reg_args()). */
 static unsigned agent_nregs(const char *name)
@@ -238,12 +292,17 @@ static void entry(struct thr *t, uint32_t func, uint64_t rel_ns, const uint64_t 
 	e.depth = t->depth;
 	e.nstack = (uint8_t)nstack;
 	e.regs_omitted = regs_mode == REGS_V3_RESERVED ? 0xa5 : (uint8_t)(6 - nregs);
-	uint64_t r[6] = {0};
+	uint64_t r[6 + CUHOOK_MAX_STACK_ARGS] = {0};
 	if (regs)
-		memcpy(r, regs, sizeof(r));
-	buf_add(&t->recs, &e, sizeof(e));
-	buf_add(&t->recs, r, 8 * nregs);
-	buf_add(&t->recs, stack, 8 * nstack);
+		memcpy(r, regs, 6 * 8);
+	if (nstack)
+		memcpy(r + nregs, stack, 8 * nstack);
+	if (v5) {
+		entry5(t, func, e.tsc, r, nregs, nstack, no_exit);
+	} else {
+		buf_add(&t->recs, &e, sizeof(e));
+		buf_add(&t->recs, r, 8 * (nregs + nstack));
+	}
 	t->nrecs++;
 	n_entry++;
 	n_calls++;
@@ -267,7 +326,19 @@ static void exit_any(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret
 	x.x.depth = t->depth;
 	x.x.ret = ret;
 	x.value = value;
-	buf_add(&t->recs, &x, x.x.h.size);
+	if (v5) {
+		/* rax 0 is left out (EXIT5_ZERO, EXIT5_ZERO_VALUE) as the agent does, unless --v5-long-exits */
+		int zero = !ret && !v5_long_exits;
+		unsigned type = zero ? (with_value ? CUHOOK_REC5_EXIT_ZERO_VALUE : CUHOOK_REC5_EXIT_ZERO)
+		                     : (with_value ? CUHOOK_REC5_EXIT_VALUE : CUHOOK_REC5_EXIT);
+		uint64_t w[3] = {CUHOOK_REC5_WORD(type, t->depth, func, x.x.tsc), ret, value};
+		if (zero)
+			w[1] = value;
+		v5_time(t, &x.x.tsc);
+		buf_add(&t->recs, w, 8 * (1u + !zero + !!with_value));
+	} else {
+		buf_add(&t->recs, &x, x.x.h.size);
+	}
 	t->nrecs++;
 	n_exit++;
 }
@@ -290,6 +361,7 @@ static void data_rec(struct thr *t, uint32_t func, const char *fname, int at_exi
 	d.nvalues = (uint8_t)nvalues;
 	d.at_exit = (uint8_t)at_exit;
 	d.str_len = (uint16_t)sl;
+	v5_time(t, NULL);
 	buf_add(&t->recs, &d, sizeof(d));
 	buf_add(&t->recs, values, 8 * nvalues);
 	buf_add(&t->recs, str, sl);
@@ -305,6 +377,7 @@ static void drop_rec(struct thr *t, uint64_t rel_ns, uint64_t count)
 	d.h.size = sizeof(d);
 	d.tsc = stamp(rel_ns);
 	d.count = count;
+	v5_time(t, NULL); /* a DROP keeps its whole timestamp */
 	buf_add(&t->recs, &d, sizeof(d));
 	t->nrecs++;
 	n_dropped += count;
@@ -1114,7 +1187,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
-		                "[--v3-reserved] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch]\n");
+		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
@@ -1144,6 +1217,12 @@ int main(int argc, char **argv)
 			regs_mode = REGS_AGENT;
 		else if (!strcmp(argv[i], "--v3-reserved"))
 			regs_mode = REGS_V3_RESERVED;
+		else if (!strcmp(argv[i], "--v5"))
+			v5 = 1;
+		else if (!strcmp(argv[i], "--v5-long-exits"))
+			v5 = v5_long_exits = 1;
+		else if (!strcmp(argv[i], "--tsc-start") && i + 1 < argc)
+			START_TSC = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--lazy-first-launch"))
 			lazy_first_launch = 1;
 		else if (!strcmp(argv[i], "--gpu-session") && i + 1 < argc &&

@@ -6,10 +6,11 @@ import struct
 
 MAGIC = b"CUHOOKTR"
 BLOCK_MAGIC = 0x4b424843
-VERSION = 4
+VERSION = 4  # Trace(version=5): version 5's compact records (ENTRY5 of no argument, EXIT5_ZERO)
 CLOCK, LIB, FUNCS, THREAD, EVENTS, NOTE, END = 1, 2, 3, 4, 5, 6, 7
 STACKS, PYFRAMES, MAPS = 11, 12, 13
 REC_ENTRY, REC_EXIT, REC_STACK = 1, 2, 5
+REC5_TIME, REC5_EXIT_ZERO, REC5_TSC_BITS = 8, 9, 38
 PYFRAME_ENTRY = 0x80000000
 STACK_NONE = 0xffffffff
 END_DONE, END_DEPTH, END_NO_INFO, END_BAD, END_NONE, END_UNSUPPORTED = range(6)
@@ -21,11 +22,12 @@ def pad8(b):
 
 
 class Trace:
-    def __init__(self, pid=4242, argv=("python3", "run.py"), exe="/usr/bin/python3"):
+    def __init__(self, pid=4242, argv=("python3", "run.py"), exe="/usr/bin/python3", version=VERSION):
+        self.version = version
         cmdline = b"".join(a.encode() + b"\0" for a in argv)
         exe = exe.encode()
         hsize = (72 + len(cmdline) + len(exe) + 7) & ~7
-        self.out = bytearray(struct.pack("<8sIIIIIIIIQQQII", MAGIC, VERSION, hsize, pid, 1, 1, len(cmdline),
+        self.out = bytearray(struct.pack("<8sIIIIIIIIQQQII", MAGIC, version, hsize, pid, 1, 1, len(cmdline),
                                           len(exe), 0, 1_700_000_000_000_000_000, START_NS, 0, 1 << 20, 0))
         self.out += pad8(cmdline + exe)[: hsize - 72]
         self.seq = 0
@@ -87,16 +89,28 @@ class Trace:
     def thread_events(self, tid, calls):
         """calls: (func, start_ns, dur_ns, stack id or None), each an outermost call."""
         recs, n = b"", 0
+        v5 = self.version >= 5
+        if v5:  # the epoch of every timestamp here (START_NS is far below 2^38)
+            recs += struct.pack("<Q", REC5_TIME | (START_NS >> REC5_TSC_BITS) << 32)
+
+        def word(rtype, func, ts):  # the FUNCS entries say no arguments: an ENTRY5 is this word
+            return struct.pack("<Q", rtype | func << 12 | (ts << 26 & (1 << 64) - 1))
         for func, start, dur, sid in calls:
-            recs += struct.pack("<BBHIQHBB4s", REC_ENTRY, 0, 24, func, START_NS + start, 0, 0, 6, b"")
+            if v5:
+                recs += word(REC_ENTRY, func, START_NS + start)
+            else:
+                recs += struct.pack("<BBHIQHBB4s", REC_ENTRY, 0, 24, func, START_NS + start, 0, 0, 6, b"")
             n += 1
             if sid is not None:
                 recs += struct.pack("<BBHIII", REC_STACK, 0, 16, func, sid, 0)
                 n += 1
-            recs += struct.pack("<BBHIQH6sQ", REC_EXIT, 0, 32, func, START_NS + start + dur, 0, b"", 0)
+            if v5:
+                recs += word(REC5_EXIT_ZERO, func, START_NS + start + dur)
+            else:
+                recs += struct.pack("<BBHIQH6sQ", REC_EXIT, 0, 32, func, START_NS + start + dur, 0, b"", 0)
             n += 1
             self.events += 2
-        self.block(EVENTS, struct.pack("<II", tid, n) + recs)
+        self.block(EVENTS, struct.pack("<II", tid, 0 if v5 else n) + recs)
 
     def end(self, threads=1):
         self.block(END, struct.pack("<QQII", self.events, 0, threads, 0))

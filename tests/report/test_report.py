@@ -1947,12 +1947,224 @@ def test_gpu_damage():
     eq((j["truncated"], j["gpu"]["work_records"]), (True, 5), "cut in the second GPU block")
 
 
+# ---- version 5: compact records (gen_trace --v5) -------------------------------------------------
+
+# The TSC origin that puts an epoch boundary (2^38 ticks) 1301500 ns into the basic scenario:
+# inside cuGetProcAddress_v2 (1301000..1302000), nested in cuLaunchKernel (1300000..1305000), in
+# the middle of one EVENTS block of the main thread.
+EPOCH_TSC = (1 << 38) - 2 * 1301500
+REC5_ENTRY, REC5_EXIT, REC_DATA, REC_DROP = 1, 2, 3, 4
+REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
+
+
+def tracefile():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+    import tracefile as tf
+    return tf
+
+
+def same_outputs(a, b, what, fmts=("text", "json", "csv", "jsonl")):
+    """Each format of `cuhook report` gives the same bytes for traces a and b, paths aside."""
+    for fmt in fmts:
+        outs = []
+        for path in (a, b):
+            out, _ = run(["report", "--no-color", "--format", fmt, path])
+            outs.append(out.replace(path, "TRACE").splitlines())
+        for i, (x, y) in enumerate(zip(*outs)):
+            eq(y, x, f"{what}: line {i + 1} of the {fmt} report")
+        eq(len(outs[1]), len(outs[0]), f"{what}: lines of the {fmt} report")
+
+
+def call_attrs(calls):
+    return [(c.tid, c.func, c.entry, c.exit, c.depth, c.args, c.nregs, c.nstack, c.flags, c.ret, c.value, c.data)
+            for c in calls]
+
+
+def test_v5():
+    """Version 5's compact records read exactly, by the report and by tests/engine/tracefile.py:
+    the basic scenario written with them (ENTRY5, ENTRY5_X for the entry-only call, EXIT5,
+    EXIT5_ZERO, EXIT5_ZERO_VALUE, with --v5-long-exits EXIT5 and EXIT5_VALUE for rax 0, TIME,
+    DATA, DROP records; an epoch that changes inside a call in the middle of a block) gives the
+    report of its version 4 twin in every format, and the known numbers."""
+    tf = tracefile()
+    for opts in (["--v5"], ["--v5-long-exits"], ["--v5", "--agent-regs"]):
+        what = " ".join(opts)
+        base = ["basic", "--tsc", "--tsc-start", str(EPOCH_TSC)] + [o for o in opts if o == "--agent-regs"]
+        p4 = gen("v4" + "".join(opts), *base)
+        p5, exp = gen("v5" + "".join(opts), *(base + [o for o in opts if o != "--agent-regs"]), expect=True)
+        with open(p4, "rb") as f:
+            d4 = f.read()
+        with open(p5, "rb") as f:
+            d5 = f.read()
+        eq((struct.unpack_from("<I", d4, 8)[0], struct.unpack_from("<I", d5, 8)[0]), (4, 5), f"{what}: versions")
+        check(len(d5) < len(d4), f"{what}: the version 5 file ({len(d5)} bytes) is not smaller ({len(d4)})")
+        same_outputs(p4, p5, what)
+        j, _ = report_json(p5)
+        eq((j["events"], j["calls"], j["dropped"], j["errors"], j["data_records"], j["truncated"]),
+           (53, 27, 5, 0, 11, False), f"{what}: counts")
+        eq(j["events"], exp["events"], f"{what}: events vs generator")
+        f = funcs_by_name(j)
+        for name, (calls, total) in BASIC_CALLS.items():
+            eq((f[name]["calls"], f[name]["total_ns"]), (calls, total), f"{what}: {name}")
+        eq(f["cuStreamQuery"]["failed"], 1, f"{what}: failed cuStreamQuery (EXIT5 of 600)")
+        # tracefile.py: the same calls as from version 4, and the values the scenario wrote
+        t4, t5 = tf.read_trace(p4), tf.read_trace(p5, records=True)
+        eq(call_attrs(t5.calls), call_attrs(t4.calls), f"{what}: tracefile calls")
+        eq(call_attrs(t5.entry_only), call_attrs(t4.entry_only), f"{what}: tracefile entry-only calls")
+        eq((t5.entries, t5.drop_records, t5.dropped_reported, t5.event_times),
+           (t4.entries, t4.drop_records, t4.dropped_reported, t4.event_times), f"{what}: tracefile counts")
+        by = {}
+        for c in t5.calls:
+            by.setdefault(c.name, []).append(c)
+        eq({n: len(cs) for n, cs in by.items()},
+           {n: k - (n == "cuStreamSynchronize") for n, (k, _) in BASIC_CALLS.items()}, f"{what}: tracefile calls")
+        gpa = by["cuGetProcAddress_v2"][0]
+        eq((gpa.entry >> 38, gpa.exit >> 38, gpa.exit - gpa.entry, gpa.depth), (0, 1, 2000, 1),
+           f"{what}: cuGetProcAddress_v2 across the epoch boundary")
+        eq(by["cuLaunchKernel"][1].exit - by["cuLaunchKernel"][1].entry, 10000, f"{what}: its cuLaunchKernel")
+        eq(by["cuLaunchKernel"][0].args, (0xf00d, 256, 1, 1, 128, 1, 1, 0, 0, 0x5000, 0), f"{what}: launch args")
+        six = "--agent-regs" not in opts
+        eq(by["cuMemAlloc_v2"][1].args, (0x7ffc0058, MiB) + (0,) * 4 * six, f"{what}: cuMemAlloc_v2 args")
+        eq([(c.value, c.data) for c in by["cuMemAlloc_v2"]],
+           [(None, [(1, (0x7f0000000000,), b"")]), (0x7f0000100000, []), (None, [(1, (0x7f0000200000,), b"")])],
+           f"{what}: cuMemAlloc_v2 values (an EXIT5 value, DATA after EXIT)")
+        eq(by["cuModuleGetFunction"][0].data, [(0, (), b"vecAdd"), (1, (0xf00d,), b"")],
+           f"{what}: cuModuleGetFunction DATA after its ENTRY and after its EXIT")
+        eq([c.ret for c in by["cuStreamQuery"]] + [c.ret for c in by["cuInit"]], [600, 0], f"{what}: returns")
+        eq([(c.name, c.flags, c.args, c.exit) for c in t5.entry_only],
+           [("cuStreamSynchronize", 1, (5,) + (0,) * 5 * six, None)], f"{what}: the entry-only call")
+        raws = {r.raw for _, _, r in t5.records}
+        want = {REC5_ENTRY, REC5_ENTRY_X, REC5_EXIT, REC5_TIME, REC_DATA, REC_DROP}
+        want |= {REC5_EXIT_VALUE} if "--v5-long-exits" in opts else {REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE}
+        eq(raws, want, f"{what}: record types written")
+        mid = [off for off, _, r in t5.records if r.raw == REC5_TIME and r.off != 8]
+        eq([struct.unpack_from("<Q", d5, off)[0] >> 32 for off in mid], [1], f"{what}: TIME records inside blocks")
+    # An ENTRY5_X with fewer stack slots than the function's FUNCS entry says: the first
+    # cuLaunchKernel's ENTRY5 (the word and 11 values) rewritten in place as one of 6 + 4.
+    t5 = tf.read_trace(p5, records=True)
+    off, _, r = next(x for x in t5.records if x[2].raw == REC5_ENTRY and t5.funcs[x[2].func] == "cuLaunchKernel")
+    eq(r.size, 96, "cuLaunchKernel's ENTRY5")
+    x = bytearray(d5)
+    w = struct.unpack_from("<Q", d5, off)[0]
+    x[off:off + 96] = struct.pack("<QBBB5x10Q", w & ~0xF | REC5_ENTRY_X, 0, 6, 4, *r.args[:10])
+    path = os.path.join(TMP, "v5-entry-x.bin")
+    with open(path, "wb") as f:
+        f.write(x)
+    j, _ = report_json(path)
+    eq((j["calls"], j["errors"], funcs_by_name(j)["cuLaunchKernel"]["total_ns"]), (27, 0, 20000), "ENTRY5_X: counts")
+    rows = [json.loads(ln) for ln in run(["report", "--format", "jsonl", path])[0].splitlines()]
+    eq([len(c["args"]) for c in rows if c.get("func") == "cuLaunchKernel"], [10, 11, 11, 11], "ENTRY5_X: arguments")
+    eq(tf.read_trace(path).calls[next(i for i, c in enumerate(t5.calls) if c.name == "cuLaunchKernel")].args,
+       r.args[:10], "ENTRY5_X: tracefile arguments")
+
+
+def test_v5_damage():
+    """Damaged version 5 records: each counted and reported, what can still be read is read
+    exactly, never a crash."""
+    tf = tracefile()
+    p5 = gen("v5", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5")
+    with open(p5, "rb") as f:
+        good = f.read()
+    t = tf.read_trace(p5, records=True)
+    recs = [(off, tid, r, off - r.off) for off, tid, r in t.records]  # (file offset, tid, Rec, block)
+    ref, _ = report_json(p5)
+
+    def report(data, name):
+        path = os.path.join(TMP, name + ".bin")
+        with open(path, "wb") as f:
+            f.write(data)
+        j, err = report_json(path)
+        check(re.search(r"\d+ errors? while reading", err), f"{name}: no warning: {err}")
+        return j
+
+    def word(i):
+        return struct.unpack_from("<Q", good, recs[i][0])[0]
+
+    def with_word(i, w):
+        b = bytearray(good)
+        struct.pack_into("<Q", b, recs[i][0], w)
+        return b
+
+    def entries_after(i):
+        """ENTRY records of record i's block from record i on: the calls a skipped rest loses."""
+        return sum(1 for off, _, r, blk in recs if blk == recs[i][3] and off >= recs[i][0] and r.kind == 1)
+
+    def first(pred):
+        return next(i for i, (_, tid, r, _) in enumerate(recs) if pred(tid, r))
+
+    def name(r):
+        return t.funcs[r.func]
+
+    # a block without its TIME record (the main thread's last block, whose epoch, 1, its previous
+    # block's TIME left in force): one error, every call as before
+    last_main = max(blk for _, tid, _, blk in recs if tid == 1000)
+    i = next(k for k, x in enumerate(recs) if x[3] == last_main)
+    eq((recs[i][2].raw, word(i) >> 32), (REC5_TIME, 1), "the last main block starts with TIME epoch 1")
+    hdr = last_main - 16
+    size = struct.unpack_from("<I", good, hdr + 8)[0]
+    b = bytearray(good[:hdr]) + struct.pack("<IHHII", 0x4b424843, 5, 0, size - 8, struct.unpack_from("<I", good, hdr + 12)[0])
+    b += good[last_main:last_main + 8] + good[last_main + 16:]
+    j = report(b, "v5-no-time")
+    eq((j["errors"], j["calls"], j["corrupt_records"]), (1, 27, 0), "no TIME: counts")
+    check(any("does not start with a TIME record" in m for m in j["error_messages"]), j["error_messages"])
+    for k in ["functions", "duration_ns", "slowest_calls", "gaps"]:
+        eq(j[k], ref[k], f"no TIME: {k} (the thread's previous epoch)")
+    # a record of a type no version defines (the first cuInit's EXIT): the rest of its block skipped
+    i = first(lambda tid, r: r.kind == 2 and name(r) == "cuInit")
+    lost = entries_after(i)
+    eq(lost, 3, "calls after cuInit in its block")
+    j = report(with_word(i, word(i) & ~0xF | 11), "v5-type")
+    eq((j["corrupt_records"], j["calls"], j["calls_without_exit"]), (1, 27 - lost, 1), "unknown type: counts")
+    check(any("corrupt record" in m and "rest of the block skipped" in m for m in j["error_messages"]),
+          j["error_messages"])
+    # an ENTRY5 naming a function no FUNCS block defines: its length is unknown, the rest skipped
+    i = first(lambda tid, r: tid == 1001 and r.raw == REC5_ENTRY)
+    j = report(with_word(i, word(i) & ~(0x3FFF << 12) | 1000 << 12), "v5-entry-func")
+    eq((j["unknown_function_ids"], j["corrupt_records"], j["calls"]), (1, 1, 27 - entries_after(i)),
+       "ENTRY5 of an unknown function")
+    check("ENTRY of unknown function id 1000" in j["error_messages"], j["error_messages"])
+    # an EXIT5 naming an id beyond FUNCS (its length is known): skipped alone, its call unfinished
+    i = first(lambda tid, r: r.raw == REC5_EXIT and name(r) == "cuStreamQuery")
+    j = report(with_word(i, word(i) | 0x3FFF << 12), "v5-exit-func")
+    eq((j["unknown_function_ids"], j["corrupt_records"], j["calls"], j["calls_without_exit"]), (1, 0, 27, 1),
+       "EXIT5 of an unknown function")
+    eq(funcs_by_name(j)["cuStreamQuery"]["timed_calls"], 0, "its call without an EXIT")
+    # a FUNCS entry with impossible counts: an ENTRY5 of that function cannot be sized
+    b = bytearray(good)
+    e = good.index(b"cuMemAlloc_v2") - 24
+    eq(b[e + 20], 6, "cuMemAlloc_v2's FUNCS nregs")
+    b[e + 20] = 7
+    i = first(lambda tid, r: r.raw == REC5_ENTRY and name(r) == "cuMemAlloc_v2")
+    j = report(b, "v5-funcs-nregs")
+    check("function cuMemAlloc_v2: impossible argument counts (7 registers, 0 stack slots)" in j["error_messages"],
+          j["error_messages"])
+    eq((j["corrupt_records"], j["calls"]), (1, 27 - entries_after(i)), "ENTRY5 of a function of impossible counts")
+    # ENTRY5_X with impossible counts (stack slots after 2 registers), and with counts that run
+    # past its block's end
+    i = first(lambda tid, r: r.raw == REC5_ENTRY_X)
+    for nregs, nstack, why in ((2, 1, "impossible"), (6, 6, "past the end")):
+        b = bytearray(good)
+        b[recs[i][0] + 9:recs[i][0] + 11] = bytes([nregs, nstack])
+        j = report(b, "v5-entry-x")
+        eq((j["corrupt_records"], j["calls"]), (1, 27 - entries_after(i)), f"ENTRY5_X of counts {why}")
+    # a DROP whose size is not a multiple of 8
+    i = first(lambda tid, r: r.raw == REC_DROP)
+    b = bytearray(good)
+    struct.pack_into("<H", b, recs[i][0] + 2, 20)
+    j = report(b, "v5-drop")
+    eq((j["corrupt_records"], j["calls"], j["dropped"]), (1, 27 - entries_after(i), 5), "DROP of a bad size")
+
+
 def test_fuzz():
     seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
              gen("small", "big", "--calls", "200", "--threads", "3"),
              gen("counts", "hot", "--count", "--iterations", "48", "--tsc"),
              gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved"),
-             gen("gpu", "gpu"), gen("gpu-tsc", "gpu", "--tsc"), gen("gpu-refused", "basic", "--gpu-session", "other-user")]
+             gen("gpu", "gpu"), gen("gpu-tsc", "gpu", "--tsc"), gen("gpu-refused", "basic", "--gpu-session", "other-user"),
+             # version 5's compact records: every type, an epoch change inside a block
+             gen("v5-epoch", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5"),
+             gen("v5-long", "basic", "--v5-long-exits", "--agent-regs"), gen("v5-kernels", "kernels", "--v5"),
+             gen("v5-counts", "hot", "--count", "--iterations", "48", "--tsc", "--v5"), gen("v5-gpu", "gpu", "--v5")]
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())

@@ -58,9 +58,9 @@ def exe_map(info, build_id=None):
     return (info["start"], info["end"], info["offset"], info["inode"], info["exe"], bid)
 
 
-def prologue():
+def prologue(version=st.VERSION):
     """A trace's first blocks: libcuda, its functions FUNCS, thread 100 "main", a clock."""
-    t = st.Trace()
+    t = st.Trace(version=version)
     t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
     t.funcs(0, FUNCS)
     t.thread(100, "main")
@@ -68,10 +68,10 @@ def prologue():
     return t
 
 
-def scenario(info, path):
+def scenario(info, path, version=st.VERSION):
     """The trace every test reads (see the expectations in test_folded)."""
     pc = [s["pc"] for s in info["sites"]]
-    t = prologue()
+    t = prologue(version)
     t.maps([exe_map(info), (CUDART_START, CUDART_START + 0x100000, 0, 77, CUDART, b""),
             (ANON_START, ANON_START + 0x10000, 0, 0, "", b"")])
     t.pyframes(PY)
@@ -120,6 +120,10 @@ def test_folded():
     scenario(info, path)
     out, _ = run(["report", "--format", "folded", path])
     eq(out.splitlines(), expected_folded(info), "folded lines")
+    # version 5: STACK records after compact ENTRY5 records, the same stacks
+    scenario(info, path, version=5)
+    out, _ = run(["report", "--format", "folded", path])
+    eq(out.splitlines(), expected_folded(info), "folded lines of the version 5 file")
 
 
 def report_json(path):
