@@ -18,7 +18,8 @@
  *              ready2                 then waits for a line on stdin, and exits 0
  *   "bad ..." lines say what went wrong (exit 1).
  *
- * usage: flight_user LIBCUDA_PATH error|slow|dump|exit THREADS ITERS PHASE2 [SLOW_MS] */
+ * usage: flight_user LIBCUDA_PATH error|slow|dump|exit THREADS ITERS PHASE2 [SLOW_MS]
+ * FLIGHT_USER_GAP_NS=N: N ns of untraced spinning before each call of phase 1. */
 #include "fakecuda.h"
 
 #include <dlfcn.h>
@@ -53,11 +54,26 @@ static unsigned arg_of(unsigned index, unsigned k)
 	return (index + 1) << 24 | k;
 }
 
+/* FLIGHT_USER_GAP_NS: untraced work (a spin) between two calls of phase 1, so that a run with a
+ * given number of calls lasts as long as wanted (the issue's 60-second run). */
+static long gap_ns;
+
+static void gap(void)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < gap_ns);
+}
+
 static void *work(void *p)
 {
 	struct worker *w = p;
 	w->tid = (pid_t)syscall(SYS_gettid);
 	for (unsigned k = 1; k <= iters; k++) {
+		if (gap_ns)
+			gap();
 		if (slow_mode && k % 64 == 32 && sleep_ms(0) != FAKE_SUCCESS)
 			w->bad = 1;
 		if (step(arg_of(w->index, k)) != FAKE_SUCCESS)
@@ -122,6 +138,8 @@ int main(int argc, char **argv)
 	void *lib = dlopen(argv[1], RTLD_NOW);
 	__typeof__(cuInit) *init = lib ? (__typeof__(cuInit) *)dlsym(lib, "cuInit") : NULL;
 	step = lib ? (__typeof__(cuFakeStep) *)dlsym(lib, "cuFakeStep") : NULL;
+	const char *g = getenv("FLIGHT_USER_GAP_NS");
+	gap_ns = g ? atol(g) : 0;
 	sleep_ms = lib ? (__typeof__(cuFakeSleep) *)dlsym(lib, "cuFakeSleep") : NULL;
 	if (!init || !step || !sleep_ms || init(0) != FAKE_SUCCESS) {
 		printf("bad cannot use %s: %s\n", argv[1], dlerror());
