@@ -17,7 +17,7 @@ struct trigger_error flight_trigger_error;
 uint64_t flight_slow_ticks;
 
 /* Read and written from outside the process (cuhook dump): the object's layout is the API. */
-CUHOOK_API volatile struct cuhook_agent_control cuhook_agent_control = {CUHOOK_AGENT_CONTROL_MAGIC, 0, 0, 0};
+CUHOOK_API volatile struct cuhook_agent_control cuhook_agent_control = {CUHOOK_AGENT_CONTROL_MAGIC, 0, 0, 0, 0};
 
 /* A trigger's state: the thread whose trigger fired first writes every ring's cut, then says it
  * is PENDING; the writer TAKES it, reads the cuts and sets it IDLE again, so a later trigger fires
@@ -26,7 +26,7 @@ enum { TRIG_IDLE, TRIG_CUTTING, TRIG_PENDING, TRIG_TAKEN };
 static uint32_t trig_state;
 static const char *trig_why;
 static uint32_t trig_func;
-static uint32_t requests_seen;
+static uint32_t requests_seen;  /* dump_requests as the dump under way took it */
 
 void flight_trigger(const char *why, uint32_t func)
 {
@@ -71,12 +71,14 @@ void flight_cuts_read(void)
 
 void flight_dump_written(void)
 {
+	__atomic_store_n(&cuhook_agent_control.requests_served, requests_seen, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&cuhook_agent_control.dumps_written, 1, __ATOMIC_RELEASE);
 }
 
 void flight_session(bool on)
 {
 	requests_seen = __atomic_load_n(&cuhook_agent_control.dump_requests, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&cuhook_agent_control.requests_served, requests_seen, __ATOMIC_RELEASE);
 	__atomic_store_n(&trig_state, TRIG_IDLE, __ATOMIC_RELEASE);
 	__atomic_store_n(&cuhook_agent_control.flight, on ? 1u : 0u, __ATOMIC_RELEASE);
 }

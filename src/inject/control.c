@@ -94,7 +94,7 @@ static enum cuhook_dump_status dump_in(pid_t pid, int fd, uint64_t ctl, int time
 		struct cuhook_agent_control now;
 		if (!live_mem(pid, fd, ctl, &now, sizeof(now), false))
 			return access_failed(pid, errno, "before its dump was written (its exit writes a last one)");
-		if ((int32_t)(now.dumps_written - c.dumps_written) > 0) {
+		if ((int32_t)(now.requests_served - req) >= 0 && (int32_t)(now.dumps_written - c.dumps_written) > 0) {
 			*dumps = now.dumps_written;
 			return CUHOOK_DUMP_WRITTEN;
 		}

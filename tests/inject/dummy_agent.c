@@ -133,6 +133,7 @@ static void *tick(void *arg)
 		if (cuhook_agent_control.flight && req != dumps_asked && !(no_dump && !strcmp(no_dump, "1"))) {
 			dumps_asked = req;
 			out_line("dump\n");
+			__atomic_store_n(&cuhook_agent_control.requests_served, req, __ATOMIC_RELEASE);
 			__atomic_add_fetch(&cuhook_agent_control.dumps_written, 1, __ATOMIC_RELEASE);
 		}
 		usleep(10000);
