@@ -1,4 +1,5 @@
-/* What the benchmarks share: the TSC's rate, and the agent started through its API. */
+/* What the benchmarks share: the TSC's rate, the timed loop, and the agent started through its
+ * API. */
 #ifndef CUHOOK_BENCH_AGENT_H
 #define CUHOOK_BENCH_AGENT_H
 
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 static double bench_now_ns(void)
@@ -23,6 +25,27 @@ static double bench_ns_per_tick(void)
 	while (bench_now_ns() - c0 < 20e6)
 		;
 	return (bench_now_ns() - c0) / (double)(__rdtsc() - k0);
+}
+
+int cuCtxGetCurrent(void **pctx); /* the stand-in (bench/standin.S) */
+
+/* Best of `reps` tight loops of n calls of cuCtxGetCurrent, in ns per call; with pause_ms, a
+ * pause before each loop (a writer drains the ring meanwhile). */
+static inline double bench_best_loop(int n, int reps, unsigned pause_ms)
+{
+	void *c;
+	double best = 1e30;
+	for (int r = 0; r < reps; r++) {
+		if (pause_ms)
+			usleep(pause_ms * 1000);
+		double t0 = bench_now_ns();
+		for (int i = 0; i < n; i++)
+			cuCtxGetCurrent(&c);
+		double dt = (bench_now_ns() - t0) / n;
+		if (dt < best)
+			best = dt;
+	}
+	return best;
 }
 
 struct bench_agent {

@@ -14,7 +14,6 @@
 
 #include <string.h>
 
-int cuCtxGetCurrent(void **pctx);
 
 #define now_ns bench_now_ns
 
@@ -66,17 +65,7 @@ static double loop(int n, int reps)
 {
 	if (pollute_bytes)
 		return polluted_loop(n, reps);
-	void *c;
-	double best = 1e30;
-	for (int r = 0; r < reps; r++) {
-		double t0 = now_ns();
-		for (int i = 0; i < n; i++)
-			cuCtxGetCurrent(&c);
-		double dt = (now_ns() - t0) / n;
-		if (dt < best)
-			best = dt;
-	}
-	return best;
+	return bench_best_loop(n, reps, 0);
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Added nanoseconds per traced call, side by side in one run: untraced, cuhook, and an
 # LD_PRELOAD wrapper that records the same fields; then a stacked call (--stacks) beside the same
-# call recorded without a stack. Usage: bash bench/run.sh [N]
+# call recorded without a stack; then sustained recording (issue 18's targets).
+# Usage: bash bench/run.sh [N]; SUSTAINED_N=CALLS sets the sustained runs' calls (10^7).
 set -eu
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -37,6 +38,10 @@ print(f"stacks default rule (issue 17): a stacked call <= 2 us -> {'met' if stac
 PY
 # The same from Python (ctypes, 20 nested Python functions): native and Python frames walked.
 python3 bench/py_stack_cost.py --cuhook build/src/cli/cuhook --lib "$(readlink -f build/tests/fakecuda/libcuda.so)"
+# Sustained recording (issue 18): 1 and 2 threads recording into a trace file with the agent's
+# defaults beside the burst cost, trace bytes per call, drop mode at half the lossless rate
+# (bench/sustained.c; docs/performance.md "Sustained recording").
+"$b/bench_sustained" --agent "$agent" -n "${SUSTAINED_N:-10000000}"
 # The report's reading speed: a 3 M-call, 4-thread synthetic trace (tests/report/gen_trace.c),
 # best of 5 reads (tests/report/bench_reader.c; the goal is >= 50 M events/s), in version 4's
 # records and in version 5's compact ones (the same calls).

@@ -5,9 +5,11 @@
 
 #include "agent_state.h"
 #include "arity.h"
+#include "capture_range.h"
 #include "config.h"
 #include "decoders.h"
 #include "exit_watch.h"
+#include "flight.h"
 #include "freeze.h"
 #include "glob_filter.h"
 #include "gpu_activity.h"
@@ -142,6 +144,12 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 	hh->nregs = (uint8_t)cuhook_reg_args(name);
 	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
 	hh->fast_out = record_fast_out(hh->decoder);
+	/* a capture range's edges (capture_range.h): never counted, whatever count= says */
+	uint8_t edge = capture_classify(name, (uint32_t)(hh - hooks_hot));
+	if (edge) {
+		hh->aux = 0;
+		return edge;
+	}
 	if (cfg.count[0] && glob_filter_match(cfg.count, name)) {
 		int slot = count_slot((uint32_t)(hh - hooks_hot));
 		if (slot >= 0) {
@@ -153,9 +161,12 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 			          "are recorded instead", RING_COUNT_SLOTS, name);
 	}
 	hh->aux = 0;
+	uint8_t flags = HOOK_RECORD;
 	if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
-		return HOOK_RECORD | HOOK_STACK;
-	return HOOK_RECORD;
+		flags |= HOOK_STACK;
+	if (cuhook_flight && flight_trigger_slow.on && glob_filter_match(flight_trigger_slow.globs, name))
+		flags |= HOOK_SLOW;
+	return flags;
 }
 
 /* "libcuda.so.580.159.04" -> "580.159.04" */
@@ -297,7 +308,7 @@ static struct writer_opts trace_opts(void)
 {
 	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
 	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu,
-	                            .stacks = cfg.stacks[0] != 0};
+	                            .stacks = cfg.stacks[0] != 0, .flight = cfg.flight != 0};
 }
 
 /* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
@@ -409,7 +420,7 @@ static void start_in_fork_child(void)
 	}
 	active = 1;
 	session_pid = getpid();
-	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&cuhook_recording, capture_begin(true), __ATOMIC_RELEASE);
 	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
 	if (cfg.gpu)
 		agent_log(1, "GPU: a fork child records no GPU work (CUPTI's session, like the driver's "
@@ -458,6 +469,7 @@ uintptr_t exit_watch_on_exit(void *unused)
 	int saved_errno = errno;
 	if (cfg.gpu)
 		gpu_stop(); /* the other threads still run: CUPTI can be flushed */
+	capture_end(false);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 	if (writer_close_within(EXIT_CLOSE_MS) == 0)
 		active = 0;
@@ -514,10 +526,14 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 			pthread_atfork(NULL, NULL, on_fork_child);
 			once = true;
 		}
-		thread_ring_bytes = cfg.buffer_kb * 1024u;
 		cuhook_lossy = cfg.drop;
 		cuhook_clock_monotonic = cfg.monotonic;
 		char err[400];
+		if (flight_configure(&cfg, err, sizeof(err)) != 0) {
+			set_error(err);
+			return -EINVAL;
+		}
+		thread_ring_bytes = cfg.flight ? (uint32_t)cfg.flight : cfg.buffer_kb * 1024u;
 		config_output_path(&cfg, trace_file, sizeof(trace_file));
 		struct writer_opts wo = trace_opts();
 		int rc = writer_prepare(trace_file, &wo, err, sizeof(err));
@@ -529,6 +545,7 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 		/* an options string too long to keep is never taken for the same as another */
 		snprintf(prepared_options, sizeof(prepared_options), "%s",
 		         options && strlen(options) < sizeof(prepared_options) ? options : "\x01");
+		capture_prepare(&cfg);
 		/* Said in the trace, so a report can tell why these functions have counts and no times. */
 		if (cfg.count[0])
 			agent_log(1, "traced functions matching %s are counted, not recorded (%s)", cfg.count,
@@ -578,7 +595,8 @@ static int go(bool stopped)
 	active = 1;
 	prepared = false;
 	session_pid = getpid();
-	__atomic_store_n(&cuhook_recording, 1, __ATOMIC_RELEASE);
+	/* on now, or at the first cuProfilerStart, or after a delay (capture_range.h) */
+	__atomic_store_n(&cuhook_recording, capture_begin(false), __ATOMIC_RELEASE);
 	double t1 = now_ms();
 	arm_libraries();
 	double t2 = now_ms();
@@ -658,6 +676,7 @@ static void stop(bool unpatch, bool threads_stopped)
 		gpu_abandon();
 	else if (cfg.gpu)
 		gpu_stop();
+	capture_end(threads_stopped);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 	if (unpatch)
 		unpatch_all(threads_stopped);

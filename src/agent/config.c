@@ -1,7 +1,10 @@
 #include "config.h"
 
+#include "trigger_spec.h"
+
 #include "agent_options.h"
 #include "cuhook_agent.h"
+#include "glob_filter.h"
 #include "stack_capture.h"
 #include "trace_path.h"
 
@@ -108,9 +111,86 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_STACK_DEPTH:
 		c->stack_depth = v->u;
 		break;
+	case AOPT_FLIGHT: {
+		/* a power of two, so ring positions are a mask away (as buffer_kb), at most 1 GiB */
+		uint64_t p = 64u << 10;
+		while (v->size && p < v->size && p < (1ull << 30))
+			p <<= 1;
+		c->flight = v->size ? p : 0;
+		break;
+	}
+	case AOPT_TRIGGER_ERROR:
+	case AOPT_TRIGGER_SLOW: {
+		struct trigger_error te;
+		struct trigger_slow ts;
+		if ((key == AOPT_TRIGGER_ERROR ? trigger_error_parse(value, &te, err, errlen)
+		                               : trigger_slow_parse(value, &ts, err, errlen)) != 0)
+			return -1;
+		if (key == AOPT_TRIGGER_ERROR)
+			snprintf(c->trigger_error, sizeof(c->trigger_error), "%s", value);
+		else
+			snprintf(c->trigger_slow, sizeof(c->trigger_slow), "%s", value);
+		break;
+	}
+	case AOPT_CAPTURE_RANGE:
+		c->capture_range = v->choice != 0;
+		break;
+	case AOPT_CAPTURE_RANGE_END:
+		c->capture_end = (enum capture_end)v->choice;
+		break;
+	case AOPT_CAPTURE_RANGES:
+		c->capture_ranges = v->u;
+		break;
+	case AOPT_DELAY_MS:
+		c->delay_ms = v->u;
+		break;
+	case AOPT_DURATION_MS:
+		c->duration_ms = v->u;
+		break;
 	case AOPT_NKEYS:
 		break;
 	}
+	return 0;
+}
+
+/* Does the glob filter name functions (an include), or only leave some out? */
+static bool has_include(const char *filter)
+{
+	for (const char *p = filter; *p;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p && *p != '-' && *p != '!')
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+/* A capture range opens and closes at cuProfilerStart and cuProfilerStop, which must then be
+ * hooked (they are never recorded: capture_range.h): a funcs= list that names functions but not
+ * them gets them added. One that excludes them keeps them out (the trace then says that no range
+ * opened). */
+static void hook_range_edges(struct cuhook_config *c)
+{
+	static const char edges[] = ",cuProfilerStart,cuProfilerStop";
+	if (!c->capture_range || !has_include(c->funcs) ||
+	    (glob_filter_match(c->funcs, "cuProfilerStart") && glob_filter_match(c->funcs, "cuProfilerStop")))
+		return;
+	size_t n = strlen(c->funcs);
+	if (n + sizeof(edges) <= sizeof(c->funcs))
+		memcpy(c->funcs + n, edges, sizeof(edges));
+}
+
+/* What the keys mean together. */
+static int check_combination(struct cuhook_config *c, char *err, size_t errlen)
+{
+	/* One switch decides what is recorded: a range and a window would each want it. */
+	if (c->capture_range && (c->delay_ms || c->duration_ms)) {
+		snprintf(err, errlen, "capture_range= cannot be combined with delay_ms= or duration_ms= (the "
+		         "recording follows cuProfilerStart/cuProfilerStop, or a window of time, not both)");
+		return -1;
+	}
+	hook_range_edges(c);
 	return 0;
 }
 
@@ -132,12 +212,14 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	return 0;
+	return check_combination(c, err, errlen);
 }
 
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen)
 {
-	return aopt_parse(opts, set, c, err, errlen);
+	if (aopt_parse(opts, set, c, err, errlen) != 0)
+		return -1;
+	return check_combination(c, err, errlen);
 }
 
 void config_output_path(const struct cuhook_config *c, char *out, size_t len)

@@ -12,6 +12,10 @@
 
 #include "agent_options.h"
 
+/* capture_range_end= (Nsight Systems' --capture-range-end, without its -shutdown forms: cuhook
+ * never ends the program) */
+enum capture_end { CAPTURE_END_REPEAT, CAPTURE_END_STOP, CAPTURE_END_NONE };
+
 struct cuhook_config {
 	char output[AOPT_PATH_MAX + 1];       /* output: trace path; "%p" becomes the pid */
 	char funcs[AOPT_GLOBS_MAX + 1];       /* funcs: glob filter of function names */
@@ -47,6 +51,19 @@ struct cuhook_config {
 	                                         the caller's stack (default CUHOOK_STACKS_DEFAULT,
 	                                         empty: none) */
 	unsigned stack_depth;                 /* stack_depth: frames kept, native and Python each */
+	uint64_t flight;                      /* flight: the flight recorder's ring per thread in
+	                                         bytes (a power of two), 0 off (flight.h) */
+	char trigger_error[256];              /* trigger_error: src/common/trigger_spec.h */
+	char trigger_slow[AOPT_GLOBS_MAX + 1];/* trigger_slow: src/common/trigger_spec.h */
+	bool capture_range;                   /* capture_range=cudaProfilerApi: record only between
+	                                         cuProfilerStart and cuProfilerStop (capture_range.h) */
+	enum capture_end capture_end;         /* capture_range_end: every range, the first, or from
+	                                         the first start to the end */
+	unsigned capture_ranges;              /* capture_ranges: record at most this many ranges
+	                                         (0: every one) */
+	unsigned delay_ms;                    /* delay_ms: record from this long after the start */
+	unsigned duration_ms;                 /* duration_ms: ... for this long, then end the trace
+	                                         (0: to the end) */
 };
 
 void config_defaults(struct cuhook_config *c);

@@ -124,6 +124,20 @@ struct cuhook_agent_threads {
 };
 CUHOOK_API extern struct cuhook_agent_threads cuhook_agent_threads;
 
+/* The flight recorder's dump requests (agent option flight=, src/agent/flight.h), for a tool
+ * outside the process (cuhook dump PID): it finds this object as it finds
+ * cuhook_agent_threads, checks `magic`, and adds 1 to `dump_requests` through /proc/PID/mem
+ * (which needs the same rights as ptrace: nothing else can ask). The agent's writer looks at
+ * the word every flush_ms, writes a dump when it grew, then adds 1 to `dumps_written`. */
+#define CUHOOK_AGENT_CONTROL_MAGIC 0x6c727463u /* "ctrl" */
+struct cuhook_agent_control {
+	uint32_t magic;          /* CUHOOK_AGENT_CONTROL_MAGIC: this layout */
+	uint32_t flight;         /* 1 while a flight-recorder session runs, else 0 */
+	uint32_t dump_requests;  /* a tool adds 1 to ask for a dump */
+	uint32_t dumps_written;  /* the agent adds 1 after each dump is in the trace file */
+};
+CUHOOK_API extern volatile struct cuhook_agent_control cuhook_agent_control;
+
 #ifdef __cplusplus
 }
 #endif

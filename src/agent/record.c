@@ -7,6 +7,7 @@
 
 #include "decoders.h"
 #include "exit_watch.h"
+#include "flight.h"
 #include "hooks.h"
 #include "nvfd.h"
 #include "stack_capture.h"
@@ -14,6 +15,7 @@
 #include "thread_state.h"
 #include "trace_format.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PAGE 4096u
@@ -64,7 +66,7 @@ FAST_CHECK(offsetof(struct hook_hot, entry_info) == HOT_ENTRY_INFO);
 FAST_CHECK(8 + 8 * (6 + CUHOOK_MAX_STACK_ARGS) == FAST_ENTRY_MAX);
 FAST_CHECK(HOOK_STACK_DEFAULT == CUHOOK_MAX_STACK_ARGS && HOOK_REGS_DEFAULT == 6);
 FAST_CHECK(offsetof(struct ring, epoch) == RING_EPOCH && offsetof(struct ring, events) == RING_EVENTS);
-FAST_CHECK(offsetof(struct ring, seg_open) == 64);
+FAST_CHECK(offsetof(struct ring, drops_reported) == 64);
 
 int cuhook_lossy;
 volatile int cuhook_writer_alive;
@@ -113,18 +115,17 @@ static __attribute__((noinline, cold)) void ring_ask_populate(void)
 		cuhook_call_saving_vectors(record_ask_populate, NULL);
 }
 
-/* Close the open segment (its summary, for the writer) and open the next one. Only when all
- * of the next one is free: its summary slot is then one the writer is done with (thread_state.h). */
-static inline __attribute__((always_inline)) void seg_advance(struct ring *r, uint64_t head)
-{
-	uint64_t k = r->seg_open;
-	struct ring_seg *s = &r->seg[k % RING_SEGS];
-	s->used = (uint32_t)(head - ring_seg_start(r, k));
-	s->epoch_end = r->epoch;
-	s->events_end = r->events;
-	s->drops_end = r->drops_reported;
-	__atomic_store_n(&r->seg_open, k + 1, __ATOMIC_RELEASE);
-}
+/* A reservation: where the record goes, and what its commit changes in the ring. Nothing of the
+ * ring's state changes before the commit: a handler left by siglongjmp between the two (a signal
+ * handler that interrupted this one jumped out) leaves the ring as it was, its reserved bytes
+ * unpublished. */
+struct resv {
+	uint64_t at;        /* the record's position */
+	uint64_t head;      /* the head when reserved (the end of the segment it closes, if any) */
+	uint64_t limit;     /* the fast paths' limit after the commit */
+	uint32_t epoch;     /* the epoch in force after the commit */
+	bool new_seg;       /* the record opens a new segment after one that needs its summary */
+};
 
 /* Reserve `need` bytes (a multiple of 8) for a record of the given epoch, in the open segment or
  * in the next one (which then starts with a TIME record), with a TIME record first when the
@@ -132,7 +133,7 @@ static inline __attribute__((always_inline)) void seg_advance(struct ring *r, ui
  * (*want_tail: the tail that frees it). The record, and any TIME record before it, become
  * visible to the writer at ring_commit(). */
 static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *r, uint32_t need, uint32_t epoch,
-                                                                   uint64_t *head_out, uint64_t *want_tail)
+                                                                   struct resv *v, uint64_t *want_tail)
 {
 	uint64_t head = r->head;
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
@@ -142,7 +143,9 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 	 * end. */
 	const uint32_t half = r->size / 2;
 	uint64_t limit;
-	if (head - tail >= half) {
+	if (unlikely(cuhook_flight)) {
+		limit = UINT64_MAX; /* the flight recorder: nobody drains, nobody is woken */
+	} else if (head - tail >= half) {
 		if (r->kicked != tail + 1) {
 			r->kicked = tail + 1;
 			ring_kick_writer();
@@ -166,44 +169,75 @@ static inline __attribute__((always_inline)) uint8_t *ring_reserve(struct ring *
 		if (limit > check)
 			limit = check;
 	}
+	/* The open segment is the one the head is inside; a head on a segment's start (a fresh ring,
+	 * or a record that ended exactly at the end of one) has none open. */
 	const uint64_t seg_bytes = 1ull << r->seg_shift;
-	uint64_t seg_end = ring_seg_start(r, r->seg_open + 1);
+	const bool none_open = (head & (seg_bytes - 1)) == 0;
+	uint64_t seg_end = none_open ? head : (head | (seg_bytes - 1)) + 1;
 	uint32_t time_len = epoch != r->epoch ? 8u : 0u;
 	uint64_t at = head;
-	if (unlikely(head + time_len + need > seg_end)) {
-		/* The next segment, whole: a segment is opened only when all of it is free. */
-		if (seg_end + seg_bytes - tail > r->size) {
+	v->new_seg = false;
+	if (unlikely(none_open || head + time_len + need > seg_end)) {
+		/* The next segment, whole: a segment is opened only when all of it is free, or, in
+		 * the flight recorder, the oldest is overwritten (a dump checks what it copied). */
+		if (seg_end + seg_bytes - tail > r->size && likely(!cuhook_flight)) {
 			*want_tail = seg_end + seg_bytes - r->size;
 			r->limit = 0; /* come back here: this record, or the next, waits or is dropped */
 			return NULL;
 		}
-		seg_advance(r, head);
+		v->new_seg = head > 0; /* the segment before it gets its summary */
 		at = seg_end;
 		seg_end += seg_bytes;
 		time_len = 8; /* every segment starts with a TIME record (a dump reads from there) */
 	}
 	/* The fast paths write below `limit` only: never past the open segment. */
-	r->limit = unlikely(r->dropped) ? 0 : limit < seg_end ? limit : seg_end;
+	v->limit = limit < seg_end ? limit : seg_end;
+	v->head = head;
+	v->epoch = epoch;
 	if (time_len) {
 		*(uint64_t *)(r->data + ((uint32_t)at & (r->size - 1))) = CUHOOK_REC5_TIME_WORD(epoch);
-		r->epoch = epoch;
 		at += 8;
 	}
-	*head_out = at;
+	v->at = at;
 	return r->data + ((uint32_t)at & (r->size - 1));
 }
 
-/* Publish a record of `len` bytes reserved at `at` (and the TIME record before it, if any). */
-static inline __attribute__((always_inline)) void ring_commit(struct ring *r, uint64_t at, uint32_t len)
+/* The summary of the segment that ends where the record's new segment starts (thread_state.h),
+ * for the writer: written before the head moves past that segment's end. Nothing else
+ * describes a segment: which one is open follows from the head alone, so a commit left by
+ * siglongjmp half done leaves nothing that disagrees (the summary is written again, the same). */
+static inline __attribute__((always_inline)) void seg_summary(struct ring *r, const struct resv *v)
 {
-	__atomic_store_n(&r->head, at + len, __ATOMIC_RELEASE);
+	uint64_t k = ((v->at - 8) >> r->seg_shift) - 1; /* v->at: after the new segment's TIME record */
+	struct ring_seg *s = &r->seg[k % RING_SEGS];
+	s->used = (uint32_t)(v->head - ring_seg_start(r, k));
+	s->epoch_end = r->epoch;
+	s->events_end = r->events;
+	s->drops_end = r->drops_reported;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/* Publish a reserved record of `len` bytes (and the TIME record before it, if any): `events`
+ * ENTRY/EXIT records, `drops` records reported dropped. Every change to the ring is here, the
+ * head last. */
+static inline __attribute__((always_inline)) void ring_commit(struct ring *r, const struct resv *v, uint32_t len,
+                                                              unsigned events, uint64_t drops)
+{
+	if (unlikely(v->new_seg))
+		seg_summary(r, v);
+	r->epoch = v->epoch;
+	r->events += events;
+	r->drops_reported += drops;
+	r->dropped -= drops;
+	r->limit = unlikely(r->dropped) ? 0 : v->limit;
+	__atomic_store_n(&r->head, v->at + len, __ATOMIC_RELEASE);
 }
 
 /* Rare path: the next segment is not free. Waits for the writer in lossless mode (through the
  * vector-saving shim: it sleeps in libc); returns the record space or NULL if the record must
  * be dropped. */
 static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_state *ts, uint32_t need, uint32_t epoch,
-                                                                  uint64_t *head, uint64_t want_tail)
+                                                                  struct resv *v, uint64_t want_tail)
 {
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
@@ -214,7 +248,7 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 		 * run again until a later attach opened a new file): this record belongs to none. */
 		if (__atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE) != session)
 			return NULL;
-		uint8_t *p = ring_reserve(r, need, epoch, head, &want_tail);
+		uint8_t *p = ring_reserve(r, need, epoch, v, &want_tail);
 		if (p)
 			return p;
 	}
@@ -226,9 +260,10 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 /* Report drops as soon as there is room again, so a reader sees where records are missing. */
 static __attribute__((noinline, cold)) void emit_drops(struct ring *r)
 {
-	uint64_t head, want = 0;
+	struct resv v;
+	uint64_t want = 0;
 	uint64_t t = now();
-	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), r->epoch, &head, &want);
+	uint8_t *p = ring_reserve(r, sizeof(struct cuhook_rec_drop), r->epoch, &v, &want);
 	if (!p)
 		return;
 	struct cuhook_rec_drop *d = (struct cuhook_rec_drop *)p;
@@ -238,24 +273,22 @@ static __attribute__((noinline, cold)) void emit_drops(struct ring *r)
 	d->h.func = 0;
 	d->tsc = t;
 	d->count = r->dropped;
-	r->drops_reported += r->dropped;
-	r->dropped = 0;
-	ring_commit(r, head, sizeof(*d));
+	ring_commit(r, &v, sizeof(*d), 0, d->count);
 }
 
 /* Room for a record of `need` bytes taken at time t (0: of no time of its own, as a DATA
  * record, which follows a record of the epoch in force). */
 static inline __attribute__((always_inline)) uint8_t *reserve(struct thread_state *ts, uint32_t need, uint64_t t,
-                                                              uint64_t *head)
+                                                              struct resv *v)
 {
 	struct ring *r = ts->ring;
 	if (unlikely(r->dropped))
 		emit_drops(r);
 	uint32_t epoch = t ? CUHOOK_REC5_EPOCH(t) : r->epoch;
 	uint64_t want_tail = 0;
-	uint8_t *p = ring_reserve(r, need, epoch, head, &want_tail);
+	uint8_t *p = ring_reserve(r, need, epoch, v, &want_tail);
 	if (unlikely(!p))
-		p = ring_reserve_slow(ts, need, epoch, head, want_tail);
+		p = ring_reserve_slow(ts, need, epoch, v, want_tail);
 	return p;
 }
 
@@ -351,8 +384,8 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		 * its own counts and flags, when it is not. */
 		const unsigned explicit_info = rec_flags || nstack != hh->nstack;
 		uint32_t len = 8u * (1 + explicit_info + nregs + nstack);
-		uint64_t head;
-		uint64_t *w = (uint64_t *)reserve(ts, len + stack_len, t, &head);
+		struct resv v;
+		uint64_t *w = (uint64_t *)reserve(ts, len + stack_len, t, &v);
 		if (unlikely(!w)) {
 			ts->busy = 0;
 			return hh->relocated; /* dropped: no exit record either */
@@ -387,14 +420,15 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 			sr->stack = stack;
 			sr->reserved = 0;
 		}
-		ts->ring->events++;
-		ring_commit(ts->ring, head, len + stack_len);
+		ring_commit(ts->ring, &v, len + stack_len, 1, 0);
 	} else if (!(hh->flags & (HOOK_CALLBACK | HOOK_FDOP)) || ts->no_record) {
 		ts->busy = 0;
 		return hh->relocated;
 	}
 
 	if (likely(!rec_flags) && d < SHADOW_MAX) {
+		if (unlikely(hh->flags & HOOK_SLOW))
+			ts->entry_tsc[d] = now();
 		struct shadow_entry *s = &ts->shadow[d];
 		s->ret = f->ret;
 		s->slot = (uintptr_t)&f->ret;
@@ -430,10 +464,10 @@ static inline unsigned copy_str(char *dst, const char *src, unsigned max)
  * header filled in; *len is its padded size. NULL if it must be dropped. */
 static inline struct cuhook_rec_data *reserve_data(struct thread_state *ts, uint32_t id, uint16_t decoder,
                                                    unsigned nvalues, unsigned str_len, uint32_t *len,
-                                                   uint64_t *head)
+                                                   struct resv *v)
 {
 	*len = (uint32_t)CUHOOK_ALIGN8(sizeof(struct cuhook_rec_data) + nvalues * 8 + str_len);
-	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, *len, 0, head);
+	struct cuhook_rec_data *r = (struct cuhook_rec_data *)reserve(ts, *len, 0, v);
 	if (!r)
 		return NULL;
 	r->h.type = CUHOOK_REC_DATA;
@@ -473,8 +507,8 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 		if (dec->out_arg[i] != CUHOOK_NO_ARG)
 			nval = i + 1;
 	uint32_t len;
-	uint64_t head;
-	struct cuhook_rec_data *r = reserve_data(ts, s->id, decoder, nval, slen, &len, &head);
+	struct resv rv;
+	struct cuhook_rec_data *r = reserve_data(ts, s->id, decoder, nval, slen, &len, &rv);
 	if (!r)
 		return;
 	uint64_t *v = (uint64_t *)(r + 1);
@@ -493,7 +527,7 @@ static __attribute__((noinline)) void record_data(struct thread_state *ts, const
 		copy_str(sd, str ? str : "", slen);
 	for (unsigned i = slen; i < len - sizeof(*r) - nval * 8; i++)
 		sd[i] = 0;
-	ring_commit(ts->ring, head, len);
+	ring_commit(ts->ring, &rv, len, 0, 0);
 }
 
 /* Called by the exit fast path for a decoded function whose value it does not write itself
@@ -521,8 +555,8 @@ static __attribute__((noinline)) void record_ioctl_data(struct thread_state *ts,
 		err = cuhook_call_saving_vectors(nvfd_errno, NULL);
 	}
 	uint32_t len;
-	uint64_t head;
-	struct cuhook_rec_data *r = reserve_data(ts, s->id, hooks_hot[s->id].decoder, 2, n + ni, &len, &head);
+	struct resv rv;
+	struct cuhook_rec_data *r = reserve_data(ts, s->id, hooks_hot[s->id].decoder, 2, n + ni, &len, &rv);
 	if (!r)
 		return;
 	uint64_t *v = (uint64_t *)(r + 1);
@@ -536,7 +570,21 @@ static __attribute__((noinline)) void record_ioctl_data(struct thread_state *ts,
 		d[i++] = inner[k];
 	for (; i < len - sizeof(*r) - 2 * 8; i++)
 		d[i] = 0;
-	ring_commit(ts->ring, head, len);
+	ring_commit(ts->ring, &rv, len, 0, 0);
+}
+
+/* The flight recorder's triggers, after a recorded call's EXIT (flight.h): an error it returned,
+ * or its duration. */
+static __attribute__((noinline, cold)) void flight_watch_exit(struct thread_state *ts, const struct hook_hot *hh,
+                                                              uint32_t d, uint64_t t, uint64_t rax)
+{
+	const char *why = NULL;
+	if (trigger_error_fires(&flight_trigger_error, rax))
+		why = "a traced call returned an error (--trigger error)";
+	else if ((hh->flags & HOOK_SLOW) && flight_slow_ticks && t - ts->entry_tsc[d] > flight_slow_ticks)
+		why = "a traced call took longer than its limit (--trigger slow)";
+	if (why)
+		cuhook_call_saving_vectors(record_flight_trigger, (void *)&(struct flight_arg){why, (uint32_t)(hh - hooks_hot)});
 }
 
 uintptr_t cuhook_on_exit(struct exit_frame *f)
@@ -567,16 +615,17 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 		ts->depth = k - 1;
 		if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording)) {
 			uint64_t t = now();
-			uint64_t head;
+			struct resv v;
 			/* rax 0 (success), the common case, in the word alone */
 			const uint32_t len = f->rax ? 16 : 8;
-			uint64_t *x = (uint64_t *)reserve(ts, len, t, &head);
+			uint64_t *x = (uint64_t *)reserve(ts, len, t, &v);
 			if (likely(x != NULL)) {
 				x[0] = CUHOOK_REC5_WORD(f->rax ? CUHOOK_REC5_EXIT : CUHOOK_REC5_EXIT_ZERO, k - 1, id, t);
 				if (f->rax)
 					x[1] = f->rax;
-				ts->ring->events++;
-				ring_commit(ts->ring, head, len);
+				ring_commit(ts->ring, &v, len, 1, 0);
+				if (unlikely(cuhook_flight))
+					flight_watch_exit(ts, hh, k - 1, t, f->rax);
 				if (unlikely(hh->flags & HOOK_IOCTL))
 					record_ioctl_data(ts, s, f->rax);
 				else if (unlikely(s->has_args) && (uint32_t)f->rax == 0)

@@ -29,6 +29,8 @@ extern int cuhook_clock_monotonic;         /* timestamps from CLOCK_MONOTONIC, n
 extern uintptr_t cuhook_tls_offset;        /* cuhook_tls's offset from the thread pointer */
 /* cuhook_tls_ring_offset: stub_frame.h (the count thunks read it too) */
 extern int cuhook_lossy;                   /* CUHOOK_DROP: drop instead of waiting */
+extern int cuhook_errors_to_c;             /* the exit stub sends calls that returned nonzero to
+                                              C (a flight-recorder trigger, flight.h); in stubs.S */
 
 /* Now, on the clock of the trace's events (trace_format.h: the file's clock source); off the
  * traced path (the stubs read their own). */
@@ -53,5 +55,10 @@ uintptr_t record_kick_writer(void *unused);
 uintptr_t record_ask_populate(void *unused);
 uintptr_t record_run_callback(void *hook_id);
 uintptr_t record_monotonic_ns(void *unused);
+struct flight_arg {
+	const char *why;
+	uint32_t func;
+};
+uintptr_t record_flight_trigger(void *flight_arg);
 
 #endif

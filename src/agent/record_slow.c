@@ -3,6 +3,7 @@
 #include "record.h"
 #include "clock_read.h"
 
+#include "flight.h"
 #include "hooks.h"
 #include "thread_state.h"
 #include "writer.h"
@@ -65,4 +66,11 @@ uintptr_t record_monotonic_ns(void *unused)
 {
 	(void)unused;
 	return monotonic_ns();
+}
+
+uintptr_t record_flight_trigger(void *p)
+{
+	const struct flight_arg *a = p;
+	flight_trigger(a->why, a->func);
+	return 0;
 }

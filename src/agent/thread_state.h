@@ -27,8 +27,9 @@ struct shadow_entry {
 
 /* A ring is cut into RING_SEGS segments (at least RING_SEG_MIN bytes each). A record never
  * straddles a segment's end: the producer's `limit` stops at it, and the C path that finds a
- * record does not fit closes the segment (its summary below) and opens the next one, which
- * starts with a TIME record (trace_format.h, version 5). What the writer needs is in the
+ * record does not fit (or the head on a segment's start) opens the next segment, which starts
+ * with a TIME record (trace_format.h, version 5), and writes the summary below of the one
+ * before it. Segment k is closed, its summary written, once the head is past its end. What the writer needs is in the
  * summaries, so it copies whole segments without reading their records: how many bytes hold
  * records (the rest is never written to a file), and the producer's running counts and epoch
  * at the segment's end, from which the counts of what it copies follow exactly. */
@@ -65,9 +66,7 @@ struct ring {
 	                                     for more (ring_populate_ahead) */
 	uint64_t events;                  /* ENTRY and EXIT records ever committed */
 	/* producer side, written in C only */
-	_Alignas(64) uint64_t seg_open;   /* index of the segment records go into (published with
-	                                     release after the summary of the one before) */
-	uint64_t drops_reported;          /* records counted in DROP records ever committed */
+	_Alignas(64) uint64_t drops_reported; /* records counted in DROP records ever committed */
 	uint32_t seg_shift;               /* log2 of the segment size */
 	uint32_t tail_waiting;            /* the producer waits on tail's futex (record_slow.c) */
 	/* consumer side */
@@ -80,7 +79,12 @@ struct ring {
 	uint64_t idle_head;               /* writer: head at its last round (an idle ring's thread
 	                                     is checked for being gone) */
 	uint64_t w_events, w_drops;       /* writer: the producer's counts at `tail` */
-	uint32_t w_epoch;                 /* writer: the epoch in force at `tail` */
+	uint32_t w_epoch;                 /* writer: the epoch in force at `tail` (flight recorder: at
+	                                     `dumped`) */
+	uint64_t cut;                     /* flight recorder: where the next dump ends (flight.c) */
+	uint64_t dumped;                  /* flight recorder: where the last dump ended */
+	uint32_t d_nopen;                 /* flight recorder: calls the file has open on this thread */
+	uint8_t d_open[SHADOW_MAX + 1];   /* ... their depths, outermost first */
 	/* fixed */
 	_Alignas(64) uint32_t tid;
 	char name[16];
@@ -114,6 +118,7 @@ struct thread_state {
 	                           siglongjmp (from a signal that interrupted it) leaves busy set; a
 	                           later call higher on the same stack knows it is stale */
 	_Alignas(64) struct shadow_entry shadow[SHADOW_MAX];
+	uint64_t entry_tsc[SHADOW_MAX]; /* entry times of the HOOK_SLOW calls open (flight.h) */
 };
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));

@@ -2,6 +2,7 @@
 #include "clock_read.h"
 
 #include "agent_state.h"
+#include "capture_range.h"
 #include "gpu_activity.h"
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
@@ -14,6 +15,7 @@
 
 #include "code_write.h"
 #include "exec_maps.h"
+#include "flight.h"
 #include "py_stack.h"
 #include "injector_watch.h"
 #include "out_file.h"
@@ -88,8 +90,13 @@ static struct {
 	char notes[NOTES_CAP];     /* queued NOTE payloads: level byte + text + NUL, back to back */
 	size_t notes_len;
 	unsigned notes_lost;       /* did not fit: said in a note of their own */
-	void *scratch[6];          /* the writer's working memory (scratch()) */
-	size_t scratch_len[6];
+	void *scratch[8];          /* the writer's working memory (scratch()) */
+	size_t scratch_len[8];
+	bool flight;               /* flight=: the flight recorder (writer_opts) */
+	bool header_pending;       /* flight recorder: the file header waits for the first dump */
+	uint32_t dumps;            /* flight recorder: dumps in this file */
+	size_t header_len;
+	uint8_t header[sizeof(struct cuhook_file_header) + 4096 + PATH_MAX + 8];
 } W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
@@ -106,7 +113,7 @@ enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
  * round must not need one. Used by one thread at a time: the writer, or the thread closing the
  * trace once the writer is done. */
 enum { SCRATCH_FUNCS, SCRATCH_NOTES, SCRATCH_SNAP, SCRATCH_MAPS, SCRATCH_STACKS, SCRATCH_PYFRAMES,
-       SCRATCH_COUNT }; /* one buffer each: they are in use together */
+       SCRATCH_DUMP_IN, SCRATCH_DUMP_OUT, SCRATCH_COUNT }; /* one buffer each: they are in use together */
 _Static_assert(SCRATCH_COUNT == sizeof W.scratch / sizeof W.scratch[0], "a scratch buffer each");
 
 static void *scratch(unsigned which, size_t bytes)
@@ -450,8 +457,6 @@ static uint64_t drain(struct ring *r, uint64_t head)
 	if (head == tail)
 		return 0;
 	announce(r);
-	/* read after head: every segment closed below head is closed here */
-	uint64_t seg_open = __atomic_load_n(&r->seg_open, __ATOMIC_ACQUIRE);
 	const uint64_t seg_bytes = 1ull << r->seg_shift;
 	struct events_out o;
 	out_begin(&o, r->w_epoch);
@@ -460,11 +465,12 @@ static uint64_t drain(struct ring *r, uint64_t head)
 		uint64_t k = tail >> r->seg_shift, start = k << r->seg_shift;
 		uint32_t pos = (uint32_t)start & (r->size - 1);
 		uint64_t to;
-		/* A closed segment is taken from its summary when all the rest of it is below the head
-		 * read with the tables (records above it may name functions the file has no FUNCS
-		 * entry for yet); anything else is read record by record. */
+		/* A segment the head read with the tables is past is closed: its summary was written
+		 * before that head, and all its records are below it (records above it may name
+		 * functions the file has no FUNCS entry for yet). It is taken whole; the segment the
+		 * head is in is read record by record. */
 		const struct ring_seg *sg = &r->seg[k % RING_SEGS];
-		bool whole = k < seg_open && start + sg->used <= head;
+		bool whole = head > start + seg_bytes;
 		if (whole) {
 			to = start + sg->used;
 			o.events += sg->events_end - r->w_events;
@@ -489,9 +495,9 @@ static uint64_t drain(struct ring *r, uint64_t head)
 			o.bytes += to - tail;
 			moved += to - tail;
 		}
-		/* Past a closed segment's padding only once the producer's head is: the tail never
-		 * overtakes the head. The open segment is drained up to the head: done. */
-		if (whole && __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) >= start + seg_bytes) {
+		/* Past a closed segment's unused end, to the next one's start (below the head). The
+		 * open segment is drained up to the head: done. */
+		if (whole) {
 			tail = start + seg_bytes;
 		} else {
 			tail = to;
@@ -516,7 +522,7 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	uint32_t n = 0;
 	uint64_t calls = 0;
 	for (uint32_t s = 0; s < nslots; s++) {
-		uint64_t c = __atomic_load_n(&r->counts[s], __ATOMIC_RELAXED);
+		uint64_t c = capture_count(r, s); /* without what a capture range left out */
 		if (c == r->counts_seen[s])
 			continue;
 		e[n].func = func[s];
@@ -664,58 +670,284 @@ static void put_stacks(void)
 	}
 }
 
+/* What a round or a dump works on, taken under agent_lock right after the tables are written
+ * (every record below a snapshot's position names a function the file has a FUNCS entry for):
+ * each live ring, how far to write it (a round: its head; a dump: its cut), and whether its
+ * thread is gone; the counted functions' slots. */
+struct snap {
+	struct ring *r;
+	uint64_t pos;
+	bool gone;
+};
+struct snapshot {
+	struct snap *s;
+	unsigned n;
+	uint32_t nslots;
+	uint32_t count_func[RING_COUNT_SLOTS];
+};
+
+static bool take_snapshot(struct snapshot *v, bool dump)
+{
+	pthread_mutex_lock(&agent_lock);
+	put_tables();
+	unsigned n = 0;
+	for (struct ring *r = thread_rings(); r; r = r->next)
+		n++;
+	v->s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*v->s));
+	v->n = 0;
+	if (!v->s) {
+		pthread_mutex_unlock(&agent_lock);
+		return false;
+	}
+	for (struct ring *r = thread_rings(); r && n > 0; r = r->next, n--) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue; /* free, or being taken by a new thread */
+		struct snap *e = &v->s[v->n++];
+		e->r = r;
+		if (dump) {
+			e->gone = thread_ring_owner_gone(r);
+			e->pos = __atomic_load_n(&r->cut, __ATOMIC_RELAXED);
+			continue;
+		}
+		/* Whether the thread is gone is asked before its head is read: what it wrote before it
+		 * ended is then all below that head. Asked of idle rings only (one system call each). */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		e->gone = head == r->idle_head && thread_ring_owner_gone(r);
+		e->pos = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		r->idle_head = e->pos;
+	}
+	v->nslots = agent_count_slots;
+	memcpy(v->count_func, agent_count_func, v->nslots * sizeof(v->count_func[0]));
+	if (stacks_in_use())
+		exec_maps_sync();
+	pthread_mutex_unlock(&agent_lock);
+	return true;
+}
+
+/* After a ring was written for the last time: its drops counted, its memory for a new thread. */
+static void ring_done(struct ring *r)
+{
+	W.dropped += r->dropped;
+	thread_ring_recycle(r);
+}
+
+/* ---- the flight recorder (flight.h) ------------------------------------------------------ */
+
+/* The file header, written at the first dump (the file stays empty until then). */
+static void put_header_now(void)
+{
+	if (!W.header_pending || W.failed)
+		return;
+	W.header_pending = false;
+	size_t off = 0;
+	while (off < W.header_len) {
+		ssize_t n = write(W.fd, W.header + off, W.header_len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fail(n < 0 ? errno : EIO);
+			return;
+		}
+		off += (size_t)n;
+	}
+	W.bytes = W.header_len;
+	put_clock();
+}
+
+/* Keep or leave out one record of a dump, so that the file holds whole calls: an EXIT whose ENTRY
+ * is not in the file (overwritten before the dump) is left out with the DATA records after it;
+ * calls still open at the cut stay open (a later dump may bring their EXIT). The ring's d_open
+ * stack holds the depths of the calls the file has open on the thread. */
+enum { KEEP, LEAVE_OUT };
+static int dump_filter(struct ring *r, const uint64_t *q, bool *skip_data, uint64_t *events)
+{
+	unsigned type = CUHOOK_REC5_TYPE(q[0]);
+	unsigned d = CUHOOK_REC5_DEPTH(q[0]);
+	switch (type) {
+	case CUHOOK_REC5_ENTRY:
+	case CUHOOK_REC5_ENTRY_X:
+		*skip_data = false;
+		(*events)++;
+		if (type == CUHOOK_REC5_ENTRY_X &&
+		    (((const struct cuhook_rec5_entry_info *)&q[1])->flags & CUHOOK_RF_NO_EXIT))
+			return KEEP;
+		while (r->d_nopen && r->d_open[r->d_nopen - 1] >= d)
+			r->d_nopen--; /* their EXITs never came */
+		if (r->d_nopen <= SHADOW_MAX)
+			r->d_open[r->d_nopen++] = (uint8_t)d;
+		return KEEP;
+	case CUHOOK_REC5_EXIT:
+	case CUHOOK_REC5_EXIT_VALUE:
+	case CUHOOK_REC5_EXIT_ZERO:
+	case CUHOOK_REC5_EXIT_ZERO_VALUE: {
+		uint32_t k = r->d_nopen;
+		while (k && r->d_open[k - 1] != d)
+			k--;
+		if (!k) {
+			*skip_data = true;
+			return LEAVE_OUT;
+		}
+		r->d_nopen = k - 1;
+		*skip_data = false;
+		(*events)++;
+		return KEEP;
+	}
+	case CUHOOK_REC_DATA:
+		return *skip_data ? LEAVE_OUT : KEEP;
+	default: /* TIME, DROP, STACK (right after its ENTRY) */
+		return KEEP;
+	}
+}
+
+/* One thread's part of a dump: its records from where the last dump ended (or, if those were
+ * overwritten since, from its oldest intact segment, which starts with a TIME record) up to its
+ * cut. The segments are copied first, then checked: any the producer reopened meanwhile are
+ * left out (they are the oldest ones). */
+static void dump_ring(struct ring *r, uint64_t cut)
+{
+	if (cut <= r->dumped)
+		return;
+	const uint32_t nseg = r->size >> r->seg_shift;
+	const uint64_t seg_bytes = 1ull << r->seg_shift;
+	uint8_t *in = scratch(SCRATCH_DUMP_IN, r->size);
+	uint64_t *out = scratch(SCRATCH_DUMP_OUT, r->size);
+	if (!in || !out)
+		return;
+	/* Intact: a segment the thread will not overwrite by opening its next one, which it may be
+	 * writing already before its head shows it (segments it is past, the one it is in). */
+	uint64_t head0 = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t lo = head0 + seg_bytes > r->size ? head0 + seg_bytes - r->size : 0;
+	uint64_t from = r->dumped, oldest = (lo + seg_bytes - 1) & ~(seg_bytes - 1);
+	bool gap = from < oldest;
+	if (gap)
+		from = oldest;
+	struct piece {
+		uint64_t start;
+		uint32_t off, len;
+	} pieces[RING_SEGS + 1];
+	unsigned np = 0;
+	uint32_t n = 0;
+	for (uint64_t s = from & ~(seg_bytes - 1); s < cut && np < nseg + 1; s += seg_bytes) {
+		/* a segment the head is past has its summary; the one it is in, records up to the cut */
+		uint64_t e = head0 > s + seg_bytes ? s + r->seg[(s >> r->seg_shift) % RING_SEGS].used : cut;
+		uint64_t b = from > s ? from : s;
+		if (e > cut)
+			e = cut;
+		if (e <= b)
+			continue;
+		memcpy(in + n, r->data + ((uint32_t)b & (r->size - 1)), e - b);
+		pieces[np++] = (struct piece){s, n, (uint32_t)(e - b)};
+		n += (uint32_t)(e - b);
+	}
+	uint64_t head1 = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	uint64_t valid = head1 + seg_bytes > r->size ? head1 + seg_bytes - r->size : 0;
+	unsigned first = 0;
+	while (first < np && pieces[first].start < valid)
+		first++;
+	if (first) {
+		gap = true;
+		if (first == np) {
+			r->dumped = cut;
+			r->d_nopen = 0;
+			return; /* all of it overwritten while it was copied */
+		}
+	}
+	if (gap)
+		r->d_nopen = 0; /* the file's open calls on this thread lost their EXITs */
+	/* The copy, filtered into whole calls. */
+	uint32_t epoch = r->w_epoch;
+	uint64_t time_word = CUHOOK_REC5_TIME_WORD(epoch), events = 0;
+	/* after a gap, DATA records before the first ENTRY or EXIT belong to a call outside it */
+	bool skip_data = gap;
+	uint32_t p = np ? pieces[first].off : 0, o = 0;
+	while (p < n) {
+		const uint64_t *q = (const uint64_t *)(in + p);
+		unsigned nargs = 0;
+		if (CUHOOK_REC5_TYPE(q[0]) == CUHOOK_REC5_ENTRY) {
+			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
+			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+		}
+		uint32_t len = cuhook_rec5_size(q, n - p, nargs);
+		if (!len)
+			break; /* cannot happen: segments hold whole records */
+		if (CUHOOK_REC5_TYPE(q[0]) == CUHOOK_REC5_TIME)
+			epoch = CUHOOK_REC5_TIME_EPOCH(q[0]);
+		if (dump_filter(r, q, &skip_data, &events) == KEEP) {
+			memcpy((uint8_t *)out + o, q, len);
+			o += len;
+		}
+		p += len;
+	}
+	r->w_epoch = epoch;
+	r->dumped = cut;
+	if (!o)
+		return;
+	announce(r);
+	struct cuhook_events_block eb = {r->tid, 0};
+	struct iovec v = {out, o};
+	if (put_blockv(CUHOOK_BLOCK_EVENTS, &eb, sizeof(eb), &time_word, &v, 1))
+		W.events += events;
+	else if (W.capped)
+		W.cap_events += events;
+}
+
+/* A dump: tables, notes, stacks, every thread's window up to its cut, counts, a clock. */
+static void dump_once(void)
+{
+	put_header_now();
+	uint32_t func;
+	const char *why = flight_take_reason(&func);
+	static struct snapshot v;
+	bool ok = take_snapshot(&v, true);
+	flight_cuts_read();
+	if (!ok)
+		return;
+	W.dumps++;
+	char text[CLOSE_NOTE_MAX + 128];
+	int tl = snprintf(text, sizeof(text), "flight recorder: dump %u: %s%s%s", W.dumps,
+	                  why ? why : W.stop ? "the trace ends" : "asked for (cuhook dump)",
+	                  func < hooks_count ? " in " : "", func < hooks_count ? hooks_cold[func].name : "");
+	put_note(0, text, (size_t)tl < sizeof(text) ? (size_t)tl : sizeof(text) - 1);
+	put_notes();
+	put_stacks();
+	for (unsigned i = 0; i < v.n; i++) {
+		struct ring *r = v.s[i].r;
+		dump_ring(r, v.s[i].pos);
+		put_counts(r, v.count_func, v.nslots);
+		if (v.s[i].gone && r->dumped == __atomic_load_n(&r->head, __ATOMIC_ACQUIRE))
+			ring_done(r); /* a thread gone, all of its records in the file */
+	}
+	put_clock();
+	flight_dump_written();
+}
+
+/* A round of the flight recorder: the rings' memory, and a dump when one is due. */
+static uint64_t flight_round(void)
+{
+	thread_rings_populate();
+	if (flight_dump_due())
+		dump_once();
+	return 0;
+}
+
 /* One round: tables, notes, stacks, every ring drained, counts, GPU blocks. Returns the bytes of
  * records it drained. */
 static uint64_t round_once(void)
 {
-	uint64_t moved = 0;
-	/* Tables first and ring heads read under the same lock: every event drained below names a
-	 * function whose FUNCS entry is already in the file. */
-	pthread_mutex_lock(&agent_lock);
-	put_tables();
-	struct ring *list = thread_rings();
-	unsigned n = 0;
-	for (struct ring *r = list; r; r = r->next)
-		n++;
-	struct snap {
-		struct ring *r;
-		uint64_t head;
-		bool gone;
-	} *s = scratch(SCRATCH_SNAP, (n ? n : 1) * sizeof(*s));
-	if (!s) {
-		pthread_mutex_unlock(&agent_lock);
+	if (W.flight)
+		return flight_round();
+	static struct snapshot v;
+	if (!take_snapshot(&v, false))
 		return 0;
-	}
-	unsigned k = 0;
-	for (struct ring *r = list; r && n > 0; r = r->next, n--) {
-		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
-			continue; /* free, or being taken by a new thread */
-		/* Whether the thread is gone is asked before its head is read: what it wrote before it
-		 * ended is then all below that head. Asked of idle rings only (one system call each). */
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		s[k].r = r;
-		s[k].gone = head == r->idle_head && thread_ring_owner_gone(r);
-		s[k].head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		r->idle_head = s[k].head;
-		k++;
-	}
-	uint32_t count_func[RING_COUNT_SLOTS];
-	uint32_t nslots = agent_count_slots;
-	memcpy(count_func, agent_count_func, nslots * sizeof(count_func[0]));
-	if (stacks_in_use())
-		exec_maps_sync();
-	pthread_mutex_unlock(&agent_lock);
+	uint64_t moved = 0;
 	thread_rings_populate();
 	put_notes();
 	put_stacks();
-	for (unsigned i = 0; i < k; i++) {
-		moved += drain(s[i].r, s[i].head);
-		put_counts(s[i].r, count_func, nslots);
-		if (s[i].gone) {
-			/* drained for the last time: its drops counted, its memory for a new thread */
-			W.dropped += s[i].r->dropped;
-			thread_ring_recycle(s[i].r);
-		}
+	for (unsigned i = 0; i < v.n; i++) {
+		moved += drain(v.s[i].r, v.s[i].pos);
+		put_counts(v.s[i].r, v.count_func, v.nslots);
+		if (v.s[i].gone)
+			ring_done(v.s[i].r); /* drained for the last time */
 	}
 	if (W.gpu)
 		put_gpu();
@@ -776,8 +1008,9 @@ static void *writer_main(void *gen)
 			next_round = moved >= KEEP_DRAINING_BYTES ? 0 : monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
-			 * now). */
-			if (injector_watch_gone(why_end, sizeof(why_end)) && claim_close(CLOSER_WRITER)) {
+			 * now). Likewise at the end of a recording window (capture_range.h). */
+			if ((injector_watch_gone(why_end, sizeof(why_end)) || capture_window_over(why_end, sizeof(why_end))) &&
+			    claim_close(CLOSER_WRITER)) {
 				W.stop = 1;
 				ending = true;
 				break;
@@ -812,7 +1045,7 @@ static void *writer_main(void *gen)
 		if (W.gpu)
 			gpu_stop();
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
-		finish_file(why_end);
+		finish_file(why_end[0] ? why_end : NULL); /* a window's end says itself in its NOTE */
 	}
 	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
@@ -900,15 +1133,30 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	static const uint8_t zeros[8];
 	struct iovec iov[4] = {{&h, sizeof(h)}, {cmdline, cl}, {exe, (size_t)el},
 	                       {(void *)zeros, h.header_size - sizeof(h) - cl - (size_t)el}};
-	if (writev(fd, iov, 4) != (ssize_t)h.header_size) {
+	W.flight = o->flight;
+	W.dumps = 0;
+	W.header_pending = false;
+	if (W.flight) {
+		/* nothing in the file until a dump: the header is kept for it */
+		size_t off = 0;
+		for (int i = 0; i < 4; i++) {
+			memcpy(W.header + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		W.header_len = off;
+		W.header_pending = true;
+		W.bytes = 0;
+	} else if (writev(fd, iov, 4) != (ssize_t)h.header_size) {
 		int e = errno ? errno : EIO;
 		snprintf(err, errlen, "cannot write trace file '%s': %s", path, strerror(e));
 		close(fd);
 		W.fd = -1;
 		return -e;
 	}
-	W.bytes = h.header_size;
-	put_clock();
+	if (!W.flight) {
+		W.bytes = h.header_size;
+		put_clock();
+	}
 
 	/* The thread is created now, while the program's threads run: pthread_create takes glibc's
 	 * locks (the thread list, the stack cache), which a thread stopped by cuhook for the start
@@ -950,6 +1198,12 @@ void writer_start(void)
 		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
 			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
 	}
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		/* the flight recorder's dumps start at the session's start */
+		r->dumped = r->cut = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		r->d_nopen = 0;
+	}
+	flight_session(W.flight);
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
@@ -1039,7 +1293,15 @@ static void finish_file(const char *why)
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	sigpending(&pending);
 	int was_pending = sigismember(&pending, SIGXFSZ);
-	round_once();
+	if (W.flight) {
+		/* a trigger's dump first, then everything since: the end is a dump too */
+		if (flight_dump_due())
+			dump_once();
+		dump_once();
+		flight_session(false);
+	} else {
+		round_once();
+	}
 	uint32_t threads = 0;
 	for (struct ring *r = thread_rings(); r; r = r->next) {
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)

@@ -21,6 +21,8 @@ struct writer_opts {
 	                       STOPPED block and its NOTE of lost records */
 	bool stacks;        /* stacks=: the stacks interned (stack_table.h) are written at each
 	                       round, with the MAPS they need, before the events that name them */
+	bool flight;        /* flight=: the flight recorder (flight.h): the file stays empty until
+	                       a dump; each dump writes what the rings hold since the last one */
 };
 
 /* Create the file (exclusively, src/format/out_file.h), write its header and create the writer

@@ -53,7 +53,7 @@
 #define RING_SIZE 40
 #define RING_EPOCH 44
 #define RING_EVENTS 56
-#define RING_COUNTS 1792    /* struct ring counts[] (the count thunks, hooks.c) */
+#define RING_COUNTS 1984    /* struct ring counts[] (the count thunks, hooks.c) */
 #define HOT_SHIFT 5         /* struct hook_hot is 32 bytes */
 #define HOT_RELOCATED 0
 #define HOT_DECODER 8

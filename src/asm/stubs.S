@@ -93,6 +93,12 @@ cuhook_tls_offset:
 cuhook_tls_ring_offset:
 	.quad 0
 	.size cuhook_tls_ring_offset, 8
+	.globl cuhook_errors_to_c
+	.hidden cuhook_errors_to_c
+	.type cuhook_errors_to_c, @object
+cuhook_errors_to_c:
+	.long 0
+	.size cuhook_errors_to_c, 4
 	.p2align 6
 
 	.text
@@ -329,6 +335,8 @@ cuhook_exit_stub:
 .Lexit_plain:
 	cmpq $0, 8(%rsp)                       /* rax 0 (success): the word alone */
 	je .Lexit_zero
+	cmpl $0, cuhook_errors_to_c(%rip)      /* a flight-recorder trigger watches errors: C */
+	jne .Lexit_unbusy
 	EXIT_WORD FAST_EXIT_LEN, FAST_EXIT_TYPE
 	mov 8(%rsp), %rax
 	mov %rax, 8(%rcx)                      /* ret */

@@ -133,14 +133,12 @@ int cmd_attach(int argc, char **argv)
 			pid_arg = a;
 		}
 	}
-	char *end;
-	long pidl = pid_arg ? strtol(pid_arg, &end, 10) : 0;
-	if (!pid_arg || *end || pidl <= 0 || pidl > INT32_MAX) {
+	pid_t pid;
+	if (cuhook_parse_pid(pid_arg, &pid) < 0) {
 		fprintf(stderr, "cuhook attach: a process id is needed\n");
 		usage(stderr);
 		return 2;
 	}
-	pid_t pid = (pid_t)pidl;
 
 	/* The process's stderr is not ours: the agent says nothing there, and a trace it could not
 	 * write is told to us at the detach (cuhook_agent_stop), and by us. */
@@ -197,6 +195,9 @@ int cmd_attach(int argc, char **argv)
 	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
 	fprintf(stderr, "cuhook: tracing process %d into %s; %s\n", pid, out,
 	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
+	if (cli.flight)
+		fprintf(stderr, "cuhook: flight recorder: nothing is written until a dump (cuhook dump %d%s, or the "
+		                "end)\n", pid, cli.trigger_error || cli.trigger_slow ? ", a trigger" : "");
 	for (const char *n = cuhook_inject_agent_notes(); *n;) {
 		const char *nl = strchr(n, '\n');
 		size_t len = nl ? (size_t)(nl - n) : strlen(n);

@@ -4,6 +4,10 @@
  * stdin/stdout/stderr, and our exit status is its. No LD_PRELOAD, no LD_AUDIT, no environment
  * variable: the agent is loaded at PROG's entry point by a remote dlopen (src/inject).
  *
+ * --delay SEC, --duration SEC: record only from SEC after the start, for SEC (the agent's
+ * delay_ms=, duration_ms=: src/agent/capture_range.h); after the duration the trace is closed
+ * and PROG runs on untraced.
+ *
  * --follow: PROG's children too, one trace file per process (FILE with .PID before its
  * extension). cuhook then stays the tracer of the whole tree, for its fork/exec events only,
  * until every process of it has ended (src/inject/follow.c). */
@@ -30,6 +34,9 @@ static void usage(FILE *f)
 	        "  --follow              trace the processes PROG starts too (fork, exec), one file per\n"
 	        "                        process: FILE with .PID before its extension (trace.1234.bin);\n"
 	        "                        cuhook returns when all of them have ended\n"
+	        "  --delay SEC           record from SEC seconds after PROG starts (fractions allowed)\n"
+	        "  --duration SEC        record for SEC seconds (after the delay), then close the trace;\n"
+	        "                        PROG runs on untraced (attach --duration: the same, from the attach)\n"
 	        "%s"
 	        "Default output: trace.bin in the current directory. If it exists, PROG is not run and\n"
 	        "the exit status is 2 (unless --force). If the agent cannot be put into PROG, PROG is\n"
@@ -57,6 +64,28 @@ static void forward(int sig, siginfo_t *si, void *uc)
 }
 
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+/* The agent takes milliseconds as an unsigned number (delay_ms=, duration_ms=). */
+#define MAX_WINDOW_S (UINT_MAX / 1000.0)
+
+/* --delay/--duration SEC (min: the least accepted) into *ms. 1 consumed, 0 not ours, -1 bad. */
+static int window_opt(int argc, char **argv, int *i, const char *name, double min, unsigned *ms)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0 || (a[n] && a[n] != '='))
+		return 0;
+	const char *v = a[n] == '=' ? a + n + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+	double sec;
+	if (!v) {
+		fprintf(stderr, "cuhook run: %s needs a value\n", name);
+		return -1;
+	}
+	if (cuhook_parse_seconds(name, v, min, MAX_WINDOW_S, &sec) < 0)
+		return -1;
+	*ms = (unsigned)(sec * 1000 + 0.5);
+	return 1;
+}
 
 /* Die the way the program died, so that our parent (a shell, a job runner) sees the same. */
 static int exit_like(int status)
@@ -96,6 +125,12 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--follow")) {
 			follow = true;
+			continue;
+		}
+		if ((r = window_opt(argc, argv, &i, "--delay", 0, &cli.delay_ms)) != 0 ||
+		    (r = window_opt(argc, argv, &i, "--duration", 0.001, &cli.duration_ms)) != 0) {
+			if (r < 0)
+				return 2;
 			continue;
 		}
 		if (argv[i][0] == '-') {

@@ -4,6 +4,7 @@
 
 int cmd_run(int argc, char **argv);     /* cuhook run [opts] -- PROG ARGS */
 int cmd_attach(int argc, char **argv);  /* cuhook attach [opts] PID */
+int cmd_dump(int argc, char **argv);    /* cuhook dump [opts] PID: a flight recorder's dump now */
 int cmd_report(int argc, char **argv);  /* cuhook report [opts] trace.bin... */
 int cmd_funcs(int argc, char **argv);   /* cuhook funcs [opts] LIB: what would be patched */
 

@@ -7,10 +7,12 @@
 #include "commands.h"
 #include "agent_options.h"
 #include "text_safe.h"
+#include "trigger_spec.h"
 
 #include "out_file.h"
 #include "trace_path.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -62,6 +64,99 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	return 0;
 }
 
+/* --capture-range-end's value: nsys's repeat[:N], stop, none (its -shutdown forms end the program,
+ * which cuhook never does). repeat:N goes to the agent as repeat and capture_ranges=N. */
+static int capture_end_value(struct cuhook_inject_cli *c, const char *name, const char *v)
+{
+	char *end, shown[64 * TEXT_SAFE_GROWTH + 1];
+	if (!strncmp(v, "repeat:", 7)) {
+		errno = 0;
+		unsigned long n = strtoul(v + 7, &end, 10);
+		if (isdigit((unsigned char)v[7]) && !*end && errno == 0 && n >= 1 && n <= UINT_MAX) {
+			c->capture_end = "repeat";
+			c->capture_ranges = (unsigned)n;
+			return 0;
+		}
+	} else if (agent_value(AOPT_CAPTURE_RANGE_END, name, v)) {
+		c->capture_end = v;
+		c->capture_ranges = 0;
+		return 0;
+	} else {
+		return -1;
+	}
+	text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+	fprintf(stderr, "cuhook: %s wants repeat, repeat:N (N from 1), stop or none, not '%s'\n", name, shown);
+	return -1;
+}
+
+/* A size given with option `name` for the agent option `key`, where 0 (the agent's "none")
+ * is refused: a cap or a ring asked for must be one. 0, or -1 with a message. */
+static int size_value(enum aopt_key key, const char *name, const char *v, uint64_t *out)
+{
+	union aopt_value size;
+	char err[256];
+	if (aopt_check_as(key, name, v, &size, err, sizeof(err)) < 0 || !size.size) {
+		char shown[64 * TEXT_SAFE_GROWTH + 1];
+		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+		fprintf(stderr, "cuhook: %s wants a size of at least %uK (bytes, or with K, M, G), not '%s'\n", name,
+		        aopt_defs[key].lo >> 10, shown);
+		return -1;
+	}
+	*out = size.size;
+	return 0;
+}
+
+/* A trigger's text as the agent will parse it (src/common/trigger_spec.h): refused here with
+ * the parser's message, before a process is touched. */
+static int trigger_check(enum aopt_key key, const char *text, const char *name)
+{
+	char err[256];
+	struct trigger_error te;
+	struct trigger_slow ts;
+	int r = key == AOPT_TRIGGER_ERROR ? trigger_error_parse(text, &te, err, sizeof(err))
+	                                  : trigger_slow_parse(text, &ts, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "cuhook: %s: %s\n", name, err);
+	return r;
+}
+
+/* --trigger error[=CODES] or slow=GLOBS:MS, each kind once. */
+static int trigger_opt(struct cuhook_inject_cli *c, const char *v)
+{
+	const char **slot;
+	const char *text;
+	enum aopt_key key;
+	if (!strcmp(v, "error") || !strncmp(v, "error=", 6)) {
+		key = AOPT_TRIGGER_ERROR, slot = &c->trigger_error, text = v[5] ? v + 6 : "any";
+	} else if (!strncmp(v, "slow=", 5)) {
+		key = AOPT_TRIGGER_SLOW, slot = &c->trigger_slow, text = v + 5;
+	} else {
+		char shown[64 * TEXT_SAFE_GROWTH + 1];
+		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
+		fprintf(stderr, "cuhook: --trigger wants error, error=CODES or slow=GLOBS:MS, not '%s'\n", shown);
+		return -1;
+	}
+	if (*slot) {
+		fprintf(stderr, "cuhook: --trigger %s given twice (one of each kind; several codes or globs go in one, "
+		                "comma-separated)\n", key == AOPT_TRIGGER_ERROR ? "error" : "slow");
+		return -1;
+	}
+	if (trigger_check(key, text, "--trigger") < 0)
+		return -1;
+	*slot = text;
+	return 0;
+}
+
+int cuhook_parse_pid(const char *v, pid_t *pid)
+{
+	char *end;
+	long x = v ? strtol(v, &end, 10) : 0;
+	if (!v || *end || x <= 0 || x > INT32_MAX)
+		return -1;
+	*pid = (pid_t)x;
+	return 0;
+}
+
 int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
@@ -89,19 +184,16 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 		c->gpu = 1;
 	} else if (!strcmp(a, "--max-size")) {
-		/* the agent's max_size= (where 0 means no cap): a cap asked for here must be one */
-		union aopt_value size;
-		char err[256];
-		if (!(v = VALUE()))
+		/* the agent's max_size= (where 0 means no cap) */
+		if (!(v = VALUE()) || size_value(AOPT_MAX_SIZE, a, v, &c->max_size) < 0)
 			return -1;
-		if (aopt_check_as(AOPT_MAX_SIZE, a, v, &size, err, sizeof(err)) < 0 || !size.size) {
-			char shown[64 * TEXT_SAFE_GROWTH + 1];
-			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-			fprintf(stderr, "cuhook: --max-size wants a size of at least %uK (bytes, or with K, M, G), "
-			        "not '%s'\n", aopt_defs[AOPT_MAX_SIZE].lo >> 10, shown);
+	} else if (!strcmp(a, "--flight-recorder")) {
+		/* the size only as --flight-recorder=SIZE: a word after it is the PID or the program */
+		if (size_value(AOPT_FLIGHT, a, eq ? eq + 1 : CUHOOK_FLIGHT_DEFAULT, &c->flight) < 0)
 			return -1;
-		}
-		c->max_size = size.size;
+	} else if (!strcmp(a, "--trigger")) {
+		if (!(v = VALUE()) || trigger_opt(c, v) < 0)
+			return -1;
 	} else if (!strcmp(a, "--funcs")) {
 		if (!(c->funcs = agent_value(AOPT_FUNCS, a, VALUE())))
 			return -1;
@@ -117,6 +209,12 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 		c->stacks = ""; /* an empty list: no call gets a stack */
 	} else if (!strcmp(a, "--stack-depth")) {
 		if (!(c->stack_depth = agent_value(AOPT_STACK_DEPTH, a, VALUE())))
+			return -1;
+	} else if (!strcmp(a, "--capture-range")) {
+		if (!(c->capture_range = agent_value(AOPT_CAPTURE_RANGE, a, VALUE())))
+			return -1;
+	} else if (!strcmp(a, "--capture-range-end")) {
+		if (!(v = VALUE()) || capture_end_value(c, a, v) < 0)
 			return -1;
 	} else if (!strcmp(a, "--agent")) {
 		if (!(c->agent = VALUE()))
@@ -140,6 +238,10 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			fprintf(stderr, "cuhook: --opt %s: %s\n", shown, err);
 			return -1;
 		}
+		if (!strncmp(v, "trigger_error=", 14) && trigger_check(AOPT_TRIGGER_ERROR, v + 14, "--opt trigger_error") < 0)
+			return -1;
+		if (!strncmp(v, "trigger_slow=", 13) && trigger_check(AOPT_TRIGGER_SLOW, v + 13, "--opt trigger_slow") < 0)
+			return -1;
 		c->extra[c->nextra++] = v;
 	} else if (!strcmp(a, "--call-timeout")) {
 		/* at least 1 ms (0 ms means the default); at most an hour: the target waits meanwhile */
@@ -163,6 +265,14 @@ static int append(char *buf, size_t len, size_t *pos, const char *key, const cha
 	if (r < 0)
 		fprintf(stderr, "cuhook: %s\n", err);
 	return r;
+}
+
+/* Append key=BYTES (a size, in decimal). */
+static int append_bytes(char *buf, size_t len, size_t *pos, const char *key, uint64_t bytes)
+{
+	char n[32];
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)bytes);
+	return append(buf, len, pos, key, n);
 }
 
 void cuhook_inject_cli_watch(struct cuhook_inject_cli *c, pid_t target, double duration)
@@ -196,6 +306,36 @@ static int append_path(char *buf, size_t len, size_t *pos, const char *key, cons
 	return append(buf, len, pos, key, abs);
 }
 
+/* What part of the session is recorded: a capture range, or (run) a window of time; not both. */
+static int capture_options(const struct cuhook_inject_cli *c, char *buf, size_t len, size_t *pos)
+{
+	bool range = c->capture_range && strcmp(c->capture_range, "none") != 0;
+	if (range && (c->delay_ms || c->duration_ms)) {
+		fprintf(stderr, "cuhook: --capture-range cannot be combined with --delay or --duration: the recording "
+		        "follows cuProfilerStart/cuProfilerStop, or a window of time, not both\n");
+		return -1;
+	}
+	if (c->capture_end && !range) {
+		fprintf(stderr, "cuhook: --capture-range-end needs --capture-range cudaProfilerApi\n");
+		return -1;
+	}
+	char num[16];
+	if (c->capture_range && append(buf, len, pos, "capture_range", c->capture_range) < 0)
+		return -1;
+	if (c->capture_end && append(buf, len, pos, "capture_range_end", c->capture_end) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->capture_ranges);
+	if (c->capture_ranges && append(buf, len, pos, "capture_ranges", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->delay_ms);
+	if (c->delay_ms && append(buf, len, pos, "delay_ms", num) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%u", c->duration_ms);
+	if (c->duration_ms && append(buf, len, pos, "duration_ms", num) < 0)
+		return -1;
+	return 0;
+}
+
 int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *default_output,
                               char *buf, size_t len)
 {
@@ -212,12 +352,20 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		return -1;
 	if (c->force && append(buf, len, &pos, "force", "1") < 0)
 		return -1;
-	if (c->max_size) {
-		char n[32];
-		snprintf(n, sizeof(n), "%llu", (unsigned long long)c->max_size);
-		if (append(buf, len, &pos, "max_size", n) < 0)
-			return -1;
+	if (c->max_size && append_bytes(buf, len, &pos, "max_size", c->max_size) < 0)
+		return -1;
+	if ((c->trigger_error || c->trigger_slow) && !c->flight) {
+		/* a trigger dumps a flight recorder's rings: without one every call is written anyway */
+		fprintf(stderr, "cuhook: --trigger needs --flight-recorder (without it every call is written as it "
+		                "goes, and there is nothing to dump)\n");
+		return -1;
 	}
+	if (c->flight && append_bytes(buf, len, &pos, "flight", c->flight) < 0)
+		return -1;
+	if (c->trigger_error && append(buf, len, &pos, "trigger_error", c->trigger_error) < 0)
+		return -1;
+	if (c->trigger_slow && append(buf, len, &pos, "trigger_slow", c->trigger_slow) < 0)
+		return -1;
 	if (c->funcs && append(buf, len, &pos, "funcs", c->funcs) < 0)
 		return -1;
 	if (c->count && append(buf, len, &pos, "count", c->count) < 0)
@@ -225,6 +373,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->stacks && append(buf, len, &pos, "stacks", c->stacks) < 0)
 		return -1;
 	if (c->stack_depth && append(buf, len, &pos, "stack_depth", c->stack_depth) < 0)
+		return -1;
+	if (capture_options(c, buf, len, &pos) < 0)
 		return -1;
 	char num[16];
 	snprintf(num, sizeof(num), "%d", c->injector);

@@ -25,6 +25,14 @@ struct cuhook_inject_cli {
 	const char *cupti;         /* --cupti PATH: that libcupti (implies --gpu; made absolute) */
 	const char *stacks;        /* --stacks GLOBS / --no-stacks (""): which calls get a stack */
 	const char *stack_depth;   /* --stack-depth N: frames kept, native and Python each */
+	const char *capture_range; /* --capture-range cudaProfilerApi (capture_range=) */
+	const char *capture_end;   /* --capture-range-end repeat|stop|none (capture_range_end=), and */
+	unsigned capture_ranges;   /* ... repeat:N: at most N ranges (capture_ranges=), 0 all */
+	unsigned delay_ms;         /* run --delay SEC: record from SEC after the start (delay_ms=) */
+	unsigned duration_ms;      /* run --duration SEC: record for SEC, then end the trace (duration_ms=) */
+	uint64_t flight;           /* --flight-recorder[=SIZE]: each thread's ring, in bytes (flight=), 0 off */
+	const char *trigger_error; /* --trigger error[=CODES]: "any" or the codes (trigger_error=) */
+	const char *trigger_slow;  /* --trigger slow=GLOBS:MS (trigger_slow=) */
 };
 
 /* Consume argv[*i] (and its value) if it is one of the shared options. 1 consumed, 0 not ours,
@@ -50,6 +58,10 @@ int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inj
 /* A number of seconds given with option `name`: finite, from min to max. 0, or -1 with a message
  * that names the option. */
 int cuhook_parse_seconds(const char *name, const char *v, double min, double max, double *out);
+/* A process id given on the command line (NULL: none given): 0, or -1 (the caller says so). */
+int cuhook_parse_pid(const char *v, pid_t *pid);
+/* --flight-recorder without a size. */
+#define CUHOOK_FLIGHT_DEFAULT "8M"
 #define CUHOOK_INJECT_CLI_HELP \
 	"  -o, --output FILE     trace file (made absolute; the target writes it): a new file,\n" \
 	"                        mode 0600; one that exists is refused unless --force\n" \
@@ -68,9 +80,25 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	"                        with CUPTI, each linked to the call that submitted it\n" \
 	"  --cupti PATH          the libcupti to load (implies --gpu; default: the one the program\n" \
 	"                        loaded, next to its CUDA wheels, $CUDA_HOME, /usr/local/cuda)\n" \
+	"  --capture-range cudaProfilerApi\n" \
+	"                        record (and count) only between cuProfilerStart and cuProfilerStop\n" \
+	"                        (torch.cuda.profiler.start/stop, cudaProfilerStart/Stop), as nsys does\n" \
+	"  --capture-range-end repeat|repeat:N|stop|none\n" \
+	"                        which ranges: every one (default), the first N, the first only, or from\n" \
+	"                        the first start to the end (cuProfilerStop ignored)\n" \
 	"  --force               replace the trace file if it exists (never written through a link)\n" \
 	"  --max-size SIZE       stop writing the trace at SIZE bytes (K, M, G; at least 64K): later\n" \
 	"                        records are counted as dropped, the program goes on\n" \
+	"  --flight-recorder[=SIZE]\n" \
+	"                        flight recorder: each thread keeps its newest SIZE of calls (default\n" \
+	"                        " CUHOOK_FLIGHT_DEFAULT ", at least 64K; K, M, G) and nothing is written until a dump:\n" \
+	"                        cuhook dump PID, a --trigger, or the program's exit (the last one)\n" \
+	"  --trigger error[=CODES]\n" \
+	"                        with --flight-recorder: dump when a traced call returns an error (any\n" \
+	"                        but CUDA_ERROR_NOT_READY, or these comma-separated CUresult numbers)\n" \
+	"  --trigger slow=GLOBS:MS\n" \
+	"                        with --flight-recorder: dump when a call of these functions lasts\n" \
+	"                        longer than MS milliseconds (1 to 3600000)\n" \
 	"  --opt KEY=VALUE       another agent option (same keys as the CUHOOK_* variables)\n" \
 	"  --call-timeout SEC    give up a remote call after SEC seconds (default 3)\n" \
 	"  --agent PATH          use this agent library instead of the installed libcuhook.so\n" \

@@ -17,6 +17,7 @@ static const struct {
 } commands[] = {
 	{"run", cmd_run, "run [-o FILE] [options] -- PROG ARGS...   start a program traced"},
 	{"attach", cmd_attach, "attach [-o FILE] [--duration SEC] PID   trace a running process, then leave it"},
+	{"dump", cmd_dump, "dump [--timeout SEC] PID                 have a --flight-recorder process write its rings now"},
 	{"report", cmd_report, "report [options] trace.bin...           where the time went"},
 	{"funcs", cmd_funcs, "funcs [--all] [--funcs GLOBS] LIB        which functions of LIB would be patched, and why not"},
 };

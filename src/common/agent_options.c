@@ -11,6 +11,9 @@
 #include <strings.h>
 
 static const char *const clock_choices[] = {"tsc", "auto", "monotonic", NULL};
+/* Nsight Systems' names (--capture-range, --capture-range-end); the first is the default. */
+static const char *const capture_range_choices[] = {"none", "cudaProfilerApi", NULL};
+static const char *const capture_end_choices[] = {"repeat", "stop", "none", NULL};
 
 const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	[AOPT_OUTPUT] = {"output", AOPT_TEXT, AOPT_PATH_MAX, 0, 0, NULL, true},
@@ -40,6 +43,21 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	 * (empty: none), and the frames kept, native and Python each (STACK_DEPTH_MAX). */
 	[AOPT_STACKS] = {"stacks", AOPT_GLOBS, AOPT_GLOBS_MAX, 0, 0, NULL, false},
 	[AOPT_STACK_DEPTH] = {"stack_depth", AOPT_UINT, 0, 1, 256, NULL, false},
+	/* The flight recorder (src/agent/flight.h): each thread's ring of this size keeps its newest
+	 * calls, and nothing is written but at a dump (0 or empty: off, everything is written). */
+	[AOPT_FLIGHT] = {"flight", AOPT_SIZE, 0, 64u << 10, 0, NULL, false},
+	/* Dump triggers: a traced call returned an error ("any", or CUresult codes "700,719");
+	 * a call of a function matching GLOBS took longer than MS milliseconds ("GLOBS:MS"). */
+	[AOPT_TRIGGER_ERROR] = {"trigger_error", AOPT_TEXT, 255, 0, 0, NULL, false},
+	[AOPT_TRIGGER_SLOW] = {"trigger_slow", AOPT_TEXT, AOPT_GLOBS_MAX, 0, 0, NULL, false},
+	/* What part of the session is recorded (src/agent/capture_range.h): only between
+	 * cuProfilerStart and cuProfilerStop, and which of those ranges (capture_ranges: at most that
+	 * many, 0 every one); or from delay_ms after the start for duration_ms (0: to the end). */
+	[AOPT_CAPTURE_RANGE] = {"capture_range", AOPT_CHOICE, 0, 0, 0, capture_range_choices, false},
+	[AOPT_CAPTURE_RANGE_END] = {"capture_range_end", AOPT_CHOICE, 0, 0, 0, capture_end_choices, false},
+	[AOPT_CAPTURE_RANGES] = {"capture_ranges", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
+	[AOPT_DELAY_MS] = {"delay_ms", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
+	[AOPT_DURATION_MS] = {"duration_ms", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */
@@ -197,7 +215,7 @@ static int split_item(char *item, char **value, char *err, size_t errlen)
 	*value = eq + 1;
 	int key = aopt_find(item, (size_t)(eq - item));
 	if (key < 0) {
-		char known[256] = "";
+		char known[512] = "";
 		for (int k = 0; k < AOPT_NKEYS; k++)
 			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", k ? ", " : "",
 			         aopt_defs[k].name);

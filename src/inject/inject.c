@@ -96,18 +96,27 @@ static int find_agent(pid_t pid, const struct maps *m, const char *want, struct 
 	return -1;
 }
 
+int agent_object_at(pid_t pid, const char *agent_path, const char *sym, uint64_t *addr)
+{
+	struct maps m;
+	struct agent_api api;
+	*addr = 0;
+	if (maps_read(pid, &m) < 0)
+		return -1;
+	int found = find_agent(pid, &m, agent_path, &api) == 0;
+	if (found)
+		*addr = target_symbol(pid, &m, api.path, sym);
+	maps_free(&m);
+	return found;
+}
+
 /* Where the agent already in the process (if any) lists its own threads, so that stopping the
  * process leaves them running: looked up before anything is stopped. 0: no agent. */
 static uint64_t agent_threads_at(pid_t pid, const char *agent_path)
 {
-	struct maps m;
-	struct agent_api api;
-	if (maps_read(pid, &m) < 0) {
+	uint64_t a;
+	if (agent_object_at(pid, agent_path, "cuhook_agent_threads", &a) < 0)
 		inj_error_clear(); /* the process is gone, or unreadable: seizing it will say which */
-		return 0;
-	}
-	uint64_t a = find_agent(pid, &m, agent_path, &api) == 0 ? api.threads : 0;
-	maps_free(&m);
 	return a;
 }
 

@@ -71,6 +71,22 @@ int cuhook_inject_check(pid_t pid);
 /* Is `path` mapped in pid? (libcuda: "libcuda.so") 1 yes, 0 no, -1 unreadable. */
 int cuhook_inject_has_object(pid_t pid, const char *name_prefix);
 
+/* cuhook dump: ask the flight recorder of the agent in pid (cuhook_agent_control) for a dump and
+ * wait at most timeout_ms for the agent to count it written (*dumps: its count of dumps then).
+ * Nothing is stopped or signalled; the memory goes through /proc/PID/mem. agent_path: the agent
+ * looked for first (any libcuhook exporting the API otherwise). Anything but WRITTEN comes with
+ * a message (cuhook_inject_error()). */
+enum cuhook_dump_status {
+	CUHOOK_DUMP_WRITTEN,
+	CUHOOK_DUMP_FAILED,
+	CUHOOK_DUMP_NO_PROCESS,    /* no such process, or it ended meanwhile */
+	CUHOOK_DUMP_NO_AGENT,      /* no cuhook agent in it, or one without a flight recorder */
+	CUHOOK_DUMP_NOT_FLIGHT,    /* an agent, not in flight-recorder mode */
+	CUHOOK_DUMP_NOT_PERMITTED, /* no ptrace right over it */
+	CUHOOK_DUMP_TIMEOUT,       /* asked for, not written in time */
+};
+enum cuhook_dump_status cuhook_inject_dump(pid_t pid, const char *agent_path, int timeout_ms, uint32_t *dumps);
+
 const char *cuhook_inject_error(void);
 
 /* What the agent said for the operator at the last start besides where it traces to: lines

@@ -119,6 +119,11 @@ int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len);
 size_t mem_read_some(struct itarget *tg, uint64_t addr, void *buf, size_t n);
 /* A NUL-terminated string of the target, cut to len-1 bytes. */
 int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len);
+/* len bytes at addr of a process whose threads may all be running (control.c): through fd
+ * (/proc/PID/mem), or where that could not be opened (another user's process, cuhook with
+ * CAP_SYS_PTRACE alone: mem_open) with process_vm_readv/writev, which need the ptrace right
+ * only, and no stopped thread. false with errno when not all of it could be. */
+bool live_mem(pid_t pid, int fd, uint64_t addr, void *buf, size_t len, bool write);
 
 /* A thread stopped with a system call interrupted that the kernel will restart (or turn into
  * EINTR) when it resumes: orig_rax holds the call number and rax one of the -ERESTART* codes. */
@@ -270,6 +275,12 @@ int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e);
  * to detach or resume; -1 with a message (the threads still in tg, if any, are stopped). */
 int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t);
+
+/* The address of `sym`, an object the agent in pid exports (cuhook_agent_threads,
+ * cuhook_agent_control), found without stopping anything: the agent at agent_path, else any
+ * libcuhook exporting the API. 1 with *addr (0: that agent has no such symbol); 0: no agent in
+ * pid; -1 with a message when /proc/PID/maps cannot be read (gone, or no ptrace right). */
+int agent_object_at(pid_t pid, const char *agent_path, const char *sym, uint64_t *addr);
 
 /* ---- following a process tree (follow.c) ------------------------------------------------------ */
 

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 void target_init(struct itarget *tg, pid_t pid)
@@ -133,17 +132,6 @@ static char thread_state(pid_t pid, pid_t tid)
 	return s;
 }
 
-/* len bytes of the target at addr: through fd (/proc/PID/mem), or where that could not be opened
- * (another user's process, cuhook with CAP_SYS_PTRACE alone: mem_open) with process_vm_readv,
- * which needs the ptrace right only, and no stopped thread (the list is read before any is). */
-static bool read_target(pid_t pid, int fd, uint64_t addr, void *buf, size_t len)
-{
-	if (fd >= 0)
-		return pread(fd, buf, len, (off_t)addr) == (ssize_t)len;
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
 int agent_threads_read(struct itarget *tg, pid_t *tids)
 {
 	if (!tg->agent_threads)
@@ -159,9 +147,9 @@ int agent_threads_read(struct itarget *tg, pid_t *tids)
 	struct cuhook_agent_threads a, b;
 	bool ok = false;
 	for (int tries = 0; tries < 1000 && !ok; tries++)
-		ok = read_target(tg->pid, fd, tg->agent_threads, &a, sizeof(a)) &&
-		     read_target(tg->pid, fd, tg->agent_threads + offsetof(struct cuhook_agent_threads, generation),
-		                 &b.generation, sizeof(b.generation)) &&
+		ok = live_mem(tg->pid, fd, tg->agent_threads, &a, sizeof(a), false) &&
+		     live_mem(tg->pid, fd, tg->agent_threads + offsetof(struct cuhook_agent_threads, generation),
+		              &b.generation, sizeof(b.generation), false) &&
 		     a.generation == b.generation;
 	int err = errno;
 	if (fd >= 0 && fd != tg->memfd)

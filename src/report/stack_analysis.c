@@ -109,8 +109,8 @@ static int eval_frame(const char *func)
 
 static const struct tr_map *map_of(const struct tr_trace *t, uint32_t set, uint64_t pc)
 {
-	if (set == TR_NONE)
-		return NULL;
+	if (set == TR_NONE || !t->map_sets[set].n)
+		return NULL; /* an empty list: t->maps may be NULL */
 	const struct tr_map *m = t->maps + t->map_sets[set].first;
 	uint32_t lo = 0, hi = t->map_sets[set].n;
 	while (lo < hi) {

@@ -173,6 +173,8 @@ static int block_maps(struct tr_trace *t, const uint8_t *p, uint32_t size, uint6
 		return -1;
 	t->map_sets[t->nmap_sets++] = (struct tr_map_set){first, t->nmaps - first};
 	/* sorted by start for the look-up (the agent lists them as /proc/self/maps does: sorted) */
+	if (t->nmaps == first)
+		return 0; /* an empty list (t->maps may still be NULL: no offset from it) */
 	struct tr_map *m = t->maps + first;
 	for (uint32_t k = 1; k < t->nmaps - first; k++)
 		for (uint32_t j = k; j > 0 && m[j - 1].start > m[j].start; j--) {

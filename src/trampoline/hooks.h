@@ -61,6 +61,9 @@ struct hook_hot {
 	uint8_t pad[3];
 };
 
+#define HOOK_SLOW 0x80u        /* with HOOK_RECORD (agent option trigger_slow=): the flight
+                                  recorder's slow-call trigger watches it (C path: its entry time
+                                  is kept) */
 #define HOOK_REGS_DEFAULT 6  /* argument registers recorded for a function of unknown signature */
 
 #define HOOK_STACK_DEFAULT 6 /* stack slots recorded for a function of unknown signature */

@@ -619,3 +619,25 @@ def read_trace(path, growing=False, records=False):
     if off != len(data) and not growing:
         raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
     return t
+
+
+def read_end(path):
+    """(has_end, end_events, end_dropped) from the block headers alone, without reading the
+    records: for a test that only asks whether a (large) trace was closed, and with how many
+    events. Checks every block header as read_trace does."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"CUHOOKTR":
+        raise TraceError(f"{path}: not a trace")
+    off = struct.unpack_from("<I", data, 12)[0]
+    end = (False, None, None)
+    while off + 16 <= len(data):
+        magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
+        if magic != BLOCK_MAGIC or off + 16 + size > len(data):
+            raise TraceError(f"{path}: damaged block at offset {off}")
+        if btype == BLOCK_END:
+            end = (True,) + struct.unpack_from("<QQ", data, off + 16)
+        off += 16 + size
+    if off != len(data):
+        raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
+    return end

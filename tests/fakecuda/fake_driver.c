@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <cupti_driver_cbid.h> /* the cbid a profiler is told of: CUPTI's number for each name */
 
@@ -199,6 +200,18 @@ HIDDEN CUresult impl_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, i
 }
 
 HIDDEN CUresult impl_cuCtxSynchronize(void)
+{
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
+/* ---- profiler control: a tool's capture range (cuhook's capture_range=cudaProfilerApi) ------- */
+
+HIDDEN CUresult impl_cuProfilerStart(void)
+{
+	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+}
+
+HIDDEN CUresult impl_cuProfilerStop(void)
 {
 	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
@@ -836,6 +849,21 @@ HIDDEN CUresult impl_cuGetErrorString(CUresult error, const char **str)
 	return FAKE_ERROR_INVALID_VALUE;
 }
 
+/* ---- flight recorder tests --------------------------------------------------------------- */
+
+HIDDEN CUresult impl_cuFakeStep(unsigned seq)
+{
+	return seq == FAKE_STEP_FAIL ? FAKE_ERROR_ILLEGAL_ADDRESS : FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuFakeSleep(unsigned ms)
+{
+	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&t, &t) != 0)
+		; /* EINTR: the rest of it */
+	return FAKE_SUCCESS;
+}
+
 /* ---- the shapes' C bodies ------------------------------------------------------------------- */
 
 HIDDEN int impl_cuFakeScale(float a, double b) { return (int)(a * b); }
@@ -887,7 +915,7 @@ HIDDEN CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
 static const struct proc { const char *name; int min_version; void *fn; } procs[] = {
 	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetAttribute),
 	P(cuDevicePrimaryCtxRetain), V(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
-	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize),
+	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize), P(cuProfilerStart), P(cuProfilerStop),
 	P(cuCtxGetDevice), V(cuCtxGetDevice, 12080, cuCtxGetDevice_v2), P(cuDevicePrimaryCtxGetState),
 	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
 	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

@@ -66,6 +66,8 @@
 	DRIVER_FN cuCtxSetCurrent, impl_cuCtxSetCurrent
 	DRIVER_FN cuCtxGetCurrent, impl_cuCtxGetCurrent
 	DRIVER_FN cuCtxSynchronize, impl_cuCtxSynchronize
+	DRIVER_FN cuProfilerStart, impl_cuProfilerStart
+	DRIVER_FN cuProfilerStop, impl_cuProfilerStop
 	DRIVER_FN cuCtxGetDevice, impl_cuCtxGetDevice
 	DRIVER_FN cuCtxGetDevice_v2, impl_cuCtxGetDevice_v2
 	DRIVER_FN cuDevicePrimaryCtxGetState, impl_cuDevicePrimaryCtxGetState
@@ -323,6 +325,14 @@ fake_serial:
 	DRIVER_FN cuFakeNvUnknown, impl_cuFakeNvUnknown
 	DRIVER_FN cuFakeNvNotDevice, impl_cuFakeNvNotDevice
 	DRIVER_FN cuFakeNvClose, impl_cuFakeNvClose
+	.section .note.GNU-stack, "", @progbits
+
+/* ==== flight recorder tests (tests/engine/check_flight.py) ======================================
+ * The usual libcuda prologue, C bodies in fake_driver.c (same block): a call that fails on a
+ * chosen argument (the error trigger) and one that lasts a chosen time (the slow trigger). */
+	.text
+	DRIVER_FN cuFakeStep, impl_cuFakeStep
+	DRIVER_FN cuFakeSleep, impl_cuFakeSleep
 	.section .note.GNU-stack, "", @progbits
 
 /* ==== register probe (tests/engine/check_reg_probe.py) ==========================================

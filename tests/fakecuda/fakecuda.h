@@ -130,6 +130,9 @@ CUresult cuCtxGetDevice(CUdevice *dev);
 CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx); /* ctx NULL: the current one */
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active);
 CUresult cuCtxSynchronize(void);
+/* Profiler control: nothing to do here but the check of the context (as the real ones). */
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 /* Functions marked "submits work" tell an attached profiler of their call and of the work they
@@ -217,6 +220,21 @@ int cuFakeCallback(int (*cb)(int, void *), int x, void *arg);
 }
 #endif
 
+#endif
+
+/* ==== flight recorder tests (tests/engine/check_flight.py) ======================================
+ * The usual libcuda prologue (fake_entry.S). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* FAKE_SUCCESS, or FAKE_ERROR_ILLEGAL_ADDRESS when seq is FAKE_STEP_FAIL: one argument (a
+ * caller's sequence number), an error exactly where the caller chooses. */
+#define FAKE_STEP_FAIL 0xffffffffu
+CUresult cuFakeStep(unsigned seq);
+/* Sleeps ms milliseconds (nanosleep), then FAKE_SUCCESS. */
+CUresult cuFakeSleep(unsigned ms);
+#ifdef __cplusplus
+}
 #endif
 
 /* ==== ioctl tests (tests/ioctl) =================================================================

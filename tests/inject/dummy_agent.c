@@ -6,6 +6,8 @@
  *   start pid=P flags=F others_stopped=S options=...     one line per cuhook_agent_start
  *   tick                                                 every 10 ms while started (a thread)
  *   stop pid=P                                           one line per cuhook_agent_stop
+ *   dump                                                 one line per dump asked for through
+ *                                                        cuhook_agent_control (cuhook dump)
  *
  * others_stopped=1 says every other thread of the process was in a ptrace stop during start,
  * which is the CUHOOK_START_THREADS_STOPPED promise; for prepare, 0 is expected (the other
@@ -13,7 +15,8 @@
  * options (cuhook accepts only the real agent's keys there): INJ_DUMMY_PREPARE_MS=N makes prepare
  * take N ms, like planning a large libcuda; INJ_DUMMY_START_MS=N and INJ_DUMMY_STOP_MS=N make
  * start and stop take N ms (for killing cuhook in the middle of those calls);
- * INJ_DUMMY_TICKER=0 starts no ticking thread; INJ_DUMMY_CTOR_SPIN_MS=N keeps its constructor (the
+ * INJ_DUMMY_TICKER=0 starts no ticking thread; INJ_DUMMY_NO_DUMP=1 leaves dump requests
+ * unanswered (started with a flight= option, the ticker answers them); INJ_DUMMY_CTOR_SPIN_MS=N keeps its constructor (the
  * dlopen) busy on the CPU for N ms. Built with -DDUMMY_NO_PREPARE it has no
  * cuhook_agent_prepare, like an older agent. Its fixup_ip maps the test target's
  * inj_park_from to inj_park_to until a stop, and inj_back_from to inj_back_to after one, so
@@ -37,6 +40,11 @@
 /* Its own thread (the ticker), listed by id as the real agent lists its writer: the injector
  * leaves it running (stop joins it). */
 CUHOOK_API struct cuhook_agent_threads cuhook_agent_threads = {.magic = CUHOOK_AGENT_THREADS_MAGIC};
+
+/* The flight recorder's control, as the real agent keeps it: flight is 1 while started with a
+ * flight= option, and the ticker answers each request with a "dump" line, then counts it. */
+CUHOOK_API volatile struct cuhook_agent_control cuhook_agent_control = {.magic = CUHOOK_AGENT_CONTROL_MAGIC};
+static uint32_t dumps_asked; /* the requests answered so far */
 
 static char output[4096];
 static char last_error[4200] = "no error";
@@ -118,8 +126,15 @@ static void *tick(void *arg)
 {
 	(void)arg;
 	atomic_store(&ticker_tid, (int)syscall(SYS_gettid));
+	const char *no_dump = getenv("INJ_DUMMY_NO_DUMP");
 	while (!atomic_load(&ticker_stop)) {
 		out_line("tick\n");
+		uint32_t req = cuhook_agent_control.dump_requests;
+		if (cuhook_agent_control.flight && req != dumps_asked && !(no_dump && !strcmp(no_dump, "1"))) {
+			dumps_asked = req;
+			out_line("dump\n");
+			__atomic_add_fetch(&cuhook_agent_control.dumps_written, 1, __ATOMIC_RELEASE);
+		}
 		usleep(10000);
 	}
 	cuhook_agent_threads.tid[0] = 0; /* while its id is still its own */
@@ -143,6 +158,8 @@ CUHOOK_API int cuhook_agent_start(const char *options, unsigned flags)
 	snprintf(line, sizeof(line), "start pid=%d flags=%u others_stopped=%d options=%s\n", (int)getpid(),
 	         flags, others_stopped(), options);
 	out_line(line);
+	dumps_asked = cuhook_agent_control.dump_requests;
+	cuhook_agent_control.flight = strstr(options, "flight=") != NULL;
 	atomic_store(&ticker_stop, 0);
 	if (!no_ticker()) {
 		pthread_create(&ticker, NULL, tick, NULL);
@@ -188,6 +205,7 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags)
 	(void)flags;
 	int was = atomic_exchange(&active, 0);
 	atomic_store(&stopped, 1);
+	cuhook_agent_control.flight = 0;
 	if (!was) {
 		snprintf(last_error, sizeof(last_error), "not started");
 		return -EINVAL;

@@ -835,6 +835,194 @@ def case_attach_target_exits():
         t.kill()
 
 
+# ---- the flight recorder's options and cuhook dump (with the dummy agent) -------------------------
+
+def case_flight_options():
+    # --flight-recorder[=SIZE] and --trigger become flight=, trigger_error=, trigger_slow=; bad ones
+    # are refused with exit 2 before anything is done to a process
+    t = Target("loop", 1)
+    marker = os.path.join(TMP, "ran")
+    try:
+        for opts, why in ((["--trigger", "error"], "--trigger needs --flight-recorder"),
+                          (["--trigger=slow=cuInit:5"], "--trigger needs --flight-recorder"),
+                          (["--flight-recorder=10K"], "--flight-recorder wants a size of at least 64K"),
+                          (["--flight-recorder=0"], "--flight-recorder wants a size of at least 64K"),
+                          (["--flight-recorder=8Q"], "--flight-recorder wants a size"),
+                          (["--flight-recorder", "--trigger", "oops"], "--trigger wants error, error=CODES or slow"),
+                          (["--flight-recorder", "--trigger", "error=abc"], "not \"any\" nor a list"),
+                          (["--flight-recorder", "--trigger", "error=0"], "not \"any\" nor a list"),
+                          (["--flight-recorder", "--trigger", "slow=cuInit"], "is not GLOBS:MS"),
+                          (["--flight-recorder", "--trigger", "slow=cuInit:0"], "is not GLOBS:MS"),
+                          (["--flight-recorder", "--trigger", "slow=cu[:5"], "without its ']'"),
+                          (["--flight-recorder", "--trigger", "error", "--trigger", "error=700"], "given twice"),
+                          (["--flight-recorder", "--opt", "trigger_slow=cuInit:x"], "is not GLOBS:MS")):
+            r = attach(t.pid, "--duration", 0.1, *opts)
+            check(r.returncode == 2, "attach %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "attach %s: %r in the message" % (opts, why), r.stderr)
+            check(not agent_mapped(t.pid, A.agent), "attach %s: the agent is not in the process" % opts)
+            r = cuhook("run", "--agent", A.agent, "-o", os.path.join(TMP, "r.txt"), *opts, "--", "sh", "-c",
+                       "touch " + marker)
+            check(r.returncode == 2, "run %s: exit 2" % opts, "%d %s" % (r.returncode, r.stderr))
+            check(why in r.stderr, "run %s: %r in the message" % (opts, why), r.stderr)
+            check(not os.path.exists(marker), "run %s: the program did not run" % opts)
+        for opts, want in ((["--flight-recorder"], ";flight=8388608;"),
+                           (["--flight-recorder=1M", "--trigger", "error"], ";flight=1048576;trigger_error=any;"),
+                           (["--trigger=error=700,719", "--flight-recorder=64K", "--trigger", "slow=cuLaunch*,cuMem*:250"],
+                            ";flight=65536;trigger_error=700,719;trigger_slow=cuLaunch*,cuMem*:250;")):
+            out = os.path.join(TMP, "o%d.txt" % len(want))
+            r = cuhook("run", "--agent", A.agent, "-o", out, *opts, "--", A.target, "exit", 0)
+            check(r.returncode == 0, "run %s" % opts, r.stderr)
+            start = [l for l in trace_lines(out) if l.startswith("start")]
+            check(len(start) == 1 and want in start[0] + ";", "run %s: %r in the options" % (opts, want), repr(start))
+        _, mism, _ = parse_loop(t.finish())
+        check(mism == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def dump(pid, *extra, user=None, exe=None, agent=None, timeout=60):
+    """cuhook dump [--agent AGENT] EXTRA PID (as uid `user`)."""
+    return subprocess.run([exe or A.cuhook, "dump", "--agent", agent or A.agent] + [str(a) for a in extra] + [str(pid)],
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=as_user(user) if user is not None else None)
+
+
+class Attached:
+    """cuhook attach with the dummy agent into a new loop target, left attached (SIGINT ends it)."""
+
+    def __init__(self, *extra, env=None):
+        self.t = Target("loop", 2, env=env)
+        self.out = os.path.join(TMP, "trace.txt")
+        self.p = subprocess.Popen([A.cuhook, "attach", "--agent", A.agent, "-o", self.out] + list(extra) +
+                                  [str(self.t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in self.p.stderr.readline() + self.p.stderr.readline(), "attached")
+
+    def end(self):
+        """Detach; the target's mismatches (0: unharmed) and the agent's lines."""
+        self.p.send_signal(signal.SIGINT)
+        _, err = self.p.communicate(timeout=30)
+        check(self.p.returncode == 0, "detach", err)
+        return parse_loop(self.t.finish())[1], trace_lines()
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.t.kill()
+
+
+def case_dump_no_such_pid():
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    r = dump(pid_max + 1)
+    check(r.returncode == 3 and "no such process" in r.stderr, "exit 3, no such process",
+          "%d %s" % (r.returncode, r.stderr))
+    for args in (["notapid"], [], ["--timeout", "nan", "1"], ["--timeout", "0.001", "1"], ["--timeout"],
+                 ["--bogus", "1"], ["1", "2"]):
+        r = cuhook("dump", *args)
+        check(r.returncode == 2, "dump %s: usage error, exit 2" % args, "%d %s" % (r.returncode, r.stderr))
+
+
+def tracer_watch(pid, until):
+    """The TracerPid values /proc/PID/status showed while until() was false (polled in a thread)."""
+    import threading
+    seen = set()
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            try:
+                seen.add(int(re.search(r"TracerPid:\s*(\d+)", open("/proc/%d/status" % pid).read()).group(1)))
+            except (OSError, AttributeError):
+                pass
+            time.sleep(0.0005)
+
+    th = threading.Thread(target=poll)
+    th.start()
+    try:
+        return until(), seen
+    finally:
+        done.set()
+        th.join()
+
+
+def case_dump_no_agent():
+    # a process without any agent: exit 4, and it was never traced meanwhile
+    t = Target("loop", 2)
+    try:
+        r, tracers = tracer_watch(t.pid, lambda: dump(t.pid))
+        check(r.returncode == 4 and "no cuhook agent" in r.stderr, "exit 4, no agent", "%d %s" % (r.returncode, r.stderr))
+        check(tracers == {0}, "never traced by cuhook dump", repr(tracers))
+        check(parse_loop(t.finish())[1] == 0, "target unharmed")
+    finally:
+        t.kill()
+
+
+def case_dump_not_flight():
+    # an agent traced without --flight-recorder: exit 5, no dump asked for
+    a = Attached()
+    try:
+        r = dump(a.t.pid)
+        check(r.returncode == 5 and "not in flight-recorder mode" in r.stderr, "exit 5, not a flight recorder",
+              "%d %s" % (r.returncode, r.stderr))
+        mism, lines = a.end()
+        check(mism == 0, "target unharmed")
+        check("dump" not in lines, "no dump asked for", repr(lines))
+    finally:
+        a.kill()
+
+
+def case_dump_written():
+    # a flight recorder: each cuhook dump adds one request and returns once the agent counted
+    # the dump written; the process is never traced (stopped) by it
+    a = Attached("--flight-recorder")
+    try:
+        for k in (1, 2):
+            r, tracers = tracer_watch(a.t.pid, lambda: dump(a.t.pid))
+            check(r.returncode == 0, "dump %d: exit 0" % k, "%d %s" % (r.returncode, r.stderr))
+            want = "cuhook: process %d: dump %d written to the process's trace file" % (a.t.pid, k)
+            check(r.stdout.strip() == want, "dump %d: %r" % (k, want), r.stdout)
+            check(tracers == {0}, "dump %d: the process never traced meanwhile" % k, repr(tracers))
+            check([l for l in trace_lines() if l == "dump"] == ["dump"] * k, "dump %d: %d dump lines" % (k, k),
+                  repr(trace_lines()))
+        mism, lines = a.end()
+        check(mism == 0, "target unharmed")
+        check([l.split()[0] for l in lines] == ["start", "dump", "dump", "stop"], "start, 2 dumps, stop", repr(lines))
+    finally:
+        a.kill()
+
+
+def case_dump_timeout():
+    # a request the agent does not answer: exit 7 after --timeout, not before
+    a = Attached("--flight-recorder", env={"INJ_DUMMY_NO_DUMP": "1"})
+    try:
+        t0 = time.monotonic()
+        r = dump(a.t.pid, "--timeout", 0.3)
+        took = time.monotonic() - t0
+        check(r.returncode == 7 and "did not write the dump within 0.300 s" in r.stderr, "exit 7, timeout",
+              "%d %s" % (r.returncode, r.stderr))
+        check(0.3 <= took < 10, "waited --timeout", "%.3f s" % took)
+        mism, lines = a.end()
+        check(mism == 0 and "dump" not in lines, "target unharmed, no dump")
+    finally:
+        a.kill()
+
+
+def case_dump_permission():
+    # another user without ptrace rights over the process: exit 6, said so
+    if os.geteuid() != 0:
+        raise Skip("needs root to run cuhook as another user")
+    paths = unprivileged_copy()
+    a = Attached("--flight-recorder")
+    try:
+        r = dump(a.t.pid, user=65534, exe=paths["cuhook"], agent=paths["agent"])
+        check(r.returncode == 6 and "not permitted" in r.stderr and "root" in r.stderr, "exit 6, not permitted",
+              "%d %s" % (r.returncode, r.stderr))
+        mism, lines = a.end()
+        check(mism == 0 and "dump" not in lines, "target unharmed, no dump")
+    finally:
+        a.kill()
+
+
 # ---- cuhook killed in the middle of a remote call ---------------------------------------------------
 
 def thread_states(pid):
@@ -1287,7 +1475,12 @@ def need_real(*what):
 
 def trace_end_events(path):
     """ENTRY + EXIT records per the END block of a trace.bin, None if absent."""
-    return engine_tracefile().read_trace(path).end_events
+    return engine_tracefile().read_end(path)[1]
+
+
+def trace_closed(path):
+    """Whether a trace.bin has its END block (block headers only: attach traces are large)."""
+    return engine_tracefile().read_end(path)[0]
 
 
 def case_real_park(env=None):
@@ -1316,6 +1509,51 @@ def case_real_park(env=None):
         check("second 1 B" in rest and t.p.returncode == 0, "the traced read() completed after detach", rest)
         ev = trace_end_events(out)
         check(ev is not None and ev >= 1, "the trace was closed with events", str(ev))
+    finally:
+        t.kill()
+
+
+def case_real_attach_flight():
+    # the real agent: attach --flight-recorder writes nothing until cuhook dump, which names the
+    # file; the detach writes a last dump and END; the agent left loaded is not a flight
+    # recorder any more, nor is one attached without --flight-recorder
+    need_real()
+    t = Target("loop", 2)
+    out = os.path.join(TMP, "flight.bin")
+    try:
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", out, "--flight-recorder=64K",
+                              "--trigger", "error", str(t.pid)], stderr=subprocess.PIPE, text=True)
+        said = p.stderr.readline() + p.stderr.readline() + p.stderr.readline()  # the libcuda note first
+        check("tracing process" in said and "nothing is written until a dump (cuhook dump %d, a trigger" % t.pid
+              in said, "attached, saying the file stays empty", said)
+        time.sleep(0.3)
+        check(os.path.getsize(out) == 0, "nothing written before a dump", str(os.path.getsize(out)))
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 0 and r.stdout.strip() == "cuhook: process %d: dump 1 written to %s" % (t.pid, out),
+              "dump 1 written, to the trace file", "%d %r %s" % (r.returncode, r.stdout, r.stderr))
+        size = os.path.getsize(out)
+        check(size > 0, "the dump is in the file")
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, "detach", err)
+        tr = engine_tracefile().read_trace(out)
+        notes = [n for _, n in tr.notes if n.startswith("flight recorder: dump")]
+        check(notes == ["flight recorder: dump 1: asked for (cuhook dump)", "flight recorder: dump 2: the trace ends"],
+              "two dumps: asked for, then the end", repr(notes))
+        check(tr.has_end, "END after the detach")
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 5 and "not in flight-recorder mode" in r.stderr, "after the detach: exit 5",
+              "%d %s" % (r.returncode, r.stderr))
+        p = subprocess.Popen([A.cuhook, "attach", "--agent", A.real_agent, "-o", os.path.join(TMP, "plain.bin"),
+                              str(t.pid)], stderr=subprocess.PIPE, text=True)
+        check("tracing process" in p.stderr.readline() + p.stderr.readline(), "attached again, without --flight-recorder")
+        r = dump(t.pid, agent=A.real_agent)
+        check(r.returncode == 5 and "not in flight-recorder mode" in r.stderr, "not a flight recorder: exit 5",
+              "%d %s" % (r.returncode, r.stderr))
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        check(p.returncode == 0, "detach", err)
+        check(parse_loop(t.finish())[1] == 0, "target unharmed")
     finally:
         t.kill()
 
@@ -1400,7 +1638,10 @@ def case_real_attach_count():
     def att(pid):
         for i, out in enumerate(outs):
             extra = ("--count", ",".join(counted)) if i == 1 else ()
-            res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.2, *extra, pid))
+            # only the functions checked: a session records millions of calls a second, and the
+            # traces are read by a Python reader
+            res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.1,
+                              "--funcs", "cuFakeConst*,cuCtxGetCurrent", *extra, pid))
 
     got = driver_run(600000, att)
     for r in res:
@@ -1519,7 +1760,7 @@ def jobctl_cycles(signals, want_stopped):
             if not want_stopped and stopped:
                 problems.append("left stopped: %s" % "".join(sorted(st.values())))
             try:
-                closed = read_trace(out).has_end
+                closed = trace_closed(out)
             except Exception as e:  # no file, or not a trace
                 closed = False
             if not closed:
@@ -1579,7 +1820,7 @@ def lock_cycles(mode, what, cycles):
                 worst = max(worst, ms)
             check(fd_count(t.pid) == fds, "attach %d: %d open files in the target, %d before" %
                   (i + 1, fd_count(t.pid), fds))
-            check(read_trace(out).has_end, "attach %d: trace closed" % (i + 1))
+            check(trace_closed(out), "attach %d: trace closed" % (i + 1))
         out_text = t.finish()
         m = re.search(r"%s (\d+) \w+ (\d+)" % what, out_text)
         check(m is not None and int(m.group(1)) > 0 and int(m.group(2)) == 0, "the program's results hold",

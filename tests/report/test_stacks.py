@@ -387,7 +387,9 @@ def damaged(info, kind):
     """The scenario's first blocks, then one kind of damage."""
     pc = [x["pc"] for x in info["sites"]]
     t = prologue()
-    t.maps([exe_map(info)])
+    # empty_maps: a MAPS block listing no mapping (the reader's map table stays empty: UBSan
+    # once caught an offset taken from its NULL pointer)
+    t.maps([] if kind == "empty_maps" else [exe_map(info)])
     t.pyframes(PY[:2])
     t.stacks([(1, [pc[INNER], pc[MAIN]])])
     if kind == "unknown_stack":
@@ -406,6 +408,8 @@ def damaged(info, kind):
         struct.pack_into("<H", e, 8, 9)  # nnative 9: more than its size holds
         t.block(st.STACKS, struct.pack("<II", 2, 0) + bytes(e) + st.Trace.stack_entry(3, [pc[MAIN]]))
         t.thread_events(100, [(F_ALLOC, 1000, 10, 1)])
+    elif kind == "empty_maps":  # the stacks' addresses are in no mapping: kept, not symbolized
+        t.thread_events(100, [(F_ALLOC, 1000, 10, 1)])
     elif kind == "stray":  # a STACK record that follows no ENTRY
         t.block(st.EVENTS, struct.pack("<II", 100, 1) + struct.pack("<BBHIII", st.REC_STACK, 0, 16, 0, 1, 0))
     t.end()
@@ -420,6 +424,7 @@ def test_damage():
                              "defined"),
         "twice": (1, "stack id 1 defined twice differently"),
         "same_twice": (0, None),
+        "empty_maps": (0, None),
         # the stack is skipped, so the STACK record naming it is an error too
         "unknown_pyframe": (2, "stack id 2 names Python frame id 5, which no PYFRAMES entry before it defined"),
         "sizes": (1, "entry 0 of 2 does not fit (sizes do not add up)"),
@@ -449,9 +454,11 @@ def test_damage():
 def test_fuzz():
     """fuzz_reader mutates traces with every stack block as seeds (under ASan/UBSan)."""
     info = target()
-    seeds = [os.path.join(TMP, "seed-stacks.bin"), os.path.join(TMP, "seed-twice.bin")]
+    seeds = [os.path.join(TMP, "seed-stacks.bin"), os.path.join(TMP, "seed-twice.bin"),
+             os.path.join(TMP, "seed-empty-maps.bin")]
     scenario(info, seeds[0])
     damaged(info, "twice").write(seeds[1])
+    damaged(info, "empty_maps").write(seeds[2])
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())

@@ -220,6 +220,46 @@ static void gpu_keys(void)
 	CHECK(!aopt_defs[AOPT_GPU].no_env && !aopt_defs[AOPT_CUPTI].no_env, "both from the environment too");
 }
 
+/* The capture keys (src/agent/capture_range.h): Nsight Systems' names, the default first (what
+ * an empty value means), and milliseconds as 32-bit numbers. */
+static void capture_keys(void)
+{
+	struct seen s = {0};
+	char err[512] = "";
+	CHECK(aopt_parse("capture_range=cudaProfilerApi;capture_range_end=stop;capture_ranges=3;delay_ms=0;"
+	                 "duration_ms=4294967295;capture_range=;capture_range_end=",
+	                 record, &s, err, sizeof(err)) == 0, "parse failed: %s", err);
+	CHECK(s.n == 7, "7 items, got %d", s.n);
+	CHECK(s.key[0] == AOPT_CAPTURE_RANGE && s.v[0].choice == 1, "cudaProfilerApi is choice 1: %u", s.v[0].choice);
+	CHECK(s.key[1] == AOPT_CAPTURE_RANGE_END && !strcmp(aopt_defs[AOPT_CAPTURE_RANGE_END].choices[s.v[1].choice], "stop"),
+	      "capture_range_end=stop");
+	CHECK(s.key[2] == AOPT_CAPTURE_RANGES && s.v[2].u == 3, "capture_ranges=3: %u", s.v[2].u);
+	CHECK(s.key[3] == AOPT_DELAY_MS && s.v[3].u == 0, "delay_ms=0");
+	CHECK(s.key[4] == AOPT_DURATION_MS && s.v[4].u == 4294967295u, "duration_ms at its largest: %u", s.v[4].u);
+	CHECK(s.v[5].choice == 0 && !strcmp(aopt_defs[AOPT_CAPTURE_RANGE].choices[0], "none"),
+	      "an empty capture_range= is none");
+	CHECK(s.v[6].choice == 0 && !strcmp(aopt_defs[AOPT_CAPTURE_RANGE_END].choices[0], "repeat"),
+	      "an empty capture_range_end= is repeat, the default");
+	static const struct {
+		const char *opts, *why;
+	} bad[] = {
+		{"capture_range=nvtx", "'capture_range' must be one of none, cudaProfilerApi, not 'nvtx'"},
+		{"capture_range=cudaprofilerapi", "'capture_range' must be one of none, cudaProfilerApi"},
+		{"capture_range_end=stop-shutdown", "'capture_range_end' must be one of repeat, stop, none, not 'stop-shutdown'"},
+		{"capture_range_end=repeat:2", "'capture_range_end' must be one of repeat, stop, none, not 'repeat:2'"},
+		{"capture_ranges=-1", "'capture_ranges' must be a number from 0 to 4294967295"},
+		{"delay_ms=4294967296", "'delay_ms' must be a number from 0 to 4294967295"},
+		{"duration_ms=1.5", "'duration_ms' must be a number from 0 to 4294967295, not '1.5'"},
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(aopt_parse(bad[i].opts, NULL, NULL, err, sizeof(err)) == -1 && strstr(err, bad[i].why),
+		      "%s: refused saying '%s'; got '%s'", bad[i].opts, bad[i].why, err);
+	}
+	char n[64];
+	CHECK(!strcmp(aopt_env_name(AOPT_CAPTURE_RANGE_END, n, sizeof(n)), "CUHOOK_CAPTURE_RANGE_END"), "%s", n);
+	CHECK(!strcmp(aopt_env_name(AOPT_DURATION_MS, n, sizeof(n)), "CUHOOK_DURATION_MS"), "%s", n);
+}
+
 static void env_names(void)
 {
 	char n[64];
@@ -240,6 +280,7 @@ int main(void)
 	RUN(sizes);
 	RUN(watch_keys);
 	RUN(gpu_keys);
+	RUN(capture_keys);
 	RUN(env_names);
 	UNIT_EXIT();
 }
