@@ -19,6 +19,10 @@
  *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
  *       many very short calls on three threads (see scenario_hot()); --count: two of the
  *       functions counted, not recorded (COUNTS blocks, trace format 3); --count-capture: one
+ * Any scenario: --v5 writes version 5's compact records (ENTRY5/ENTRY5_X, EXIT5_ZERO and
+ * EXIT5_ZERO_VALUE where rax is 0, TIME records), --v5-long-exits the same with rax always written
+ * (EXIT5, EXIT5_VALUE); without either the file is version 4. --tsc-start TSC moves the TSC at
+ * the trace start (with --tsc: where an epoch of 2^38 ticks begins).
  * --mono-offset and --real-offset move the trace's CLOCK_MONOTONIC and CLOCK_REALTIME (header
  * and CLOCK blocks) by NS, as another process of another machine started at another time would
  * have them; --pid replaces the scenario's pid. Event times follow the monotonic clock. */
