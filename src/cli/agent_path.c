@@ -1,5 +1,6 @@
 /* Where the agent library is (commands.h): found for cuhook run and attach, never given by the
  * working directory. */
+#include "cli_msg.h"
 #include "commands.h"
 
 #include <limits.h>
@@ -42,7 +43,7 @@ int cuhook_agent_path(char *buf, unsigned long len)
 		strcpy(buf, p);
 		return 0;
 	}
-	fprintf(stderr, "cuhook: cannot find the agent library libcuhook.so next to the cuhook "
-	                "executable or in %s\n", CUHOOK_LIBDIR);
+	cuhook_cli_error("cannot find the agent library libcuhook.so next to the cuhook executable or in %s",
+	                 CUHOOK_LIBDIR);
 	return -1;
 }

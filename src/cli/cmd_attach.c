@@ -69,7 +69,7 @@ static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
 		if (n > 0 && (p[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof(si)) > 0)
-				fprintf(stderr, "\ncuhook: %s, detaching\n", strsignal((int)si.ssi_signo));
+				fprintf(stderr, "\ncuhook attach: %s, detaching\n", strsignal((int)si.ssi_signo));
 			break;
 		}
 		if ((n > 0 && pfd >= 0 && (p[1].revents & POLLIN)) || (pfd < 0 && kill(pid, 0) != 0 && errno == ESRCH)) {
@@ -115,6 +115,8 @@ int cmd_attach(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
+		} else if (cuhook_version_opt(a)) {
+			return cuhook_print_version();
 		} else if (!strcmp(a, "--duration") || !strncmp(a, "--duration=", 11)) {
 			const char *v = a[10] == '=' ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
@@ -126,7 +128,7 @@ int cmd_attach(int argc, char **argv)
 		} else if (!strcmp(a, "--stop")) {
 			stop_only = true;
 		} else if (a[0] == '-' || pid_arg) {
-			fprintf(stderr, "cuhook attach: unexpected argument '%s'\n", a);
+			fprintf(stderr, "cuhook attach: %s '%s'\n", a[0] == '-' ? "unknown option" : "unexpected argument", a);
 			usage(stderr);
 			return 2;
 		} else {
@@ -193,10 +195,10 @@ int cmd_attach(int argc, char **argv)
 		cuhook_inject_print_times("attach", &t);
 	char out[PATH_MAX];
 	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
-	fprintf(stderr, "cuhook: tracing process %d into %s; %s\n", pid, out,
+	fprintf(stderr, "cuhook attach: tracing process %d into %s; %s\n", pid, out,
 	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
 	if (cli.flight)
-		fprintf(stderr, "cuhook: flight recorder: nothing is written until a dump (cuhook dump %d%s, or the "
+		fprintf(stderr, "cuhook attach: flight recorder: nothing is written until a dump (cuhook dump %d%s, or the "
 		                "end)\n", pid, cli.trigger_error || cli.trigger_slow ? ", a trigger" : "");
 	for (const char *n = cuhook_inject_agent_notes(); *n;) {
 		const char *nl = strchr(n, '\n');
@@ -207,7 +209,7 @@ int cmd_attach(int argc, char **argv)
 	}
 
 	if (wait_window(pid, duration, &sigs) == 1) {
-		fprintf(stderr, "cuhook: process %d exited; the agent closed the trace\n", pid);
+		fprintf(stderr, "cuhook attach: process %d exited; the agent closed the trace\n", pid);
 		return 0;
 	}
 	return detach(pid, &o, cli.verbose, "detach");

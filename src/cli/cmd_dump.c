@@ -106,6 +106,8 @@ int cmd_dump(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
+		} else if (cuhook_version_opt(a)) {
+			return cuhook_print_version();
 		} else if (!strcmp(a, "--timeout") || !strncmp(a, "--timeout=", 10)) {
 			const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
 			if (!v) {
@@ -123,7 +125,7 @@ int cmd_dump(int argc, char **argv)
 		} else if (a[0] == '-' || pid_arg) {
 			char shown[64 * TEXT_SAFE_GROWTH + 1];
 			text_safe_n(shown, sizeof(shown), a, strnlen(a, 64));
-			fprintf(stderr, "cuhook dump: unexpected argument '%s'\n", shown);
+			fprintf(stderr, "cuhook dump: %s '%s'\n", a[0] == '-' ? "unknown option" : "unexpected argument", shown);
 			usage(stderr);
 			return EXIT_USAGE;
 		} else {
@@ -158,8 +160,8 @@ int cmd_dump(int argc, char **argv)
 	}
 	char path[PATH_MAX * TEXT_SAFE_GROWTH + 1];
 	if (find_trace_path(pid, path, sizeof(path)) == 0)
-		printf("cuhook: process %d: dump %u written to %s\n", pid, dumps, path);
+		printf("cuhook dump: process %d: dump %u written to %s\n", pid, dumps, path);
 	else
-		printf("cuhook: process %d: dump %u written to the process's trace file\n", pid, dumps);
+		printf("cuhook dump: process %d: dump %u written to the process's trace file\n", pid, dumps);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* cuhook funcs LIB: which exported functions of a library file the engine would patch, and why
  * it would refuse the others, without running anything. Reads the file with libelf and runs the
  * same relocation planner the agent runs in memory. */
+#include "cli_msg.h"
 #include "commands.h"
 
 #include "elf_file.h"
@@ -21,8 +22,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: cuhook funcs [--funcs GLOBS] [--all] LIB\n"
 	           "  Plan the patching of every exported function of LIB (a shared library file)\n"
 	           "  and print what would be patched and why the rest would be refused.\n"
-	           "  --funcs GLOBS  comma-separated globs, '-' excludes (default: every function)\n"
-	           "  --all          list every function with its patch length or refusal\n");
+	           "  --funcs GLOBS  comma-separated globs, '-' excludes (default: every function);\n"
+	           "                 --functions: the same\n"
+	           "  --all          list every function with its patch length or refusal\n"
+	           "  -h, --help\n"
+	           "  -V, --version\n\n"
+	           "Exit status: 0 planned; 1 LIB cannot be read, or is not an x86-64 ELF file; 2 usage.\n");
 }
 
 int cmd_funcs(int argc, char **argv)
@@ -30,10 +35,13 @@ int cmd_funcs(int argc, char **argv)
 	const char *filter = "";
 	int all = 0;
 	static const struct option opts[] = {
-	    {"funcs", required_argument, 0, 'f'}, {"all", no_argument, 0, 'a'}, {"help", no_argument, 0, 'h'}, {0}};
+	    {"funcs", required_argument, 0, 'f'}, {"functions", required_argument, 0, 'f'}, /* an alias */
+	    {"all", no_argument, 0, 'a'},         {"help", no_argument, 0, 'h'},
+	    {"version", no_argument, 0, 'V'},     {0}};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:ah", opts, NULL)) != -1) {
+	opterr = 0; /* its messages are ours (cli_msg.h): one prefix for every command */
+	while ((c = getopt_long(argc, argv, ":f:ahV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': {
 			char why[2048];
@@ -46,10 +54,12 @@ int cmd_funcs(int argc, char **argv)
 		}
 		case 'a': all = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'V': return cuhook_print_version();
+		default: cuhook_cli_getopt_error(c, argv); usage(stderr); return 2;
 		}
 	}
 	if (optind != argc - 1) {
+		cuhook_cli_error(optind == argc ? "no library file given" : "one library file at most");
 		usage(stderr);
 		return 2;
 	}

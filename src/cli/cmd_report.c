@@ -1,5 +1,6 @@
 /* cuhook report [options] trace.bin...: where the time went. This file only turns the command
  * line into struct rp_opts; the report itself is src/report (docs/report.md). */
+#include "cli_msg.h"
 #include "commands.h"
 #include "glob_filter.h"
 #include "report.h"
@@ -8,21 +9,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Read when no file is named: what `cuhook run` writes by default. */
+#define DEFAULT_TRACE "trace.bin"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: cuhook report [options] trace.bin...\n"
+	        "usage: cuhook report [options] [trace.bin...]\n"
+	        "Without a file: ./" DEFAULT_TRACE ", cuhook run's default output.\n"
 	        "\n"
-	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded\n"
+	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded;\n"
+	        "                        perfetto is binary: refused on a terminal unless -o is given\n"
 	        "  -o, --output FILE     write there instead of stdout: a new file (mode 0600); one that\n"
 	        "                        exists is refused unless --force\n"
 	        "      --force           replace the -o file if it exists (never written through a link)\n"
 	        "      --top N           slowest calls listed (default 10)\n"
 	        "      --sort KEY        summary order: total (default), calls, avg, med, min, max, name\n"
-	        "      --functions GLOBS only calls of these functions (comma-separated, * ? [...];\n"
-	        "                        -GLOB or !GLOB excludes: cu*,-cuMem*)\n"
+	        "      --funcs GLOBS     only calls of these functions (comma-separated, * ? [...];\n"
+	        "                        -GLOB or !GLOB excludes: cu*,-cuMem*); --functions: the same\n"
 	        "      --thread LIST     only these threads (tids or names, comma-separated, globs;\n"
 	        "                        -X or !X excludes a thread by tid or name)\n"
 	        "      --time-range A:B  only calls starting in [A, B) from the trace start; times\n"
@@ -37,10 +44,11 @@ static void usage(FILE *f)
 	        "      --align CLOCK     several files: line them up by realtime (default: each\n"
 	        "                        trace's realtime - monotonic offset) or monotonic (one machine)\n"
 	        "  -h, --help\n"
+	        "  -V, --version\n"
 	        "\n"
 	        "Exit status: 0 reported; 1 a file could not be read as a trace (missing, empty, not a\n"
 	        "trace, unsupported version) or the output could not be written (it exists: --force);\n"
-	        "2 usage error;\n"
+	        "2 usage error (no file given and no ./" DEFAULT_TRACE ", a binary format to a terminal);\n"
 	        "3 with --strict, a trace was truncated or damaged (it is still reported).\n");
 }
 
@@ -106,7 +114,7 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
-/* A list of globs (--functions, --thread): refused when a pattern would silently match nothing
+/* A list of globs (--funcs, --thread): refused when a pattern would silently match nothing
  * or not what was meant (a '[' without its ']'...). */
 static int check_globs(const char *opt, const char *list)
 {
@@ -119,13 +127,14 @@ static int check_globs(const char *opt, const char *list)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN, O_FORCE };
+	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN, O_FORCE, O_FUNCTIONS };
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, O_TOP},
 		{"sort", required_argument, 0, O_SORT},
-		{"functions", required_argument, 0, O_FUNCS},
+		{"funcs", required_argument, 0, O_FUNCS},
+		{"functions", required_argument, 0, O_FUNCTIONS}, /* an alias: run, attach, funcs say --funcs */
 		{"thread", required_argument, 0, O_THREAD},
 		{"threads", required_argument, 0, O_THREAD},
 		{"time-range", required_argument, 0, O_RANGE},
@@ -138,6 +147,7 @@ int cmd_report(int argc, char **argv)
 		{"align", required_argument, 0, O_ALIGN},
 		{"force", no_argument, 0, O_FORCE},
 		{"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0},
 	};
 	struct rp_opts o;
@@ -146,9 +156,9 @@ int cmd_report(int argc, char **argv)
 	o.width = 100;
 	int color = -1;
 	optind = 1;
-	opterr = 1;
+	opterr = 0; /* its messages are ours (cli_msg.h): one prefix for every command */
 	for (;;) {
-		int c = getopt_long(argc, argv, "f:o:h", longopts, NULL);
+		int c = getopt_long(argc, argv, ":f:o:hV", longopts, NULL);
 		if (c == -1)
 			break;
 		switch (c) {
@@ -174,7 +184,8 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case O_FUNCS:
-			if (check_globs("--functions", optarg))
+		case O_FUNCTIONS:
+			if (check_globs(c == O_FUNCS ? "--funcs" : "--functions", optarg))
 				return RP_EXIT_USAGE;
 			o.functions = optarg;
 			break;
@@ -226,14 +237,31 @@ int cmd_report(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return RP_EXIT_OK;
+		case 'V':
+			return cuhook_print_version();
 		default:
+			cuhook_cli_getopt_error(c, argv);
 			usage(stderr);
 			return RP_EXIT_USAGE;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "cuhook report: no trace file given\n\n");
-		usage(stderr);
+	char *default_trace[] = {DEFAULT_TRACE, NULL};
+	char **files = argv + optind;
+	int nfiles = argc - optind;
+	if (nfiles == 0) {
+		struct stat st;
+		if (lstat(DEFAULT_TRACE, &st) < 0) {
+			fprintf(stderr, "cuhook report: no trace file given, and no ./" DEFAULT_TRACE " (cuhook run's "
+			                "default output) here\n\n");
+			usage(stderr);
+			return RP_EXIT_USAGE;
+		}
+		files = default_trace, nfiles = 1;
+	}
+	/* a binary format would put raw bytes on a terminal; "-o -" asks for stdout knowingly */
+	if (o.format == RP_FMT_PERFETTO && !o.output && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "cuhook report: --format perfetto is binary: not written to a terminal; give -o FILE "
+		                "(or redirect stdout)\n");
 		return RP_EXIT_USAGE;
 	}
 	if (color < 0) {
@@ -241,5 +269,5 @@ int cmd_report(int argc, char **argv)
 		color = (!nc || !*nc) && !o.output && isatty(STDOUT_FILENO);
 	}
 	o.color = color;
-	return rp_main(&o, argv + optind, argc - optind);
+	return rp_main(&o, files, nfiles);
 }

@@ -8,11 +8,16 @@
  * delay_ms=, duration_ms=: src/agent/capture_range.h); after the duration the trace is closed
  * and PROG runs on untraced.
  *
+ * At the end, unless -q: one line on stderr naming the trace file written.
+ *
  * --follow: PROG's children too, one trace file per process (FILE with .PID before its
  * extension). cuhook then stays the tracer of the whole tree, for its fork/exec events only,
  * until every process of it has ended (src/inject/follow.c). */
+#include "agent_options.h"
 #include "commands.h"
 #include "inject_opts.h"
+#include "text_safe.h"
+#include "trace_path.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,10 +43,13 @@ static void usage(FILE *f)
 	        "  --delay SEC           record from SEC seconds after PROG starts (fractions allowed)\n"
 	        "  --duration SEC        record for SEC seconds (after the delay), then close the trace;\n"
 	        "                        PROG runs on untraced (attach --duration: the same, from the attach)\n"
+	        "  -q, --quiet           no line at the end saying where the trace was written\n"
 	        "%s"
-	        "Default output: trace.bin in the current directory. If it exists, PROG is not run and\n"
-	        "the exit status is 2 (unless --force). If the agent cannot be put into PROG, PROG is\n"
-	        "not run and the exit status is 125 (126/127: PROG cannot be executed).\n",
+	        "Default output: trace.bin in the current directory; if it exists, PROG is not run\n"
+	        "(unless --force). At the end, one line on stderr names the trace written (not with -q).\n\n"
+	        "Exit status: PROG's (PROG killed by a signal: cuhook dies of the same); 2 usage, or the\n"
+	        "trace file exists (PROG not run); 125 the agent could not be put into PROG (PROG not\n"
+	        "run); 126/127 PROG cannot be executed / not found.\n",
 	        CUHOOK_INJECT_CLI_HELP);
 }
 
@@ -61,6 +70,23 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		kill(child, sig);
 	else
 		held |= 1 << sig;
+}
+
+/* Where the trace went, once PROG has ended: the agent in it named the file by the rule of
+ * trace_path.h (with --follow, one file per process: the first process's is named). */
+static void say_written(const char *options, pid_t pid, bool follow)
+{
+	char out[PATH_MAX], path[PATH_MAX + 32], shown[(PATH_MAX + 32) * TEXT_SAFE_GROWTH + 1];
+	struct stat st;
+	if (!aopt_get(options, AOPT_OUTPUT, out, sizeof(out)))
+		return;
+	cuhook_trace_path(out, (int)pid, follow, path, sizeof(path));
+	text_safe_n(shown, sizeof(shown), path, strlen(path));
+	if (lstat(path, &st) < 0)
+		fprintf(stderr, "cuhook run: no trace written (%s does not exist)\n", shown);
+	else
+		fprintf(stderr, "cuhook run: trace written to %s%s\n", shown,
+		        follow ? " (and one per process it started, beside it)" : "");
 }
 
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -107,7 +133,7 @@ static int exit_like(int status)
 int cmd_run(int argc, char **argv)
 {
 	struct cuhook_inject_cli cli = {0};
-	bool follow = false;
+	bool follow = false, quiet = false;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -123,8 +149,14 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (cuhook_version_opt(argv[i]))
+			return cuhook_print_version();
 		if (!strcmp(argv[i], "--follow")) {
 			follow = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = true;
 			continue;
 		}
 		if ((r = window_opt(argc, argv, &i, "--delay", 0, &cli.delay_ms)) != 0 ||
@@ -198,6 +230,8 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "cuhook run: %s\n", cuhook_inject_error());
 			return 125;
 		}
+		if (!quiet)
+			say_written(options, pid, true);
 		return exit_like(status);
 	}
 	for (;;) {
@@ -209,5 +243,7 @@ int cmd_run(int argc, char **argv)
 			return 125;
 		}
 	}
+	if (!quiet)
+		say_written(options, pid, false);
 	return exit_like(status);
 }

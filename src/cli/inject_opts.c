@@ -4,6 +4,7 @@
  * user's. */
 #include "inject_opts.h"
 
+#include "cli_msg.h"
 #include "commands.h"
 #include "agent_options.h"
 #include "text_safe.h"
@@ -30,7 +31,7 @@
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
 	if (*i + 1 >= argc) {
-		fprintf(stderr, "cuhook: %s needs a value\n", name);
+		cuhook_cli_error("%s needs a value", name);
 		return NULL;
 	}
 	return argv[++*i];
@@ -43,7 +44,7 @@ static const char *agent_value(enum aopt_key key, const char *name, const char *
 	char err[1024];
 	union aopt_value val;
 	if (v && aopt_check_as(key, name, v, &val, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cuhook: %s\n", err);
+		cuhook_cli_error("%s", err);
 		return NULL;
 	}
 	return v;
@@ -57,7 +58,7 @@ int cuhook_parse_seconds(const char *name, const char *v, double min, double max
 	/* strtod takes "nan", "inf" and 1e400 (as inf, ERANGE): none is a time */
 	if (end == v || *end || errno == ERANGE || !isfinite(x) || x < min || x > max) {
 		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-		fprintf(stderr, "cuhook: %s wants seconds from %.10g to %.10g, not '%s'\n", name, min, max, shown);
+		cuhook_cli_error("%s wants seconds from %.10g to %.10g, not '%s'", name, min, max, shown);
 		return -1;
 	}
 	*out = x;
@@ -85,7 +86,7 @@ static int capture_end_value(struct cuhook_inject_cli *c, const char *name, cons
 		return -1;
 	}
 	text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-	fprintf(stderr, "cuhook: %s wants repeat, repeat:N (N from 1), stop or none, not '%s'\n", name, shown);
+	cuhook_cli_error("%s wants repeat, repeat:N (N from 1), stop or none, not '%s'", name, shown);
 	return -1;
 }
 
@@ -98,7 +99,7 @@ static int size_value(enum aopt_key key, const char *name, const char *v, uint64
 	if (aopt_check_as(key, name, v, &size, err, sizeof(err)) < 0 || !size.size) {
 		char shown[64 * TEXT_SAFE_GROWTH + 1];
 		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-		fprintf(stderr, "cuhook: %s wants a size of at least %uK (bytes, or with K, M, G), not '%s'\n", name,
+		cuhook_cli_error("%s wants a size of at least %uK (bytes, or with K, M, G), not '%s'", name,
 		        aopt_defs[key].lo >> 10, shown);
 		return -1;
 	}
@@ -116,7 +117,7 @@ static int trigger_check(enum aopt_key key, const char *text, const char *name)
 	int r = key == AOPT_TRIGGER_ERROR ? trigger_error_parse(text, &te, err, sizeof(err))
 	                                  : trigger_slow_parse(text, &ts, err, sizeof(err));
 	if (r < 0)
-		fprintf(stderr, "cuhook: %s: %s\n", name, err);
+		cuhook_cli_error("%s: %s", name, err);
 	return r;
 }
 
@@ -133,12 +134,12 @@ static int trigger_opt(struct cuhook_inject_cli *c, const char *v)
 	} else {
 		char shown[64 * TEXT_SAFE_GROWTH + 1];
 		text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-		fprintf(stderr, "cuhook: --trigger wants error, error=CODES or slow=GLOBS:MS, not '%s'\n", shown);
+		cuhook_cli_error("--trigger wants error, error=CODES or slow=GLOBS:MS, not '%s'", shown);
 		return -1;
 	}
 	if (*slot) {
-		fprintf(stderr, "cuhook: --trigger %s given twice (one of each kind; several codes or globs go in one, "
-		                "comma-separated)\n", key == AOPT_TRIGGER_ERROR ? "error" : "slow");
+		cuhook_cli_error("--trigger %s given twice (one of each kind; several codes or globs go in one, "
+		                "comma-separated)", key == AOPT_TRIGGER_ERROR ? "error" : "slow");
 		return -1;
 	}
 	if (trigger_check(key, text, "--trigger") < 0)
@@ -194,7 +195,7 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 	} else if (!strcmp(a, "--trigger")) {
 		if (!(v = VALUE()) || trigger_opt(c, v) < 0)
 			return -1;
-	} else if (!strcmp(a, "--funcs")) {
+	} else if (!strcmp(a, "--funcs") || !strcmp(a, "--functions")) { /* report's name, an alias */
 		if (!(c->funcs = agent_value(AOPT_FUNCS, a, VALUE())))
 			return -1;
 	} else if (!strcmp(a, "--count")) {
@@ -223,19 +224,19 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 		if (!(v = VALUE()))
 			return -1;
 		if (!strchr(v, '=') || c->nextra >= (int)(sizeof(c->extra) / sizeof(c->extra[0]))) {
-			fprintf(stderr, "cuhook: --opt wants KEY=VALUE (at most 32)\n");
+			cuhook_cli_error("--opt wants KEY=VALUE (at most 32)");
 			return -1;
 		}
 		char err[1024];
 		if (!strncmp(v, "output=", 7)) {
 			/* a relative path would be the target's, not ours: -o makes it absolute */
-			fprintf(stderr, "cuhook: --opt output=...: use -o FILE\n");
+			cuhook_cli_error("--opt output=...: use -o FILE");
 			return -1;
 		}
 		if (aopt_check_item(v, err, sizeof(err)) < 0) {
 			char shown[64 * TEXT_SAFE_GROWTH + 1];
 			text_safe_n(shown, sizeof(shown), v, strnlen(v, 64));
-			fprintf(stderr, "cuhook: --opt %s: %s\n", shown, err);
+			cuhook_cli_error("--opt %s: %s", shown, err);
 			return -1;
 		}
 		if (!strncmp(v, "trigger_error=", 14) && trigger_check(AOPT_TRIGGER_ERROR, v + 14, "--opt trigger_error") < 0)
@@ -263,7 +264,7 @@ static int append(char *buf, size_t len, size_t *pos, const char *key, const cha
 	int r = key ? aopt_append(buf, len, pos, key, value, err, sizeof(err))
 	            : aopt_append_item(buf, len, pos, value, err, sizeof(err));
 	if (r < 0)
-		fprintf(stderr, "cuhook: %s\n", err);
+		cuhook_cli_error("%s", err);
 	return r;
 }
 
@@ -298,7 +299,7 @@ static int append_path(char *buf, size_t len, size_t *pos, const char *key, cons
 	} else {
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd))) {
-			perror("cuhook: getcwd");
+			cuhook_cli_error("getcwd: %s", strerror(errno));
 			return -1;
 		}
 		snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
@@ -311,12 +312,12 @@ static int capture_options(const struct cuhook_inject_cli *c, char *buf, size_t 
 {
 	bool range = c->capture_range && strcmp(c->capture_range, "none") != 0;
 	if (range && (c->delay_ms || c->duration_ms)) {
-		fprintf(stderr, "cuhook: --capture-range cannot be combined with --delay or --duration: the recording "
-		        "follows cuProfilerStart/cuProfilerStop, or a window of time, not both\n");
+		cuhook_cli_error("--capture-range cannot be combined with --delay or --duration: the recording "
+		        "follows cuProfilerStart/cuProfilerStop, or a window of time, not both");
 		return -1;
 	}
 	if (c->capture_end && !range) {
-		fprintf(stderr, "cuhook: --capture-range-end needs --capture-range cudaProfilerApi\n");
+		cuhook_cli_error("--capture-range-end needs --capture-range cudaProfilerApi");
 		return -1;
 	}
 	char num[16];
@@ -356,8 +357,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		return -1;
 	if ((c->trigger_error || c->trigger_slow) && !c->flight) {
 		/* a trigger dumps a flight recorder's rings: without one every call is written anyway */
-		fprintf(stderr, "cuhook: --trigger needs --flight-recorder (without it every call is written as it "
-		                "goes, and there is nothing to dump)\n");
+		cuhook_cli_error("--trigger needs --flight-recorder (without it every call is written as it "
+		                "goes, and there is nothing to dump)");
 		return -1;
 	}
 	if (c->flight && append_bytes(buf, len, &pos, "flight", c->flight) < 0)
@@ -419,7 +420,7 @@ int cuhook_inject_cli_setup(const struct cuhook_inject_cli *c, struct cuhook_inj
 	if (c->agent) {
 		char real[PATH_MAX];
 		if (!realpath(c->agent, real) || strlen(real) >= agent_len) {
-			fprintf(stderr, "cuhook: agent library %s not found\n", c->agent);
+			cuhook_cli_error("agent library %s not found", c->agent);
 			return -1;
 		}
 		strcpy(agent_buf, real);

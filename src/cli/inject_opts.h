@@ -65,7 +65,8 @@ int cuhook_parse_pid(const char *v, pid_t *pid);
 #define CUHOOK_INJECT_CLI_HELP \
 	"  -o, --output FILE     trace file (made absolute; the target writes it): a new file,\n" \
 	"                        mode 0600; one that exists is refused unless --force\n" \
-	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*')\n" \
+	"  --funcs GLOBS         only these functions (comma-separated globs, e.g. 'cuLaunch*');\n" \
+	"                        --functions: the same\n" \
 	"  --count GLOBS         count these functions' calls exactly, without recording each call\n" \
 	"                        (for very frequent, short calls; default: " CUHOOK_COUNT_DEFAULT ")\n" \
 	"  --record-all          record every call, the default's counted functions too (--count '')\n" \

@@ -166,7 +166,7 @@ def mode_attach(a, work, problems):
         cuhook = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace] + range_options(a) +
                                   [str(target.pid)], stderr=subprocess.PIPE, text=True, env=clean_env())
         for line in cuhook.stderr:
-            if line.startswith("cuhook: tracing process"):
+            if line.startswith("cuhook attach: tracing process"):
                 break
         else:
             raise Fatal(f"cuhook attach ended before tracing (exit {cuhook.wait()})")

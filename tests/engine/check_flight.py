@@ -102,7 +102,7 @@ def logged(lines, key):
 def cuhook_dump(cuhook, pid, n, trace, problems):
     """`cuhook dump PID` writes dump n, and says it went into the trace file."""
     r = subprocess.run([cuhook, "dump", str(pid)], capture_output=True, text=True, timeout=60)
-    want = f"cuhook: process {pid}: dump {n} written to {trace}"
+    want = f"cuhook dump: process {pid}: dump {n} written to {trace}"
     problems.check(r.returncode == 0 and r.stdout.strip() == want,
                    f"cuhook dump: exit {r.returncode}, printed {r.stdout.strip()!r} (not {want!r}); {r.stderr}")
 

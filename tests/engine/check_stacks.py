@@ -275,8 +275,9 @@ def mode_options(a, work, problems):
             tail_args = ["--", a.target, a.lib, "chain", "1"] if cmd == "run" else [str(os.getpid())]
             p = subprocess.run([a.cuhook, cmd, "--agent", a.agent, "-o", trace, *opts, *tail_args],
                                capture_output=True, text=True, timeout=60, env=clean_env())
-            problems.check(p.returncode != 0 and msg in p.stderr.splitlines() and not p.stdout,
-                           f"{cmd} {opts}: exit {p.returncode}, stderr {tail(p.stderr, 300)!r}, not {msg!r}")
+            want = msg.replace("cuhook:", f"cuhook {cmd}:", 1)  # every message names its command
+            problems.check(p.returncode != 0 and want in p.stderr.splitlines() and not p.stdout,
+                           f"{cmd} {opts}: exit {p.returncode}, stderr {tail(p.stderr, 300)!r}, not {want!r}")
             problems.check(not os.path.exists(trace), f"{cmd} {opts}: a trace was written")
 
 

@@ -979,7 +979,7 @@ def case_dump_written():
         for k in (1, 2):
             r, tracers = tracer_watch(a.t.pid, lambda: dump(a.t.pid))
             check(r.returncode == 0, "dump %d: exit 0" % k, "%d %s" % (r.returncode, r.stderr))
-            want = "cuhook: process %d: dump %d written to the process's trace file" % (a.t.pid, k)
+            want = "cuhook dump: process %d: dump %d written to the process's trace file" % (a.t.pid, k)
             check(r.stdout.strip() == want, "dump %d: %r" % (k, want), r.stdout)
             check(tracers == {0}, "dump %d: the process never traced meanwhile" % k, repr(tracers))
             check([l for l in trace_lines() if l == "dump"] == ["dump"] * k, "dump %d: %d dump lines" % (k, k),
@@ -1529,7 +1529,7 @@ def case_real_attach_flight():
         time.sleep(0.3)
         check(os.path.getsize(out) == 0, "nothing written before a dump", str(os.path.getsize(out)))
         r = dump(t.pid, agent=A.real_agent)
-        check(r.returncode == 0 and r.stdout.strip() == "cuhook: process %d: dump 1 written to %s" % (t.pid, out),
+        check(r.returncode == 0 and r.stdout.strip() == "cuhook dump: process %d: dump 1 written to %s" % (t.pid, out),
               "dump 1 written, to the trace file", "%d %r %s" % (r.returncode, r.stdout, r.stderr))
         size = os.path.getsize(out)
         check(size > 0, "the dump is in the file")
