@@ -299,41 +299,50 @@ static int put_calls(struct db *d, const struct rp_view *v)
 	return 0;
 }
 
+static int by_thread_func(const void *a, const void *b, void *arg)
+{
+	const struct tr_count *counts = arg;
+	const struct tr_count *x = &counts[*(const uint32_t *)a], *y = &counts[*(const uint32_t *)b];
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
 /* Per thread and function, the COUNTS entries the options select (view.c select_counts: the
- * same rule, so the sums per function are rp_view.counted). */
+ * same rule, so the sums per function are rp_view.counted). An hour of a program with many
+ * threads has millions of entries: sorted once by (thread, function), each run summed. */
 static int put_counted(struct db *d, const struct rp_view *v)
 {
 	const struct tr_trace *t = v->t;
 	if (!v->counted || !t->ncounts)
 		return 0;
-	uint64_t *per = calloc((size_t)t->nfuncs + 1, sizeof(*per));
-	if (!per)
+	uint32_t *idx = malloc((size_t)t->ncounts * sizeof(*idx));
+	if (!idx)
 		return -1;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->ncounts; i++) {
+		const struct tr_count *e = &t->counts[i];
+		if ((!v->func_ok || v->func_ok[e->func]) && !v->fi[e->func].ioctl && rp_count_in_view(v, e))
+			idx[n++] = i;
+	}
+	qsort_r(idx, n, sizeof(*idx), by_thread_func, t->counts);
 	int rc = 0;
 	sqlite3_stmt *s = d->st[ST_COUNTED];
-	for (uint32_t th = 0; th < t->nthreads && !rc; th++) {
-		memset(per, 0, ((size_t)t->nfuncs + 1) * sizeof(*per));
-		int any = 0;
-		for (uint32_t i = 0; i < t->ncounts; i++) {
-			const struct tr_count *e = &t->counts[i];
-			if (e->thread != th || (v->func_ok && !v->func_ok[e->func]) || v->fi[e->func].ioctl ||
-			    !rp_count_in_view(v, e))
-				continue;
-			per[e->func] = tr_sat_add_u64(per[e->func], e->calls);
-			any = 1;
-		}
-		for (uint32_t f = 0; any && f < t->nfuncs && !rc; f++) {
-			if (!per[f])
-				continue;
-			int c = 0;
-			b_int(s, &c, d->process);
-			b_int(s, &c, d->thread_base + th + 1);
-			b_int(s, &c, d->func_base + f + 1);
-			b_int(s, &c, (int64_t)per[f]);
-			rc = row_done(s);
-		}
+	for (uint32_t i = 0; i < n && !rc;) {
+		const struct tr_count *e = &t->counts[idx[i]];
+		uint64_t calls = 0;
+		for (; i < n && t->counts[idx[i]].thread == e->thread && t->counts[idx[i]].func == e->func; i++)
+			calls = tr_sat_add_u64(calls, t->counts[idx[i]].calls);
+		if (!calls)
+			continue;
+		int c = 0;
+		b_int(s, &c, d->process);
+		b_int(s, &c, d->thread_base + e->thread + 1);
+		b_int(s, &c, d->func_base + e->func + 1);
+		b_int(s, &c, (int64_t)calls);
+		rc = row_done(s);
 	}
-	free(per);
+	free(idx);
 	return rc;
 }
 
