@@ -21,8 +21,9 @@ static void usage(FILE *f)
 	        "usage: cuhook report [options] [trace.bin...]\n"
 	        "Without a file: ./" DEFAULT_TRACE ", cuhook run's default output.\n"
 	        "\n"
-	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded;\n"
-	        "                        perfetto is binary: refused on a terminal unless -o is given\n"
+	        "  -f, --format FMT      text (default), json, csv, jsonl, chrome, perfetto, folded,\n"
+	        "                        sqlite (a database: needs -o FILE); perfetto is binary:\n"
+	        "                        refused on a terminal unless -o is given\n"
 	        "  -o, --output FILE     write there instead of stdout: a new file (mode 0600); one that\n"
 	        "                        exists is refused unless --force\n"
 	        "      --force           replace the -o file if it exists (never written through a link)\n"
@@ -60,6 +61,7 @@ static int parse_format(const char *s, enum rp_format *f)
 	} fmts[] = {
 		{"text", RP_FMT_TEXT}, {"json", RP_FMT_JSON}, {"csv", RP_FMT_CSV}, {"jsonl", RP_FMT_JSONL},
 		{"chrome", RP_FMT_CHROME}, {"perfetto", RP_FMT_PERFETTO}, {"folded", RP_FMT_FOLDED},
+		{"sqlite", RP_FMT_SQLITE},
 	};
 	for (unsigned i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
 		if (!strcmp(s, fmts[i].name)) {
@@ -262,6 +264,11 @@ int cmd_report(int argc, char **argv)
 	if (o.format == RP_FMT_PERFETTO && !o.output && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "cuhook report: --format perfetto is binary: not written to a terminal; give -o FILE "
 		                "(or redirect stdout)\n");
+		return RP_EXIT_USAGE;
+	}
+	if (o.format == RP_FMT_SQLITE && (!o.output || !strcmp(o.output, "-"))) {
+		/* a database is a file SQLite seeks in, not a stream */
+		fprintf(stderr, "cuhook report: --format sqlite writes a database file: give -o FILE.sqlite\n");
 		return RP_EXIT_USAGE;
 	}
 	if (color < 0) {

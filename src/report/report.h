@@ -9,7 +9,7 @@
  *   gpu_analysis.c  the GPU side: kernels, copies, busy time, idle gaps, latency, flows
  *   stack_analysis.c  call stacks: symbolized (symbolize.c), Python and native merged, call sites
  *   text.c       the terminal report (text_gpu.c: its GPU sections; text_stacks.c: call sites)
- *   export_*.c   json, csv, jsonl, chrome, perfetto, folded (export_stacks.c: the stacks' JSON)
+ *   export_*.c   json, csv, jsonl, chrome, perfetto, folded, sqlite (export_stacks.c: the stacks' JSON)
  *   util.c       units, escaping, output helpers
  * cmd_report.c (src/cli) parses the command line into struct rp_opts and calls rp_main(). */
 #ifndef CUHOOK_REPORT_H
@@ -30,6 +30,7 @@ enum rp_format {
 	RP_FMT_CHROME,
 	RP_FMT_PERFETTO,
 	RP_FMT_FOLDED,
+	RP_FMT_SQLITE,             /* a database file: -o FILE is required (cmd_report.c) */
 };
 
 enum rp_sort {
@@ -525,6 +526,9 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_folded(FILE *f, struct rp_view *views, unsigned n);
+/* export_sqlite.c: creates o->output (out_file.h; hint: what the message says when it exists)
+ * and writes the database; messages on stderr. Returns 0, or -1 with nothing left behind. */
+int rp_write_sqlite(const struct rp_opts *o, const char *hint, struct rp_view *views, unsigned n);
 
 /* ---- util.c ---- */
 /* rp_put: put.h */

@@ -114,6 +114,14 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	free(shift);
 	if (!nviews)
 		goto done;
+	if (o->format == RP_FMT_SQLITE) {
+		/* a database, not a stream: the exporter creates and fills the file itself */
+		if (rp_write_sqlite(o, OUTPUT_HINT, views, (unsigned)nviews))
+			status = RP_EXIT_ERROR;
+		else if (damaged && o->strict)
+			status = RP_EXIT_TRUNCATED;
+		goto done;
+	}
 	out = open_output(o);
 	if (!out) {
 		status = RP_EXIT_ERROR;
@@ -149,6 +157,8 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 		break;
 	case RP_FMT_FOLDED:
 		rc = rp_write_folded(out, views, (unsigned)nviews);
+		break;
+	case RP_FMT_SQLITE: /* written above */
 		break;
 	}
 	if (fflush(out) || rc) {

@@ -2185,6 +2185,210 @@ def test_big():
     rows = report_csv(path, "--functions", "cuMemAlloc_v2")
     eq(len(rows), exp["functions"]["cuMemAlloc_v2"]["calls"], "CSV rows of the big trace")
 
+# ---- --format sqlite (export_sqlite.c, docs/report.md "SQLite export") ------------------------------
+
+def sql(db, query):
+    """Rows of a query, by the sqlite3 CLI (what users script with), as dicts."""
+    p = subprocess.run(["sqlite3", "-bail", "-json", db, query], capture_output=True, timeout=60)
+    if p.returncode:
+        raise Fail(f"sqlite3 {db} {query!r}: status {p.returncode}: {p.stderr.decode(errors='replace')}")
+    out = p.stdout.decode().strip()
+    return json.loads(out) if out else []
+
+
+def report_sqlite(name, *args):
+    if not shutil.which("sqlite3"):
+        raise Fail("the sqlite3 CLI is missing (scripts/deps.sh installs it)")
+    db = os.path.join(TMP, name + ".sqlite")
+    run(["report", "--format", "sqlite", "-o", db, *args])
+    eq(oct(os.stat(db).st_mode & 0o7777), oct(0o600), "mode of the database")
+    return db
+
+
+def test_sqlite():
+    """Three traces, one database: a multi-thread trace with counted calls and two processes of
+    the basic scenario on different clocks. Per process and function, the calls, timed calls,
+    total and extreme times and counted calls equal the JSON report's exactly; threads and
+    processes are the JSON's; every call row is in the CSV export too."""
+    hot, _ = gen("hotc", "hot", "--count", expect=True)
+    a = gen("basic")
+    b = gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000", "--real-offset", "1500000")
+    files = [hot, a, b]
+    db = report_sqlite("three", *files)
+    j = json.loads(run(["report", "--format", "json", *files])[0])["traces"]
+    eq(len(j), 3, "traces in the JSON report")
+    procs = sql(db, "SELECT * FROM processes ORDER BY id")
+    eq([(p["id"], p["pid"], p["ppid"], p["cmdline"], p["exe"], p["trace_path"], p["start_realtime_ns"], p["clock"])
+        for p in procs],
+       [(k + 1, t["pid"], t["ppid"], t["cmdline"], t["exe"], f, t["start_realtime_ns"], t["clock"])
+        for k, (t, f) in enumerate(zip(j, files))], "processes")
+    eq(procs[2]["realtime_offset_ns"] - procs[1]["realtime_offset_ns"], -777000000000 + 1500000,
+       "realtime offsets: B's monotonic clock 777 s ahead, its realtime 1.5 ms")
+    threads = sql(db, "SELECT process, tid, name, calls, counted, dropped FROM threads ORDER BY process, id")
+    eq([(r["process"], r["tid"], r["name"], r["calls"], r["counted"], r["dropped"]) for r in threads],
+       [(k + 1, th["tid"], th["name"], th["calls"], th["counted_calls"], th["dropped"])
+        for k, t in enumerate(j) for th in t["threads"]], "threads")
+    # the call rows per thread: the threads table's counts, and every recorded call once
+    per_thread = sql(db, "SELECT t.process, t.tid, count(*) AS n FROM calls c JOIN threads t ON t.id = c.thread "
+                         "GROUP BY c.thread ORDER BY c.thread")
+    eq([(r["process"], r["tid"], r["n"]) for r in per_thread],
+       [(r["process"], r["tid"], r["calls"]) for r in threads if r["calls"]], "call rows per thread")
+    eq(sql(db, "SELECT count(*) AS n FROM calls")[0]["n"], sum(t["calls"] for t in j), "call rows")
+    got = sql(db, """
+        SELECT f.process, f.name, count(c.id) AS calls, count(c.dur_ns) AS timed,
+               coalesce(sum(c.dur_ns), 0) AS total, coalesce(min(c.dur_ns), 0) AS min,
+               coalesce(max(c.dur_ns), 0) AS max, sum(c.ret != 0) AS failed,
+               (SELECT coalesce(sum(n.calls), 0) FROM counted n WHERE n.function = f.id) AS counted
+        FROM functions f LEFT JOIN calls c ON c.function = f.id
+        GROUP BY f.id HAVING calls > 0 OR counted > 0""")
+    eq(sorted((r["process"], r["name"], r["calls"], r["timed"], r["total"], r["min"], r["max"], r["failed"] or 0,
+               r["counted"]) for r in got),
+       sorted((k + 1, f["name"], f["calls"], f["timed_calls"], f["total_ns"], f["min_ns"], f["max_ns"], f["failed"],
+               f["counted_calls"]) for k, t in enumerate(j) for f in t["functions"]),
+       "per process and function: calls, timed calls, total, min, max, failed, counted")
+    # counted calls per thread: the generator's, and the JSON's per thread
+    cnt = sql(db, "SELECT t.tid, sum(n.calls) AS calls FROM counted n JOIN threads t ON t.id = n.thread "
+                  "GROUP BY n.thread")
+    eq({r["tid"]: r["calls"] for r in cnt}, HOT_THREAD_COUNTED, "counted calls per thread")
+    eq(sql(db, "SELECT DISTINCT process FROM counted"), [{"process": 1}], "counted rows: the hot trace's only")
+    # every call row against the CSV export of its file: thread, function, times, return value,
+    # depth, arguments, on the trace's own axis (start_monotonic_ns is the trace's start)
+    for k, f in enumerate(files):
+        t0 = j[k]["start_monotonic_ns"]
+        rows = sql(db, f"""SELECT t.tid, fn.name, c.start_ns - {t0} AS s, c.end_ns - {t0} AS e, c.dur_ns, c.depth,
+                              c.ret, c.arg0, c.arg1, c.arg2, c.arg3, c.arg4, c.arg5, c.arg6, c.arg7, c.arg8, c.arg9,
+                              c.arg10, c.arg11
+                           FROM calls c JOIN threads t ON t.id = c.thread JOIN functions fn ON fn.id = c.function
+                           WHERE c.process = {k + 1} ORDER BY c.start_ns, c.id""")
+
+        def hx(v):
+            return "" if v is None else hex(v & 0xffffffffffffffff)
+
+        mine = [[str(r["tid"]), r["name"], str(r["s"]), "" if r["e"] is None else str(r["e"]),
+                 "" if r["dur_ns"] is None else str(r["dur_ns"]), str(r["depth"]), hx(r["ret"])] +
+                [hx(r[f"arg{i}"]) for i in range(12)] for r in rows]
+        csv_rows = [r[:19] for r in report_csv(f)]
+        eq(sorted(mine), sorted(csv_rows), f"{f}: call rows vs CSV")
+    # nesting: a parent is a call of the same thread that encloses the child
+    bad = sql(db, """SELECT count(*) AS n FROM calls c JOIN calls p ON p.id = c.parent
+                     WHERE p.thread != c.thread OR p.start_ns > c.start_ns OR p.depth >= c.depth""")
+    eq(bad[0]["n"], 0, "parents enclose their children")
+    eq(sql(db, "SELECT count(*) AS n FROM calls WHERE parent IS NOT NULL AND process = 2")[0]["n"],
+       sum(1 for r in report_csv(a) if int(r[5]) > 0), "nested calls of basic")
+    # the decoded details: what the CSV's decoded column says, label for label
+    dec = sql(db, "SELECT c.start_ns, d.label, d.value, d.text FROM details d JOIN calls c ON c.id = d.call "
+                  f"WHERE c.process = 2 ORDER BY d.rowid")
+    want = [kv for r in report_csv(a) if r[19] for kv in r[19].split(";")]
+    eq([f"{d['label']}={d['text'] if d['text'] is not None else hex(d['value'] & 0xffffffffffffffff)}" for d in dec],
+       want, "details of basic, in call order")
+    check(len(want) > 0, "basic has DATA records")
+    eq(sql(db, "SELECT count(*) AS n FROM notes"), [{"n": 0}], "no notes in these traces")
+    rt = sql(db, "SELECT r.start_realtime_ns - c.start_ns AS off, p.realtime_offset_ns AS want FROM calls_realtime r "
+                 "JOIN calls c ON c.id = r.call JOIN processes p ON p.id = c.process GROUP BY c.process")
+    eq([r["off"] for r in rt], [r["want"] for r in rt], "calls_realtime")
+    idx = {r["name"] for r in sql(db, "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    check({"calls_function", "calls_thread", "calls_start", "gpu_work_call"} <= idx, f"indexes: {idx}")
+    # the options select as for every format: --functions
+    db2 = report_sqlite("filtered", "--functions", "cuCtxGetCurrent,cuLaunchKernel", hot)
+    eq(sql(db2, "SELECT f.name, count(c.id) AS calls, (SELECT sum(calls) FROM counted n WHERE n.function = f.id) AS "
+                "counted FROM functions f LEFT JOIN calls c ON c.function = f.id GROUP BY f.id "
+                "HAVING calls > 0 OR counted > 0 ORDER BY f.name"),
+       [{"name": "cuCtxGetCurrent", "calls": 0, "counted": HOT_COUNTED["cuCtxGetCurrent"]},
+        {"name": "cuLaunchKernel", "calls": HOT_CALLS["cuLaunchKernel"], "counted": None}], "--functions")
+
+
+def test_sqlite_gpu():
+    """A trace with GPU records: a gpu_work row per record (scenario_gpu, GPU_WORK), each linked
+    one joined to the call that submitted it, launch calls named by their kernel."""
+    path = gen("gpu", "gpu")
+    db = report_sqlite("gpu", path)
+    t0 = report_json(path)[0]["start_monotonic_ns"]
+    rows = sql(db, f"""SELECT w.kind, w.name, w.start_ns - {t0} AS s, w.dur_ns, w.device, w.stream, w.correlation,
+                          w.session, w.link, t.tid, f.name AS func, c.start_ns - {t0} AS call_start
+                       FROM gpu_work w LEFT JOIN calls c ON c.id = w.call LEFT JOIN threads t ON t.id = c.thread
+                       LEFT JOIN functions f ON f.id = c.function ORDER BY w.start_ns, w.id""")
+    eq(len(rows), len(GPU_WORK), "gpu_work rows")
+    for r, w in zip(rows, sorted(GPU_WORK, key=lambda w: w[3])):
+        what = f"GPU row {w[6]} at {w[3]}"
+        eq((r["kind"], r["name"], r["s"], r["dur_ns"], r["device"], r["stream"], r["correlation"], r["session"]),
+           (w[5], w[6], w[3], w[4] - w[3], w[1], w[2], w[7], w[0]), what)
+        if isinstance(w[8], str):
+            eq((r["link"], r["tid"], r["func"]), (w[8], None, None), what + ": unlinked")
+        else:
+            call = [c for c in GPU_CALLS if c[2] == w[8]][0]
+            eq((r["link"], r["tid"], r["func"], r["call_start"]), ("linked", call[0], call[1], w[8]), what + ": its call")
+    k = sql(db, "SELECT grid_x, grid_y, grid_z, block_x, shared_static, registers, bytes FROM gpu_work "
+                "WHERE correlation = 2 AND session = 1")
+    eq(k, [{"grid_x": 64, "grid_y": 8, "grid_z": 1, "block_x": 256, "shared_static": 16384, "registers": 64,
+            "bytes": None}], "kernel columns")
+    eq(sql(db, "SELECT copy_kind, bytes, grid_x FROM gpu_work WHERE kind = 'memcpy' ORDER BY start_ns LIMIT 1"),
+       [{"copy_kind": "HtoD", "bytes": MiB, "grid_x": None}], "memcpy columns")
+    eq(sql(db, "SELECT count(*) AS n FROM calls"), [{"n": len(GPU_CALLS)}], "call rows")
+    # scenario_gpu()'s NOTE block (session B: another CUPTI user)
+    eq(sql(db, "SELECT process, level, text FROM notes"),
+       [{"process": 1, "level": "warning", "text": "--gpu: another CUPTI user owns the process (CUDA_INJECTION64_PATH): "
+         "GPU work is not recorded, the API is"}], "notes")
+
+
+def test_sqlite_kernels():
+    """Launch calls carry their kernel's name (looked up as the text report does)."""
+    path = gen("kernels", "kernels")
+    db = report_sqlite("kernels", path)
+    got = [(r["name"], r["kernel"]) for r in sql(db, "SELECT f.name, c.kernel FROM calls c JOIN functions f ON "
+                                                     "f.id = c.function WHERE f.name LIKE 'cuLaunch%' ORDER BY c.start_ns")]
+    # scenario_kernels(): gemm by cuModuleGetFunction, softmax by cuKernelGetFunction, 0xf3 never named
+    eq(got, [("cuLaunchKernelEx", "gemm"), ("cuLaunchKernel", "gemm"), ("cuLaunchKernel", "softmax"),
+             ("cuLaunchKernel", None)], "kernel names of the launches")
+    # and the JSONL export's details say the same
+    out, _ = run(["report", "--format", "jsonl", path])
+    eq([(e["func"], e["details"].split(" ")[0]) for e in map(json.loads, out.splitlines())
+        if e["func"].startswith("cuLaunch") and not e["details"].startswith("function 0x")],
+       [g for g in got if g[1]], "the JSONL details")
+
+
+def test_sqlite_errors():
+    """No -o (or -o -): a usage error; an existing file without --force, a link, a directory, a
+    path in no directory: a clear message, exit 1, nothing written or left behind; --force
+    replaces a file and a link (never its target)."""
+    path = gen("basic")
+    for args in ([], ["-o", "-"]):
+        _, err = run(["report", "--format", "sqlite", *args, path], rc=2)
+        eq(err.strip(), "cuhook report: --format sqlite writes a database file: give -o FILE.sqlite", "no -o")
+    out = os.path.join(TMP, "existing.sqlite")
+    with open(out, "w") as f:
+        f.write("precious\n")
+    _, err = run(["report", "--format", "sqlite", "-o", out, path], rc=1)
+    eq(err.strip(), f"cuhook report: output file '{out}' exists; pass --force to replace it, or choose another "
+                    "name with -o", "existing file")
+    with open(out) as f:
+        eq(f.read(), "precious\n", "the existing file")
+    run(["report", "--format", "sqlite", "--force", "-o", out, path])
+    eq(sql(out, "SELECT count(*) AS n FROM calls"), [{"n": sum(n for n, _ in BASIC_CALLS.values())}], "--force")
+    victim = os.path.join(TMP, "victim")
+    with open(victim, "w") as f:
+        f.write("target\n")
+    link = os.path.join(TMP, "link.sqlite")
+    os.symlink(victim, link)
+    run(["report", "--format", "sqlite", "-o", link, path], rc=1)
+    eq(os.readlink(link), victim, "the link refused")
+    run(["report", "--format", "sqlite", "--force", "-o", link, path])
+    check(stat.S_ISREG(os.lstat(link).st_mode), "--force replaced the link by a file")
+    with open(victim) as f:
+        eq(f.read(), "target\n", "the link's target")
+    nodir = os.path.join(TMP, "no", "such", "dir.sqlite")
+    _, err = run(["report", "--format", "sqlite", "-o", nodir, path], rc=1)
+    check(err.startswith(f"cuhook report: cannot create output file '{nodir}': ") and "No such file" in err,
+          f"no directory: {err}")
+    _, err = run(["report", "--format", "sqlite", "--force", "-o", TMP, path], rc=1)
+    check(TMP in err and len(err.splitlines()) == 1, f"a directory: {err}")
+    # a file that is no trace: nothing written
+    junk = os.path.join(TMP, "junk.bin")
+    with open(junk, "wb") as f:
+        f.write(b"not a trace at all" * 10)
+    nothing = os.path.join(TMP, "nothing.sqlite")
+    run(["report", "--format", "sqlite", "-o", nothing, junk], rc=1)
+    check(not os.path.lexists(nothing), "no database for no trace")
+
 
 def main():
     global A, TMP
