@@ -421,14 +421,15 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 			sr->reserved = 0;
 		}
 		ring_commit(ts->ring, &v, len + stack_len, 1, 0);
+		/* the slow trigger's measure is the recorded call's own duration (flight.h) */
+		if (unlikely(hh->flags & HOOK_SLOW) && d < SHADOW_MAX)
+			ts->entry_tsc[d] = t;
 	} else if (!(hh->flags & (HOOK_CALLBACK | HOOK_FDOP)) || ts->no_record) {
 		ts->busy = 0;
 		return hh->relocated;
 	}
 
 	if (likely(!rec_flags) && d < SHADOW_MAX) {
-		if (unlikely(hh->flags & HOOK_SLOW))
-			ts->entry_tsc[d] = now();
 		struct shadow_entry *s = &ts->shadow[d];
 		s->ret = f->ret;
 		s->slot = (uintptr_t)&f->ret;

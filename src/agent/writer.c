@@ -1194,14 +1194,12 @@ void writer_start(void)
 		r->w_drops = __atomic_load_n(&r->drops_reported, __ATOMIC_ACQUIRE);
 		uint32_t epoch = __atomic_load_n(&r->epoch, __ATOMIC_ACQUIRE);
 		r->w_epoch = epoch == UINT32_MAX ? 0 : epoch;
-		publish_tail(r, __atomic_load_n(&r->head, __ATOMIC_ACQUIRE));
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		publish_tail(r, head);
+		r->dumped = r->cut = head; /* the flight recorder's dumps start here too */
+		r->d_nopen = 0;
 		for (unsigned c = 0; c < RING_COUNT_SLOTS; c++)
 			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
-	}
-	for (struct ring *r = thread_rings(); r; r = r->next) {
-		/* the flight recorder's dumps start at the session's start */
-		r->dumped = r->cut = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		r->d_nopen = 0;
 	}
 	flight_session(W.flight);
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);

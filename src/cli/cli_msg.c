@@ -32,3 +32,21 @@ void cuhook_cli_getopt_error(int c, char **argv)
 	else
 		cuhook_cli_error("unknown option '%s'", shown);
 }
+
+int cuhook_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0 || (a[n] && a[n] != '='))
+		return 0;
+	if (a[n] == '=') {
+		*value = a + n + 1;
+		return 1;
+	}
+	if (*i + 1 >= argc) {
+		cuhook_cli_error("%s needs a value", name);
+		return -1;
+	}
+	*value = argv[++*i];
+	return 1;
+}

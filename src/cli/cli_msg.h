@@ -16,4 +16,9 @@ void cuhook_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))
  * (opterr = 0). argv: the command's. */
 void cuhook_cli_getopt_error(int c, char **argv);
 
+/* A command's own option with a value, given as "NAME VALUE" or "NAME=VALUE": 1 when argv[*i]
+ * is NAME (*value set; *i moved past a separate value), -1 when its value is missing (said as
+ * cuhook_cli_error does), 0 when argv[*i] is another argument. */
+int cuhook_cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+
 #endif

@@ -4,6 +4,7 @@
  * exit, then take the patches out and leave; the process goes on as if nothing happened. The
  * work is in src/inject (docs/injection.md). */
 #include "agent_options.h"
+#include "cli_msg.h"
 #include "commands.h"
 #include "inject_opts.h"
 #include "text_safe.h"
@@ -111,19 +112,14 @@ int cmd_attach(int argc, char **argv)
 			return 2;
 		if (r > 0)
 			continue;
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
 		} else if (cuhook_version_opt(a)) {
 			return cuhook_print_version();
-		} else if (!strcmp(a, "--duration") || !strncmp(a, "--duration=", 11)) {
-			const char *v = a[10] == '=' ? a + 11 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v) {
-				fprintf(stderr, "cuhook attach: --duration needs a value\n");
-				return 2;
-			}
-			if (cuhook_parse_seconds("--duration", v, 0, MAX_DURATION_S, &duration) < 0)
+		} else if ((r = cuhook_cli_opt_value(argc, argv, &i, "--duration", &v)) != 0) {
+			if (r < 0 || cuhook_parse_seconds("--duration", v, 0, MAX_DURATION_S, &duration) < 0)
 				return 2;
 		} else if (!strcmp(a, "--stop")) {
 			stop_only = true;

@@ -3,6 +3,7 @@
  * Ask the flight recorder of a traced process (cuhook run/attach --flight-recorder) to write
  * what its rings hold now into its trace file, and wait until it has. The process is never
  * stopped nor signalled: the request is a word of the agent's memory (src/inject/control.c). */
+#include "cli_msg.h"
 #include "commands.h"
 #include "inject.h"
 #include "inject_opts.h"
@@ -102,26 +103,20 @@ int cmd_dump(int argc, char **argv)
 	double timeout = DEFAULT_TIMEOUT_S;
 	const char *pid_arg = NULL, *agent_arg = NULL;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
+		int r;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
 		} else if (cuhook_version_opt(a)) {
 			return cuhook_print_version();
-		} else if (!strcmp(a, "--timeout") || !strncmp(a, "--timeout=", 10)) {
-			const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v) {
-				fprintf(stderr, "cuhook dump: --timeout needs a value\n");
-				return EXIT_USAGE;
-			}
+		} else if ((r = cuhook_cli_opt_value(argc, argv, &i, "--timeout", &v)) != 0) {
 			/* at least one poll (20 ms); at most a day: a longer wait is a typo */
-			if (cuhook_parse_seconds("--timeout", v, 0.02, 86400, &timeout) < 0)
+			if (r < 0 || cuhook_parse_seconds("--timeout", v, 0.02, 86400, &timeout) < 0)
 				return EXIT_USAGE;
-		} else if (!strcmp(a, "--agent") || !strncmp(a, "--agent=", 8)) {
-			if (!(agent_arg = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL))) {
-				fprintf(stderr, "cuhook dump: --agent needs a value\n");
+		} else if ((r = cuhook_cli_opt_value(argc, argv, &i, "--agent", &agent_arg)) != 0) {
+			if (r < 0)
 				return EXIT_USAGE;
-			}
 		} else if (a[0] == '-' || pid_arg) {
 			char shown[64 * TEXT_SAFE_GROWTH + 1];
 			text_safe_n(shown, sizeof(shown), a, strnlen(a, 64));

@@ -14,6 +14,7 @@
  * extension). cuhook then stays the tracer of the whole tree, for its fork/exec events only,
  * until every process of it has ended (src/inject/follow.c). */
 #include "agent_options.h"
+#include "cli_msg.h"
 #include "commands.h"
 #include "inject_opts.h"
 #include "text_safe.h"
@@ -97,16 +98,11 @@ static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 /* --delay/--duration SEC (min: the least accepted) into *ms. 1 consumed, 0 not ours, -1 bad. */
 static int window_opt(int argc, char **argv, int *i, const char *name, double min, unsigned *ms)
 {
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) != 0 || (a[n] && a[n] != '='))
-		return 0;
-	const char *v = a[n] == '=' ? a + n + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+	const char *v;
+	int r = cuhook_cli_opt_value(argc, argv, i, name, &v);
 	double sec;
-	if (!v) {
-		fprintf(stderr, "cuhook run: %s needs a value\n", name);
-		return -1;
-	}
+	if (r <= 0)
+		return r;
 	if (cuhook_parse_seconds(name, v, min, MAX_WINDOW_S, &sec) < 0)
 		return -1;
 	*ms = (unsigned)(sec * 1000 + 0.5);
