@@ -266,6 +266,33 @@ static int write_one(FILE *f, struct rp_view *v)
 	return 0;
 }
 
+/* "syncs": the moments every process waited at once (sync_across.c), the processes' part in
+ * them, and every episode (times on the common axis). */
+static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
+{
+	struct rp_syncs s;
+	if (rp_sync_across(views, n, &s))
+		return -1;
+	fprintf(f, "  \"syncs\": {\"window_ns\": %lld, \"episodes\": %zu, \"processes\": [", (long long)s.window, s.nep);
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_sync_proc *p = &s.proc[k];
+		fprintf(f, "%s\n    {\"pid\": %u, \"waits\": %llu, \"together\": %llu, \"last\": %llu, \"waited_ns\": %lld, "
+		           "\"caused_ns\": %lld}",
+		        k ? "," : "", views[k].t->pid, (unsigned long long)p->waits, (unsigned long long)p->together,
+		        (unsigned long long)p->last, (long long)p->waited, (long long)p->caused);
+	}
+	fprintf(f, "\n  ], \"list\": [");
+	for (size_t i = 0; i < s.nep; i++) {
+		const struct rp_sync_episode *e = &s.ep[i];
+		fprintf(f, "%s\n    {\"start_ns\": %lld, \"last_arrival_ns\": %lld, \"end_ns\": %lld, \"slowest_pid\": %u}",
+		        i ? "," : "", (long long)e->start, (long long)e->last_arrival, (long long)e->end,
+		        views[e->slowest].t->pid);
+	}
+	fprintf(f, "%s]}\n}", s.nep ? "\n  " : "");
+	rp_syncs_free(&s);
+	return 0;
+}
+
 /* "merged": the traces on one time axis: how they were lined up, each process's place and share,
  * the API summary over all of them (functions matched by name). */
 static int write_merged(FILE *f, struct rp_view *views, unsigned n)
@@ -308,10 +335,10 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 		fstat_members(f, rp_cat_names[ms[i].cat], s);
 		fprintf(f, "}");
 	}
-	fprintf(f, "%s]\n}", nms ? "\n  " : "");
+	fprintf(f, "%s],\n", nms ? "\n  " : "");
 	free(a);
 	free(ms);
-	return 0;
+	return write_syncs(f, views, n);
 }
 
 int rp_write_json(FILE *f, struct rp_view *views, unsigned n)

@@ -258,6 +258,34 @@ int64_t rp_sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, 
  * their count and *out (indices in calls[], caller frees); 0 and NULL when none or no memory. */
 uint32_t rp_slowest(const struct rp_view *v, uint32_t k, uint32_t **out);
 
+/* ---- sync_across.c: several processes waiting for each other (the ranks of a job at a
+ * collective). An episode: one blocking wait (a cu*Synchronize call, outermost) per process, all
+ * of them overlapping, ending within RP_SYNC_WINDOW_NS of each other. ---- */
+#define RP_SYNC_WINDOW_NS 500000
+struct rp_sync_episode {
+	int64_t start;             /* the first arrival (the earliest wait's start), common axis */
+	int64_t last_arrival;      /* the slowest process's wait's start */
+	int64_t end;               /* the earliest wait's end */
+	uint32_t slowest;          /* index of the view that arrived last (ties: the first) */
+};
+struct rp_sync_proc {
+	uint64_t waits;            /* its blocking waits (selected, outermost, timed) */
+	uint64_t together;         /* of them, in an episode */
+	uint64_t last;             /* episodes it arrived last in */
+	int64_t waited;            /* over its episodes: the last arrival - its own arrival */
+	int64_t caused;            /* over the episodes it arrived last in: every process's waited */
+};
+struct rp_syncs {
+	int64_t window;
+	unsigned nproc;
+	struct rp_sync_proc *proc; /* per view */
+	struct rp_sync_episode *ep;/* by end */
+	size_t nep, cap;
+};
+/* The episodes of views[0..n) on their common axis. 0, or -1 when out of memory. */
+int rp_sync_across(const struct rp_view *views, unsigned n, struct rp_syncs *s);
+void rp_syncs_free(struct rp_syncs *s);
+
 /* ---- gpu_analysis.c: the GPU side of a view, analysed once (rp_view_init) for every writer ---- */
 
 /* What the program's threads were doing while a GPU ran nothing, by priority: a loading or

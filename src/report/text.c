@@ -517,6 +517,63 @@ int rp_write_text(FILE *f, struct rp_view *v)
 	return ferror(f) ? -1 : 0;
 }
 
+/* The moments every process waited at once (sync_across.c): who arrived last, how often, and
+ * what it cost the others; then the longest of those waits. */
+#define SYNC_TOP 5
+static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
+{
+	const struct rp_view *v0 = &views[0];
+	struct rp_syncs s;
+	char b1[32], b2[32];
+	if (rp_sync_across(views, n, &s))
+		return -1;
+	section(f, v0, "Waiting for each other");
+	uint64_t waits = 0;
+	for (unsigned k = 0; k < n; k++)
+		waits += s.proc[k].waits;
+	if (!s.nep) {
+		fprintf(f, "  no moment where every process waited at once (%llu blocking cu*Synchronize calls in all)\n",
+		        (unsigned long long)waits);
+		rp_syncs_free(&s);
+		return 0;
+	}
+	fprintf(f, "  %zu time%s every process waited at once (one blocking cu*Synchronize call each, overlapping,\n"
+	           "  ending within %s): the one that arrived last is the one the others waited for\n",
+	        s.nep, s.nep == 1 ? "" : "s", rp_fmt_dur(b1, sizeof(b1), (double)s.window));
+	fprintf(f, "  %8s  %8s  %8s  %6s  %6s  %12s  %16s  %s\n", "pid", "waits", "together", "last", "(%)", "waited",
+	        "made others wait", "program");
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_sync_proc *p = &s.proc[k];
+		const struct tr_trace *t = views[k].t;
+		fprintf(f, "  %8u  %8llu  %8llu  %6llu  %6.1f  %12s  %16s  %s\n", t->pid, (unsigned long long)p->waits,
+		        (unsigned long long)p->together, (unsigned long long)p->last, 100.0 * (double)p->last / (double)s.nep,
+		        rp_fmt_dur(b1, sizeof(b1), (double)p->waited), rp_fmt_dur(b2, sizeof(b2), (double)p->caused),
+		        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
+	}
+	/* the longest: a selection of SYNC_TOP by spread, ties by time */
+	size_t top[SYNC_TOP], ntop = 0;
+	for (size_t i = 0; i < s.nep; i++) {
+		int64_t d = s.ep[i].last_arrival - s.ep[i].start;
+		size_t at = ntop;
+		while (at > 0 && s.ep[top[at - 1]].last_arrival - s.ep[top[at - 1]].start < d)
+			at--;
+		if (at >= SYNC_TOP)
+			continue;
+		if (ntop < SYNC_TOP)
+			ntop++;
+		memmove(&top[at + 1], &top[at], (ntop - 1 - at) * sizeof(top[0]));
+		top[at] = i;
+	}
+	fprintf(f, "  the longest waits (on the common axis):\n");
+	for (size_t i = 0; i < ntop; i++) {
+		const struct rp_sync_episode *e = &s.ep[top[i]];
+		fprintf(f, "    +%-12s pid %u arrived %s after the first\n", rp_fmt_dur(b1, sizeof(b1), (double)e->start),
+		        views[e->slowest].t->pid, rp_fmt_dur(b2, sizeof(b2), (double)(e->last_arrival - e->start)));
+	}
+	rp_syncs_free(&s);
+	return 0;
+}
+
 /* Several traces, one report: what they are and how they line up, a header per process, the
  * processes side by side, the API summary over all of them, one timeline, then each process's
  * own analysis (its times there are from its own start). */
@@ -580,6 +637,8 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 
 	write_summary(f, v0, NULL, nms, ms, calls != sel);
 	rp_text_timeline(f, views, n);
+	if (write_syncs(f, views, n))
+		goto out;
 
 	for (unsigned k = 0; k < n; k++) {
 		struct rp_view *v = &views[k];

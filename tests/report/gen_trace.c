@@ -16,6 +16,9 @@
  *       the GPU side: GPU sessions (two started, one OTHER_USER) and their records, linked and
  *       not (see scenario_gpu()); basic --gpu-session no-cupti|other-user adds a GPU session
  *       that never started
+ *   gen_trace ranks OUT --rank R --world W [--steps S] [--expect FILE]
+ *       one process of a W-process job whose ranks wait for each other at every step (see
+ *       scenario_ranks()), for the report's synchronisations across processes
  *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
  *       many very short calls on three threads (see scenario_hot()); --count: two of the
  *       functions counted, not recorded (COUNTS blocks, trace format 3); --count-capture: one
@@ -1129,6 +1132,117 @@ static void scenario_hot(uint64_t iters, const char *expect)
 		free(th[k].t.recs.p);
 }
 
+/* One rank of a job of `world` processes on one machine that wait for each other at every step
+ * (a collective: every rank's wait ends when the last one arrives). Rank r's process starts r *
+ * 137 us after rank 0's (its clocks, header and events are shifted by as much), pid 4000 + r.
+ * Times below are on the job's common axis (ns from rank 0's start); step s starts at
+ * G = 1 ms + s * 10 ms:
+ *   main thread   cuLaunchKernel at G + 10 us (5 us); cuStreamQuery at A - 300 us (1 us, a poll);
+ *                 cuStreamSynchronize from its arrival A = G + 1 ms + r * 50 us (+ 2 ms + s * 10 us
+ *                 for the step's slow rank) to E + r * 7 us, E = the latest arrival + 40 us;
+ *                 rank 0 alone: cuCtxSynchronize at G + 5 ms (100 us) every third step (nobody
+ *                 waits with it)
+ *   worker        cuStreamSynchronize at G + 8 ms + r * 300 us (20 us): the ranks' waits end
+ *                 within 500 us of each other but never overlap, so they are not waiting together
+ * --expect writes what a correct report finds over all ranks (the same on every rank). */
+enum { R_INIT, R_LAUNCH, R_STREAMSYNC, R_CTXSYNC, R_QUERY, R_COUNT };
+
+static unsigned ranks_slow(unsigned s, unsigned world)
+{
+	return s % 5 == 4 ? 0 : (s * 2 + 1) % world;
+}
+
+static uint64_t ranks_arrival(unsigned r, unsigned s, unsigned world)
+{
+	uint64_t g = 1000000 + (uint64_t)s * 10000000;
+	return g + 1000000 + r * 50000 + (r == ranks_slow(s, world) ? 2000000 + (uint64_t)s * 10000 : 0);
+}
+
+static uint64_t ranks_last(unsigned s, unsigned world)
+{
+	uint64_t m = 0;
+	for (unsigned r = 0; r < world; r++)
+		if (ranks_arrival(r, s, world) > m)
+			m = ranks_arrival(r, s, world);
+	return m;
+}
+
+static void ranks_expect(const char *path, unsigned world, unsigned steps)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "{\"episodes\": %u, \"slowest\": [", steps);
+	for (unsigned s = 0; s < steps; s++)
+		fprintf(f, "%s%u", s ? ", " : "", 4000 + ranks_slow(s, world));
+	fprintf(f, "], \"processes\": {");
+	for (unsigned r = 0; r < world; r++) {
+		uint64_t waited = 0, caused = 0, last = 0;
+		for (unsigned s = 0; s < steps; s++) {
+			uint64_t m = ranks_last(s, world);
+			waited += m - ranks_arrival(r, s, world);
+			if (ranks_slow(s, world) == r) {
+				last++;
+				for (unsigned q = 0; q < world; q++)
+					caused += m - ranks_arrival(q, s, world);
+			}
+		}
+		fprintf(f, "%s\"%u\": {\"waits\": %u, \"together\": %u, \"last\": %llu, \"waited_ns\": %llu, "
+		           "\"caused_ns\": %llu}",
+		        r ? ", " : "", 4000 + r, 2 * steps + (r == 0 ? (steps + 2) / 3 : 0), steps,
+		        (unsigned long long)last, (unsigned long long)waited, (unsigned long long)caused);
+	}
+	fprintf(f, "}}\n");
+	fclose(f);
+}
+
+static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const char *expect)
+{
+	static const struct fdef fs[R_COUNT] = {
+		{"cuInit", 0}, {"cuLaunchKernel", 0}, {"cuStreamSynchronize", 0}, {"cuCtxSynchronize", 0},
+		{"cuStreamQuery", 0}};
+	char rank_arg[32];
+	snprintf(rank_arg, sizeof(rank_arg), "--rank=%u", rank);
+	const char *const argv[] = {"python3", "train.py", rank_arg, NULL};
+	const uint64_t shift = rank * 137000ull; /* rank r's trace starts this much later */
+	START_NS += shift;
+	START_REAL += shift;
+	ftab = fs;
+	nftab = R_COUNT;
+	file_header(4000 + rank, argv, "/usr/bin/python3.12");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "580.159.04");
+	funcs_block(0, 0, fs, R_COUNT);
+	thread_block(40000 + rank * 10, "python3");
+	thread_block(40001 + rank * 10, "pt_worker");
+	struct thr m = {.tid = 40000 + rank * 10}, w = {.tid = 40001 + rank * 10};
+	call(&m, R_INIT, 1000, 1000, NULL, 0, NULL, 0);
+	for (unsigned s = 0; s < steps; s++) {
+		uint64_t g = 1000000 + (uint64_t)s * 10000000, a = ranks_arrival(rank, s, world);
+		uint64_t e = ranks_last(s, world) + 40000 + rank * 7000;
+		call(&m, R_LAUNCH, g + 10000 - shift, 5000, NULL, 0, NULL, 0);
+		call(&m, R_QUERY, a - 300000 - shift, 1000, NULL, 0, NULL, 600);
+		call(&m, R_STREAMSYNC, a - shift, e - a, NULL, 0, NULL, 0);
+		if (rank == 0 && s % 3 == 0)
+			call(&m, R_CTXSYNC, g + 5000000 - shift, 100000, NULL, 0, NULL, 0);
+		call(&w, R_STREAMSYNC, g + 8000000 + rank * 300000 - shift, 20000, NULL, 0, NULL, 0);
+		if (s % 8 == 7) {
+			flush(&m);
+			flush(&w);
+		}
+	}
+	flush(&m);
+	flush(&w);
+	clock_block(1000000 + (uint64_t)steps * 10000000 - shift);
+	end_block(2);
+	if (expect)
+		ranks_expect(expect, world, steps);
+	free(m.recs.p);
+	free(w.recs.p);
+}
+
 static void scenario_nocalls(void)
 {
 	static const char *const argv[] = {"./idle", NULL};
@@ -1189,15 +1303,16 @@ static void scenario_hostile(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
-		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch]\n");
+		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
 	int one_clock = 0, no_end = 0;
 	uint64_t ncalls = 1000000, iters = 24000;
 	uint32_t nthreads = 4;
+	unsigned rank = 0, world = 2, steps = 20;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--tsc"))
 			use_tsc = 1;
@@ -1238,6 +1353,12 @@ int main(int argc, char **argv)
 			hot_count = 2;
 		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
 			iters = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
+			rank = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--world") && i + 1 < argc)
+			world = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+			steps = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nthreads = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else {
@@ -1261,6 +1382,8 @@ int main(int argc, char **argv)
 		scenario_hostile();
 	else if (!strcmp(scenario, "gpu"))
 		scenario_gpu();
+	else if (!strcmp(scenario, "ranks") && rank < world && world <= 8)
+		scenario_ranks(rank, world, steps, expect);
 	else {
 		fprintf(stderr, "gen_trace: unknown scenario %s\n", scenario);
 		return 2;

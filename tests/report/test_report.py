@@ -2390,6 +2390,51 @@ def test_sqlite_errors():
     check(not os.path.lexists(nothing), "no database for no trace")
 
 
+def test_ranks():
+    """Several ranks of a job waiting for each other at every step (gen_trace ranks): the report
+    finds each step's collective wait, names the rank that arrived last, and sums what each rank
+    waited and made the others wait, exactly; waits that end close together but never overlap,
+    polls and a rank's lone waits are not taken for one. Rank 2 runs on another machine (its
+    monotonic clock 900 s off): the realtime axis still lines the ranks up."""
+    world, steps = 3, 12
+    paths = []
+    for r in range(world):
+        extra = ["--mono-offset", "900000000000"] if r == 2 else []
+        p, want = gen(f"rank{r}", "ranks", "--rank", str(r), "--world", str(world), "--steps", str(steps), *extra,
+                      expect=True)
+        paths.append(p)
+    out, _ = run(["report", "--format", "json", *paths])
+    sy = json.loads(out)["merged"]["syncs"]
+    eq(sy["episodes"], want["episodes"], "episodes where every rank waited")
+    eq([e["slowest_pid"] for e in sy["list"]], want["slowest"], "the rank that arrived last, step by step")
+    for p in sy["processes"]:
+        w = want["processes"][str(p["pid"])]
+        for k in ("waits", "together", "last", "waited_ns", "caused_ns"):
+            eq(p[k], w[k], f"pid {p['pid']} {k}")
+    for e in sy["list"]:
+        check(e["start_ns"] <= e["last_arrival_ns"] <= e["end_ns"], f"episode in order: {e}")
+    # the text report: the section, one row per rank with its counts, the longest wait first
+    out, _ = run(["report", "--no-color", *paths])
+    sec = out.split("Waiting for each other\n", 1)
+    check(len(sec) == 2, "a 'Waiting for each other' section")
+    body = sec[1]
+    check(body.startswith(f"  {steps} times every process waited at once"), f"episode count line: {body[:120]!r}")
+    for pid, w in want["processes"].items():
+        check(re.search(rf"^ +{pid} +{w['waits']} +{w['together']} +{w['last']} ", body, re.M),
+              f"row of pid {pid}: waits {w['waits']}, together {w['together']}, last {w['last']}")
+    longest = max(range(steps), key=lambda s: (sy["list"][s]["last_arrival_ns"] - sy["list"][s]["start_ns"], -s))
+    m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +pid (\d+) arrived", body)
+    check(m and int(m.group(1)) == sy["list"][longest]["slowest_pid"], "the longest wait's rank listed first")
+    # one process alone has nobody to wait for: no section
+    out, _ = run(["report", "--no-color", paths[0]])
+    check("Waiting for each other" not in out, "no section for one process")
+    # ranks that never wait together: every rank's waits kept, no episode
+    out, _ = run(["report", "--format", "json", "--thread", "pt_worker", *paths])
+    sy = json.loads(out)["merged"]["syncs"]
+    eq(sy["episodes"], 0, "worker waits that end within the window but never overlap")
+    eq([p["waits"] for p in sy["processes"]], [steps] * world, "each rank's worker waits")
+
+
 def main():
     global A, TMP
     ap = argparse.ArgumentParser()

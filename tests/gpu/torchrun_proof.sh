@@ -1,0 +1,159 @@
+#!/bin/bash
+# A multi-process job traced (issue 24), on the GPU machine, from the project root:
+#   source .devdeps/use-deps.sh && bash tests/gpu/torchrun_proof.sh OUTDIR
+# torchrun starts NPROC (default 2) ranks of tests/gpu/ddp_job.py (DDP training of a small
+# transformer; NCCL with a GPU per rank, gloo on one GPU), rank 1 made slow every third step.
+# Runs, each printing its wall time:
+#   base     untraced
+#   follow   cuhook run --follow -- torchrun ...: every process traced, each into its own file
+#   counted  the same with CUPTI's driver-API callbacks counting every call in the same processes
+#            (tests/gpu/cupti_counter.c through CUDA_INJECTION64_PATH): the ground truth
+#   attach   untraced, and cuhook attach -v --duration 2 to rank 1 while it trains
+# Then checks and prints: every rank's losses bit-identical in all runs; per rank, cuhook's
+# count of every function CUPTI saw against CUPTI's; the merged report of the ranks (processes,
+# waiting for each other); the traces' time axis against the program's own CLOCK_REALTIME stamps
+# (each step's end as the program saw it vs the trace's last call before it, per rank, and the
+# ranks' difference by either clock). docs/validation.md records a run.
+set -u
+OUT=${1:?output directory}
+mkdir -p "$OUT"
+B=/tmp/build-gpu HERE=tests/gpu CUHOOK=/tmp/build-gpu/src/cli/cuhook
+NP=${NPROC:-2} STEPS=${STEPS:-60}
+fail=0
+step() { echo; echo "=== $*"; }
+if [ ! -x "$CUHOOK" ]; then
+	bash $HERE/gpu_proof.sh "$OUT" build || exit 1
+fi
+CUPTI_LIB=$(ls /usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.[0-9]* 2>/dev/null | head -1)
+gcc -O2 -Wall -shared -fPIC -fvisibility=hidden -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include \
+	-o $B/libcupti_counter.so $HERE/cupti_counter.c -L"$(dirname "$CUPTI_LIB")" -l:"$(basename "$CUPTI_LIB")" \
+	-Wl,-rpath,"$(dirname "$CUPTI_LIB")" || { echo "cupti_counter build failed"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+TR=(torchrun --standalone --nproc_per_node "$NP" $HERE/ddp_job.py --steps "$STEPS" --slow-rank 1)
+timed() { # NAME CMD...: run, print its wall time and status
+	local name=$1; shift
+	local t0; t0=$(date +%s%N)
+	"$@" > "$OUT/$name.out" 2>&1
+	local rc=$?
+	printf '%-9s rc %d  %d ms\n' "$name" "$rc" $((($(date +%s%N) - t0) / 1000000))
+	[ $rc -eq 0 ] || { tail -20 "$OUT/$name.out"; fail=1; }
+}
+step "runs ($NP ranks, $STEPS steps)"
+timed base "${TR[@]}" --out "$OUT/base"
+mkdir -p "$OUT/follow" "$OUT/counted"
+timed follow "$CUHOOK" run --follow -o "$OUT/follow/trace.bin" -- "${TR[@]}" --out "$OUT/follow"
+CUDA_INJECTION64_PATH=$B/libcupti_counter.so CUPTI_COUNTER_OUT="$OUT/counted/cupti.%p.json" \
+	timed counted "$CUHOOK" run --follow -o "$OUT/counted/trace.bin" -- "${TR[@]}" --out "$OUT/counted"
+# attach: a longer job; rank 1 found by its environment once it trains
+ATT_STEPS=$((STEPS * 6))
+"${TR[@]:0:4}" $HERE/ddp_job.py --steps "$ATT_STEPS" --slow-rank 1 --out "$OUT/attach" > "$OUT/attach-job.out" 2>&1 &
+JOB=$!
+R1=""
+for _ in $(seq 1 120); do
+	for p in $(pgrep -f "ddp_job.py --steps $ATT_STEPS"); do
+		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'RANK=1' && R1=$p
+	done
+	[ -n "$R1" ] && break
+	sleep 0.5
+done
+if [ -n "$R1" ]; then
+	sleep 8 # past loading: in the training loop
+	"$CUHOOK" attach -v --duration 2 --force -o "$OUT/attach-rank1.bin" "$R1" > "$OUT/attach.out" 2>&1
+	echo "attach to rank 1 (pid $R1): rc $?"; grep -E "stopped|held|written|trace" "$OUT/attach.out" | head -8
+else
+	echo "attach: rank 1 not found"; fail=1
+fi
+wait $JOB || { echo "attached job failed"; tail "$OUT/attach-job.out"; fail=1; }
+# the base run of the same length, to compare the attached job's losses with
+timed base-long "${TR[@]:0:4}" $HERE/ddp_job.py --steps "$ATT_STEPS" --slow-rank 1 --out "$OUT/base-long"
+
+step "reports"
+python3 - "$OUT" "$CUHOOK" "$NP" <<'PY' || fail=1
+import csv, glob, io, json, os, re, statistics, subprocess, sys
+out, cuhook, np_ = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bad = 0
+def ranks(d):
+    r = {}
+    for f in glob.glob(os.path.join(out, d, "rank*.txt")):
+        lines = open(f).read().split("\n")
+        hdr = lines[0].split()
+        r[int(f[-5])] = {"pid": int(hdr[5]), "backend": hdr[1], "steps": [l.split() for l in lines[1:] if l]}
+    return r
+runs = {d: ranks(d) for d in ("base", "follow", "counted", "attach", "base-long")}
+print("backend:", runs["base"][0]["backend"] if runs["base"] else "?")
+for d, ref in (("follow", "base"), ("counted", "base"), ("attach", "base-long")):
+    for r in range(np_):
+        a = [s[1] for s in runs[d].get(r, {}).get("steps", [])]
+        b = [s[1] for s in runs[ref].get(r, {}).get("steps", [])]
+        same = a == b and len(a) > 0
+        bad += not same
+        print(f"losses {d:8s} rank {r}: {len(a)} steps, {'bit-identical to ' + ref if same else 'DIFFER from ' + ref}")
+def rep(fmt, *files):
+    return subprocess.run([cuhook, "report", "--format", fmt, *files], capture_output=True, text=True, check=True).stdout
+# counts: cuhook against CUPTI in the same processes
+for r in range(np_):
+    pid = runs["counted"][r]["pid"]
+    cupti = json.load(open(os.path.join(out, "counted", f"cupti.{pid}.json")))
+    j = json.loads(rep("json", os.path.join(out, "counted", f"trace.{pid}.bin")))
+    ch = {f["name"]: f["calls"] + f.get("counted_calls", 0) for f in j["functions"]}
+    diff = {k: (ch.get(k, 0), v) for k, v in cupti.items() if ch.get(k, 0) != v and k != "cuInit"}
+    bad += bool(diff)
+    print(f"counts rank {r} (pid {pid}): {len(cupti)} functions CUPTI saw, {sum(cupti.values())} calls; "
+          f"cuhook {sum(ch.get(k, 0) for k in cupti)}; {len(diff)} differ {dict(list(diff.items())[:8])}")
+    only = {k: v for k, v in ch.items() if k not in cupti}
+    print(f"   cuhook only (before cuInit, CUPTI cannot see them): {only}")
+# the merged report of the ranks of the follow run
+files = [os.path.join(out, "follow", f"trace.{runs['follow'][r]['pid']}.bin") for r in range(np_)]
+txt = rep("text", *files)
+for sec in ("Processes", "Waiting for each other"):
+    m = re.search(rf"^{sec}\n(.*?)(?=\n\n|\Z)", txt, re.M | re.S)
+    print(f"--- {sec}\n{m.group(1) if m else '(none)'}")
+mj = json.loads(rep("json", *files))
+print("merged syncs:", {k: v for k, v in mj["merged"]["syncs"].items() if k != "list"})
+# time axis: each step's end by the program's realtime clock vs the trace's last call before it
+ends = {}
+for r in range(np_):
+    pid = runs["follow"][r]["pid"]
+    f = files[r]
+    t0 = json.loads(rep("json", f))["start_realtime_ns"]
+    rows = list(csv.DictReader(io.StringIO(rep("csv", f))))
+    ce = sorted(t0 + int(x["end_ns"]) for x in rows if x["end_ns"] and int(x["tid"]) == pid)
+    gaps, e = [], []
+    import bisect
+    for s in runs["follow"][r]["steps"]:
+        rt = int(s[2])
+        i = bisect.bisect_right(ce, rt) - 1
+        gaps.append(rt - ce[i] if i >= 0 else None)
+        e.append(ce[i] if i >= 0 else None)
+    ends[r] = e
+    g = [x for x in gaps if x is not None]
+    print(f"time axis rank {r}: program's step end - trace's last call end before it: median "
+          f"{statistics.median(g) / 1e3:.1f} us, max {max(g) / 1e3:.1f} us over {len(g)} steps")
+    bad += max(g) > 5e6
+if np_ >= 2:
+    d = []
+    for s in range(len(ends[0])):
+        p0, p1 = int(runs["follow"][0]["steps"][s][2]), int(runs["follow"][1]["steps"][s][2])
+        if ends[0][s] is not None and ends[1][s] is not None:
+            d.append(abs((p1 - p0) - (ends[1][s] - ends[0][s])))
+    print(f"ranks 0 and 1: |difference of step ends by the program's clocks - by the traces'|: median "
+          f"{statistics.median(d) / 1e3:.1f} us, max {max(d) / 1e3:.1f} us over {len(d)} steps")
+att = os.path.join(out, "attach-rank1.bin")
+if os.path.exists(att):
+    j = json.loads(rep("json", att))
+    print(f"attach trace of rank 1: {sum(f['calls'] for f in j['functions'])} calls recorded, "
+          f"{j.get('duration_ns', 0) / 1e9:.2f} s")
+print("RESULT", "PASS" if not bad else f"FAIL ({bad})")
+sys.exit(1 if bad else 0)
+PY
+step "step time (median ms per step, rank 0, from the program's own stamps)"
+python3 - "$OUT" <<'PY'
+import glob, os, statistics, sys
+for d in ("base", "follow", "counted"):
+    f = os.path.join(sys.argv[1], d, "rank0.txt")
+    if os.path.exists(f):
+        t = [int(l.split()[2]) for l in open(f).read().split("\n")[1:] if l]
+        dt = [(b - a) / 1e6 for a, b in zip(t, t[1:])][5:]
+        print(f"{d:8s} median {statistics.median(dt):.2f} ms per step over {len(dt)} steps")
+PY
+exit $fail
