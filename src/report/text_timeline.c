@@ -138,11 +138,13 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
 		int shown = 0;
+		char proc[64];
 		for (uint32_t i = 0; i < t->nthreads; i++) {
 			if (row[k][i] >= nrows)
 				continue;
 			if (n > 1 && !shown++)
-				fprintf(f, "  pid %u %s\n", t->pid, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
+				fprintf(f, "  %s %s\n", rp_proc_label(v, proc, sizeof(proc)),
+				        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 			rp_thread_label(v, i, label, sizeof(label));
 			fprintf(f, "  %s%-*s |", n > 1 ? "  " : "", n > 1 ? lw - 2 : lw, rp_safe(label));
 			const double *a = acc + ((size_t)row[k][i] * w) * CL_COUNT;

@@ -2420,11 +2420,24 @@ def test_ranks():
     body = sec[1]
     check(body.startswith(f"  {steps} times every process waited at once"), f"episode count line: {body[:120]!r}")
     for pid, w in want["processes"].items():
-        check(re.search(rf"^ +{pid} +{w['waits']} +{w['together']} +{w['last']} ", body, re.M),
-              f"row of pid {pid}: waits {w['waits']}, together {w['together']}, last {w['last']}")
+        rank = int(pid) - 4000 if int(pid) != 4002 else "-"
+        check(re.search(rf"^ +{pid} +{rank} +{w['waits']} +{w['together']} +{w['last']} ", body, re.M),
+              f"row of pid {pid}: rank {rank}, waits {w['waits']}, together {w['together']}, last {w['last']}")
     longest = max(range(steps), key=lambda s: (sy["list"][s]["last_arrival_ns"] - sy["list"][s]["start_ns"], -s))
-    m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +pid (\d+) arrived", body)
-    check(m and int(m.group(1)) == sy["list"][longest]["slowest_pid"], "the longest wait's rank listed first")
+    m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +(rank \d+ \(pid (\d+)\)|pid (\d+)) arrived", body)
+    pid = m and int(m.group(2) or m.group(3))
+    check(pid == sy["list"][longest]["slowest_pid"], "the longest wait's rank listed first")
+    check(m.group(1).startswith("rank") == (pid != 4002), f"labelled by its rank when it has one: {m.group(1)}")
+    # ranks from the agent's "job:" notes: the header, the Processes table, json; none for rank 2
+    for r in range(world):
+        check(re.search(rf"^process {4000 + r}: .*\n(?:  .*\n)*?  job        rank {r} of {world}\n", out, re.M)
+              if r != 2 else not re.search(rf"^process 4002: .*\n(?:  .*\n)*?  job ", out, re.M),
+              f"header of rank {r}: its job line")
+        check(re.search(rf"^ +{4000 + r} +{r if r != 2 else '-'} +\+", out, re.M), f"Processes row of rank {r}")
+    j = json.loads(run(["report", "--format", "json", *paths])[0])
+    eq([t.get("rank") for t in j["traces"]], [0, 1, None], "json traces' rank")
+    eq([t.get("world") for t in j["traces"]], [world, world, None], "json traces' world")
+    eq([p.get("rank") for p in j["merged"]["processes"]], [0, 1, None], "json merged processes' rank")
     # one process alone has nobody to wait for: no section
     out, _ = run(["report", "--no-color", paths[0]])
     check("Waiting for each other" not in out, "no section for one process")
