@@ -2448,6 +2448,47 @@ def test_ranks():
     eq([p["waits"] for p in sy["processes"]], [steps] * world, "each rank's worker waits")
 
 
+def test_timeline_gpu():
+    """The text timeline's GPU rows: one per device, after the threads, each column K where the
+    device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
+    ran nothing; computed here from the CSV's GPU rows on the same columns."""
+    import csv as csvmod
+    import io
+    path = gen("gpu", "gpu")
+    width = 60
+    out, _ = run(["report", "--no-color", "--width", str(width), path])
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^  (GPU \d+) +\|(.*)\|$", out, re.M)}
+    span = report_json(path)[0]["duration_ns"]
+    recs = list(csvmod.DictReader(io.StringIO(run(["report", "--format", "csv", path])[0])))
+    colw = span / width
+    want = {}
+    for r in recs:
+        if r["record"] == "call":
+            continue
+        acc = want.setdefault(f"GPU {r['device']}", [[0.0, 0.0] for _ in range(width)])
+        s, e = float(r["start_ns"]), float(r["end_ns"])
+        k = 1 if r["record"] == "kernel" else 0
+        c0 = min(int(s / colw), width - 1)
+        if e <= s:
+            acc[c0][k] += 1e-3
+            continue
+        for q in range(c0, min(int(e / colw), width - 1) + 1):
+            ov = min(e, (q + 1) * colw) - max(s, q * colw)
+            if ov > 0:
+                acc[q][k] += ov
+    check(len(want) >= 2, "the gpu scenario has work on two devices")
+    eq(sorted(rows), sorted(want), "a timeline row per device")
+    for dev, acc in want.items():
+        line = "".join("." if x == 0 and k == 0 else "K" if k > x else "T" for x, k in acc)
+        eq(rows[dev], line, f"the {dev} row")
+    lines = out.splitlines()
+    first_gpu = min(i for i, ln in enumerate(lines) if re.match(r"  GPU \d+ +\|", ln))
+    check(lines[first_gpu - 1].startswith("  worker ") and "GPU rows: K running kernels" in out,
+          "GPU rows after the threads, and in the legend")
+    out, _ = run(["report", "--no-color", gen("basic")])
+    check("GPU rows" not in out and not re.search(r"^  GPU \d", out, re.M), "no GPU row without GPU records")
+
+
 def main():
     global A, TMP
     ap = argparse.ArgumentParser()
