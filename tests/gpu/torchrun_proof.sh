@@ -6,6 +6,7 @@
 # Runs, each printing its wall time:
 #   base     untraced
 #   follow   cuhook run --follow -- torchrun ...: every process traced, each into its own file
+#   gpu      the same with --gpu (CUPTI activity records: each rank's device work on the timeline)
 #   counted  the same with CUPTI's driver-API callbacks counting every call in the same processes
 #            (tests/gpu/cupti_counter.c through CUDA_INJECTION64_PATH): the ground truth
 #   attach   untraced, and cuhook attach -v --duration 2 to rank 1 while it trains
@@ -42,6 +43,8 @@ step "runs ($NP ranks, $STEPS steps)"
 timed base "${TR[@]}" --out "$OUT/base"
 mkdir -p "$OUT/follow" "$OUT/counted"
 timed follow "$CUHOOK" run --follow -o "$OUT/follow/trace.bin" -- "${TR[@]}" --out "$OUT/follow"
+mkdir -p "$OUT/gpu"
+timed gpu "$CUHOOK" run --follow --gpu -o "$OUT/gpu/trace.bin" -- "${TR[@]}" --out "$OUT/gpu"
 CUDA_INJECTION64_PATH=$B/libcupti_counter.so CUPTI_COUNTER_OUT="$OUT/counted/cupti.%p.json" \
 	timed counted "$CUHOOK" run --follow -o "$OUT/counted/trace.bin" -- "${TR[@]}" --out "$OUT/counted"
 # attach: a longer job; rank 1 attached once it is in its training loop
@@ -75,9 +78,9 @@ def ranks(d):
         hdr = lines[0].split()
         r[int(f[-5])] = {"pid": int(hdr[5]), "backend": hdr[1], "steps": [l.split() for l in lines[1:] if l]}
     return r
-runs = {d: ranks(d) for d in ("base", "follow", "counted", "attach", "base-long")}
+runs = {d: ranks(d) for d in ("base", "follow", "gpu", "counted", "attach", "base-long")}
 print("backend:", runs["base"][0]["backend"] if runs["base"] else "?")
-for d, ref in (("follow", "base"), ("counted", "base"), ("attach", "base-long")):
+for d, ref in (("follow", "base"), ("gpu", "base"), ("counted", "base"), ("attach", "base-long")):
     for r in range(np_):
         a = [s[1] for s in runs[d].get(r, {}).get("steps", [])]
         b = [s[1] for s in runs[ref].get(r, {}).get("steps", [])]
@@ -121,6 +124,15 @@ for sec in ("Processes", "Waiting for each other"):
     print(f"--- {sec}\n{m.group(1) if m else '(none)'}")
 mj = json.loads(rep("json", *files))
 print("merged syncs:", {k: v for k, v in mj["merged"]["syncs"].items() if k != "list"})
+# the --gpu run: one timeline of every rank's threads and its device's work
+gfiles = [os.path.join(out, "gpu", f"trace.{runs['gpu'][r]['pid']}.bin") for r in range(np_) if r in runs["gpu"]]
+if gfiles:
+    txt = subprocess.run([cuhook, "report", "--no-color", "--width", "100", *gfiles], capture_output=True, text=True).stdout
+    m = re.search(r"^Timeline.*?(?=\n\n|\Z)", txt, re.M | re.S)
+    print(f"--- merged timeline of the --gpu run\n{m.group(0) if m else '(none)'}")
+    for f in gfiles:
+        g = json.loads(rep("json", f)).get("gpu", {})
+        print(f"   {os.path.basename(f)}: GPU work records {g.get('work_records', g.get('records', '?'))}")
 # time axis: each step's end by the program's realtime clock vs the trace's last call before it
 ends = {}
 for r in range(np_):
