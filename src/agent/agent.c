@@ -6,6 +6,7 @@
 #include "agent_state.h"
 #include "arity.h"
 #include "capture_range.h"
+#include "job_env.h"
 #include "config.h"
 #include "decoders.h"
 #include "exit_watch.h"
@@ -422,6 +423,7 @@ static void start_in_fork_child(void)
 	session_pid = getpid();
 	__atomic_store_n(&cuhook_recording, capture_begin(true), __ATOMIC_RELEASE);
 	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
+	job_env_note();
 	if (cfg.gpu)
 		agent_log(1, "GPU: a fork child records no GPU work (CUPTI's session, like the driver's "
 		          "state, is the parent's); its API calls are traced");
@@ -551,6 +553,7 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 			agent_log(1, "traced functions matching %s are counted, not recorded (%s)", cfg.count,
 			          strcmp(cfg.count, CUHOOK_COUNT_DEFAULT) ? "count option"
 			                                                  : "the default; --record-all records them");
+		job_env_note();
 	}
 	/* Before the scan: what loading CUPTI loads (a libcuda) is then planned and in the
 	 * snapshot the start checks. */

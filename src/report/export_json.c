@@ -175,6 +175,16 @@ static void write_findings(FILE *f, const struct rp_finding *fd, unsigned n)
 	fprintf(f, "%s],\n", n ? "\n  " : "");
 }
 
+/* "rank" and "world" (members followed by ", "), only when the trace says them (job_env.c's
+ * NOTE): a trace without them gives the JSON it gave before. */
+static void json_job(FILE *f, const struct rp_view *v)
+{
+	if (v->rank >= 0)
+		fprintf(f, "\"rank\": %ld, ", v->rank);
+	if (v->world > 0)
+		fprintf(f, "\"world\": %ld, ", v->world);
+}
+
 static int write_one(FILE *f, struct rp_view *v)
 {
 	const struct tr_trace *t = v->t;
@@ -191,6 +201,7 @@ static int write_one(FILE *f, struct rp_view *v)
 	fprintf(f, "{\n  ");
 	kv_str(f, "file", t->path);
 	fprintf(f, ",\n  \"pid\": %u, \"ppid\": %u,\n  ", t->pid, t->ppid);
+	json_job(f, v);
 	kv_str(f, "cmdline", t->cmdline);
 	fprintf(f, ",\n  ");
 	kv_str(f, "exe", t->exe);
@@ -320,6 +331,7 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 			return -1;
 		}
 		fprintf(f, "%s\n    {\"pid\": %u, ", k ? "," : "", v->t->pid);
+		json_job(f, v);
 		kv_str(f, "file", v->t->path);
 		fprintf(f, ", \"offset_ns\": %lld, \"realtime_offset_ns\": %lld, \"duration_ns\": %lld, "
 		           "\"selected_calls\": %u, \"api_ns\": %lld}",

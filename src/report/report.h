@@ -107,6 +107,8 @@ struct rp_view {
 	int64_t base;              /* t0 - shift: an absolute time minus base is its time on the
 	                              common axis (rp_rel) */
 	int axis_realtime;         /* several files lined up by their realtime offsets */
+	long rank, world;          /* its place in a multi-process job, from the agent's "job:" NOTE
+	                              (the launcher's RANK/WORLD_SIZE...); -1: not known */
 	struct rp_finfo *fi;       /* per function id: what the name says (categories.h) */
 	uint8_t *func_ok;          /* per function id: --functions selects it; NULL without the option */
 	uint8_t *thread_dup;       /* per thread: another thread has the same name */
@@ -150,6 +152,8 @@ int rp_thread_selected(const struct rp_view *v, uint32_t thread);
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
 /* The category name of a function for the exports: rp_cat_names[], or "ioctl". */
 const char *rp_call_category(const struct rp_view *v, uint32_t func);
+/* "pid 1234", or "rank 1 (pid 1234)" when the trace says its rank in a job. */
+const char *rp_proc_label(const struct rp_view *v, char *buf, size_t len);
 /* "main", or "worker/1234" when several threads share the name, or "1234" without a name. */
 const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf, size_t len);
 

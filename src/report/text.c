@@ -66,6 +66,10 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 	if (t->exe[0])
 		fprintf(f, "  executable %s\n", rp_safe(t->exe));
 	fprintf(f, "  pid        %u (parent %u)\n", t->pid, t->ppid);
+	if (v->rank >= 0 && v->world > 0)
+		fprintf(f, "  job        rank %ld of %ld\n", v->rank, v->world);
+	else if (v->rank >= 0)
+		fprintf(f, "  job        rank %ld\n", v->rank);
 	if (t->start_realtime_ns) {
 		time_t sec = (time_t)(t->start_realtime_ns / 1000000000u);
 		struct tm tm;
@@ -517,6 +521,23 @@ int rp_write_text(FILE *f, struct rp_view *v)
 	return ferror(f) ? -1 : 0;
 }
 
+/* Whether a merged report has a rank column: some trace says its rank in a job. */
+static int any_rank(const struct rp_view *views, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (views[k].rank >= 0)
+			return 1;
+	return 0;
+}
+
+static void rank_cell(FILE *f, const struct rp_view *v)
+{
+	if (v->rank >= 0)
+		fprintf(f, "%8ld  ", v->rank);
+	else
+		fprintf(f, "%8s  ", "-");
+}
+
 /* The moments every process waited at once (sync_across.c): who arrived last, how often, and
  * what it cost the others; then the longest of those waits. */
 #define SYNC_TOP 5
@@ -540,12 +561,16 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 	fprintf(f, "  %zu time%s every process waited at once (one blocking cu*Synchronize call each, overlapping,\n"
 	           "  ending within %s): the one that arrived last is the one the others waited for\n",
 	        s.nep, s.nep == 1 ? "" : "s", rp_fmt_dur(b1, sizeof(b1), (double)s.window));
-	fprintf(f, "  %8s  %8s  %8s  %6s  %6s  %12s  %16s  %s\n", "pid", "waits", "together", "last", "(%)", "waited",
-	        "made others wait", "program");
+	int ranks = any_rank(views, n);
+	fprintf(f, "  %8s  %s%8s  %8s  %6s  %6s  %12s  %16s  %s\n", "pid", ranks ? "    rank  " : "", "waits", "together",
+	        "last", "(%)", "waited", "made others wait", "program");
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_sync_proc *p = &s.proc[k];
 		const struct tr_trace *t = views[k].t;
-		fprintf(f, "  %8u  %8llu  %8llu  %6llu  %6.1f  %12s  %16s  %s\n", t->pid, (unsigned long long)p->waits,
+		fprintf(f, "  %8u  ", t->pid);
+		if (ranks)
+			rank_cell(f, &views[k]);
+		fprintf(f, "%8llu  %8llu  %6llu  %6.1f  %12s  %16s  %s\n", (unsigned long long)p->waits,
 		        (unsigned long long)p->together, (unsigned long long)p->last, 100.0 * (double)p->last / (double)s.nep,
 		        rp_fmt_dur(b1, sizeof(b1), (double)p->waited), rp_fmt_dur(b2, sizeof(b2), (double)p->caused),
 		        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
@@ -567,8 +592,10 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 	fprintf(f, "  the longest waits (on the common axis):\n");
 	for (size_t i = 0; i < ntop; i++) {
 		const struct rp_sync_episode *e = &s.ep[top[i]];
-		fprintf(f, "    +%-12s pid %u arrived %s after the first\n", rp_fmt_dur(b1, sizeof(b1), (double)e->start),
-		        views[e->slowest].t->pid, rp_fmt_dur(b2, sizeof(b2), (double)(e->last_arrival - e->start)));
+		char who[64];
+		fprintf(f, "    +%-12s %s arrived %s after the first\n", rp_fmt_dur(b1, sizeof(b1), (double)e->start),
+		        rp_proc_label(&views[e->slowest], who, sizeof(who)),
+		        rp_fmt_dur(b2, sizeof(b2), (double)(e->last_arrival - e->start)));
 	}
 	rp_syncs_free(&s);
 	return 0;
@@ -622,14 +649,18 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		write_header(f, &views[k], 1);
 
 	section(f, v0, "Processes");
-	fprintf(f, "  %8s  %12s  %12s  %7s  %8s  %12s  %7s  %s\n", "pid", "start", "duration", "threads", "calls",
-	        "API time", "API (%)", "program");
+	int ranks = any_rank(views, n);
+	fprintf(f, "  %8s  %s%12s  %12s  %7s  %8s  %12s  %7s  %s\n", "pid", ranks ? "    rank  " : "", "start", "duration",
+	        "threads", "calls", "API time", "API (%)", "program");
 	for (unsigned k = 0; k < n; k++) {
 		struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
 		char start[40];
 		snprintf(start, sizeof(start), "+%s", rp_fmt_dur(b1, sizeof(b1), (double)v->shift));
-		fprintf(f, "  %8u  %12s  %12s  %7u  %8u  %12s  %7.1f  %s\n", t->pid, start,
+		fprintf(f, "  %8u  ", t->pid);
+		if (ranks)
+			rank_cell(f, v);
+		fprintf(f, "%12s  %12s  %7u  %8u  %12s  %7.1f  %s\n", start,
 		        rp_fmt_dur(b2, sizeof(b2), (double)(v->t1 - v->t0)), t->nthreads, v->nsel,
 		        rp_fmt_dur(b3, sizeof(b3), (double)a[k].api_time),
 		        api > 0 ? 100.0 * (double)a[k].api_time / (double)api : 0.0, t->cmdline[0] ? rp_safe(t->cmdline) : "?");

@@ -1,6 +1,8 @@
 /* The ASCII timeline of the text report: one row per thread, the run divided into --width
  * columns; each column shows the category in which that thread spent most of the column's time
- * inside outermost driver calls, or '.' when it made no driver call then. */
+ * inside outermost driver calls, or '.' when it made no driver call then. A trace with GPU
+ * records adds a row per device after its threads: K where the device spent most of the column
+ * running kernels, T copying or setting memory, '.' idle. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -35,6 +37,65 @@ static int class_of(uint8_t cat)
 
 #define MAX_ROWS 64
 
+/* Adds [s, e) (on the common axis, ns) of class cl to a row's columns; an interval without
+ * duration adds a trace of itself, so that it still shows where nothing else happens. */
+static void add_interval(double *a, double s, double e, int cl, double colw, unsigned w, int64_t span)
+{
+	if (s < 0)
+		s = 0;
+	if (s > (double)span)
+		s = (double)span;
+	if (e > (double)span)
+		e = (double)span;
+	unsigned c0 = s / colw >= w ? w - 1 : (unsigned)(s / colw);
+	if (e <= s) {
+		a[c0 * CL_COUNT + cl] += 1e-3;
+		return;
+	}
+	unsigned c1 = e / colw >= w ? w - 1 : (unsigned)(e / colw);
+	for (unsigned q = c0; q <= c1; q++) {
+		double lo = q * colw, hi = lo + colw;
+		double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
+		if (ov > 0)
+			a[q * CL_COUNT + cl] += ov;
+	}
+}
+
+static void print_row(FILE *f, const char *label, int lw, int indent, const double *a, unsigned w, int color)
+{
+	fprintf(f, "  %s%-*s |", indent ? "  " : "", indent ? lw - 2 : lw, label);
+	int cur = -1;
+	for (unsigned q = 0; q < w; q++) {
+		int best = CL_NONE;
+		double bv = 0;
+		for (int cl = 1; cl < CL_COUNT; cl++)
+			if (a[q * CL_COUNT + cl] > bv) {
+				bv = a[q * CL_COUNT + cl];
+				best = cl;
+			}
+		if (color && best != cur) {
+			fprintf(f, "\033[0m%s", cl_color[best]);
+			cur = best;
+		}
+		putc(cl_char[best], f);
+	}
+	fprintf(f, "%s|\n", color ? "\033[0m" : "");
+}
+
+/* The GPU rows of a view: one per device of its GPU analysis (row[k][nthreads + d]). */
+static uint32_t ndevices(const struct rp_view *v)
+{
+	return v->gpu ? v->gpu->ndevices : 0;
+}
+
+static uint32_t device_index(const struct rp_view *v, uint32_t device)
+{
+	for (uint32_t d = 0; d < v->gpu->ndevices; d++)
+		if (v->gpu->devices[d].device == device)
+			return d;
+	return TR_NONE;
+}
+
 /* Rows: the threads with selected calls, view after view (so grouped by process), in thread
  * order, at most MAX_ROWS in all. Columns: the common time axis (one view: its own span). */
 void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
@@ -59,7 +120,7 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
-		row[k] = malloc(((size_t)t->nthreads + 1) * sizeof(**row));
+		row[k] = malloc(((size_t)t->nthreads + ndevices(v) + 1) * sizeof(**row));
 		if (!row[k])
 			goto out;
 		for (uint32_t i = 0; i < t->nthreads; i++)
@@ -77,6 +138,8 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 				hidden++;
 			}
 		}
+		for (uint32_t d = 0; d < ndevices(v); d++)
+			row[k][t->nthreads + d] = nrows < MAX_ROWS ? nrows++ : (hidden++, TR_NONE - 1);
 	}
 	acc = calloc((size_t)nrows * w * CL_COUNT, sizeof(*acc));
 	if (!acc)
@@ -90,28 +153,17 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 			uint32_t r = row[k][c->thread];
 			if (c->parent != TR_NONE || r >= nrows)
 				continue;
-			int cl = class_of(v->fi[c->func].cat);
-			double s = (double)rp_rel(v, c->start_ns), e = (double)rp_rel(v, c->end_ns);
-			if (s < 0)
-				s = 0;
-			if (s > (double)span)
-				s = (double)span;
-			if (e > (double)span)
-				e = (double)span;
-			unsigned c0 = s / colw >= w ? w - 1 : (unsigned)(s / colw);
-			double *a = acc + ((size_t)r * w) * CL_COUNT;
-			if (e <= s) {
-				/* no duration (entry-only): still visible when nothing else happens there */
-				a[c0 * CL_COUNT + cl] += 1e-3;
+			add_interval(acc + ((size_t)r * w) * CL_COUNT, (double)rp_rel(v, c->start_ns),
+			             (double)rp_rel(v, c->end_ns), class_of(v->fi[c->func].cat), colw, w, span);
+		}
+		for (uint32_t i = 0; v->gpu && i < v->gpu->nsel; i++) {
+			const struct tr_gpu_work *g = &t->gpu_work[v->gpu->sel[i]];
+			uint32_t d = device_index(v, g->device);
+			uint32_t r = d == TR_NONE ? TR_NONE : row[k][t->nthreads + d];
+			if (r >= nrows)
 				continue;
-			}
-			unsigned c1 = e / colw >= w ? w - 1 : (unsigned)(e / colw);
-			for (unsigned q = c0; q <= c1; q++) {
-				double lo = q * colw, hi = lo + colw;
-				double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
-				if (ov > 0)
-					a[q * CL_COUNT + cl] += ov;
-			}
+			add_interval(acc + ((size_t)r * w) * CL_COUNT, (double)rp_rel(v, g->start_ns), (double)rp_rel(v, g->end_ns),
+			             g->kind == TR_GPU_KERNEL ? CL_KERNEL : CL_XFER, colw, w, span);
 		}
 	}
 	int color = v0->o->color;
@@ -124,6 +176,11 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 	for (int q = 1; q < CL_COUNT; q++)
 		fprintf(f, "%s%c%s %s  ", color ? cl_color[q] : "", cl_char[q], color ? "\033[0m" : "", names[q]);
 	fprintf(f, ". %s\n", names[0]);
+	int gpu_rows = 0;
+	for (unsigned k = 0; k < n; k++)
+		gpu_rows += ndevices(&views[k]) > 0;
+	if (gpu_rows)
+		fprintf(f, "  GPU rows: K running kernels, T copying or setting memory, . idle\n");
 	char label[32];
 	int lw = 6;
 	for (unsigned k = 0; k < n; k++)
@@ -138,34 +195,29 @@ void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n)
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
 		int shown = 0;
+		char proc[64];
 		for (uint32_t i = 0; i < t->nthreads; i++) {
 			if (row[k][i] >= nrows)
 				continue;
 			if (n > 1 && !shown++)
-				fprintf(f, "  pid %u %s\n", t->pid, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
+				fprintf(f, "  %s %s\n", rp_proc_label(v, proc, sizeof(proc)),
+				        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 			rp_thread_label(v, i, label, sizeof(label));
-			fprintf(f, "  %s%-*s |", n > 1 ? "  " : "", n > 1 ? lw - 2 : lw, rp_safe(label));
-			const double *a = acc + ((size_t)row[k][i] * w) * CL_COUNT;
-			int cur = -1;
-			for (unsigned q = 0; q < w; q++) {
-				int best = CL_NONE;
-				double bv = 0;
-				for (int cl = 1; cl < CL_COUNT; cl++)
-					if (a[q * CL_COUNT + cl] > bv) {
-						bv = a[q * CL_COUNT + cl];
-						best = cl;
-					}
-				if (color && best != cur) {
-					fprintf(f, "\033[0m%s", cl_color[best]);
-					cur = best;
-				}
-				putc(cl_char[best], f);
-			}
-			fprintf(f, "%s|\n", color ? "\033[0m" : "");
+			print_row(f, rp_safe(label), lw, n > 1, acc + ((size_t)row[k][i] * w) * CL_COUNT, w, color);
+		}
+		for (uint32_t d = 0; d < ndevices(v); d++) {
+			uint32_t r = row[k][t->nthreads + d];
+			if (r >= nrows)
+				continue;
+			if (n > 1 && !shown++)
+				fprintf(f, "  %s %s\n", rp_proc_label(v, proc, sizeof(proc)),
+				        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
+			snprintf(label, sizeof(label), "GPU %u", v->gpu->devices[d].device);
+			print_row(f, label, lw, n > 1, acc + ((size_t)r * w) * CL_COUNT, w, color);
 		}
 	}
 	if (hidden)
-		fprintf(f, "  (%u more thread%s not shown)\n", hidden, hidden == 1 ? "" : "s");
+		fprintf(f, "  (%u more row%s not shown: threads, GPUs)\n", hidden, hidden == 1 ? "" : "s");
 	rp_fmt_dur(b, sizeof(b), (double)span);
 	fprintf(f, "  %*s 0%*s\n", lw, "", (int)w, b);
 out:

@@ -305,6 +305,15 @@ static int find_dup_names(struct rp_view *v)
 	return 0;
 }
 
+const char *rp_proc_label(const struct rp_view *v, char *buf, size_t len)
+{
+	if (v->rank >= 0)
+		snprintf(buf, len, "rank %ld (pid %u)", v->rank, v->t->pid);
+	else
+		snprintf(buf, len, "pid %u", v->t->pid);
+	return buf;
+}
+
 const char *rp_thread_label(const struct rp_view *v, uint32_t thread, char *buf, size_t len)
 {
 	const struct tr_thread *th = &v->t->threads[thread];
@@ -374,6 +383,24 @@ int rp_align(struct tr_trace *const *traces, unsigned n, const struct rp_opts *o
 	return realtime;
 }
 
+/* The process's rank in its job: the agent's "job: rank=R[ world=W]..." NOTE (job_env.c), the
+ * first one; anything else there leaves -1. */
+static void find_job(struct rp_view *v)
+{
+	v->rank = v->world = -1;
+	for (uint32_t i = 0; i < v->t->nnotes; i++) {
+		const char *s = v->t->notes[i].text;
+		long r, w;
+		int n = 0;
+		if (!s || strncmp(s, "job: rank=", 10) || sscanf(s + 10, "%9ld%n", &r, &n) != 1 || r < 0)
+			continue;
+		v->rank = r;
+		if (sscanf(s + 10 + n, " world=%9ld", &w) == 1 && w > r)
+			v->world = w;
+		return;
+	}
+}
+
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen)
 {
 	return rp_view_init_at(v, t, o, 0, err, errlen);
@@ -397,6 +424,7 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 	for (uint32_t i = 0; i < t->ngpu_sessions; i++)
 		if (t->gpu_sessions[i].stop_ns > v->t1)
 			v->t1 = t->gpu_sessions[i].stop_ns;
+	find_job(v);
 	v->shift = shift < 0 ? 0 : shift > TR_NS_LIMIT ? TR_NS_LIMIT : shift;
 	v->base = v->t0 - v->shift; /* t0 >= -2^62, shift <= 2^62: fits */
 	v->fi = calloc((size_t)t->nfuncs + 1, sizeof(*v->fi));

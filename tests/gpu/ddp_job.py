@@ -7,7 +7,8 @@ random batches, so every run gives the same losses.
 Backend: NCCL when there is a GPU per rank, gloo otherwise (NCCL refuses two ranks on one GPU);
 DDP_BACKEND overrides. Each rank writes DIR/rank{R}.txt: per step its loss (exact, as hex) and
 the CLOCK_REALTIME nanoseconds just after loss.item() returned (the host waited for the step's
-GPU work there), so a trace's time axis can be checked against the program's own clock.
+GPU work there), so a trace's time axis can be checked against the program's own clock; and,
+once its second step begins, DIR/rank{R}.training with its pid (for an attach).
 --slow-rank R makes rank R sleep 20 ms before every third step's backward: the other ranks then
 wait for it at the all-reduce."""
 import argparse
@@ -41,7 +42,11 @@ g = torch.Generator().manual_seed(1000 + rank)
 batches = [torch.randint(0, cfg.vocab_size, (4, 64), generator=g) for _ in range(8)]
 
 lines = []
+os.makedirs(a.out, exist_ok=True)
 for step in range(a.steps):
+    if step == 1:  # in the training loop: a test may attach now
+        with open(os.path.join(a.out, f"rank{rank}.training"), "w") as f:
+            f.write(f"{os.getpid()}\n")
     x = batches[step % len(batches)].to(dev)
     out = model(x, labels=x)
     if rank == a.slow_rank and step % 3 == 0:
@@ -52,7 +57,6 @@ for step in range(a.steps):
     loss = out.loss.item()
     lines.append(f"{step} {loss.hex()} {time.time_ns()}\n")
 
-os.makedirs(a.out, exist_ok=True)
 with open(os.path.join(a.out, f"rank{rank}.txt"), "w") as f:
     f.write(f"backend {backend} world {world} pid {os.getpid()} device {dev.index}\n")
     f.writelines(lines)

@@ -6,6 +6,7 @@
 # Runs, each printing its wall time:
 #   base     untraced
 #   follow   cuhook run --follow -- torchrun ...: every process traced, each into its own file
+#   gpu      the same with --gpu (CUPTI activity records: each rank's device work on the timeline)
 #   counted  the same with CUPTI's driver-API callbacks counting every call in the same processes
 #            (tests/gpu/cupti_counter.c through CUDA_INJECTION64_PATH): the ground truth
 #   attach   untraced, and cuhook attach -v --duration 2 to rank 1 while it trains
@@ -42,26 +43,24 @@ step "runs ($NP ranks, $STEPS steps)"
 timed base "${TR[@]}" --out "$OUT/base"
 mkdir -p "$OUT/follow" "$OUT/counted"
 timed follow "$CUHOOK" run --follow -o "$OUT/follow/trace.bin" -- "${TR[@]}" --out "$OUT/follow"
+mkdir -p "$OUT/gpu"
+timed gpu "$CUHOOK" run --follow --gpu -o "$OUT/gpu/trace.bin" -- "${TR[@]}" --out "$OUT/gpu"
 CUDA_INJECTION64_PATH=$B/libcupti_counter.so CUPTI_COUNTER_OUT="$OUT/counted/cupti.%p.json" \
 	timed counted "$CUHOOK" run --follow -o "$OUT/counted/trace.bin" -- "${TR[@]}" --out "$OUT/counted"
-# attach: a longer job; rank 1 found by its environment once it trains
+# attach: a longer job; rank 1 attached once it is in its training loop
 ATT_STEPS=$((STEPS * 6))
 "${TR[@]:0:4}" $HERE/ddp_job.py --steps "$ATT_STEPS" --slow-rank 1 --out "$OUT/attach" > "$OUT/attach-job.out" 2>&1 &
 JOB=$!
-R1=""
-for _ in $(seq 1 120); do
-	for p in $(pgrep -f "ddp_job.py --steps $ATT_STEPS"); do
-		tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx 'RANK=1' && R1=$p
-	done
-	[ -n "$R1" ] && break
-	sleep 0.5
+for _ in $(seq 1 240); do
+	[ -s "$OUT/attach/rank1.training" ] && break
+	sleep 0.25
 done
+R1=$(cat "$OUT/attach/rank1.training" 2>/dev/null)
 if [ -n "$R1" ]; then
-	sleep 8 # past loading: in the training loop
-	"$CUHOOK" attach -v --duration 2 --force -o "$OUT/attach-rank1.bin" "$R1" > "$OUT/attach.out" 2>&1
+	"$CUHOOK" attach -v --duration 2 -o "$OUT/attach-rank1.bin" "$R1" > "$OUT/attach.out" 2>&1
 	echo "attach to rank 1 (pid $R1): rc $?"; grep -E "stopped|held|written|trace" "$OUT/attach.out" | head -8
 else
-	echo "attach: rank 1 not found"; fail=1
+	echo "attach: rank 1 never reached its training loop"; fail=1
 fi
 wait $JOB || { echo "attached job failed"; tail "$OUT/attach-job.out"; fail=1; }
 # the base run of the same length, to compare the attached job's losses with
@@ -79,9 +78,9 @@ def ranks(d):
         hdr = lines[0].split()
         r[int(f[-5])] = {"pid": int(hdr[5]), "backend": hdr[1], "steps": [l.split() for l in lines[1:] if l]}
     return r
-runs = {d: ranks(d) for d in ("base", "follow", "counted", "attach", "base-long")}
+runs = {d: ranks(d) for d in ("base", "follow", "gpu", "counted", "attach", "base-long")}
 print("backend:", runs["base"][0]["backend"] if runs["base"] else "?")
-for d, ref in (("follow", "base"), ("counted", "base"), ("attach", "base-long")):
+for d, ref in (("follow", "base"), ("gpu", "base"), ("counted", "base"), ("attach", "base-long")):
     for r in range(np_):
         a = [s[1] for s in runs[d].get(r, {}).get("steps", [])]
         b = [s[1] for s in runs[ref].get(r, {}).get("steps", [])]
@@ -90,18 +89,33 @@ for d, ref in (("follow", "base"), ("counted", "base"), ("attach", "base-long"))
         print(f"losses {d:8s} rank {r}: {len(a)} steps, {'bit-identical to ' + ref if same else 'DIFFER from ' + ref}")
 def rep(fmt, *files):
     return subprocess.run([cuhook, "report", "--format", fmt, *files], capture_output=True, text=True, check=True).stdout
-# counts: cuhook against CUPTI in the same processes
+# counts: cuhook against CUPTI in the same processes. CUPTI is loaded by the first cuInit and
+# sees nothing before that call's end: cuhook's recorded calls are counted from there (counted
+# calls, which have no times, all come later in these programs: cuCtxGetDevice & co).
 for r in range(np_):
     pid = runs["counted"][r]["pid"]
     cupti = json.load(open(os.path.join(out, "counted", f"cupti.{pid}.json")))
-    j = json.loads(rep("json", os.path.join(out, "counted", f"trace.{pid}.bin")))
-    ch = {f["name"]: f["calls"] + f.get("counted_calls", 0) for f in j["functions"]}
+    tf = os.path.join(out, "counted", f"trace.{pid}.bin")
+    j = json.loads(rep("json", tf))
+    rows = list(csv.DictReader(io.StringIO(rep("csv", tf))))
+    init_end = min(int(x["end_ns"]) for x in rows if x["func"] == "cuInit" and x["end_ns"])
+    ch = {}
+    for x in rows:
+        if int(x["start_ns"]) > init_end:
+            ch[x["func"]] = ch.get(x["func"], 0) + 1
+    for f in j["functions"]:
+        if f.get("counted_calls"):
+            ch[f["name"]] = ch.get(f["name"], 0) + f["counted_calls"]
+    before = len(rows) - sum(1 for x in rows if int(x["start_ns"]) > init_end)
     diff = {k: (ch.get(k, 0), v) for k, v in cupti.items() if ch.get(k, 0) != v and k != "cuInit"}
     bad += bool(diff)
-    print(f"counts rank {r} (pid {pid}): {len(cupti)} functions CUPTI saw, {sum(cupti.values())} calls; "
-          f"cuhook {sum(ch.get(k, 0) for k in cupti)}; {len(diff)} differ {dict(list(diff.items())[:8])}")
+    print(f"counts rank {r} (pid {pid}): {len(cupti)} functions CUPTI saw, {sum(cupti.values())} calls; cuhook "
+          f"{sum(ch.get(k, 0) for k in cupti)} of them after cuInit ({before} calls before); "
+          f"{len(diff)} differ {dict(list(diff.items())[:8])}")
     only = {k: v for k, v in ch.items() if k not in cupti}
-    print(f"   cuhook only (before cuInit, CUPTI cannot see them): {only}")
+    last = {k: max(int(x["start_ns"]) for x in rows if x["func"] == k) / 1e9 for k in only if any(x["func"] == k for x in rows)}
+    print(f"   cuhook only (no CUPTI callback, or after CUPTI's counter wrote its file at exit): {only}; "
+          f"their last call at {last} s, the trace ends at {j.get('duration_ns', 0) / 1e9:.2f} s")
 # the merged report of the ranks of the follow run
 files = [os.path.join(out, "follow", f"trace.{runs['follow'][r]['pid']}.bin") for r in range(np_)]
 txt = rep("text", *files)
@@ -110,6 +124,15 @@ for sec in ("Processes", "Waiting for each other"):
     print(f"--- {sec}\n{m.group(1) if m else '(none)'}")
 mj = json.loads(rep("json", *files))
 print("merged syncs:", {k: v for k, v in mj["merged"]["syncs"].items() if k != "list"})
+# the --gpu run: one timeline of every rank's threads and its device's work
+gfiles = [os.path.join(out, "gpu", f"trace.{runs['gpu'][r]['pid']}.bin") for r in range(np_) if r in runs["gpu"]]
+if gfiles:
+    txt = subprocess.run([cuhook, "report", "--no-color", "--width", "100", *gfiles], capture_output=True, text=True).stdout
+    m = re.search(r"^Timeline.*?(?=\n\n|\Z)", txt, re.M | re.S)
+    print(f"--- merged timeline of the --gpu run\n{m.group(0) if m else '(none)'}")
+    for f in gfiles:
+        g = json.loads(rep("json", f)).get("gpu", {})
+        print(f"   {os.path.basename(f)}: GPU work records {g.get('work_records', g.get('records', '?'))}")
 # time axis: each step's end by the program's realtime clock vs the trace's last call before it
 ends = {}
 for r in range(np_):

@@ -289,6 +289,38 @@ def follow_parent_child(mode, child_calls, what):
           "the child's trace: " + what + ", closed", repr(tr["t.%d.bin" % child]))
 
 
+def case_job_rank():
+    # the agent says the process's rank in its job (launcher's environment, src/agent/job_env.c)
+    # in a NOTE of every process's trace, the fork child's included, and the report shows it;
+    # only decimal numbers are taken, RANK before Open MPI's variables
+    need_real("follow_target", "fakecuda")
+    read_trace = engine_tracefile().read_trace
+    cases = [({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "OMPI_COMM_WORLD_RANK": "7"},
+              "job: rank=3 world=4 local_rank=1 (from RANK)", "rank 3 of 4"),
+             ({"RANK": "3x", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "8"},
+              "job: rank=2 world=8 (from OMPI_COMM_WORLD_RANK)", "rank 2 of 8"),
+             ({"RANK": "\x1b[2J1", "SLURM_PROCID": "5"}, "job: rank=5 (from SLURM_PROCID)", "rank 5"),
+             ({}, None, None)]
+    for extra, note, line in cases:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK") and not k.startswith(("OMPI_", "PMI_", "SLURM_"))}
+        env.update(extra)
+        d = os.path.join(TMP, "follow")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        r = cuhook("run", "--follow", "--agent", A.real_agent, "-o", os.path.join(d, "t.bin"), "--",
+                   A.follow_target, "fork", A.fakecuda, 10, 5, 0, env=env)
+        check(r.returncode == 0, "run with %r" % extra, r.stderr)
+        files = sorted(f for f in os.listdir(d) if f.endswith(".bin"))
+        check(len(files) == 2, "a trace for the parent and the fork child", repr(files))
+        for f in files:
+            jobs = [n for _, n in read_trace(os.path.join(d, f)).notes if n.startswith("job:")]
+            check(jobs == ([note] if note else []), "%s with %r: its job note" % (f, extra), repr(jobs))
+            rep = cuhook("report", "--no-color", os.path.join(d, f)).stdout
+            got = re.findall(r"^  job +(.*)$", rep, re.M)
+            check(got == ([line] if line else []), "%s: the report's job line" % f, repr(got))
+
+
 def case_follow_fork_count():
     # --count across fork: the child inherits the forking thread's counters (cuFakeConstA was
     # counted 100 times before the fork) and must start its own file from them, not report them

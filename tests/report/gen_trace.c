@@ -1144,6 +1144,7 @@ static void scenario_hot(uint64_t iters, const char *expect)
  *                 waits with it)
  *   worker        cuStreamSynchronize at G + 8 ms + r * 300 us (20 us): the ranks' waits end
  *                 within 500 us of each other but never overlap, so they are not waiting together
+ * Every rank but rank 2 has the agent's "job: rank=R world=W" NOTE (src/agent/job_env.c).
  * --expect writes what a correct report finds over all ranks (the same on every rank). */
 enum { R_INIT, R_LAUNCH, R_STREAMSYNC, R_CTXSYNC, R_QUERY, R_COUNT };
 
@@ -1215,6 +1216,11 @@ static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const 
 	clock_block(0);
 	lib_block(0, 0, "/usr/lib/libcuda.so.1", "580.159.04");
 	funcs_block(0, 0, fs, R_COUNT);
+	if (rank != 2) { /* rank 2's launcher said nothing: the report shows its pid alone */
+		char job[64];
+		snprintf(job, sizeof(job), "job: rank=%u world=%u local_rank=%u (from RANK)", rank, world, rank);
+		note_block(0, job);
+	}
 	thread_block(40000 + rank * 10, "python3");
 	thread_block(40001 + rank * 10, "pt_worker");
 	struct thr m = {.tid = 40000 + rank * 10}, w = {.tid = 40001 + rank * 10};

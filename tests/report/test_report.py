@@ -2420,11 +2420,24 @@ def test_ranks():
     body = sec[1]
     check(body.startswith(f"  {steps} times every process waited at once"), f"episode count line: {body[:120]!r}")
     for pid, w in want["processes"].items():
-        check(re.search(rf"^ +{pid} +{w['waits']} +{w['together']} +{w['last']} ", body, re.M),
-              f"row of pid {pid}: waits {w['waits']}, together {w['together']}, last {w['last']}")
+        rank = int(pid) - 4000 if int(pid) != 4002 else "-"
+        check(re.search(rf"^ +{pid} +{rank} +{w['waits']} +{w['together']} +{w['last']} ", body, re.M),
+              f"row of pid {pid}: rank {rank}, waits {w['waits']}, together {w['together']}, last {w['last']}")
     longest = max(range(steps), key=lambda s: (sy["list"][s]["last_arrival_ns"] - sy["list"][s]["start_ns"], -s))
-    m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +pid (\d+) arrived", body)
-    check(m and int(m.group(1)) == sy["list"][longest]["slowest_pid"], "the longest wait's rank listed first")
+    m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +(rank \d+ \(pid (\d+)\)|pid (\d+)) arrived", body)
+    pid = m and int(m.group(2) or m.group(3))
+    check(pid == sy["list"][longest]["slowest_pid"], "the longest wait's rank listed first")
+    check(m.group(1).startswith("rank") == (pid != 4002), f"labelled by its rank when it has one: {m.group(1)}")
+    # ranks from the agent's "job:" notes: the header, the Processes table, json; none for rank 2
+    for r in range(world):
+        check(re.search(rf"^process {4000 + r}: .*\n(?:  .*\n)*?  job        rank {r} of {world}\n", out, re.M)
+              if r != 2 else not re.search(rf"^process 4002: .*\n(?:  .*\n)*?  job ", out, re.M),
+              f"header of rank {r}: its job line")
+        check(re.search(rf"^ +{4000 + r} +{r if r != 2 else '-'} +\+", out, re.M), f"Processes row of rank {r}")
+    j = json.loads(run(["report", "--format", "json", *paths])[0])
+    eq([t.get("rank") for t in j["traces"]], [0, 1, None], "json traces' rank")
+    eq([t.get("world") for t in j["traces"]], [world, world, None], "json traces' world")
+    eq([p.get("rank") for p in j["merged"]["processes"]], [0, 1, None], "json merged processes' rank")
     # one process alone has nobody to wait for: no section
     out, _ = run(["report", "--no-color", paths[0]])
     check("Waiting for each other" not in out, "no section for one process")
@@ -2433,6 +2446,47 @@ def test_ranks():
     sy = json.loads(out)["merged"]["syncs"]
     eq(sy["episodes"], 0, "worker waits that end within the window but never overlap")
     eq([p["waits"] for p in sy["processes"]], [steps] * world, "each rank's worker waits")
+
+
+def test_timeline_gpu():
+    """The text timeline's GPU rows: one per device, after the threads, each column K where the
+    device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
+    ran nothing; computed here from the CSV's GPU rows on the same columns."""
+    import csv as csvmod
+    import io
+    path = gen("gpu", "gpu")
+    width = 60
+    out, _ = run(["report", "--no-color", "--width", str(width), path])
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^  (GPU \d+) +\|(.*)\|$", out, re.M)}
+    span = report_json(path)[0]["duration_ns"]
+    recs = list(csvmod.DictReader(io.StringIO(run(["report", "--format", "csv", path])[0])))
+    colw = span / width
+    want = {}
+    for r in recs:
+        if r["record"] == "call":
+            continue
+        acc = want.setdefault(f"GPU {r['device']}", [[0.0, 0.0] for _ in range(width)])
+        s, e = float(r["start_ns"]), float(r["end_ns"])
+        k = 1 if r["record"] == "kernel" else 0
+        c0 = min(int(s / colw), width - 1)
+        if e <= s:
+            acc[c0][k] += 1e-3
+            continue
+        for q in range(c0, min(int(e / colw), width - 1) + 1):
+            ov = min(e, (q + 1) * colw) - max(s, q * colw)
+            if ov > 0:
+                acc[q][k] += ov
+    check(len(want) >= 2, "the gpu scenario has work on two devices")
+    eq(sorted(rows), sorted(want), "a timeline row per device")
+    for dev, acc in want.items():
+        line = "".join("." if x == 0 and k == 0 else "K" if k > x else "T" for x, k in acc)
+        eq(rows[dev], line, f"the {dev} row")
+    lines = out.splitlines()
+    first_gpu = min(i for i, ln in enumerate(lines) if re.match(r"  GPU \d+ +\|", ln))
+    check(lines[first_gpu - 1].startswith("  worker ") and "GPU rows: K running kernels" in out,
+          "GPU rows after the threads, and in the legend")
+    out, _ = run(["report", "--no-color", gen("basic")])
+    check("GPU rows" not in out and not re.search(r"^  GPU \d", out, re.M), "no GPU row without GPU records")
 
 
 def main():
