@@ -338,6 +338,12 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 		        (long long)v->shift, (long long)v->t->realtime_offset_ns, (long long)(v->t1 - v->t0), v->nsel,
 		        (long long)a->api_time);
 	}
+	struct rp_fstat *cells;
+	if (rp_by_process(views, n, ms, nms, &cells)) {
+		free(a);
+		free(ms);
+		return -1;
+	}
 	fprintf(f, "\n  ],\n  \"functions\": [");
 	for (uint32_t i = 0; i < nms; i++) {
 		const struct rp_fstat *s = &ms[i].s;
@@ -345,8 +351,18 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 		kv_str(f, "name", ms[i].name);
 		fprintf(f, ", \"processes\": %u", ms[i].nproc);
 		fstat_members(f, rp_cat_names[ms[i].cat], s);
-		fprintf(f, "}");
+		/* the same function in each process, side by side (text: API time by process) */
+		fprintf(f, ", \"by_process\": [");
+		for (unsigned k = 0; k < n; k++) {
+			const struct rp_fstat *c = &cells[(size_t)i * n + k];
+			fprintf(f, "%s{\"pid\": %u, \"calls\": %llu, \"counted_calls\": %llu, \"timed_calls\": %llu, "
+			           "\"total_ns\": %lld}",
+			        k ? ", " : "", views[k].t->pid, (unsigned long long)c->calls, (unsigned long long)c->counted,
+			        (unsigned long long)c->timed, (long long)c->total);
+		}
+		fprintf(f, "]}");
 	}
+	free(cells);
 	fprintf(f, "%s],\n", nms ? "\n  " : "");
 	free(a);
 	free(ms);

@@ -193,6 +193,11 @@ struct rp_mstat {
 	struct rp_fstat s;         /* s.func: id in the first trace that has it (not meaningful) */
 };
 int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **out, uint32_t *nout);
+/* The statistics of each merged function in each process, side by side: (*out)[i * n + k] is
+ * ms[i]'s in views[k] (all zero when that process has no selected call of it). The caller frees
+ * *out. 0, or -1 when out of memory. */
+int rp_by_process(const struct rp_view *views, unsigned n, const struct rp_mstat *ms, uint32_t nms,
+                  struct rp_fstat **out);
 
 /* ---- analysis.c ---- */
 struct rp_cat_stat {

@@ -345,3 +345,54 @@ out:
 	free(durs);
 	return rc;
 }
+
+/* ---- each merged function's statistics in each process ---- */
+
+static int cmp_ms_name(const void *a, const void *b, void *ms)
+{
+	const struct rp_mstat *m = ms;
+	return strcmp(m[*(const uint32_t *)a].name, m[*(const uint32_t *)b].name);
+}
+
+int rp_by_process(const struct rp_view *views, unsigned n, const struct rp_mstat *ms, uint32_t nms,
+                  struct rp_fstat **out)
+{
+	*out = NULL;
+	uint32_t *order = malloc(((size_t)nms + 1) * sizeof(*order));
+	struct rp_fstat *cells = calloc((size_t)nms * n + 1, sizeof(*cells));
+	if (!order || !cells)
+		goto oom;
+	for (uint32_t i = 0; i < nms; i++)
+		order[i] = i;
+	qsort_r(order, nms, sizeof(*order), cmp_ms_name, (void *)ms);
+	for (unsigned k = 0; k < n; k++) {
+		struct rp_fstat *fs;
+		uint32_t nfs;
+		if (rp_func_stats(&views[k], &fs, &nfs))
+			goto oom;
+		for (uint32_t j = 0; j < nfs; j++) {
+			const char *name = tr_func_name(views[k].t, fs[j].func);
+			uint32_t lo = 0, hi = nms;
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+				int c = strcmp(ms[order[mid]].name, name);
+				if (c == 0) {
+					cells[(size_t)order[mid] * n + k] = fs[j];
+					break;
+				}
+				if (c < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+		}
+		free(fs);
+	}
+	free(order);
+	*out = cells;
+	return 0;
+oom:
+	free(order);
+	free(cells);
+	return -1;
+}

@@ -521,6 +521,54 @@ int rp_write_text(FILE *f, struct rp_view *v)
 	return ferror(f) ? -1 : 0;
 }
 
+/* The merged summary's functions side by side per process: where each rank spent its API time.
+ * The first BYPROC_ROWS functions of the summary's order, at most BYPROC_COLS processes. */
+#define BYPROC_ROWS 15
+#define BYPROC_COLS 8
+static int write_by_process(FILE *f, const struct rp_view *views, unsigned n, const struct rp_mstat *ms, uint32_t nms)
+{
+	struct rp_fstat *cells;
+	if (!nms)
+		return 0;
+	if (rp_by_process(views, n, ms, nms, &cells))
+		return -1;
+	unsigned cols = n < BYPROC_COLS ? n : BYPROC_COLS;
+	uint32_t rows = nms < BYPROC_ROWS ? nms : BYPROC_ROWS;
+	char label[BYPROC_COLS][64], cell[64], b[32];
+	int cw[BYPROC_COLS], nw = 4;
+	for (unsigned k = 0; k < cols; k++) {
+		rp_proc_label(&views[k], label[k], sizeof(label[k]));
+		cw[k] = (int)strlen(label[k]) > 20 ? (int)strlen(label[k]) : 20;
+	}
+	for (uint32_t i = 0; i < rows; i++)
+		if ((int)strlen(rp_safe(ms[i].name)) > nw)
+			nw = (int)strlen(rp_safe(ms[i].name));
+	section(f, &views[0], "API time by process (total time and calls of the summary's first functions)");
+	fprintf(f, "  %-*s", nw, "Name");
+	for (unsigned k = 0; k < cols; k++)
+		fprintf(f, "  %*s", cw[k], label[k]);
+	fprintf(f, "\n");
+	for (uint32_t i = 0; i < rows; i++) {
+		fprintf(f, "  %-*s", nw, rp_safe(ms[i].name));
+		for (unsigned k = 0; k < cols; k++) {
+			const struct rp_fstat *c = &cells[(size_t)i * n + k];
+			if (c->timed)
+				snprintf(cell, sizeof(cell), "%s (%llu)", rp_fmt_dur(b, sizeof(b), (double)c->total),
+				         (unsigned long long)c->calls);
+			else if (c->calls || c->counted)
+				snprintf(cell, sizeof(cell), "- (%llu)", (unsigned long long)(c->calls + c->counted));
+			else
+				snprintf(cell, sizeof(cell), "-");
+			fprintf(f, "  %*s", cw[k], cell);
+		}
+		fprintf(f, "\n");
+	}
+	if (n > cols)
+		fprintf(f, "  (%u more processes: json merged.functions[].by_process has them all)\n", n - cols);
+	free(cells);
+	return 0;
+}
+
 /* Whether a merged report has a rank column: some trace says its rank in a job. */
 static int any_rank(const struct rp_view *views, unsigned n)
 {
@@ -667,6 +715,8 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 	}
 
 	write_summary(f, v0, NULL, nms, ms, calls != sel);
+	if (write_by_process(f, views, n, ms, nms))
+		goto out;
 	rp_text_timeline(f, views, n);
 	if (write_syncs(f, views, n))
 		goto out;

@@ -2438,6 +2438,21 @@ def test_ranks():
     eq([t.get("rank") for t in j["traces"]], [0, 1, None], "json traces' rank")
     eq([t.get("world") for t in j["traces"]], [world, world, None], "json traces' world")
     eq([p.get("rank") for p in j["merged"]["processes"]], [0, 1, None], "json merged processes' rank")
+    # API time by process: each merged function in each process, as that process's own report has it
+    singles = [json.loads(run(["report", "--format", "json", p])[0]) for p in paths]
+    for fn in j["merged"]["functions"]:
+        eq([x["pid"] for x in fn["by_process"]], [4000 + r for r in range(world)], f"{fn['name']}: by_process pids")
+        for r, x in enumerate(fn["by_process"]):
+            own = next((g for g in singles[r]["functions"] if g["name"] == fn["name"]), None)
+            eq((x["calls"], x["timed_calls"], x["total_ns"]),
+               (own["calls"], own["timed_calls"], own["total_ns"]) if own else (0, 0, 0), f"{fn['name']} in rank {r}")
+    sec = re.search(r"^API time by process.*\n  Name +(.*)\n((?:  .*\n)+)", out, re.M)
+    check(sec and re.split(r"\s{2,}", sec.group(1).strip()) == ["rank 0 (pid 4000)", "rank 1 (pid 4001)", "pid 4002"],
+          f"API time by process: a column per process, by rank: {sec and sec.group(1)!r}")
+    ctx = re.search(r"^  cuCtxSynchronize +(.*)$", sec.group(2), re.M)
+    check(ctx and re.split(r"\s{2,}", ctx.group(1).strip())[1:] == ["-", "-"] and
+          ctx.group(1).strip().split()[-3] == f"({(steps + 2) // 3})",
+          f"cuCtxSynchronize: rank 0's calls, nothing in the others: {ctx and ctx.group(0)!r}")
     # one process alone has nobody to wait for: no section
     out, _ = run(["report", "--no-color", paths[0]])
     check("Waiting for each other" not in out, "no section for one process")
