@@ -299,8 +299,42 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 		        i ? "," : "", (long long)e->start, (long long)e->last_arrival, (long long)e->end,
 		        views[e->slowest].t->pid);
 	}
-	fprintf(f, "%s]}\n}", s.nep ? "\n  " : "");
+	fprintf(f, "%s]}", s.nep ? "\n  " : "");
 	rp_syncs_free(&s);
+	return 0;
+}
+
+/* "collectives": the processes' NCCL kernels matched by order (collectives.c): how they were
+ * timed, each process's part, every matched collective (times on the common axis). */
+static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
+{
+	struct rp_colls s;
+	if (rp_collectives(views, n, &s))
+		return -1;
+	fprintf(f, ",\n  \"collectives\": {\"timing\": \"%s\", \"matched\": %zu, \"mismatch_at\": ",
+	        s.gpu ? "gpu" : "host", s.n);
+	if (s.mismatch == SIZE_MAX)
+		fprintf(f, "null");
+	else
+		fprintf(f, "%zu", s.mismatch);
+	fprintf(f, ", \"processes\": [");
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_coll_proc *p = &s.proc[k];
+		fprintf(f, "%s\n    {\"pid\": %u, \"kernels\": %llu, \"last\": %llu, \"waited_ns\": %lld, \"caused_ns\": %lld}",
+		        k ? "," : "", views[k].t->pid, (unsigned long long)p->kernels, (unsigned long long)p->last,
+		        (long long)p->waited, (long long)p->caused);
+	}
+	fprintf(f, "\n  ], \"list\": [");
+	for (size_t i = 0; i < s.n; i++) {
+		const struct rp_coll *c = &s.c[i];
+		fprintf(f, "%s\n    {\"first_arrival_ns\": %lld, \"last_arrival_ns\": %lld, \"slowest_pid\": %u, ",
+		        i ? "," : "", (long long)c->first, (long long)c->last, views[c->slowest].t->pid);
+		fprintf(f, "\"kernel\": ");
+		rp_json_str(f, c->name, c->len);
+		fprintf(f, "}");
+	}
+	fprintf(f, "%s]}\n}", s.n ? "\n  " : "");
+	rp_colls_free(&s);
 	return 0;
 }
 
@@ -366,7 +400,7 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 	fprintf(f, "%s],\n", nms ? "\n  " : "");
 	free(a);
 	free(ms);
-	return write_syncs(f, views, n);
+	return write_syncs(f, views, n) || write_collectives(f, views, n) ? -1 : 0;
 }
 
 int rp_write_json(FILE *f, struct rp_view *views, unsigned n)

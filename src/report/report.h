@@ -295,6 +295,36 @@ struct rp_syncs {
 int rp_sync_across(const struct rp_view *views, unsigned n, struct rp_syncs *s);
 void rp_syncs_free(struct rp_syncs *s);
 
+/* ---- collectives.c: the ranks of a job at their NCCL collectives, the k-th NCCL kernel of each
+ * process being one collective; who arrived last and what the others waited for it. ---- */
+struct rp_coll {
+	int64_t first, last;       /* the earliest and the latest arrival, common axis */
+	uint32_t slowest;          /* index of the view that arrived last (ties: the first) */
+	const char *name;          /* the kernel's name as recorded (mangled), not NUL-terminated */
+	uint16_t len;
+};
+struct rp_coll_proc {
+	uint64_t kernels;          /* its NCCL kernel launches (selected calls) */
+	uint64_t last;             /* collectives it arrived last at */
+	int64_t waited;            /* over the matched collectives: the last arrival - its own */
+	int64_t caused;            /* over those it arrived last at: every process's waited */
+};
+struct rp_colls {
+	unsigned nproc;
+	int gpu;                   /* arrivals are the kernels' GPU starts (else the launch calls') */
+	size_t mismatch;           /* where the processes' sequences first name different kernels,
+	                              SIZE_MAX: they agree as far as the shortest goes */
+	struct rp_coll *c;         /* the matched collectives, in order: n = the shortest sequence,
+	                              or mismatch */
+	size_t n;
+	struct rp_coll_proc *proc; /* per view */
+};
+/* 1 when a kernel name (mangled or not) is one of NCCL's: ncclDevKernel_..., ncclKernel_... */
+int rp_is_nccl_kernel(const char *name, size_t len);
+/* The collectives of views[0..n) on their common axis. 0, or -1 when out of memory. */
+int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *s);
+void rp_colls_free(struct rp_colls *s);
+
 /* ---- gpu_analysis.c: the GPU side of a view, analysed once (rp_view_init) for every writer ---- */
 
 /* What the program's threads were doing while a GPU ran nothing, by priority: a loading or

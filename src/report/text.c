@@ -589,6 +589,36 @@ static void rank_cell(FILE *f, const struct rp_view *v)
 /* The moments every process waited at once (sync_across.c): who arrived last, how often, and
  * what it cost the others; then the longest of those waits. */
 #define SYNC_TOP 5
+
+/* The SYNC_TOP elements of an array with the largest spread (the int64_t at `hi` - the one at
+ * `lo`), largest first, ties by position: their indices in top[], their count returned. */
+static size_t top_spreads(const void *base, size_t n, size_t size, size_t lo, size_t hi, size_t *top)
+{
+	size_t ntop = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *e = (const char *)base + i * size;
+		int64_t a, b, d;
+		memcpy(&a, e + lo, sizeof(a));
+		memcpy(&b, e + hi, sizeof(b));
+		d = b - a;
+		size_t at = ntop;
+		while (at > 0) {
+			const char *o = (const char *)base + top[at - 1] * size;
+			memcpy(&a, o + lo, sizeof(a));
+			memcpy(&b, o + hi, sizeof(b));
+			if (b - a >= d)
+				break;
+			at--;
+		}
+		if (at >= SYNC_TOP)
+			continue;
+		if (ntop < SYNC_TOP)
+			ntop++;
+		memmove(&top[at + 1], &top[at], (ntop - 1 - at) * sizeof(top[0]));
+		top[at] = i;
+	}
+	return ntop;
+}
 static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 {
 	const struct rp_view *v0 = &views[0];
@@ -623,20 +653,9 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 		        rp_fmt_dur(b1, sizeof(b1), (double)p->waited), rp_fmt_dur(b2, sizeof(b2), (double)p->caused),
 		        t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 	}
-	/* the longest: a selection of SYNC_TOP by spread, ties by time */
-	size_t top[SYNC_TOP], ntop = 0;
-	for (size_t i = 0; i < s.nep; i++) {
-		int64_t d = s.ep[i].last_arrival - s.ep[i].start;
-		size_t at = ntop;
-		while (at > 0 && s.ep[top[at - 1]].last_arrival - s.ep[top[at - 1]].start < d)
-			at--;
-		if (at >= SYNC_TOP)
-			continue;
-		if (ntop < SYNC_TOP)
-			ntop++;
-		memmove(&top[at + 1], &top[at], (ntop - 1 - at) * sizeof(top[0]));
-		top[at] = i;
-	}
+	size_t top[SYNC_TOP];
+	size_t ntop = top_spreads(s.ep, s.nep, sizeof(s.ep[0]), offsetof(struct rp_sync_episode, start),
+	                          offsetof(struct rp_sync_episode, last_arrival), top);
 	fprintf(f, "  the longest waits (on the common axis):\n");
 	for (size_t i = 0; i < ntop; i++) {
 		const struct rp_sync_episode *e = &s.ep[top[i]];
@@ -646,6 +665,77 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 		        rp_fmt_dur(b2, sizeof(b2), (double)(e->last_arrival - e->start)));
 	}
 	rp_syncs_free(&s);
+	return 0;
+}
+
+/* A collective's kernel for one line: demangled, without its parameter list, control
+ * characters replaced ("ncclDevKernel_AllReduce_Sum_f32_RING_LL"). */
+static void coll_label(const char *name, uint16_t len, char *buf, size_t size)
+{
+	char raw[512];
+	size_t n = len < sizeof(raw) - 1 ? len : sizeof(raw) - 1;
+	memcpy(raw, name, n);
+	raw[n] = 0;
+	char *d = rp_demangle(raw);
+	const char *s = d ? d : raw;
+	size_t k = 0;
+	for (; s[k] && s[k] != '(' && k + 1 < size; k++)
+		buf[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+	buf[k] = 0;
+	free(d);
+}
+
+/* The processes' NCCL collectives matched by order (collectives.c): per process how often it
+ * arrived last, what it waited and made the others wait, then the longest waits with their
+ * collective and the one that arrived last. No section when no process launched an NCCL kernel. */
+static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
+{
+	struct rp_colls s;
+	char b1[32], b2[32];
+	if (rp_collectives(views, n, &s))
+		return -1;
+	uint64_t kernels = 0;
+	for (unsigned k = 0; k < n; k++)
+		kernels += s.proc[k].kernels;
+	if (!kernels) {
+		rp_colls_free(&s);
+		return 0;
+	}
+	section(f, &views[0], "Collectives across processes");
+	fprintf(f, "  %zu NCCL collective%s matched by order (the k-th NCCL kernel of each process is one), timed by %s:\n"
+	           "  the one that arrived last is the one the others waited for\n",
+	        s.n, s.n == 1 ? "" : "s",
+	        s.gpu ? "each kernel's start on its GPU" : "each launch call's start on the host (--gpu times them on the GPU)");
+	if (s.mismatch != SIZE_MAX)
+		fprintf(f, "  the processes' NCCL kernels differ from collective %zu on (other communicators, or a "
+		           "process not traced from its start): matched up to there\n",
+		        s.mismatch + 1);
+	int ranks = any_rank(views, n);
+	fprintf(f, "  %8s  %s%8s  %6s  %6s  %12s  %16s\n", "pid", ranks ? "    rank  " : "", "kernels", "last", "(%)",
+	        "waited", "made others wait");
+	for (unsigned k = 0; k < n; k++) {
+		const struct rp_coll_proc *p = &s.proc[k];
+		fprintf(f, "  %8u  ", views[k].t->pid);
+		if (ranks)
+			rank_cell(f, &views[k]);
+		fprintf(f, "%8llu  %6llu  %6.1f  %12s  %16s\n", (unsigned long long)p->kernels, (unsigned long long)p->last,
+		        s.n ? 100.0 * (double)p->last / (double)s.n : 0.0, rp_fmt_dur(b1, sizeof(b1), (double)p->waited),
+		        rp_fmt_dur(b2, sizeof(b2), (double)p->caused));
+	}
+	size_t top[SYNC_TOP];
+	size_t ntop = top_spreads(s.c, s.n, sizeof(s.c[0]), offsetof(struct rp_coll, first), offsetof(struct rp_coll, last),
+	                          top);
+	if (ntop)
+		fprintf(f, "  the longest waits (on the common axis):\n");
+	for (size_t i = 0; i < ntop; i++) {
+		const struct rp_coll *c = &s.c[top[i]];
+		char who[64], name[256];
+		coll_label(c->name, c->len, name, sizeof(name));
+		fprintf(f, "    +%-12s #%-6zu %s arrived %s after the first  %s\n", rp_fmt_dur(b1, sizeof(b1), (double)c->first),
+		        top[i] + 1, rp_proc_label(&views[c->slowest], who, sizeof(who)),
+		        rp_fmt_dur(b2, sizeof(b2), (double)(c->last - c->first)), name);
+	}
+	rp_colls_free(&s);
 	return 0;
 }
 
@@ -718,7 +808,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 	if (write_by_process(f, views, n, ms, nms))
 		goto out;
 	rp_text_timeline(f, views, n);
-	if (write_syncs(f, views, n))
+	if (write_syncs(f, views, n) || write_collectives(f, views, n))
 		goto out;
 
 	for (unsigned k = 0; k < n; k++) {

@@ -16,7 +16,7 @@
  *       the GPU side: GPU sessions (two started, one OTHER_USER) and their records, linked and
  *       not (see scenario_gpu()); basic --gpu-session no-cupti|other-user adds a GPU session
  *       that never started
- *   gen_trace ranks OUT --rank R --world W [--steps S] [--expect FILE]
+ *   gen_trace ranks OUT --rank R --world W [--steps S] [--gpu] [--coll-mismatch S] [--expect FILE]
  *       one process of a W-process job whose ranks wait for each other at every step (see
  *       scenario_ranks()), for the report's synchronisations across processes
  *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
@@ -1145,8 +1145,14 @@ static void scenario_hot(uint64_t iters, const char *expect)
  *   worker        cuStreamSynchronize at G + 8 ms + r * 300 us (20 us): the ranks' waits end
  *                 within 500 us of each other but never overlap, so they are not waiting together
  * Every rank but rank 2 has the agent's "job: rank=R world=W" NOTE (src/agent/job_env.c).
- * --expect writes what a correct report finds over all ranks (the same on every rank). */
-enum { R_INIT, R_LAUNCH, R_STREAMSYNC, R_CTXSYNC, R_QUERY, R_COUNT };
+ * --expect writes what a correct report finds over all ranks (the same on every rank).
+ * Collectives (NCCL kernels, matched by order across ranks): at G + 20 us a launch of a named
+ * kernel that is not NCCL's (gemm); at H = G + 100 us + r * 20 us (+ 300 us + s us for the
+ * collective's slow rank, ranks_coll_slow()) a launch of ncclDevKernel_AllReduce_... (5 us), or of
+ * ncclDevKernel_Broadcast_... on rank 1 at step --coll-mismatch S. --gpu adds CUPTI's records of
+ * the NCCL kernels: each starts on device r at H + 50 us (+ 3 ms for rank 0 on every step s % 4
+ * == 1: its GPU was busy, so by the GPU it arrived last) and ends 30 us after the last start. */
+enum { R_INIT, R_LAUNCH, R_STREAMSYNC, R_CTXSYNC, R_QUERY, R_GETFUNC, R_COUNT };
 
 static unsigned ranks_slow(unsigned s, unsigned world)
 {
@@ -1166,6 +1172,68 @@ static uint64_t ranks_last(unsigned s, unsigned world)
 		if (ranks_arrival(r, s, world) > m)
 			m = ranks_arrival(r, s, world);
 	return m;
+}
+
+static int ranks_gpu = 0;                 /* --gpu: CUPTI's records of the NCCL kernels */
+static unsigned ranks_mismatch = UINT32_MAX; /* --coll-mismatch S */
+
+static unsigned ranks_coll_slow(unsigned s, unsigned world)
+{
+	return (s + 2) % world;
+}
+
+static uint64_t ranks_coll_host(unsigned r, unsigned s, unsigned world)
+{
+	uint64_t g = 1000000 + (uint64_t)s * 10000000;
+	return g + 100000 + r * 20000 + (r == ranks_coll_slow(s, world) ? 300000 + (uint64_t)s * 1000 : 0);
+}
+
+static uint64_t ranks_coll_gpu(unsigned r, unsigned s, unsigned world)
+{
+	return ranks_coll_host(r, s, world) + 50000 + (r == 0 && s % 4 == 1 ? 3000000 : 0);
+}
+
+/* The collectives' part of the expectations: "collectives": {timing, matched, mismatch_at,
+ * slowest: [pid by collective], processes: {pid: {kernels, last, waited_ns, caused_ns}}} */
+static void ranks_expect_colls(FILE *f, unsigned world, unsigned steps)
+{
+	unsigned matched = ranks_mismatch < steps ? ranks_mismatch : steps;
+	uint64_t (*arrival)(unsigned, unsigned, unsigned) = ranks_gpu ? ranks_coll_gpu : ranks_coll_host;
+	fprintf(f, ", \"collectives\": {\"timing\": \"%s\", \"matched\": %u, \"mismatch_at\": ",
+	        ranks_gpu ? "gpu" : "host", matched);
+	if (matched < steps)
+		fprintf(f, "%u", matched);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"slowest\": [");
+	for (unsigned s = 0; s < matched; s++) {
+		unsigned slow = 0;
+		for (unsigned r = 1; r < world; r++)
+			if (arrival(r, s, world) > arrival(slow, s, world))
+				slow = r;
+		fprintf(f, "%s%u", s ? ", " : "", 4000 + slow);
+	}
+	fprintf(f, "], \"processes\": {");
+	for (unsigned r = 0; r < world; r++) {
+		uint64_t waited = 0, caused = 0, last = 0;
+		for (unsigned s = 0; s < matched; s++) {
+			unsigned slow = 0;
+			for (unsigned q = 1; q < world; q++)
+				if (arrival(q, s, world) > arrival(slow, s, world))
+					slow = q;
+			uint64_t m = arrival(slow, s, world);
+			waited += m - arrival(r, s, world);
+			if (slow == r) {
+				last++;
+				for (unsigned q = 0; q < world; q++)
+					caused += m - arrival(q, s, world);
+			}
+		}
+		fprintf(f, "%s\"%u\": {\"kernels\": %u, \"last\": %llu, \"waited_ns\": %llu, \"caused_ns\": %llu}",
+		        r ? ", " : "", 4000 + r, steps, (unsigned long long)last, (unsigned long long)waited,
+		        (unsigned long long)caused);
+	}
+	fprintf(f, "}}");
 }
 
 static void ranks_expect(const char *path, unsigned world, unsigned steps)
@@ -1195,7 +1263,9 @@ static void ranks_expect(const char *path, unsigned world, unsigned steps)
 		        r ? ", " : "", 4000 + r, 2 * steps + (r == 0 ? (steps + 2) / 3 : 0), steps,
 		        (unsigned long long)last, (unsigned long long)waited, (unsigned long long)caused);
 	}
-	fprintf(f, "}}\n");
+	fprintf(f, "}");
+	ranks_expect_colls(f, world, steps);
+	fprintf(f, "}\n");
 	fclose(f);
 }
 
@@ -1203,7 +1273,12 @@ static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const 
 {
 	static const struct fdef fs[R_COUNT] = {
 		{"cuInit", 0}, {"cuLaunchKernel", 0}, {"cuStreamSynchronize", 0}, {"cuCtxSynchronize", 0},
-		{"cuStreamQuery", 0}};
+		{"cuStreamQuery", 0}, {"cuModuleGetFunction", 0}};
+	static const char *const knames[] = {"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+	                                     "_Z31ncclDevKernel_Broadcast_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+	                                     "_Z4gemmPf"};
+	static const uint64_t handles[] = {0xc1, 0xc2, 0xd1};
+	static const struct kdim nccl = {{2, 1, 1}, {640, 1, 1}, 0, 4096, 96};
 	char rank_arg[32];
 	snprintf(rank_arg, sizeof(rank_arg), "--rank=%u", rank);
 	const char *const argv[] = {"python3", "train.py", rank_arg, NULL};
@@ -1224,11 +1299,40 @@ static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const 
 	thread_block(40000 + rank * 10, "python3");
 	thread_block(40001 + rank * 10, "pt_worker");
 	struct thr m = {.tid = 40000 + rank * 10}, w = {.tid = 40001 + rank * 10};
+	if (ranks_gpu)
+		gpu_session(CUHOOK_GPU_STARTED, 500, 130001, "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", 0);
 	call(&m, R_INIT, 1000, 1000, NULL, 0, NULL, 0);
+	for (unsigned k = 0; k < 3; k++) { /* the kernels' handles and names */
+		uint64_t at = 10000 + k * 10000;
+		entry(&m, R_GETFUNC, at, (uint64_t[6]){0x7ffc0000 + k * 8, 0xaa, 0x601000 + k * 0x100}, 0, NULL, 0);
+		data_rec(&m, R_GETFUNC, fs[R_GETFUNC].name, 0, 0, NULL, knames[k]);
+		exit_rec(&m, R_GETFUNC, at + 2000, 0);
+		data_rec(&m, R_GETFUNC, fs[R_GETFUNC].name, 1, 1, (uint64_t[]){handles[k]}, NULL);
+		exp_calls[R_GETFUNC]++;
+		exp_timed[R_GETFUNC]++;
+		exp_total[R_GETFUNC] += 2000;
+	}
+	if (ranks_gpu) {
+		gpu_name(1, knames[0]);
+		gpu_name(2, knames[1]);
+	}
 	for (unsigned s = 0; s < steps; s++) {
 		uint64_t g = 1000000 + (uint64_t)s * 10000000, a = ranks_arrival(rank, s, world);
 		uint64_t e = ranks_last(s, world) + 40000 + rank * 7000;
 		call(&m, R_LAUNCH, g + 10000 - shift, 5000, NULL, 0, NULL, 0);
+		call(&m, R_LAUNCH, g + 20000 - shift, 5000, (uint64_t[6]){handles[2], 1, 1, 1, 32, 1}, 0, NULL, 0);
+		unsigned which = rank == 1 && s == ranks_mismatch ? 1 : 0;
+		uint64_t h = ranks_coll_host(rank, s, world);
+		call(&m, R_LAUNCH, h - shift, 5000, (uint64_t[6]){handles[which], 2, 1, 1, 640, 1}, 0, NULL, 0);
+		if (ranks_gpu) {
+			uint64_t last = 0;
+			for (unsigned q = 0; q < world; q++)
+				if (ranks_coll_gpu(q, s, world) > last)
+					last = ranks_coll_gpu(q, s, world);
+			gpu_api(s + 1, m.tid, R_LAUNCH, h - shift, h + 5000 - shift);
+			gpu_kernel(s + 1, ranks_coll_gpu(rank, s, world) - shift, last + 30000 - shift, rank, 7, which + 1, &nccl, 0,
+			           0);
+		}
 		call(&m, R_QUERY, a - 300000 - shift, 1000, NULL, 0, NULL, 600);
 		call(&m, R_STREAMSYNC, a - shift, e - a, NULL, 0, NULL, 0);
 		if (rank == 0 && s % 3 == 0)
@@ -1241,6 +1345,10 @@ static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const 
 	}
 	flush(&m);
 	flush(&w);
+	if (ranks_gpu) {
+		gpu_flush();
+		gpu_session(CUHOOK_GPU_STOPPED, (uint64_t)steps * 10000000 - shift, 130001, "", 2 + 2 * (uint64_t)steps);
+	}
 	clock_block(1000000 + (uint64_t)steps * 10000000 - shift);
 	end_block(2);
 	if (expect)
@@ -1311,7 +1419,7 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
-		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S]\n");
+		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S [--gpu] [--coll-mismatch S]]\n");
 		return 2;
 	}
 	const char *scenario = argv[1], *out = argv[2], *expect = NULL;
@@ -1363,6 +1471,10 @@ int main(int argc, char **argv)
 			rank = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--world") && i + 1 < argc)
 			world = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--gpu"))
+			ranks_gpu = 1;
+		else if (!strcmp(argv[i], "--coll-mismatch") && i + 1 < argc)
+			ranks_mismatch = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)

@@ -2463,6 +2463,55 @@ def test_ranks():
     eq([p["waits"] for p in sy["processes"]], [steps] * world, "each rank's worker waits")
 
 
+def test_collectives():
+    """The ranks' NCCL collectives matched by order (gen_trace ranks): per collective the rank that
+    arrived last, per rank what it waited and made the others wait, exactly; by the launch calls on
+    the host, and by the kernels' GPU starts when every collective has one (--gpu: rank 0's GPU is
+    late every fourth step, so the slowest differs from the host's view); a non-NCCL kernel and
+    unnamed launches are not collectives; matching stops where the ranks' kernels differ."""
+    world, steps = 3, 12
+    for mode, extra in (("host", []), ("gpu", ["--gpu"]), ("mismatch", ["--coll-mismatch", "5"])):
+        paths = []
+        for r in range(world):
+            p, want = gen(f"coll-{mode}{r}", "ranks", "--rank", str(r), "--world", str(world), "--steps", str(steps),
+                          *extra, expect=True)
+            paths.append(p)
+        want = want["collectives"]
+        out, _ = run(["report", "--format", "json", *paths])
+        c = json.loads(out)["merged"]["collectives"]
+        for k in ("timing", "matched", "mismatch_at"):
+            eq(c[k], want[k], f"{mode}: collectives {k}")
+        eq([x["slowest_pid"] for x in c["list"]], want["slowest"], f"{mode}: the rank that arrived last, in order")
+        for x in c["list"]:
+            check(x["first_arrival_ns"] <= x["last_arrival_ns"], f"{mode}: arrivals in order: {x}")
+            check(x["kernel"].startswith("_Z39ncclDevKernel_AllReduce"), f"{mode}: the collective's kernel: {x}")
+        for pr in c["processes"]:
+            w = want["processes"][str(pr["pid"])]
+            for k in ("kernels", "last", "waited_ns", "caused_ns"):
+                eq(pr[k], w[k], f"{mode}: pid {pr['pid']} {k}")
+        out, _ = run(["report", "--no-color", *paths])
+        sec = out.split("Collectives across processes\n", 1)
+        check(len(sec) == 2, f"{mode}: a 'Collectives across processes' section")
+        body = sec[1].split("\n\n", 1)[0]
+        check(body.startswith(f"  {want['matched']} NCCL collectives matched by order"), f"{mode}: count line {body[:100]!r}")
+        check(("on its GPU" in body) == (mode == "gpu"), f"{mode}: says how it timed them")
+        check(("differ from collective 6 on" in body) == (mode == "mismatch"), f"{mode}: says where matching stopped")
+        for pid, w in want["processes"].items():
+            check(re.search(rf"^ +{pid} +(\d+|-) +{w['kernels']} +{w['last']} ", body, re.M),
+                  f"{mode}: row of pid {pid}: kernels {w['kernels']}, last {w['last']}")
+        m = re.search(r"the longest waits.*\n +\+[\d.]+ \S+ +#(\d+) +(?:rank \d+ \()?pid (\d+)\)? arrived .* "
+                      r"ncclDevKernel_AllReduce_Sum_f32_RING_LL$", body, re.M)
+        spread = [x["last_arrival_ns"] - x["first_arrival_ns"] for x in c["list"]]
+        top = max(range(len(spread)), key=lambda i: (spread[i], -i))
+        check(m and int(m.group(1)) == top + 1 and int(m.group(2)) == c["list"][top]["slowest_pid"],
+              f"{mode}: the longest wait listed first, with its rank and kernel: {m and m.group(0)!r}")
+    # one process: no section; a job without NCCL kernels (--funcs leaves the launches out): none
+    out, _ = run(["report", "--no-color", paths[0]])
+    check("Collectives across processes" not in out, "no section for one process")
+    out, _ = run(["report", "--no-color", "--funcs", "-cuLaunchKernel", *paths])
+    check("Collectives across processes" not in out, "no section without NCCL launches")
+
+
 def test_timeline_gpu():
     """The text timeline's GPU rows: one per device, after the threads, each column K where the
     device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
