@@ -13,7 +13,8 @@
  * (the kernel then spins until the peers join), when every matched collective of every process
  * has one; otherwise the start of the launch call on the host, which is when the rank reached the
  * collective in its program. Matching stops at the first position where the processes' kernel
- * names differ (ranks in different communicators interleave their collectives differently). */
+ * names differ (ranks in different communicators interleave their collectives differently).
+ * Processes without any NCCL kernel (the launcher: torchrun, mpirun) take no part. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -143,19 +144,27 @@ int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *out
 	int rc = -1;
 	if (!seq || !out->proc)
 		goto done;
+	/* the processes that launched NCCL kernels take part; the others (a launcher: torchrun, mpirun)
+	 * have nothing to match */
 	size_t matched = SIZE_MAX;
+	unsigned first = n, parts = 0;
 	for (unsigned p = 0; p < n; p++) {
 		if (gather(&views[p], &seq[p]))
 			goto done;
 		out->proc[p].kernels = seq[p].n;
+		if (!seq[p].n)
+			continue;
+		parts++;
+		if (first == n)
+			first = p;
 		if (seq[p].n < matched)
 			matched = seq[p].n;
 	}
-	if (n < 2)
+	if (parts < 2)
 		matched = 0;
 	for (size_t k = 0; k < matched; k++)
-		for (unsigned p = 1; p < n; p++)
-			if (!same_name(&seq[0].k[k], &seq[p].k[k])) {
+		for (unsigned p = first + 1; p < n; p++)
+			if (seq[p].n && !same_name(&seq[first].k[k], &seq[p].k[k])) {
 				out->mismatch = k;
 				matched = k;
 				break;
@@ -164,7 +173,7 @@ int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *out
 	out->gpu = matched > 0;
 	for (size_t k = 0; k < matched && out->gpu; k++)
 		for (unsigned p = 0; p < n; p++)
-			if (seq[p].k[k].gpu < 0) {
+			if (seq[p].n && seq[p].k[k].gpu < 0) {
 				out->gpu = 0;
 				break;
 			}
@@ -173,8 +182,11 @@ int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *out
 		goto done;
 	for (size_t k = 0; k < matched; k++) {
 		struct rp_coll *c = &out->c[k];
-		*c = (struct rp_coll){.first = INT64_MAX, .last = INT64_MIN, .name = seq[0].k[k].name, .len = seq[0].k[k].len};
+		*c = (struct rp_coll){.first = INT64_MAX, .last = INT64_MIN, .name = seq[first].k[k].name,
+		                      .len = seq[first].k[k].len};
 		for (unsigned p = 0; p < n; p++) {
+			if (!seq[p].n)
+				continue;
 			int64_t a = out->gpu ? seq[p].k[k].gpu : seq[p].k[k].host;
 			if (a < c->first)
 				c->first = a;
@@ -184,6 +196,8 @@ int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *out
 			}
 		}
 		for (unsigned p = 0; p < n; p++) {
+			if (!seq[p].n)
+				continue;
 			int64_t waited = c->last - (out->gpu ? seq[p].k[k].gpu : seq[p].k[k].host);
 			out->proc[p].waited = rp_sat_add(out->proc[p].waited, waited);
 			out->proc[c->slowest].caused = rp_sat_add(out->proc[c->slowest].caused, waited);

@@ -10,7 +10,8 @@
  *
  * What counts as a wait: a selected, outermost, timed call of a function whose name says
  * Synchronize (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize and their variants).
- * Polls (cuStreamQuery, cuEventQuery) return at once and do not wait for anyone. */
+ * Polls (cuStreamQuery, cuEventQuery) return at once and do not wait for anyone. A process that
+ * never waits (the job's launcher) takes no part: the others' episodes are found without it. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -81,6 +82,8 @@ static int try_episode(struct rp_syncs *s, const struct wait *w, size_t first, c
 {
 	struct rp_sync_episode e = {.start = INT64_MAX, .last_arrival = INT64_MIN, .end = w[first].end};
 	for (unsigned p = 0; p < n; p++) {
+		if (pick[p] == SIZE_MAX)
+			continue;
 		const struct wait *x = &w[pick[p]];
 		if (x->start < e.start)
 			e.start = x->start;
@@ -94,6 +97,8 @@ static int try_episode(struct rp_syncs *s, const struct wait *w, size_t first, c
 	if (add_episode(s, &e))
 		return -1;
 	for (unsigned p = 0; p < n; p++) {
+		if (pick[p] == SIZE_MAX)
+			continue;
 		int64_t waited = e.last_arrival - w[pick[p]].start;
 		used[pick[p]] = 1;
 		s->proc[p].together++;
@@ -116,20 +121,24 @@ int rp_sync_across(const struct rp_view *views, unsigned n, struct rp_syncs *s)
 	int rc = -1;
 	if (!used)
 		goto out;
-	/* In end order, each wait not yet in an episode tries to open one with, for every other
+	/* The processes that wait at all take part (a launcher, torchrun or mpirun, never does). In
+	 * end order, each wait not yet in an episode tries to open one with, for every other such
 	 * process, its earliest unused wait ending within the window after it. */
-	for (size_t i = 0; n > 1 && i < nw; i++) {
+	unsigned parts = 0;
+	for (unsigned p = 0; p < n; p++)
+		parts += s->proc[p].waits > 0;
+	for (size_t i = 0; parts > 1 && i < nw; i++) {
 		if (used[i])
 			continue;
 		unsigned found = 0;
 		for (unsigned p = 0; p < n; p++)
 			pick[p] = SIZE_MAX;
-		for (size_t j = i; j < nw && w[j].end - w[i].end <= s->window && found < n; j++)
+		for (size_t j = i; j < nw && w[j].end - w[i].end <= s->window && found < parts; j++)
 			if (!used[j] && pick[w[j].proc] == SIZE_MAX) {
 				pick[w[j].proc] = j;
 				found++;
 			}
-		if (found == n && try_episode(s, w, i, pick, n, used) < 0)
+		if (found == parts && try_episode(s, w, i, pick, n, used) < 0)
 			goto out;
 	}
 	rc = 0;

@@ -12,7 +12,10 @@
 #   attach   untraced, and cuhook attach -v --duration 2 to rank 1 while it trains
 # Then checks and prints: every rank's losses bit-identical in all runs; per rank, cuhook's
 # count of every function CUPTI saw against CUPTI's; the merged report of the ranks (processes,
-# waiting for each other); the traces' time axis against the program's own CLOCK_REALTIME stamps
+# waiting for each other, the collectives: at least one collective per step rank 1 slept in that
+# the other rank waited > 10 ms for, with rank 1 last; by the host launches and, in the --gpu run,
+# by the GPU starts); the
+# traces' time axis against the program's own CLOCK_REALTIME stamps
 # (each step's end as the program saw it vs the trace's last call before it, per rank, and the
 # ranks' difference by either clock). docs/validation.md records a run.
 set -u
@@ -124,12 +127,33 @@ for sec in ("Processes", "Waiting for each other"):
     print(f"--- {sec}\n{m.group(1) if m else '(none)'}")
 mj = json.loads(rep("json", *files))
 print("merged syncs:", {k: v for k, v in mj["merged"]["syncs"].items() if k != "list"})
+# the collectives: rank 1 sleeps 20 ms before every third step's backward, so every collective
+# that some rank waited > 10 ms for must have rank 1 arriving last
+def collectives(fs, label):
+    global bad
+    txt = subprocess.run([cuhook, "report", "--no-color", *fs], capture_output=True, text=True).stdout
+    m = re.search(r"^Collectives across processes\n(.*?)(?=\n\n|\Z)", txt, re.M | re.S)
+    print(f"--- Collectives across processes ({label})\n{m.group(1) if m else '(none)'}")
+    c = json.loads(rep("json", *fs))["merged"]["collectives"]
+    r1 = runs[label][1]["pid"]
+    long_ = [(i, x) for i, x in enumerate(c["list"]) if x["last_arrival_ns"] - x["first_arrival_ns"] > 10_000_000]
+    by1 = sum(1 for _, x in long_ if x["slowest_pid"] == r1)
+    others = [(i + 1, x["slowest_pid"], round((x["last_arrival_ns"] - x["first_arrival_ns"]) / 1e6, 1))
+              for i, x in long_ if x["slowest_pid"] != r1]
+    slow_steps = (len(runs[label][1]["steps"]) + 2) // 3
+    print(f"collectives ({label}): {c['matched']} matched, timed by {c['timing']}, mismatch_at {c['mismatch_at']}; "
+          f"{len(long_)} waited > 10 ms, rank 1 last in {by1} of them (rank 1 slept in {slow_steps} steps); "
+          f"the others (#, last pid, ms): {others}")
+    # every step rank 1 slept in must show up as a collective it arrived > 10 ms late at
+    bad += by1 < slow_steps or c["mismatch_at"] is not None
+collectives(files, "follow")
 # the --gpu run: one timeline of every rank's threads and its device's work
 gfiles = [os.path.join(out, "gpu", f"trace.{runs['gpu'][r]['pid']}.bin") for r in range(np_) if r in runs["gpu"]]
 if gfiles:
     txt = subprocess.run([cuhook, "report", "--no-color", "--width", "100", *gfiles], capture_output=True, text=True).stdout
     m = re.search(r"^Timeline.*?(?=\n\n|\Z)", txt, re.M | re.S)
     print(f"--- merged timeline of the --gpu run\n{m.group(0) if m else '(none)'}")
+    collectives(gfiles, "gpu")
     for f in gfiles:
         g = json.loads(rep("json", f)).get("gpu", {})
         print(f"   {os.path.basename(f)}: GPU work records {g.get('work_records', g.get('records', '?'))}")

@@ -2505,6 +2505,16 @@ def test_collectives():
         top = max(range(len(spread)), key=lambda i: (spread[i], -i))
         check(m and int(m.group(1)) == top + 1 and int(m.group(2)) == c["list"][top]["slowest_pid"],
               f"{mode}: the longest wait listed first, with its rank and kernel: {m and m.group(0)!r}")
+    # the job's launcher (no NCCL kernel, no wait) among the files: the ranks are matched without it,
+    # in both sections
+    launcher = gen("coll-launcher", "nocalls")
+    out, _ = run(["report", "--format", "json", launcher, *paths])
+    j = json.loads(out)["merged"]
+    c2 = j["collectives"]
+    eq((c2["matched"], c2["mismatch_at"]), (want["matched"], want["mismatch_at"]), "launcher: matched as without it")
+    eq(c2["processes"][0]["kernels"], 0, "launcher: no NCCL kernel")
+    eq(c2["processes"][1:], c["processes"], "launcher: the ranks' figures as without it")
+    eq(j["syncs"]["episodes"], steps, "launcher: every step's wait found without it")
     # one process: no section; a job without NCCL kernels (--funcs leaves the launches out): none
     out, _ = run(["report", "--no-color", paths[0]])
     check("Collectives across processes" not in out, "no section for one process")
