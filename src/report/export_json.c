@@ -177,6 +177,42 @@ static void write_findings(FILE *f, const struct rp_finding *fd, unsigned n)
 
 /* "rank" and "world" (members followed by ", "), only when the trace says them (job_env.c's
  * NOTE): a trace without them gives the JSON it gave before. */
+#define MEM_SLICES 100
+
+/* "memory" (memory.c), when the trace has an allocation or a free: per kind its figures, the
+ * device + physical peak, and that curve as the most in use in each of MEM_SLICES slices of the
+ * span ("slice_ns" long, from the trace's start). */
+static int write_memory(FILE *f, const struct rp_view *v)
+{
+	struct rp_memory m;
+	if (rp_memory(v, MEM_SLICES, &m))
+		return -1;
+	if (!m.any) {
+		rp_memory_free(&m);
+		return 0;
+	}
+	fprintf(f, ",\n  \"memory\": {\"kinds\": {");
+	for (unsigned k = 0; k < RP_MEM_KIND_COUNT; k++) {
+		const struct rp_mem_kind_stat *s = &m.k[k];
+		fprintf(f, "%s\n    \"%s\": {\"allocs\": %llu, \"alloc_bytes\": %llu, \"failed\": %llu, \"no_pointer\": %llu, "
+		           "\"frees\": %llu, \"freed_bytes\": %llu, \"unknown_frees\": %llu, \"peak_bytes\": %llu, "
+		           "\"peak_ns\": %lld, \"end_allocs\": %llu, \"end_bytes\": %llu, \"largest_bytes\": %llu}",
+		        k ? "," : "", rp_mem_kind_names[k], (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
+		        (unsigned long long)s->failed, (unsigned long long)s->no_pointer, (unsigned long long)s->frees,
+		        (unsigned long long)s->freed_bytes, (unsigned long long)s->unknown_frees, (unsigned long long)s->peak,
+		        (long long)s->peak_at, (unsigned long long)s->end_allocs, (unsigned long long)s->end_bytes,
+		        (unsigned long long)s->largest);
+	}
+	fprintf(f, "},\n    \"device_peak_bytes\": %llu, \"device_peak_ns\": %lld, \"slice_ns\": %lld, "
+	           "\"device_in_use\": [",
+	        (unsigned long long)m.peak, (long long)m.peak_at, (long long)(m.nseries ? m.span / m.nseries : 0));
+	for (uint32_t i = 0; i < m.nseries; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)m.series[i]);
+	fprintf(f, "]}");
+	rp_memory_free(&m);
+	return 0;
+}
+
 static void json_job(FILE *f, const struct rp_view *v)
 {
 	if (v->rank >= 0)
@@ -261,6 +297,12 @@ static int write_one(FILE *f, struct rp_view *v)
 			rp_ioctl_write_json(f, v, &s);
 			rp_ioctl_summary_free(&s);
 		}
+	}
+	if (write_memory(f, v)) {
+		free(fs);
+		free(a);
+		free(fd);
+		return -1;
 	}
 	if (v->gpu) {
 		fprintf(f, ",\n");

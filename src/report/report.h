@@ -295,6 +295,35 @@ struct rp_syncs {
 int rp_sync_across(const struct rp_view *views, unsigned n, struct rp_syncs *s);
 void rp_syncs_free(struct rp_syncs *s);
 
+/* ---- memory.c: memory in use over the trace, from its allocations and frees ---- */
+enum rp_mem_kind { RP_MEM_DEVICE, RP_MEM_PHYSICAL, RP_MEM_MANAGED, RP_MEM_HOST, RP_MEM_KIND_COUNT };
+extern const char *const rp_mem_kind_names[RP_MEM_KIND_COUNT];
+struct rp_mem_kind_stat {
+	uint64_t allocs, alloc_bytes;  /* successful allocations, their bytes */
+	uint64_t failed;               /* allocations that returned an error */
+	uint64_t no_pointer;           /* successful ones whose returned pointer the trace lacks */
+	uint64_t frees, freed_bytes;   /* frees of allocations the trace saw */
+	uint64_t unknown_frees;        /* frees of what was allocated before the trace (no size) */
+	uint64_t peak;                 /* the most in use at once, and when (ns from the view's start) */
+	int64_t peak_at;
+	uint64_t end_allocs, end_bytes;/* still allocated at the end */
+	uint64_t largest;              /* the largest allocation */
+};
+struct rp_memory {
+	struct rp_mem_kind_stat k[RP_MEM_KIND_COUNT];
+	int any;                       /* an allocation or free call was seen */
+	uint64_t peak;                 /* device + physical in use at once, at most, and when */
+	int64_t peak_at;
+	int64_t span;                  /* the view's span (ns): the series' time axis */
+	uint64_t *series;              /* device + physical in use: the most in each of nseries equal
+	                                  slices of the span */
+	uint32_t nseries;
+};
+/* Memory of the view's selected calls, its device curve in `buckets` slices. 0, or -1 when out of
+ * memory. */
+int rp_memory(const struct rp_view *v, unsigned buckets, struct rp_memory *m);
+void rp_memory_free(struct rp_memory *m);
+
 /* ---- collectives.c: the ranks of a job at their NCCL collectives, the k-th NCCL kernel of each
  * process being one collective; who arrived last and what the others waited for it. ---- */
 struct rp_coll {

@@ -350,6 +350,63 @@ static void write_transfers(FILE *f, const struct rp_view *v, const struct rp_an
 	           "have no byte count)%s\n", DIM(v), RESET(v));
 }
 
+#define MEM_COLUMNS 60
+
+/* Memory in use (memory.c): per kind what was allocated and freed, the peak and when, what is
+ * left at the end; then device + physical memory in use over the trace as one row of levels. */
+static int write_memory(FILE *f, const struct rp_view *v)
+{
+	struct rp_memory m;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
+	if (rp_memory(v, MEM_COLUMNS, &m))
+		return -1;
+	if (!m.any) {
+		rp_memory_free(&m);
+		return 0;
+	}
+	section(f, v, "Memory in use (from the allocations and frees traced)");
+	fprintf(f, "  %s%-9s %8s %12s %8s %12s %12s %12s %8s %12s %12s%s\n", BOLD(v), "Kind", "Allocs", "Allocated",
+	        "Frees", "Freed", "Peak", "At", "Left", "Left bytes", "Largest", RESET(v));
+	uint64_t unknown = 0, failed = 0, nopointer = 0;
+	for (unsigned k = 0; k < RP_MEM_KIND_COUNT; k++) {
+		const struct rp_mem_kind_stat *s = &m.k[k];
+		unknown += s->unknown_frees;
+		failed += s->failed;
+		nopointer += s->no_pointer;
+		if (!s->allocs && !s->frees)
+			continue;
+		fprintf(f, "  %-9s %8llu %12s %8llu %12s %12s %12s %8llu %12s %12s\n", rp_mem_kind_names[k],
+		        (unsigned long long)s->allocs, rp_fmt_bytes(b1, sizeof(b1), (double)s->alloc_bytes),
+		        (unsigned long long)s->frees, rp_fmt_bytes(b2, sizeof(b2), (double)s->freed_bytes),
+		        rp_fmt_bytes(b3, sizeof(b3), (double)s->peak), rp_fmt_dur(b4, sizeof(b4), (double)s->peak_at),
+		        (unsigned long long)s->end_allocs, rp_fmt_bytes(b5, sizeof(b5), (double)s->end_bytes),
+		        rp_fmt_bytes(b6, sizeof(b6), (double)s->largest));
+	}
+	if (m.peak) {
+		static const char levels[] = " .:-=+*#%@";
+		fprintf(f, "  device + physical in use, peak %s at %s (each column the most in %s):\n  |",
+		        rp_fmt_bytes(b1, sizeof(b1), (double)m.peak), rp_fmt_dur(b2, sizeof(b2), (double)m.peak_at),
+		        rp_fmt_dur(b3, sizeof(b3), (double)m.span / MEM_COLUMNS));
+		for (uint32_t i = 0; i < m.nseries; i++) {
+			/* ' ' only for nothing in use: any memory shows at least '.' */
+			unsigned l = m.series[i] ? 1 + (unsigned)((double)m.series[i] / (double)m.peak * 8.999) : 0;
+			fputc(levels[l > 9 ? 9 : l], f);
+		}
+		fprintf(f, "|\n");
+	}
+	if (unknown)
+		fprintf(f, "  %llu free%s or release%s of memory the trace did not see allocated (before it began, or "
+		           "imported from another process: size unknown)\n",
+		        (unsigned long long)unknown, unknown == 1 ? "" : "s", unknown == 1 ? "" : "s");
+	if (failed)
+		fprintf(f, "  %llu allocation%s failed\n", (unsigned long long)failed, failed == 1 ? "" : "s");
+	if (nopointer)
+		fprintf(f, "  %llu allocation%s without the pointer returned (not followed)\n", (unsigned long long)nopointer,
+		        nopointer == 1 ? "" : "s");
+	rp_memory_free(&m);
+	return 0;
+}
+
 static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
 {
 	char b1[32], b2[32], b3[32], b4[32];
@@ -483,6 +540,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis 
 	rp_gpu_write_text(f, v);
 	write_categories(f, v, a);
 	write_transfers(f, v, a);
+	write_memory(f, v);
 	write_stages(f, v, a);
 	write_slowest(f, v);
 	write_findings(f, v, fd, nfd);

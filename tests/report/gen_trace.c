@@ -1357,6 +1357,88 @@ static void scenario_ranks(unsigned rank, unsigned world, unsigned steps, const 
 	free(w.recs.p);
 }
 
+/* Memory in use (the report's memory.c) with known answers, times in ms from the trace's start:
+ *   1 main  cuMemAlloc 4 MiB -> A 0xa000          12 main cuMemRelease H1 (refs: the mapping)
+ *   2 main  cuMemAlloc 8 MiB -> B 0xb000 (the     13 main cuMemCreate 32 MiB -> H2 0x102: device
+ *           exit with its value, as the agent's       + physical at its peak, 58 MiB
+ *           fast path writes it)                  14 main cuMemRelease H2 (freed: never mapped)
+ *   3 main  cuMemAlloc 1 GiB fails (error 2)      15 main cuMemUnmap 0x70000000: H1 freed
+ *   4 work  cuMemAllocAsync 2 MiB -> C 0xc000     16 main cuMemRelease 0x555: a handle never seen
+ *   5 main  cuMemFree A                               (imported)
+ *   6 main  cuMemFree 0x9999: never allocated     17 main cuMemAllocManaged 64 MiB -> 0xd000
+ *   7 main  cuMemFree NULL (frees nothing)        18 main cuMemHostAlloc 1 MiB -> 0xe000
+ *   8 main  cuMemCreate 16 MiB -> H1 0x101        19 main cuMemHostAlloc 3 MiB -> 0xe100
+ *   9 main  cuMemMap 0x70000000 16 MiB, H1        20 main cuMemFreeHost 0xe000
+ *  10 main  cuMemRelease H1 (refs: the mapping)   21 work cuMemFreeAsync C
+ *  11 main  cuMemRetainAllocationHandle at        22 main cuMemAlloc 1 MiB -> 0xa000 (A's
+ *           0x70000000: H1 again                      address again)
+ * The trace ends at 25 ms. Each call lasts 100 us. */
+enum {
+	M_ALLOC, M_FREE, M_ALLOCASYNC, M_FREEASYNC, M_CREATE, M_MAP, M_RELEASE, M_UNMAP, M_RETAIN, M_MANAGED,
+	M_HOSTALLOC, M_FREEHOST, M_COUNT
+};
+
+static void scenario_memory(void)
+{
+	static const char *const argv[] = {"./mem", NULL};
+	static const struct fdef fs[M_COUNT] = {
+		{"cuMemAlloc_v2", 0}, {"cuMemFree_v2", 0}, {"cuMemAllocAsync", 0}, {"cuMemFreeAsync", 0},
+		{"cuMemCreate", 0}, {"cuMemMap", 0}, {"cuMemRelease", 0}, {"cuMemUnmap", 0},
+		{"cuMemRetainAllocationHandle", 0}, {"cuMemAllocManaged", 0}, {"cuMemHostAlloc", 0}, {"cuMemFreeHost", 0},
+	};
+	file_header(77, argv, "/bin/mem");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "580.159.04");
+	funcs_block(0, 0, fs, M_COUNT);
+	thread_block(77, "main");
+	thread_block(78, "worker");
+	ftab = fs;
+	nftab = M_COUNT;
+	struct thr m = {.tid = 77}, w = {.tid = 78};
+	const uint64_t ms = 1000000, d = 100000;
+	/* an allocation returning VAL in a DATA record (FAST: in the EXIT itself) */
+#define ALLOC(T, F, AT, R0, R1, R2, RET, VAL, FAST)                                                               \
+	do {                                                                                                    \
+		entry(T, F, AT, (uint64_t[6]){R0, R1, R2}, 0, NULL, 0);                                             \
+		if (FAST) {                                                                                         \
+			exit_any(T, F, (AT) + d, RET, 1, VAL);                                                          \
+		} else {                                                                                            \
+			exit_rec(T, F, (AT) + d, RET);                                                                  \
+			if (!(RET))                                                                                     \
+				data_rec(T, F, fs[F].name, 1, 1, (uint64_t[]){VAL}, NULL);                                  \
+		}                                                                                                   \
+	} while (0)
+	ALLOC(&m, M_ALLOC, 1 * ms, 0x7ffc0000, 4 * MiB, 0, 0, 0xa000, 0);
+	ALLOC(&m, M_ALLOC, 2 * ms, 0x7ffc0008, 8 * MiB, 0, 0, 0xb000, 1);
+	ALLOC(&m, M_ALLOC, 3 * ms, 0x7ffc0010, 1024 * MiB, 0, 2, 0, 0);
+	ALLOC(&w, M_ALLOCASYNC, 4 * ms, 0x7ffc1000, 2 * MiB, 0x7, 0, 0xc000, 0);
+	call(&m, M_FREE, 5 * ms, d, (uint64_t[6]){0xa000}, 0, NULL, 0);
+	call(&m, M_FREE, 6 * ms, d, (uint64_t[6]){0x9999}, 0, NULL, 0);
+	call(&m, M_FREE, 7 * ms, d, (uint64_t[6]){0}, 0, NULL, 0);
+	ALLOC(&m, M_CREATE, 8 * ms, 0x7ffc0018, 16 * MiB, 0x7ffc0100, 0, 0x101, 0);
+	call(&m, M_MAP, 9 * ms, d, (uint64_t[6]){0x70000000, 16 * MiB, 0, 0x101, 0}, 0, NULL, 0);
+	call(&m, M_RELEASE, 10 * ms, d, (uint64_t[6]){0x101}, 0, NULL, 0);
+	call(&m, M_RETAIN, 11 * ms, d, (uint64_t[6]){0x7ffc0020, 0x70000000}, 0, NULL, 0);
+	call(&m, M_RELEASE, 12 * ms, d, (uint64_t[6]){0x101}, 0, NULL, 0);
+	ALLOC(&m, M_CREATE, 13 * ms, 0x7ffc0028, 32 * MiB, 0x7ffc0100, 0, 0x102, 0);
+	call(&m, M_RELEASE, 14 * ms, d, (uint64_t[6]){0x102}, 0, NULL, 0);
+	call(&m, M_UNMAP, 15 * ms, d, (uint64_t[6]){0x70000000, 16 * MiB}, 0, NULL, 0);
+	call(&m, M_RELEASE, 16 * ms, d, (uint64_t[6]){0x555}, 0, NULL, 0);
+	ALLOC(&m, M_MANAGED, 17 * ms, 0x7ffc0030, 64 * MiB, 1, 0, 0xd000, 0);
+	ALLOC(&m, M_HOSTALLOC, 18 * ms, 0x7ffc0038, 1 * MiB, 0, 0, 0xe000, 0);
+	ALLOC(&m, M_HOSTALLOC, 19 * ms, 0x7ffc0040, 3 * MiB, 0, 0, 0xe100, 0);
+	call(&m, M_FREEHOST, 20 * ms, d, (uint64_t[6]){0xe000}, 0, NULL, 0);
+	call(&w, M_FREEASYNC, 21 * ms, d, (uint64_t[6]){0xc000, 0x7}, 0, NULL, 0);
+	ALLOC(&m, M_ALLOC, 22 * ms, 0x7ffc0048, 1 * MiB, 0, 0, 0xa000, 0);
+#undef ALLOC
+	flush(&m);
+	flush(&w);
+	clock_block(25 * ms);
+	end_block(2);
+	free(m.recs.p);
+	free(w.recs.p);
+}
+
 static void scenario_nocalls(void)
 {
 	static const char *const argv[] = {"./idle", NULL};
@@ -1417,7 +1499,7 @@ static void scenario_hostile(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S [--gpu] [--coll-mismatch S]]\n");
 		return 2;
@@ -1500,6 +1582,8 @@ int main(int argc, char **argv)
 		scenario_hostile();
 	else if (!strcmp(scenario, "gpu"))
 		scenario_gpu();
+	else if (!strcmp(scenario, "memory"))
+		scenario_memory();
 	else if (!strcmp(scenario, "ranks") && rank < world && world <= 8)
 		scenario_ranks(rank, world, steps, expect);
 	else {

@@ -2522,6 +2522,65 @@ def test_collectives():
     check("Collectives across processes" not in out, "no section without NCCL launches")
 
 
+def test_memory():
+    """Memory in use (gen_trace memory: see scenario_memory() for the calls and times): per kind the
+    allocations, frees, peak and when, what is left, exactly; a failed allocation, a free of what
+    was never seen and a release of an imported handle apart; physical memory freed only when its
+    last reference (handle, retained handle, mapping) goes; the device + physical curve."""
+    p = gen("memory", "memory")
+    j, _ = report_json(p)
+    m = j["memory"]
+    MiB, ms = 1 << 20, 1000000
+    want = {
+        "device": dict(allocs=4, alloc_bytes=15 * MiB, failed=1, no_pointer=0, frees=2, freed_bytes=6 * MiB,
+                       unknown_frees=1, peak_bytes=14 * MiB, peak_ns=4 * ms, end_allocs=2, end_bytes=9 * MiB,
+                       largest_bytes=8 * MiB),
+        "physical": dict(allocs=2, alloc_bytes=48 * MiB, failed=0, no_pointer=0, frees=2, freed_bytes=48 * MiB,
+                         unknown_frees=1, peak_bytes=48 * MiB, peak_ns=13 * ms, end_allocs=0, end_bytes=0,
+                         largest_bytes=32 * MiB),
+        "managed": dict(allocs=1, alloc_bytes=64 * MiB, failed=0, no_pointer=0, frees=0, freed_bytes=0,
+                        unknown_frees=0, peak_bytes=64 * MiB, peak_ns=17 * ms, end_allocs=1, end_bytes=64 * MiB,
+                        largest_bytes=64 * MiB),
+        "host": dict(allocs=2, alloc_bytes=4 * MiB, failed=0, no_pointer=0, frees=1, freed_bytes=1 * MiB,
+                     unknown_frees=0, peak_bytes=4 * MiB, peak_ns=19 * ms, end_allocs=1, end_bytes=3 * MiB,
+                     largest_bytes=3 * MiB),
+    }
+    for kind, w in want.items():
+        for k, v in w.items():
+            eq(m["kinds"][kind][k], v, f"memory {kind} {k}")
+    eq((m["device_peak_bytes"], m["device_peak_ns"]), (58 * MiB, 13 * ms), "device + physical peak and when")
+    # the curve: the most in use per slice; each slice's level from the calls' start times
+    sl, curve = m["slice_ns"], m["device_in_use"]
+    eq(len(curve), 100, "slices")
+    events = [(1, 4), (2, 8), (4, 2), (5, -4), (8, 16), (13, 32), (14, -32), (15, -16), (21, -2), (22, 1)]
+    for i, got in enumerate(curve):
+        lo, hi = i * sl, (i + 1) * sl
+        level = sum(b for t, b in events if t * ms < lo)  # in use as the slice begins
+        peak = max([level] + [sum(b for t, b in events if t <= e) for e, _ in events if lo <= e * ms < hi])
+        eq(got, peak * MiB, f"curve slice {i} [{lo}, {hi})")
+    # the text section: a row per kind, the curve's row with the peak where it is
+    out, _ = run(["report", "--no-color", p])
+    sec = out.split("Memory in use (from the allocations and frees traced)\n", 1)
+    check(len(sec) == 2, "a memory section")
+    body = sec[1].split("\n\n", 1)[0]
+    check(re.search(r"^  device +4 +15\.00 MiB +2 +6\.00 MiB +14\.00 MiB +4\.000 ms +2 +9\.00 MiB +8\.00 MiB$", body, re.M),
+          f"device row: {body!r}")
+    check(re.search(r"^  physical +2 +48\.00 MiB +2 +48\.00 MiB +48\.00 MiB +13\.000 ms +0 +0 B +32\.00 MiB$", body, re.M),
+          "physical row")
+    row = re.search(r"peak 58\.00 MiB at 13\.000 ms.*\n  \|(.{60})\|", body)
+    span = j["duration_ns"]  # the peak's level holds from 13 ms to the next event's start, 14 ms
+    check(row and [i for i, ch in enumerate(row.group(1)) if ch == "@"] ==
+          list(range(int(13 * ms / span * 60), int(14 * ms / span * 60) + 1)),
+          f"the curve's peak columns: {row and row.group(1)!r}")
+    check("2 frees or releases of memory the trace did not see allocated" in body, "unknown frees counted")
+    check("1 allocation failed" in body, "the failed allocation")
+    # no allocation at all: no section, no json member
+    p2 = gen("memory-none", "nocalls")
+    out, _ = run(["report", "--no-color", p2])
+    check("Memory in use" not in out, "no memory section without allocations")
+    check("memory" not in report_json(p2)[0], "no memory member without allocations")
+
+
 def test_timeline_gpu():
     """The text timeline's GPU rows: one per device, after the threads, each column K where the
     device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
