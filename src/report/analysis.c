@@ -196,12 +196,14 @@ static int find_gaps(const struct rp_view *v, struct rp_analysis *a, const uint3
 	if (!gaps)
 		return -1;
 	uint32_t prev = TR_NONE, ng = 0;
-	int64_t prev_end = 0, first_start = 0, pending_sync = 0;
+	int64_t prev_end = 0, first_start = 0, pending_sync = 0, pending_load = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct tr_call *c = &t->calls[oc[i]];
 		if (!v->fi[c->func].submission) {
 			if (v->fi[c->func].cat == RP_CAT_SYNC)
 				pending_sync = rp_sat_add(pending_sync, dur(c));
+			else if (v->fi[c->func].oneoff)
+				pending_load = rp_sat_add(pending_load, dur(c));
 			continue;
 		}
 		g->submissions++;
@@ -211,7 +213,9 @@ static int find_gaps(const struct rp_view *v, struct rp_analysis *a, const uint3
 			int64_t gap = c->start_ns - prev_end;
 			gaps[ng++] = gap;
 			g->total = rp_sat_add(g->total, gap);
-			g->sync_in_gaps = rp_sat_add(g->sync_in_gaps, pending_sync < gap ? pending_sync : gap);
+			int64_t in_sync = pending_sync < gap ? pending_sync : gap;
+			g->sync_in_gaps = rp_sat_add(g->sync_in_gaps, in_sync);
+			g->load_in_gaps = rp_sat_add(g->load_in_gaps, pending_load < gap - in_sync ? pending_load : gap - in_sync);
 			/* keep the largest few, in decreasing order (ties: the earlier first) */
 			if (g->ntop < RP_MAX_TOP_GAPS || gap > g->top[g->ntop - 1]) {
 				uint32_t k = g->ntop < RP_MAX_TOP_GAPS ? g->ntop++ : RP_MAX_TOP_GAPS - 1;
@@ -226,7 +230,7 @@ static int find_gaps(const struct rp_view *v, struct rp_analysis *a, const uint3
 				g->top_after[k] = oc[i];
 			}
 		}
-		pending_sync = 0;
+		pending_sync = pending_load = 0;
 		if (prev == TR_NONE || c->end_ns > prev_end)
 			prev_end = c->end_ns;
 		prev = oc[i];

@@ -208,6 +208,22 @@ int rp_launch_of(const char *name, struct rp_launch *l)
 	return 0;
 }
 
+int rp_oneoff_of(const char *name)
+{
+	static const char *const loading[] = {"cuModuleLoad*", "cuLibraryLoad*", "cuLinkCreate", "cuLinkAdd*",
+	                                      "cuLinkComplete"};
+	static const char *const init[] = {"cuInit", "cuCtxCreate", "cuDevicePrimaryCtxRetain"};
+	char base[128];
+	rp_base_name(name, base, sizeof(base));
+	for (unsigned i = 0; i < sizeof(loading) / sizeof(loading[0]); i++)
+		if (rule_match(loading[i], base))
+			return RP_ONEOFF_LOAD;
+	for (unsigned i = 0; i < sizeof(init) / sizeof(init[0]); i++)
+		if (rule_match(init[i], base))
+			return RP_ONEOFF_INIT;
+	return RP_ONEOFF_NONE;
+}
+
 int rp_is_submission(const char *name)
 {
 	enum rp_cat c = rp_cat_of(name);

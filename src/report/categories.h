@@ -72,6 +72,12 @@ struct rp_launch {
 };
 int rp_launch_of(const char *name, struct rp_launch *l);
 
+/* Work a program does once, not at every step: loading modules and libraries (cuModuleLoad*,
+ * cuLibraryLoad*, linking), and initialization (cuInit, context creation and primary context
+ * retention). */
+enum rp_oneoff { RP_ONEOFF_NONE, RP_ONEOFF_LOAD, RP_ONEOFF_INIT };
+int rp_oneoff_of(const char *name);
+
 /* Work handed to the GPU (launches, copies, memsets, graph launches): the report measures host
  * gaps between these. */
 int rp_is_submission(const char *name);

@@ -108,9 +108,10 @@ static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_ana
 	fprintf(f, "%s],\n", first ? "" : "\n  ");
 	const struct rp_gaps *g = &a->gaps;
 	fprintf(f, "  \"gaps\": {\"submissions\": %llu, \"count\": %llu, \"total_ns\": %lld, \"sync_ns\": %lld, "
-	           "\"median_ns\": %lld, \"max_ns\": %lld, \"span_ns\": %lld, \"largest\": [",
+	           "\"load_ns\": %lld, \"median_ns\": %lld, \"max_ns\": %lld, \"span_ns\": %lld, \"largest\": [",
 	        (unsigned long long)g->submissions, (unsigned long long)g->ngaps, (long long)g->total,
-	        (long long)g->sync_in_gaps, (long long)g->median, (long long)g->max, (long long)g->span);
+	        (long long)g->sync_in_gaps, (long long)g->load_in_gaps, (long long)g->median, (long long)g->max,
+	        (long long)g->span);
 	for (uint32_t i = 0; i < g->ntop; i++) {
 		const struct tr_call *before = &t->calls[g->top_before[i]], *after = &t->calls[g->top_after[i]];
 		fprintf(f, "%s{\"gap_ns\": %lld, \"at_ns\": %lld, ", i ? ", " : "", (long long)g->top[i],

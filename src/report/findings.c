@@ -309,13 +309,75 @@ static void gpu_missing(const struct rp_view *v, struct ctx *x, int gpu)
 	}
 }
 
+/* One-off work against the steady state: loading and initialization (rp_oneoff_of) happen once,
+ * so their share of a run says how long it was, not how the program runs. When they hold >= 10%
+ * of the driver time and the run goes on >= 10% of its length after the last of them, say how
+ * much they took and what the driver time after them (the steady state) goes to. Returns -1 when
+ * out of memory (the findings so far are kept). */
+static int oneoff(const struct rp_view *v, const struct rp_analysis *a, struct ctx *x)
+{
+	const struct tr_trace *t = v->t;
+	int64_t load = 0, init = 0, last_end = INT64_MIN, api = a->api_time, run = v->t1 - v->t0;
+	uint64_t nload = 0, ninit = 0;
+	for (uint32_t i = 0; i < v->nsel; i++) {
+		const struct tr_call *c = &t->calls[v->sel[i]];
+		uint8_t o = v->fi[c->func].oneoff;
+		if (!o || c->parent != TR_NONE || !tr_call_timed(c))
+			continue;
+		if (o == RP_ONEOFF_LOAD) {
+			load = rp_sat_add(load, tr_call_dur(c));
+			nload++;
+		} else {
+			init = rp_sat_add(init, tr_call_dur(c));
+			ninit++;
+		}
+		if (c->end_ns > last_end)
+			last_end = c->end_ns;
+	}
+	int64_t once = rp_sat_add(load, init), steady = v->t1 - last_end;
+	if (last_end == INT64_MIN || api <= 0 || pct(once, api) < 10 || pct(steady, run) < 10)
+		return 0;
+	/* the steady state: outermost calls starting after the last one-off call ended */
+	int64_t *per = calloc(t->nfuncs ? t->nfuncs : 1, sizeof(*per)), after = 0;
+	if (!per)
+		return -1;
+	for (uint32_t i = 0; i < v->nsel; i++) {
+		const struct tr_call *c = &t->calls[v->sel[i]];
+		if (c->start_ns < last_end || c->parent != TR_NONE || !tr_call_timed(c))
+			continue;
+		per[c->func] = rp_sat_add(per[c->func], tr_call_dur(c));
+		after = rp_sat_add(after, tr_call_dur(c));
+	}
+	uint32_t top = 0;
+	for (uint32_t f = 1; f < t->nfuncs; f++)
+		if (per[f] > per[top])
+			top = f;
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32];
+	if (after > 0)
+		add(x, 0, "One-off work takes %s of the %s driver time (%.0f%%): loading modules and libraries %s in %llu "
+		          "call%s, initialization and context setup %s in %llu. It ends at %s (%.0f%% into the run); the "
+		          "steady state after it (%s) spends %s in the driver (%.0f%% of it), most in %s (%s). Shares of "
+		          "the driver time in the other findings count both.",
+		    D(b1, once), D(b2, api), pct(once, api), D(b3, load), (unsigned long long)nload, nload == 1 ? "" : "s",
+		    D(b4, init), (unsigned long long)ninit, D(b5, last_end - v->t0), pct(last_end - v->t0, run),
+		    D(b6, steady), D(b7, after), pct(after, steady), tr_func_name(t, top), D(b8, per[top]));
+	else
+		add(x, 0, "One-off work takes %s of the %s driver time (%.0f%%): loading modules and libraries %s in %llu "
+		          "call%s, initialization and context setup %s in %llu. It ends at %s (%.0f%% into the run); no "
+		          "driver call follows it.",
+		    D(b1, once), D(b2, api), pct(once, api), D(b3, load), (unsigned long long)nload, nload == 1 ? "" : "s",
+		    D(b4, init), (unsigned long long)ninit, D(b5, last_end - v->t0), pct(last_end - v->t0, run));
+	free(per);
+	return 0;
+}
+
 unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const struct rp_fstat *fs,
                      uint32_t nfs, struct rp_finding *out, unsigned max)
 {
 	struct ctx x = {out, 0, max};
 	const struct tr_trace *t = v->t;
 	int64_t api = a->api_time, run = v->t1 - v->t0;
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
+	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
 	/* GPU records to judge by; or GPU sessions without them: the guesses say so */
 	const int gpu = v->gpu && v->gpu->nsel;
 	const char *guess = v->gpu && !gpu ? " (A host-side guess: this trace has no GPU records to check it against.)" : "";
@@ -399,7 +461,7 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 	/* Host gaps: time between GPU submissions that is neither a driver call nor waiting in sync,
 	 * >= 30% of the span from the first submission to the last. */
 	const struct rp_gaps *g = &a->gaps;
-	int64_t host_gap = g->total - g->sync_in_gaps;
+	int64_t host_gap = g->total - g->sync_in_gaps - g->load_in_gaps;
 	if (gpu) {
 		gpu_idle(v, &x);
 		gpu_facts(v, &x);
@@ -408,13 +470,17 @@ unsigned rp_findings(const struct rp_view *v, const struct rp_analysis *a, const
 		add(&x, pct(host_gap, g->span) >= 50 ? 2 : 1,
 		    "Between GPU submissions the host spends %s neither submitting work nor waiting for the GPU "
 		    "(%.0f%% of the %s from the first submission to the last; %s more of the gaps is spent in "
-		    "sync calls); the largest gap, %s, lies "
+		    "sync calls%s%s%s); the largest gap, %s, lies "
 		    "between %s and %s at %s. The GPU may idle while the host prepares work (host-bound): "
 		    "prepare the next batch while the GPU runs the current one.%s",
-		    D(b1, host_gap), pct(host_gap, g->span), D(b2, g->span), D(b4, g->sync_in_gaps), D(b3, g->top[0]),
+		    D(b1, host_gap), pct(host_gap, g->span), D(b2, g->span), D(b4, g->sync_in_gaps),
+		    g->load_in_gaps ? ", and " : "", g->load_in_gaps ? D(b6, g->load_in_gaps) : "",
+		    g->load_in_gaps ? " in one-off loading and initialization" : "", D(b3, g->top[0]),
 		    tr_func_name(t, before->func), tr_func_name(t, after->func), D(b5, before->end_ns - v->t0), guess);
 	}
 
+	if (oneoff(v, a, &x))
+		return x.n;
 	errors(v, &x);
 
 	if (!x.n && a->outer_calls)

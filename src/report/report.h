@@ -75,6 +75,7 @@ struct rp_finfo {
 	uint8_t cat;               /* enum rp_cat */
 	uint8_t kind;              /* enum rp_kind */
 	uint8_t submission;        /* hands work to the GPU */
+	uint8_t oneoff;            /* enum rp_oneoff: loading or initialization, done once */
 	uint8_t names_kernel;      /* enum rp_namer: gives a kernel handle its name */
 	uint8_t ioctl;             /* libc's ioctl on NVIDIA device files (a CUHOOK_LIB_IOCTL
 	                              library): the driver boundary, not an API function */
@@ -231,6 +232,8 @@ struct rp_gaps {
 	int64_t span;              /* first submission start .. last submission end */
 	int64_t sync_in_gaps;      /* of the gaps' total, time in outermost sync calls (any thread):
 	                              the host was waiting for the GPU, not starving it */
+	int64_t load_in_gaps;      /* and in one-off loading and initialization (rp_oneoff_of): the
+	                              host was starting up, not preparing the next step */
 	uint32_t ntop;
 	int64_t top[RP_MAX_TOP_GAPS];
 	uint32_t top_before[RP_MAX_TOP_GAPS], top_after[RP_MAX_TOP_GAPS];  /* call indices */

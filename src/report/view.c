@@ -334,6 +334,7 @@ static void finfo_of(struct rp_view *v, const char *name, uint32_t lib_id, int d
 	memset(fi, 0, sizeof(*fi));
 	fi->cat = (uint8_t)rp_cat_of(name);
 	fi->submission = (uint8_t)rp_is_submission(name);
+	fi->oneoff = (uint8_t)rp_oneoff_of(name);
 	if (rp_xfer_of(name, &fi->x))
 		fi->kind = RP_KIND_XFER;
 	else if (rp_alloc_of(name, &a, &b))

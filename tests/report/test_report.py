@@ -2581,6 +2581,84 @@ def test_memory():
     check("memory" not in report_json(p2)[0], "no memory member without allocations")
 
 
+def test_oneoff():
+    """One-off work (module and library loading, initialization) told apart from the steady state:
+    the finding's sums, where the one-off part ends and what the driver time after it goes to,
+    recomputed from the trace's calls (jsonl); the host-gap finding leaves the loading out of the
+    host-bound share. A run that is one-off work only (cuInit alone) gets no such finding."""
+    def fmt(ns):
+        a = abs(ns)
+        return f"{ns:.0f} ns" if a < 1e3 else f"{ns / 1e3:.3f} us" if a < 1e6 else f"{ns / 1e6:.3f} ms" if a < 1e9 \
+            else f"{ns / 1e9:.3f} s"
+    path = gen("oneoff", "basic")
+    j, _ = report_json(path)
+    out, _ = run(["report", "--format", "jsonl", path])
+    calls = [json.loads(ln) for ln in out.splitlines()]
+    outer = [c for c in calls if c["parent"] is None and c["end_ns"] is not None]
+    load_f = re.compile(r"^(cuModuleLoad|cuLibraryLoad|cuLinkCreate|cuLinkAdd|cuLinkComplete)")
+    init_f = re.compile(r"^(cuInit|cuCtxCreate|cuDevicePrimaryCtxRetain)(_v\d+)?$")
+    load = [c for c in outer if load_f.match(c["func"])]
+    init = [c for c in outer if init_f.match(c["func"])]
+    check(load and init, "the basic trace loads a module and initializes")
+    once = sum(c["dur_ns"] for c in load + init)
+    last_end = max(c["end_ns"] for c in load + init)
+    api = sum(c["dur_ns"] for c in outer)
+    steady = j["duration_ns"] - last_end
+    after = [c for c in outer if c["start_ns"] >= last_end]
+    per = {}
+    for c in after:
+        per[c["func"]] = per.get(c["func"], 0) + c["dur_ns"]
+    top = max(per, key=lambda f: per[f])
+    pct = lambda a, b: f"{100.0 * a / b:.0f}%"
+    want = (f"One-off work takes {fmt(once)} of the {fmt(api)} driver time ({pct(once, api)}): loading modules and "
+            f"libraries {fmt(sum(c['dur_ns'] for c in load))} in {len(load)} call{'' if len(load) == 1 else 's'}, "
+            f"initialization and context setup {fmt(sum(c['dur_ns'] for c in init))} in {len(init)}. It ends at "
+            f"{fmt(last_end)} ({pct(last_end, j['duration_ns'])} into the run); the steady state after it "
+            f"({fmt(steady)}) spends {fmt(sum(per.values()))} in the driver ({pct(sum(per.values()), steady)} of it), "
+            f"most in {top} ({fmt(per[top])}).")
+    texts = [f["text"] for f in j["findings"]]
+    check(any(t.startswith(want) for t in texts), f"the one-off finding: want {want!r} in {texts}")
+    # the loading between submissions is not host-bound time: the H200 trace's first launches wait
+    # for lazily loaded libraries
+    h200 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "h200-matmul100.bin")
+    hj, _ = report_json(h200)
+    gap = next(f["text"] for f in hj["findings"] if f["text"].startswith("Between GPU submissions"))
+    m = re.search(r"spends (\S+ \S+) neither.*?; (\S+ \S+) more of the gaps is spent in sync calls, and (\S+ \S+) in "
+                  r"one-off loading", gap)
+    check(m, f"the host-gap finding names the loading apart: {gap!r}")
+    # recomputed: between consecutive submissions (outermost launches, copies, memsets), the time
+    # in outermost one-off calls, capped by what the sync calls leave of the gap
+    out, _ = run(["report", "--format", "jsonl", h200])
+    hc = sorted((json.loads(ln) for ln in out.splitlines()), key=lambda c: (c["start_ns"], c["id"]))
+    sub = re.compile(r"^(cuLaunch|cuMemcpy|cuMemset|cuGraphLaunch)")
+    prev_end = None
+    total = in_sync = in_load = pend_sync = pend_load = 0
+    for c in hc:
+        if c["parent"] is not None or c["end_ns"] is None:
+            continue
+        if not sub.match(c["func"]):
+            if c["category"] == "sync":
+                pend_sync += c["dur_ns"]
+            elif load_f.match(c["func"]) or init_f.match(c["func"]):
+                pend_load += c["dur_ns"]
+            continue
+        if prev_end is not None and c["start_ns"] > prev_end:
+            gp = c["start_ns"] - prev_end
+            s_ = min(pend_sync, gp)
+            total, in_sync, in_load = total + gp, in_sync + s_, in_load + min(pend_load, gp - s_)
+        pend_sync = pend_load = 0
+        prev_end = c["end_ns"] if prev_end is None else max(prev_end, c["end_ns"])
+    eq((hj["gaps"]["total_ns"], hj["gaps"]["sync_ns"], hj["gaps"]["load_ns"]), (total, in_sync, in_load),
+       "gaps: total, in sync calls, in one-off loading")
+    check(in_load > 0, "the H200 trace loads between submissions")
+    eq((m.group(1), m.group(2), m.group(3)), (fmt(total - in_sync - in_load), fmt(in_sync), fmt(in_load)),
+       "the host-gap finding's host, sync and loading parts")
+    # one-off work only: no steady state, no finding
+    only = gen("oneoff-only", "nocalls")
+    check(not any(f["text"].startswith("One-off work") for f in report_json(only)[0]["findings"]),
+          "no one-off finding without one-off work")
+
+
 def test_timeline_gpu():
     """The text timeline's GPU rows: one per device, after the threads, each column K where the
     device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
