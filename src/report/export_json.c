@@ -214,6 +214,35 @@ static int write_memory(FILE *f, const struct rp_view *v)
 	return 0;
 }
 
+/* "streams" (streams.c), when a call named one: every stream, by driver time. */
+static int write_streams(FILE *f, const struct rp_view *v)
+{
+	struct rp_streams s;
+	if (rp_streams(v, &s))
+		return -1;
+	if (!s.n) {
+		rp_streams_free(&s);
+		return 0;
+	}
+	fprintf(f, ",\n  \"streams\": {\"unnamed_submissions\": %llu, \"calls_past_limit\": %llu, \"list\": [",
+	        (unsigned long long)s.unnamed, (unsigned long long)s.more);
+	for (uint32_t i = 0; i < s.n; i++) {
+		const struct rp_stream *r = &s.s[i];
+		fprintf(f, "%s\n    {\"stream\": \"0x%llx\", \"calls\": %llu, \"api_ns\": %lld, \"launches\": %llu, "
+		           "\"copies\": %llu, \"memsets\": %llu, \"graph_launches\": %llu, \"bytes\": %llu, \"syncs\": %llu, "
+		           "\"sync_ns\": %lld, \"queries\": %llu, \"event_records\": %llu, \"event_waits\": %llu, "
+		           "\"threads\": %u}",
+		        i ? "," : "", (unsigned long long)r->stream, (unsigned long long)r->calls, (long long)r->api,
+		        (unsigned long long)r->launches, (unsigned long long)r->copies, (unsigned long long)r->memsets,
+		        (unsigned long long)r->graph_launches, (unsigned long long)r->bytes, (unsigned long long)r->syncs,
+		        (long long)r->sync_time, (unsigned long long)r->queries, (unsigned long long)r->records,
+		        (unsigned long long)r->waits, r->nthreads);
+	}
+	fprintf(f, "\n  ]}");
+	rp_streams_free(&s);
+	return 0;
+}
+
 static void json_job(FILE *f, const struct rp_view *v)
 {
 	if (v->rank >= 0)
@@ -299,7 +328,7 @@ static int write_one(FILE *f, struct rp_view *v)
 			rp_ioctl_summary_free(&s);
 		}
 	}
-	if (write_memory(f, v)) {
+	if (write_memory(f, v) || write_streams(f, v)) {
 		free(fs);
 		free(a);
 		free(fd);

@@ -298,6 +298,31 @@ struct rp_syncs {
 int rp_sync_across(const struct rp_view *views, unsigned n, struct rp_syncs *s);
 void rp_syncs_free(struct rp_syncs *s);
 
+/* ---- streams.c: the streams the calls name, what each was given and how the host waited ---- */
+#define RP_MAX_STREAMS 256
+#define RP_STREAM_THREADS 8
+struct rp_stream {
+	uint64_t stream;           /* the program's handle: 0x0 legacy default, 0x2 per-thread default */
+	uint64_t calls;            /* selected calls naming it */
+	int64_t api;               /* their driver time */
+	uint64_t launches, copies, memsets, graph_launches;
+	uint64_t bytes;            /* copied or set */
+	uint64_t syncs;            /* cuStreamSynchronize calls, and their time */
+	int64_t sync_time;
+	uint64_t queries, records, waits; /* cuStreamQuery, cuEventRecord on it, cuStreamWaitEvent */
+	uint32_t nthreads;         /* threads that named it; the first RP_STREAM_THREADS in thread[] */
+	uint32_t thread[RP_STREAM_THREADS];
+};
+struct rp_streams {
+	struct rp_stream *s;       /* by driver time, most first */
+	uint32_t n;
+	uint64_t unnamed;          /* submissions naming no stream (synchronous copies, launches
+	                              without their configuration) */
+	uint64_t more;             /* calls on streams past RP_MAX_STREAMS */
+};
+int rp_streams(const struct rp_view *v, struct rp_streams *s);
+void rp_streams_free(struct rp_streams *s);
+
 /* ---- memory.c: memory in use over the trace, from its allocations and frees ---- */
 enum rp_mem_kind { RP_MEM_DEVICE, RP_MEM_PHYSICAL, RP_MEM_MANAGED, RP_MEM_HOST, RP_MEM_KIND_COUNT };
 extern const char *const rp_mem_kind_names[RP_MEM_KIND_COUNT];

@@ -407,6 +407,48 @@ static int write_memory(FILE *f, const struct rp_view *v)
 	return 0;
 }
 
+#define STREAM_ROWS 12
+
+/* The streams the calls named (streams.c), by driver time: what each was given, the host's waits
+ * on it, the events ordering it, and how many threads used it. */
+static int write_streams(FILE *f, const struct rp_view *v)
+{
+	struct rp_streams s;
+	char b1[32], b2[32], b3[32];
+	if (rp_streams(v, &s))
+		return -1;
+	if (!s.n) {
+		rp_streams_free(&s);
+		return 0;
+	}
+	section(f, v, "Streams (from the calls' stream arguments; 0x0 legacy default, 0x2 per-thread default)");
+	fprintf(f, "  %s%-18s %7s %12s %8s %8s %8s %6s %10s %6s %12s %7s %6s %6s %7s%s\n", BOLD(v), "Stream", "Calls",
+	        "Driver time", "Launches", "Copies", "Memsets", "Graphs", "Bytes", "Syncs", "Sync time", "Queries",
+	        "Record", "Waits", "Threads", RESET(v));
+	for (uint32_t i = 0; i < s.n && i < STREAM_ROWS; i++) {
+		const struct rp_stream *r = &s.s[i];
+		fprintf(f, "  0x%-16llx %7llu %12s %8llu %8llu %8llu %6llu %10s %6llu %12s %7llu %6llu %6llu %7u\n",
+		        (unsigned long long)r->stream, (unsigned long long)r->calls, rp_fmt_dur(b1, sizeof(b1), (double)r->api),
+		        (unsigned long long)r->launches, (unsigned long long)r->copies, (unsigned long long)r->memsets,
+		        (unsigned long long)r->graph_launches, rp_fmt_bytes(b2, sizeof(b2), (double)r->bytes),
+		        (unsigned long long)r->syncs, rp_fmt_dur(b3, sizeof(b3), (double)r->sync_time),
+		        (unsigned long long)r->queries, (unsigned long long)r->records, (unsigned long long)r->waits,
+		        r->nthreads);
+	}
+	if (s.n > STREAM_ROWS)
+		fprintf(f, "  %u more stream%s (--format json lists every one)\n", s.n - STREAM_ROWS,
+		        s.n - STREAM_ROWS == 1 ? "" : "s");
+	if (s.unnamed)
+		fprintf(f, "  %llu submission%s named no stream (synchronous copies and memsets, launches without their "
+		           "configuration)\n",
+		        (unsigned long long)s.unnamed, s.unnamed == 1 ? "" : "s");
+	if (s.more)
+		fprintf(f, "  %llu calls on streams past the first %u are not in the table\n", (unsigned long long)s.more,
+		        RP_MAX_STREAMS);
+	rp_streams_free(&s);
+	return 0;
+}
+
 static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
 {
 	char b1[32], b2[32], b3[32], b4[32];
@@ -541,6 +583,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis 
 	write_categories(f, v, a);
 	write_transfers(f, v, a);
 	write_memory(f, v);
+	write_streams(f, v);
 	write_stages(f, v, a);
 	write_slowest(f, v);
 	write_findings(f, v, fd, nfd);

@@ -355,10 +355,19 @@ static void exit_rec(struct thr *t, uint32_t func, uint64_t rel_ns, uint64_t ret
 	exit_any(t, func, rel_ns, ret, 0, 0);
 }
 
+static void data_bytes(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
+                       const uint64_t *values, const char *str, size_t sl);
+
 static void data_rec(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
                      const uint64_t *values, const char *str)
 {
-	size_t sl = str ? strlen(str) : 0;
+	data_bytes(t, func, fname, at_exit, nvalues, values, str, str ? strlen(str) : 0);
+}
+
+/* A DATA record whose string is sl bytes (binary: cuLaunchKernelEx's config) */
+static void data_bytes(struct thr *t, uint32_t func, const char *fname, int at_exit, unsigned nvalues,
+                       const uint64_t *values, const char *str, size_t sl)
+{
 	struct cuhook_rec_data d;
 	memset(&d, 0, sizeof(d));
 	d.h.type = CUHOOK_REC_DATA;
@@ -1439,6 +1448,89 @@ static void scenario_memory(void)
 	free(w.recs.p);
 }
 
+/* Streams (the report's streams.c) with known answers. Thread 1 (t1, 90) and thread 2 (t2, 91);
+ * streams 0x10, 0x20 and the legacy default stream 0x0; each call's duration in us:
+ *   t1  cuLaunchKernel on 0x10 three times (5)      t2  cuLaunchKernel on 0x10 (5)
+ *       cuLaunchKernelEx, config naming 0x20,            cuStreamSynchronize(0x20) (50)
+ *         twice (4)                                      cuLaunchKernel on 0x0 twice (5)
+ *       cuMemcpyHtoDAsync 1 MiB on 0x10 (10)             cuStreamQuery(0x10) (1)
+ *       cuMemsetD32Async 256 values on 0x20 (3)          cuMemcpyHtoD 4 KiB (20): no stream
+ *       cuStreamSynchronize(0x10) (100)
+ *       cuEventRecord(0xe1, 0x10) (1)
+ *       cuStreamWaitEvent(0x20, 0xe1) (1)
+ *       cuGraphLaunch(0x9000, 0x20) (7)
+ *       cuLaunchKernelEx without its config (2): no stream known */
+enum { S_LAUNCH, S_LAUNCHEX, S_H2DASYNC, S_MEMSETASYNC, S_SYNC, S_RECORD, S_WAIT, S_GRAPH, S_QUERY, S_H2D, S_COUNT };
+
+static void scenario_streams(void)
+{
+	static const char *const argv[] = {"./streams", NULL};
+	static const struct fdef fs[S_COUNT] = {
+		{"cuLaunchKernel", 0}, {"cuLaunchKernelEx", 0}, {"cuMemcpyHtoDAsync_v2", 0}, {"cuMemsetD32Async", 0},
+		{"cuStreamSynchronize", 0}, {"cuEventRecord", 0}, {"cuStreamWaitEvent", 0}, {"cuGraphLaunch", 0},
+		{"cuStreamQuery", 0}, {"cuMemcpyHtoD_v2", 0},
+	};
+	file_header(90, argv, "/bin/streams");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "580.159.04");
+	funcs_block(0, 0, fs, S_COUNT);
+	thread_block(90, "t1");
+	thread_block(91, "t2");
+	ftab = fs;
+	nftab = S_COUNT;
+	struct thr a = {.tid = 90}, b = {.tid = 91};
+	const uint64_t us = 1000;
+	uint64_t at = 10 * us;
+#define LAUNCH(T, STREAM)                                                                                        \
+	call(T, S_LAUNCH, at, 5 * us, (uint64_t[6]){0xf00d, 1, 1, 1, 32, 1}, 5,                                   \
+	     (uint64_t[5]){1, 0, STREAM, 0x5000, 0}, 0),                                                           \
+	    at += 20 * us
+	for (int i = 0; i < 3; i++)
+		LAUNCH(&a, 0x10);
+	for (int i = 0; i < 2; i++) {
+		uint8_t cfg[CUHOOK_LAUNCH_CONFIG_BYTES] = {0};
+		uint32_t dims[7] = {4, 1, 1, 64, 1, 1, 0};
+		uint64_t stream = 0x20;
+		memcpy(cfg, dims, sizeof(dims));
+		memcpy(cfg + 32, &stream, sizeof(stream));
+		entry(&a, S_LAUNCHEX, at, (uint64_t[6]){0x7ffc0100, 0xf00d, 0x5000, 0}, 0, NULL, 0);
+		data_bytes(&a, S_LAUNCHEX, fs[S_LAUNCHEX].name, 0, 0, NULL, (const char *)cfg, sizeof(cfg));
+		exit_rec(&a, S_LAUNCHEX, at + 4 * us, 0);
+		exp_calls[S_LAUNCHEX]++, exp_timed[S_LAUNCHEX]++, exp_total[S_LAUNCHEX] += 4 * us;
+		at += 20 * us;
+	}
+	call(&a, S_H2DASYNC, at, 10 * us, (uint64_t[6]){0x7f0000000000ull, 0x10000000, MiB, 0x10}, 0, NULL, 0);
+	at += 20 * us;
+	call(&a, S_MEMSETASYNC, at, 3 * us, (uint64_t[6]){0x7f0000000000ull, 0, 256, 0x20}, 0, NULL, 0);
+	at += 20 * us;
+	call(&a, S_SYNC, at, 100 * us, (uint64_t[6]){0x10}, 0, NULL, 0);
+	at += 120 * us;
+	call(&a, S_RECORD, at, 1 * us, (uint64_t[6]){0xe1, 0x10}, 0, NULL, 0);
+	at += 20 * us;
+	call(&a, S_WAIT, at, 1 * us, (uint64_t[6]){0x20, 0xe1, 0}, 0, NULL, 0);
+	at += 20 * us;
+	call(&a, S_GRAPH, at, 7 * us, (uint64_t[6]){0x9000, 0x20}, 0, NULL, 0);
+	at += 20 * us;
+	call(&a, S_LAUNCHEX, at, 2 * us, (uint64_t[6]){0x7ffc0100, 0xf00d, 0x5000, 0}, 0, NULL, 0);
+	at += 20 * us;
+	LAUNCH(&b, 0x10);
+	call(&b, S_SYNC, at, 50 * us, (uint64_t[6]){0x20}, 0, NULL, 0);
+	at += 60 * us;
+	for (int i = 0; i < 2; i++)
+		LAUNCH(&b, 0x0);
+	call(&b, S_QUERY, at, 1 * us, (uint64_t[6]){0x10}, 0, NULL, 600);
+	at += 20 * us;
+	call(&b, S_H2D, at, 20 * us, (uint64_t[6]){0x7f0000000000ull, 0x10000000, 4096}, 0, NULL, 0);
+	at += 30 * us;
+#undef LAUNCH
+	flush(&a);
+	flush(&b);
+	clock_block(at);
+	end_block(2);
+	free(a.recs.p);
+	free(b.recs.p);
+}
+
 static void scenario_nocalls(void)
 {
 	static const char *const argv[] = {"./idle", NULL};
@@ -1499,7 +1591,7 @@ static void scenario_hostile(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory|streams OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S [--gpu] [--coll-mismatch S]]\n");
 		return 2;
@@ -1584,6 +1676,8 @@ int main(int argc, char **argv)
 		scenario_gpu();
 	else if (!strcmp(scenario, "memory"))
 		scenario_memory();
+	else if (!strcmp(scenario, "streams"))
+		scenario_streams();
 	else if (!strcmp(scenario, "ranks") && rank < world && world <= 8)
 		scenario_ranks(rank, world, steps, expect);
 	else {

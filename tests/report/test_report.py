@@ -2659,6 +2659,41 @@ def test_oneoff():
           "no one-off finding without one-off work")
 
 
+def test_streams():
+    """The streams the calls name (gen_trace streams: see scenario_streams()): per stream its calls,
+    driver time, launches (cuLaunchKernel's stack argument, cuLaunchKernelEx's configuration),
+    copies, memsets and their bytes, graph launches, syncs and their time, queries, event records
+    and waits, threads; submissions naming no stream counted apart; most driver time first."""
+    p = gen("streams", "streams")
+    j, _ = report_json(p)
+    st = j["streams"]
+    us, MiB = 1000, 1 << 20
+    want = [
+        dict(stream="0x10", calls=8, api_ns=132 * us, launches=4, copies=1, memsets=0, graph_launches=0, bytes=MiB,
+             syncs=1, sync_ns=100 * us, queries=1, event_records=1, event_waits=0, threads=2),
+        dict(stream="0x20", calls=6, api_ns=69 * us, launches=2, copies=0, memsets=1, graph_launches=1, bytes=1024,
+             syncs=1, sync_ns=50 * us, queries=0, event_records=0, event_waits=1, threads=2),
+        dict(stream="0x0", calls=2, api_ns=10 * us, launches=2, copies=0, memsets=0, graph_launches=0, bytes=0,
+             syncs=0, sync_ns=0, queries=0, event_records=0, event_waits=0, threads=1),
+    ]
+    eq(st["list"], want, "streams")
+    eq((st["unnamed_submissions"], st["calls_past_limit"]), (2, 0), "submissions naming no stream")
+    out, _ = run(["report", "--no-color", p])
+    sec = out.split("Streams (from the calls' stream arguments; 0x0 legacy default, 0x2 per-thread default)\n", 1)
+    check(len(sec) == 2, "a streams section")
+    rows = [ln.split() for ln in sec[1].split("\n\n", 1)[0].splitlines()[1:4]]
+    # stream, calls, time (2 words), launches, copies, memsets, graphs, bytes (2), syncs, time (2),
+    # queries, records, waits, threads
+    eq([(r[0], r[1], r[4], r[5], r[6], r[7], r[10], r[13], r[14], r[15], r[16]) for r in rows],
+       [("0x10", "8", "4", "1", "0", "0", "1", "1", "1", "0", "2"), ("0x20", "6", "2", "0", "1", "1", "1", "0", "0", "1", "2"),
+        ("0x0", "2", "2", "0", "0", "0", "0", "0", "0", "0", "1")], "the table's rows")
+    check("2 submissions named no stream" in sec[1], "the unnamed submissions")
+    # --thread t2: only its calls
+    j2, _ = report_json(p, "--thread", "t2")
+    eq([(x["stream"], x["calls"], x["threads"]) for x in j2["streams"]["list"]], [("0x20", 1, 1), ("0x0", 2, 1), ("0x10", 2, 1)],
+       "streams of thread t2")
+
+
 def test_timeline_gpu():
     """The text timeline's GPU rows: one per device, after the threads, each column K where the
     device ran kernels longest, T where it copied or set memory longest (a tie: T), '.' where it
