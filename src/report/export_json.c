@@ -183,18 +183,14 @@ static void write_findings(FILE *f, const struct rp_finding *fd, unsigned n)
 /* "memory" (memory.c), when the trace has an allocation or a free: per kind its figures, the
  * device + physical peak, and that curve as the most in use in each of MEM_SLICES slices of the
  * span ("slice_ns" long, from the trace's start). */
-static int write_memory(FILE *f, const struct rp_view *v)
+static void write_memory(FILE *f, const struct rp_view *v)
 {
-	struct rp_memory m;
-	if (rp_memory(v, MEM_SLICES, &m))
-		return -1;
-	if (!m.any) {
-		rp_memory_free(&m);
-		return 0;
-	}
+	const struct rp_memory *m = v->memory;
+	if (!m)
+		return;
 	fprintf(f, ",\n  \"memory\": {\"kinds\": {");
 	for (unsigned k = 0; k < RP_MEM_KIND_COUNT; k++) {
-		const struct rp_mem_kind_stat *s = &m.k[k];
+		const struct rp_mem_kind_stat *s = &m->k[k];
 		fprintf(f, "%s\n    \"%s\": {\"allocs\": %llu, \"alloc_bytes\": %llu, \"failed\": %llu, \"no_pointer\": %llu, "
 		           "\"frees\": %llu, \"freed_bytes\": %llu, \"unknown_frees\": %llu, \"peak_bytes\": %llu, "
 		           "\"peak_ns\": %lld, \"end_allocs\": %llu, \"end_bytes\": %llu, \"largest_bytes\": %llu}",
@@ -206,28 +202,24 @@ static int write_memory(FILE *f, const struct rp_view *v)
 	}
 	fprintf(f, "},\n    \"device_peak_bytes\": %llu, \"device_peak_ns\": %lld, \"slice_ns\": %lld, "
 	           "\"device_in_use\": [",
-	        (unsigned long long)m.peak, (long long)m.peak_at, (long long)(m.nseries ? m.span / m.nseries : 0));
-	for (uint32_t i = 0; i < m.nseries; i++)
-		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)m.series[i]);
+	        (unsigned long long)m->peak, (long long)m->peak_at, (long long)(m->span / MEM_SLICES));
+	uint64_t slice[MEM_SLICES];
+	rp_memory_slices(m, slice, MEM_SLICES);
+	for (unsigned i = 0; i < MEM_SLICES; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)slice[i]);
 	fprintf(f, "]}");
-	rp_memory_free(&m);
-	return 0;
 }
 
 /* "streams" (streams.c), when a call named one: every stream, by driver time. */
-static int write_streams(FILE *f, const struct rp_view *v)
+static void write_streams(FILE *f, const struct rp_view *v)
 {
-	struct rp_streams s;
-	if (rp_streams(v, &s))
-		return -1;
-	if (!s.n) {
-		rp_streams_free(&s);
-		return 0;
-	}
+	const struct rp_streams *s = v->streams;
+	if (!s)
+		return;
 	fprintf(f, ",\n  \"streams\": {\"unnamed_submissions\": %llu, \"calls_past_limit\": %llu, \"list\": [",
-	        (unsigned long long)s.unnamed, (unsigned long long)s.more);
-	for (uint32_t i = 0; i < s.n; i++) {
-		const struct rp_stream *r = &s.s[i];
+	        (unsigned long long)s->unnamed, (unsigned long long)s->more);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct rp_stream *r = &s->s[i];
 		fprintf(f, "%s\n    {\"stream\": \"0x%llx\", \"calls\": %llu, \"api_ns\": %lld, \"launches\": %llu, "
 		           "\"copies\": %llu, \"memsets\": %llu, \"graph_launches\": %llu, \"bytes\": %llu, \"syncs\": %llu, "
 		           "\"sync_ns\": %lld, \"queries\": %llu, \"event_records\": %llu, \"event_waits\": %llu, "
@@ -239,8 +231,6 @@ static int write_streams(FILE *f, const struct rp_view *v)
 		        (unsigned long long)r->waits, r->nthreads);
 	}
 	fprintf(f, "\n  ]}");
-	rp_streams_free(&s);
-	return 0;
 }
 
 static void json_job(FILE *f, const struct rp_view *v)
@@ -328,12 +318,8 @@ static int write_one(FILE *f, struct rp_view *v)
 			rp_ioctl_summary_free(&s);
 		}
 	}
-	if (write_memory(f, v) || write_streams(f, v)) {
-		free(fs);
-		free(a);
-		free(fd);
-		return -1;
-	}
+	write_memory(f, v);
+	write_streams(f, v);
 	if (v->gpu) {
 		fprintf(f, ",\n");
 		rp_gpu_write_json(f, v);

@@ -137,20 +137,47 @@ static int put(struct table *t, struct live e)
 	return 0;
 }
 
-static uint32_t slice_of(const struct rp_memory *m, int64_t at)
+/* The device curve: a step at each change of device + physical memory in use. */
+static int step_put(struct rp_memory *m, size_t *cap, int64_t at, uint64_t bytes)
 {
-	uint32_t b = m->span > 0 && at > 0 ? (uint32_t)((double)at / (double)m->span * m->nseries) : 0;
-	return b >= m->nseries ? m->nseries - 1 : b;
+	if (m->nsteps && m->steps[m->nsteps - 1].bytes == bytes)
+		return 0;
+	if (m->nsteps && m->steps[m->nsteps - 1].at == at) { /* several changes at one instant: the last */
+		m->steps[m->nsteps - 1].bytes = bytes;
+		return 0;
+	}
+	if (m->nsteps == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct rp_mem_step *n = realloc(m->steps, c * sizeof(*n));
+		if (!n)
+			return -1;
+		m->steps = n;
+		*cap = c;
+	}
+	m->steps[m->nsteps++] = (struct rp_mem_step){at, bytes};
+	return 0;
 }
 
-/* The level `bytes` held over [from, to]: every slice that part of the span touches has it. */
-static void series_hold(struct rp_memory *m, int64_t from, int64_t to, uint64_t bytes)
+void rp_memory_slices(const struct rp_memory *m, uint64_t *out, unsigned n)
 {
-	if (!m->nseries)
+	memset(out, 0, n * sizeof(*out));
+	if (!n)
 		return;
-	for (uint32_t b = slice_of(m, from), e = slice_of(m, to); b <= e; b++)
-		if (bytes > m->series[b])
-			m->series[b] = bytes;
+	uint64_t level = 0;
+	int64_t from = 0;
+	/* each level holds from its step to the next: every slice that part of the span touches has it */
+	for (uint32_t i = 0; i <= m->nsteps; i++) {
+		int64_t to = i < m->nsteps ? m->steps[i].at : m->span;
+		uint32_t b = m->span > 0 && from > 0 ? (uint32_t)((double)from / (double)m->span * n) : 0;
+		uint32_t e = m->span > 0 && to > 0 ? (uint32_t)((double)to / (double)m->span * n) : 0;
+		for (b = b < n ? b : n - 1, e = e < n ? e : n - 1; b <= e; b++)
+			if (level > out[b])
+				out[b] = level;
+		if (i < m->nsteps) {
+			level = m->steps[i].bytes;
+			from = m->steps[i].at;
+		}
+	}
 }
 
 struct state {
@@ -266,21 +293,20 @@ static int step(struct state *st, const struct rp_view *v, const struct tr_call 
 	return 0;
 }
 
-int rp_memory(const struct rp_view *v, unsigned buckets, struct rp_memory *m)
+int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 {
-	memset(m, 0, sizeof(*m));
+	*out = NULL;
 	const struct tr_trace *t = v->t;
+	struct rp_memory *m = calloc(1, sizeof(*m));
 	struct fclass *fc = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*fc));
 	struct state st = {.m = m};
-	m->series = calloc(buckets ? buckets : 1, sizeof(*m->series));
-	m->nseries = buckets;
-	m->span = v->t1 - v->t0;
+	size_t cap = 0;
 	int rc = -1;
-	if (!fc || !m->series)
+	if (!fc || !m)
 		goto out;
+	m->span = v->t1 - v->t0;
 	for (uint32_t f = 0; f < t->nfuncs; f++)
 		fc[f] = classify(tr_func_name(t, f));
-	int64_t last_at = 0;
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
 		const struct fclass k = fc[c->func];
@@ -288,13 +314,9 @@ int rp_memory(const struct rp_view *v, unsigned buckets, struct rp_memory *m)
 			continue;
 		m->any = 1;
 		const int64_t at = c->start_ns - v->t0;
-		/* the device curve holds its level from the previous event up to this one */
-		series_hold(m, last_at, at, st.dev);
-		last_at = at;
-		if (step(&st, v, c, k, at))
+		if (step(&st, v, c, k, at) || step_put(m, &cap, at, st.dev))
 			goto out;
 	}
-	series_hold(m, last_at, m->span, st.dev);
 	for (size_t i = 0; i < st.live.cap; i++)
 		if (st.live.s[i].used && st.live.s[i].space != SP_MAPPING) {
 			m->k[st.live.s[i].kind].end_allocs++;
@@ -304,13 +326,16 @@ int rp_memory(const struct rp_view *v, unsigned buckets, struct rp_memory *m)
 out:
 	free(fc);
 	free(st.live.s);
-	if (rc)
+	if (rc || !m->any)
 		rp_memory_free(m);
+	else
+		*out = m;
 	return rc;
 }
 
 void rp_memory_free(struct rp_memory *m)
 {
-	free(m->series);
-	memset(m, 0, sizeof(*m));
+	if (m)
+		free(m->steps);
+	free(m);
 }

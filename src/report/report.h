@@ -118,6 +118,8 @@ struct rp_view {
 	uint32_t names_cap, nnames;
 	struct rp_gpu *gpu;        /* the GPU side, analysed once; NULL: no GPU block in the trace */
 	struct rp_stacks *stacks;  /* the call stacks, analysed once; NULL: the trace has none */
+	struct rp_memory *memory;  /* memory in use, analysed once; NULL: no allocation or free */
+	struct rp_streams *streams;/* the streams the calls name, analysed once; NULL: none */
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -320,7 +322,9 @@ struct rp_streams {
 	                              without their configuration) */
 	uint64_t more;             /* calls on streams past RP_MAX_STREAMS */
 };
-int rp_streams(const struct rp_view *v, struct rp_streams *s);
+/* The streams of a view's selected calls (rp_view_init: v->streams): NULL in *out (and 0) when
+ * no call names one; -1 when out of memory. */
+int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out);
 void rp_streams_free(struct rp_streams *s);
 
 /* ---- memory.c: memory in use over the trace, from its allocations and frees ---- */
@@ -337,20 +341,25 @@ struct rp_mem_kind_stat {
 	uint64_t end_allocs, end_bytes;/* still allocated at the end */
 	uint64_t largest;              /* the largest allocation */
 };
+struct rp_mem_step {
+	int64_t at;                /* ns from the view's start */
+	uint64_t bytes;            /* device + physical in use from then on */
+};
 struct rp_memory {
 	struct rp_mem_kind_stat k[RP_MEM_KIND_COUNT];
 	int any;                       /* an allocation or free call was seen */
 	uint64_t peak;                 /* device + physical in use at once, at most, and when */
 	int64_t peak_at;
-	int64_t span;                  /* the view's span (ns): the series' time axis */
-	uint64_t *series;              /* device + physical in use: the most in each of nseries equal
-	                                  slices of the span */
-	uint32_t nseries;
+	int64_t span;                  /* the view's span (ns) */
+	struct rp_mem_step *steps;     /* device + physical in use: a step at each change */
+	uint32_t nsteps;
 };
-/* Memory of the view's selected calls, its device curve in `buckets` slices. 0, or -1 when out of
- * memory. */
-int rp_memory(const struct rp_view *v, unsigned buckets, struct rp_memory *m);
+/* The memory of a view's selected calls (rp_view_init: v->memory): NULL in *out (and 0) when
+ * they allocate and free nothing; -1 when out of memory. */
+int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out);
 void rp_memory_free(struct rp_memory *m);
+/* The device curve in n equal slices of the span: the most in use in each. */
+void rp_memory_slices(const struct rp_memory *m, uint64_t *out, unsigned n);
 
 /* ---- collectives.c: the ranks of a job at their NCCL collectives, the k-th NCCL kernel of each
  * process being one collective; who arrived last and what the others waited for it. ---- */

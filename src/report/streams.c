@@ -84,13 +84,15 @@ static struct rp_stream *row(struct rp_streams *s, uint64_t stream)
 	return r;
 }
 
-int rp_streams(const struct rp_view *v, struct rp_streams *s)
+int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out)
 {
 	const struct tr_trace *t = v->t;
-	memset(s, 0, sizeof(*s));
+	*out = NULL;
+	struct rp_streams *s = calloc(1, sizeof(*s));
 	struct frole *roles = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*roles));
-	s->s = malloc(RP_MAX_STREAMS * sizeof(*s->s));
-	if (!roles || !s->s) {
+	if (s)
+		s->s = malloc(RP_MAX_STREAMS * sizeof(*s->s));
+	if (!roles || !s || !s->s) {
 		free(roles);
 		rp_streams_free(s);
 		return -1;
@@ -159,11 +161,16 @@ int rp_streams(const struct rp_view *v, struct rp_streams *s)
 	}
 	qsort(s->s, s->n, sizeof(*s->s), by_api);
 	free(roles);
+	if (s->n)
+		*out = s;
+	else
+		rp_streams_free(s);
 	return 0;
 }
 
 void rp_streams_free(struct rp_streams *s)
 {
-	free(s->s);
-	memset(s, 0, sizeof(*s));
+	if (s)
+		free(s->s);
+	free(s);
 }

@@ -354,22 +354,18 @@ static void write_transfers(FILE *f, const struct rp_view *v, const struct rp_an
 
 /* Memory in use (memory.c): per kind what was allocated and freed, the peak and when, what is
  * left at the end; then device + physical memory in use over the trace as one row of levels. */
-static int write_memory(FILE *f, const struct rp_view *v)
+static void write_memory(FILE *f, const struct rp_view *v)
 {
-	struct rp_memory m;
+	const struct rp_memory *m = v->memory;
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
-	if (rp_memory(v, MEM_COLUMNS, &m))
-		return -1;
-	if (!m.any) {
-		rp_memory_free(&m);
-		return 0;
-	}
+	if (!m)
+		return;
 	section(f, v, "Memory in use (from the allocations and frees traced)");
 	fprintf(f, "  %s%-9s %8s %12s %8s %12s %12s %12s %8s %12s %12s%s\n", BOLD(v), "Kind", "Allocs", "Allocated",
 	        "Frees", "Freed", "Peak", "At", "Left", "Left bytes", "Largest", RESET(v));
 	uint64_t unknown = 0, failed = 0, nopointer = 0;
 	for (unsigned k = 0; k < RP_MEM_KIND_COUNT; k++) {
-		const struct rp_mem_kind_stat *s = &m.k[k];
+		const struct rp_mem_kind_stat *s = &m->k[k];
 		unknown += s->unknown_frees;
 		failed += s->failed;
 		nopointer += s->no_pointer;
@@ -382,14 +378,16 @@ static int write_memory(FILE *f, const struct rp_view *v)
 		        (unsigned long long)s->end_allocs, rp_fmt_bytes(b5, sizeof(b5), (double)s->end_bytes),
 		        rp_fmt_bytes(b6, sizeof(b6), (double)s->largest));
 	}
-	if (m.peak) {
+	if (m->peak) {
 		static const char levels[] = " .:-=+*#%@";
 		fprintf(f, "  device + physical in use, peak %s at %s (each column the most in %s):\n  |",
-		        rp_fmt_bytes(b1, sizeof(b1), (double)m.peak), rp_fmt_dur(b2, sizeof(b2), (double)m.peak_at),
-		        rp_fmt_dur(b3, sizeof(b3), (double)m.span / MEM_COLUMNS));
-		for (uint32_t i = 0; i < m.nseries; i++) {
+		        rp_fmt_bytes(b1, sizeof(b1), (double)m->peak), rp_fmt_dur(b2, sizeof(b2), (double)m->peak_at),
+		        rp_fmt_dur(b3, sizeof(b3), (double)m->span / MEM_COLUMNS));
+		uint64_t col[MEM_COLUMNS];
+		rp_memory_slices(m, col, MEM_COLUMNS);
+		for (unsigned i = 0; i < MEM_COLUMNS; i++) {
 			/* ' ' only for nothing in use: any memory shows at least '.' */
-			unsigned l = m.series[i] ? 1 + (unsigned)((double)m.series[i] / (double)m.peak * 8.999) : 0;
+			unsigned l = col[i] ? 1 + (unsigned)((double)col[i] / (double)m->peak * 8.999) : 0;
 			fputc(levels[l > 9 ? 9 : l], f);
 		}
 		fprintf(f, "|\n");
@@ -403,30 +401,24 @@ static int write_memory(FILE *f, const struct rp_view *v)
 	if (nopointer)
 		fprintf(f, "  %llu allocation%s without the pointer returned (not followed)\n", (unsigned long long)nopointer,
 		        nopointer == 1 ? "" : "s");
-	rp_memory_free(&m);
-	return 0;
 }
 
 #define STREAM_ROWS 12
 
 /* The streams the calls named (streams.c), by driver time: what each was given, the host's waits
  * on it, the events ordering it, and how many threads used it. */
-static int write_streams(FILE *f, const struct rp_view *v)
+static void write_streams(FILE *f, const struct rp_view *v)
 {
-	struct rp_streams s;
+	const struct rp_streams *s = v->streams;
 	char b1[32], b2[32], b3[32];
-	if (rp_streams(v, &s))
-		return -1;
-	if (!s.n) {
-		rp_streams_free(&s);
-		return 0;
-	}
+	if (!s)
+		return;
 	section(f, v, "Streams (from the calls' stream arguments; 0x0 legacy default, 0x2 per-thread default)");
 	fprintf(f, "  %s%-18s %7s %12s %8s %8s %8s %6s %10s %6s %12s %7s %6s %6s %7s%s\n", BOLD(v), "Stream", "Calls",
 	        "Driver time", "Launches", "Copies", "Memsets", "Graphs", "Bytes", "Syncs", "Sync time", "Queries",
 	        "Record", "Waits", "Threads", RESET(v));
-	for (uint32_t i = 0; i < s.n && i < STREAM_ROWS; i++) {
-		const struct rp_stream *r = &s.s[i];
+	for (uint32_t i = 0; i < s->n && i < STREAM_ROWS; i++) {
+		const struct rp_stream *r = &s->s[i];
 		fprintf(f, "  0x%-16llx %7llu %12s %8llu %8llu %8llu %6llu %10s %6llu %12s %7llu %6llu %6llu %7u\n",
 		        (unsigned long long)r->stream, (unsigned long long)r->calls, rp_fmt_dur(b1, sizeof(b1), (double)r->api),
 		        (unsigned long long)r->launches, (unsigned long long)r->copies, (unsigned long long)r->memsets,
@@ -435,18 +427,16 @@ static int write_streams(FILE *f, const struct rp_view *v)
 		        (unsigned long long)r->queries, (unsigned long long)r->records, (unsigned long long)r->waits,
 		        r->nthreads);
 	}
-	if (s.n > STREAM_ROWS)
-		fprintf(f, "  %u more stream%s (--format json lists every one)\n", s.n - STREAM_ROWS,
-		        s.n - STREAM_ROWS == 1 ? "" : "s");
-	if (s.unnamed)
+	if (s->n > STREAM_ROWS)
+		fprintf(f, "  %u more stream%s (--format json lists every one)\n", s->n - STREAM_ROWS,
+		        s->n - STREAM_ROWS == 1 ? "" : "s");
+	if (s->unnamed)
 		fprintf(f, "  %llu submission%s named no stream (synchronous copies and memsets, launches without their "
 		           "configuration)\n",
-		        (unsigned long long)s.unnamed, s.unnamed == 1 ? "" : "s");
-	if (s.more)
-		fprintf(f, "  %llu calls on streams past the first %u are not in the table\n", (unsigned long long)s.more,
+		        (unsigned long long)s->unnamed, s->unnamed == 1 ? "" : "s");
+	if (s->more)
+		fprintf(f, "  %llu calls on streams past the first %u are not in the table\n", (unsigned long long)s->more,
 		        RP_MAX_STREAMS);
-	rp_streams_free(&s);
-	return 0;
 }
 
 static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analysis *a)

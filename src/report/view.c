@@ -442,7 +442,7 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 			finfo_of(v, t->funcs[i].name, t->funcs[i].lib_id, 1, &v->fi[i]);
 	}
 	if (find_dup_names(v) || build_names(v) || build_selection(v) || rp_gpu_analyze(v, &v->gpu) ||
-	    rp_stacks_analyze(v, &v->stacks))
+	    rp_stacks_analyze(v, &v->stacks) || rp_memory_analyze(v, &v->memory) || rp_streams_analyze(v, &v->streams))
 		goto oom;
 	return 0;
 oom:
@@ -468,5 +468,7 @@ void rp_view_free(struct rp_view *v)
 	free(v->func_ok);
 	rp_gpu_free(v->gpu);
 	rp_stacks_free(v->stacks);
+	rp_memory_free(v->memory);
+	rp_streams_free(v->streams);
 	memset(v, 0, sizeof(*v));
 }
