@@ -392,6 +392,32 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 	return 0;
 }
 
+int hooks_patch_functions(const struct hook_func *v, size_t n, const struct patch_request *req,
+                          struct patch_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->first_id = hooks_count;
+	for (size_t i = 0; i < n; i++) {
+		int id = new_id();
+		if (id < 0)
+			break;
+		struct hook_cold *hc = &hooks_cold[id];
+		struct hook_hot *hh = &hooks_hot[id];
+		memset(hc, 0, sizeof(*hc));
+		memset(hh, 0, sizeof(*hh));
+		hc->name = strdup(v[i].name);
+		hc->addr = v[i].addr;
+		hc->size = (uint32_t)v[i].size;
+		hc->status = CUHOOK_SKIPPED_FILTER;
+		hh->lib_id = (uint16_t)req->lib_id;
+		res->count++;
+	}
+	plan_ids(res->first_id, res->count, req);
+	arm(res->first_id, res->count, req);
+	count_result(res);
+	return 0;
+}
+
 int hooks_replan(const struct patch_request *req, uint32_t first, uint32_t count)
 {
 	for (uint32_t id = first; id < first + count; id++)
