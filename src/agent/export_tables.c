@@ -7,10 +7,8 @@
  * on the caller's thread, with the thread's own hooks passing through), it reads the table the
  * driver returned and patches each function once, as a library loaded later is patched.
  *
- * What is trusted, and why. A table is read only inside the driver's loaded segments. Two
- * layouts are known: a size-prefixed one (word 0: the table's size in bytes, a multiple of 8;
- * slots 1 to size/8 - 1) and one without a size (word 0 is already a function; the slots end
- * at the first word that is not). Any other first word refuses the table. A slot is a function
+ * What is trusted, and why. A table is read only inside the driver's loaded segments, in one of
+ * the two layouts known (export_table.h); any other refuses the table. A slot is a function
  * only if it points into the driver's executable segments; the others (NULL, data, another
  * library) are skipped with a reason. A function's extent comes from the driver's unwind table
  * (func_extent.h): the relocation planner scans the whole body, and a function whose extent is
@@ -25,6 +23,7 @@
 #include "agent_state.h"
 #include "export_names.h"
 #include "freeze.h"
+#include "export_table.h"
 #include "func_extent.h"
 #include "hooks.h"
 #include "trace_format.h"
@@ -36,8 +35,7 @@
 #include <string.h>
 
 #define ET_MAX_TABLES 256
-#define ET_MAX_SLOTS 1024
-#define ET_NOTE_LINES 32 /* per table: the skipped, refused and aliased slots said one by one */
+#define ET_NOTE_LINES EXPORT_TABLE_MAX_SLOTS /* per table: every skipped, refused or aliased slot said */
 
 static uint8_t done[ET_MAX_TABLES][16]; /* tables read (whatever came of it), under agent_lock */
 static unsigned ndone;
@@ -143,29 +141,11 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 	char what[EXPORT_UUID_LEN + 64];
 	snprintf(what, sizeof(what), "export table %s%s%s%s", utext, readable ? " (" : "", readable ? readable : "",
 	         readable ? ")" : "");
-	uintptr_t t = (uintptr_t)table;
-	if (!t || (t & 7) || !object_contains(o->base, o->phdr, o->phnum, t, 8, false)) {
-		agent_log(1, "%s: not traced: the table (%#lx) is not in %s's loaded segments", what,
-		          (unsigned long)t, lib->path);
-		return;
-	}
-	uint64_t w0 = table[0];
 	unsigned first, end;
-	if (object_contains(o->base, o->phdr, o->phnum, (uintptr_t)w0, 1, true)) {
-		/* no size word: slots from 0 to the first word that is not a function of the driver */
-		first = 0;
-		end = 0;
-		while (end < ET_MAX_SLOTS && object_contains(o->base, o->phdr, o->phnum, t + 8 * end, 8, false) &&
-		       object_contains(o->base, o->phdr, o->phnum, (uintptr_t)table[end], 1, true))
-			end++;
-	} else if (w0 >= 16 && w0 % 8 == 0 && w0 / 8 <= ET_MAX_SLOTS &&
-	           object_contains(o->base, o->phdr, o->phnum, t, (size_t)w0, false)) {
-		first = 1;
-		end = (unsigned)(w0 / 8);
-	} else {
-		agent_log(1, "%s: not traced: its first word (%#llx) is neither a size (a multiple of 8, at most "
-		          "%u slots, inside the driver's segments) nor a function of the driver",
-		          what, (unsigned long long)w0, ET_MAX_SLOTS);
+	const char *why;
+	if (export_table_slots(o->base, o->phdr, o->phnum, table, &first, &end, &why) != 0) {
+		agent_log(1, "%s: not traced: %s (table %p, first word read only inside %s)", what, why, (const void *)table,
+		          lib->path);
 		return;
 	}
 	struct hook_func *fv = calloc(end, sizeof(*fv));
@@ -203,7 +183,6 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 			continue;
 		}
 		size_t size;
-		const char *why;
 		if (func_extent(o->base, o->phdr, o->phnum, p, &size, &why) != 0) {
 			no_extent++;
 			note_line(&note, "%s: refused: %s", name, why);
