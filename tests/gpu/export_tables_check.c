@@ -17,7 +17,9 @@
  * Build (tests/gpu/export_tables_proof.sh does):
  *   gcc -O2 -Isrc/format -Isrc/trampoline -I/usr/local/cuda/include tests/gpu/export_tables_check.c \
  *       src/format/export_names.c src/trampoline/export_table.c src/trampoline/func_extent.c -ldl */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "export_names.h"
 #include "export_table.h"
 #include "func_extent.h"
