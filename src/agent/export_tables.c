@@ -157,7 +157,7 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		return;
 	}
 	struct table_note note = {0, 0};
-	unsigned nf = 0, skipped = 0, empty = 0, aliases = 0, no_extent = 0;
+	unsigned nf = 0, skipped = 0, empty = 0, aliases = 0, refused_here = 0;
 	for (unsigned i = first; i < end; i++) {
 		uintptr_t p = (uintptr_t)table[i];
 		char name[EXPORT_NAME_MAX];
@@ -176,6 +176,13 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		unsigned k = 0;
 		while (prev < 0 && k < nf && fv[k].addr != p)
 			k++;
+		if (prev >= 0 && hooks_cold[prev].status != CUHOOK_PATCHED) {
+			/* the same code as a function the agent found unsafe or was told to leave out */
+			refused_here++;
+			note_line(&note, "%s is %s, which is not traced (%s): not traced either", name, hooks_cold[prev].name,
+			          cuhook_patch_status_names[hooks_cold[prev].status]);
+			continue;
+		}
 		if (prev >= 0 || k < nf) {
 			aliases++;
 			note_line(&note, "%s is %s: hooked once, under that name", name,
@@ -184,7 +191,7 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		}
 		size_t size;
 		if (func_extent(o->base, o->phdr, o->phnum, p, &size, &why) != 0) {
-			no_extent++;
+			refused_here++;
 			note_line(&note, "%s: refused: %s", name, why);
 			continue;
 		}
@@ -210,7 +217,7 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		agent_log(1, "%s: %u more slots skipped, refused or aliased, not listed", what, note.more);
 	agent_log(1, "%s: %u slots: %u functions patched, %u refused, %u already hooked, %u not in the driver's "
 	          "code, %u empty; %d other threads stopped while patching",
-	          what, end - first, res.patched, res.refused + no_extent + (nf - res.count), aliases, skipped, empty,
+	          what, end - first, res.patched, res.refused + refused_here + (nf - res.count), aliases, skipped, empty,
 	          nf ? freeze_stopped_threads() : 0);
 	free(fv);
 	free(names);
