@@ -25,12 +25,13 @@ struct slot {
 	struct parent par[PARENTS_MAX];
 	unsigned npar;
 	uint64_t other_calls; /* under callers beyond PARENTS_MAX */
+	uint64_t counted;     /* calls counted, not recorded (count=): no time, no caller */
 };
 
 struct summary {
 	struct slot *s;
 	uint32_t n;
-	uint64_t calls;
+	uint64_t calls, counted;
 	int64_t time;
 };
 
@@ -59,6 +60,8 @@ static int summarize(const struct rp_view *v, struct summary *sm)
 		if (!v->fi[f].ret_unknown || !export_func_parse(tr_func_name(t, f), s->uuid, &s->index))
 			continue;
 		s->func = f;
+		s->counted = v->counted ? v->counted[f] : 0;
+		sm->counted += s->counted;
 		at[f] = sm->n++;
 	}
 	for (uint32_t i = 0; sm->n && i < v->nsel; i++) {
@@ -125,10 +128,11 @@ void rp_behind_api_write_text(FILE *f, const struct rp_view *v)
 			w = l < 100 ? l : 100;
 	}
 	fprintf(f, "\nCalls behind the API (functions reached through cuGetExportTable's tables)\n");
-	fprintf(f, "  %llu call%s, %s, to %u function%s; under: the public call each was made in ((none): "
-	           "called through the table directly)\n",
-	        (unsigned long long)sm.calls, sm.calls == 1 ? "" : "s", rp_fmt_dur(b1, sizeof(b1), (double)sm.time),
-	        sm.n, sm.n == 1 ? "" : "s");
+	fprintf(f, "  %llu call%s recorded, %s, to %u function%s", (unsigned long long)sm.calls, sm.calls == 1 ? "" : "s",
+	        rp_fmt_dur(b1, sizeof(b1), (double)sm.time), sm.n, sm.n == 1 ? "" : "s");
+	if (sm.counted)
+		fprintf(f, ", and %llu counted (no time, no caller)", (unsigned long long)sm.counted);
+	fprintf(f, "; under: the public call each was made in ((none): called through the table directly)\n");
 	fprintf(f, "  %-*s %10s %12s %10s  %s\n", w + 2, "Function (table slot)", "Calls", "Total Time", "Avg", "Under");
 	const char *table = "";
 	for (uint32_t i = 0; i < sm.n; i++) {
@@ -150,7 +154,9 @@ void rp_behind_api_write_text(FILE *f, const struct rp_view *v)
 			        (unsigned long long)s->par[k].calls);
 		if (s->other_calls)
 			fprintf(f, ", others %llu", (unsigned long long)s->other_calls);
-		fprintf(f, "%s\n", s->calls ? "" : "-");
+		if (s->counted)
+			fprintf(f, "%scounted %llu", s->npar ? ", " : "", (unsigned long long)s->counted);
+		fprintf(f, "%s\n", s->calls || s->counted ? "" : "-");
 	}
 	free(sm.s);
 }
@@ -170,8 +176,8 @@ void rp_behind_api_write_json(FILE *f, const struct rp_view *v)
 		free(sm.s);
 		return;
 	}
-	fprintf(f, ",\n  \"export_tables\": {\"calls\": %llu, \"time_ns\": %lld, \"slots\": [",
-	        (unsigned long long)sm.calls, (long long)sm.time);
+	fprintf(f, ",\n  \"export_tables\": {\"calls\": %llu, \"counted_calls\": %llu, \"time_ns\": %lld, \"slots\": [",
+	        (unsigned long long)sm.calls, (unsigned long long)sm.counted, (long long)sm.time);
 	for (uint32_t i = 0; i < sm.n; i++) {
 		const struct slot *s = &sm.s[i];
 		const char *name = tr_func_name(v->t, s->func);
@@ -181,8 +187,8 @@ void rp_behind_api_write_json(FILE *f, const struct rp_view *v)
 		json_opt_str(f, export_table_readable(s->uuid));
 		fprintf(f, ", \"slot_name\": ");
 		json_opt_str(f, export_slot_readable(s->uuid, s->index));
-		fprintf(f, ", \"calls\": %llu, \"time_ns\": %lld, \"parents\": [", (unsigned long long)s->calls,
-		        (long long)s->time);
+		fprintf(f, ", \"calls\": %llu, \"counted_calls\": %llu, \"time_ns\": %lld, \"parents\": [",
+		        (unsigned long long)s->calls, (unsigned long long)s->counted, (long long)s->time);
 		for (unsigned k = 0; k < s->npar; k++) {
 			const char *pn = parent_name(v, s->par[k].func);
 			fprintf(f, "%s{\"name\": ", k ? ", " : "");

@@ -14,6 +14,8 @@
                report's section on the calls behind the API gives the same counts, the readable
                table name and the parent function (JSON), and its text section is there.
   --mode env   the same with the agent preloaded and CUHOOK_EXPORT_TABLES=1 (constructor mode).
+  --mode count cuhook run --export-tables --count 'export:*': the table functions' calls counted
+               exactly (COUNTS blocks), none recorded, the report's section and JSON with them.
   --mode off   cuhook run without the option: the checksum, no function named export:*, no NOTE
                about a table, cuGetExportTable recorded as always."""
 
@@ -65,7 +67,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--cuhook", required=True)
-    ap.add_argument("--mode", choices=("on", "env", "off"), required=True)
+    ap.add_argument("--mode", choices=("on", "env", "count", "off"), required=True)
     ap.add_argument("--threads", default="4")
     ap.add_argument("--iters", default="300")
     ap.add_argument("--workdir")
@@ -81,7 +83,7 @@ def main():
         env["LD_PRELOAD"] = a.agent
         out = run(cmd, env=env, what="export_user (agent preloaded)").stdout
     else:
-        opt = ["--export-tables"] if a.mode == "on" else []
+        opt = {"on": ["--export-tables"], "count": ["--export-tables", "--count", "export:*"], "off": []}[a.mode]
         out = run([a.cuhook, "run", "--agent", a.agent, "-o", trace] + opt + ["--"] + cmd, env=clean_env(),
                   what="cuhook run").stdout
     traced = parse(out)
@@ -103,6 +105,22 @@ def main():
         n = counts.get("cuGetExportTable", 0)
         problems.check(n == traced["expect"]["cuGetExportTable"],
                        f"cuGetExportTable: {n} calls traced, the program made {traced['expect']['cuGetExportTable']}")
+        problems.exit()
+
+    if a.mode == "count":
+        for name, want in sorted(traced["expect"].items()):
+            if not name.startswith("export:"):
+                continue
+            problems.check(counts.get(name, 0) == 0, f"{name}: {counts.get(name)} calls recorded, none expected")
+            problems.check(t.counted.get(name, 0) == want, f"{name}: {t.counted.get(name, 0)} counted, want {want}")
+        rep = report_json(a.cuhook, trace, wd)
+        check_trace_health(rep, problems)
+        sect = rep.get("export_tables") or {}
+        got = {s["name"]: s.get("counted_calls") for s in sect.get("slots", [])}
+        want = {k: v for k, v in traced["expect"].items() if k.startswith("export:")}
+        problems.check(got == want, f"report: counted calls per slot {got}, want {want}")
+        text = report(a.cuhook, trace, "text", os.path.join(wd, "report.txt"))
+        problems.check(f"and {sum(want.values())} counted" in text, "the text section does not give the counted calls")
         problems.exit()
 
     for name, want in sorted(traced["expect"].items()):
