@@ -10,6 +10,7 @@
 #include "config.h"
 #include "decoders.h"
 #include "exit_watch.h"
+#include "export_tables.h"
 #include "flight.h"
 #include "freeze.h"
 #include "glob_filter.h"
@@ -138,7 +139,7 @@ static int count_slot(uint32_t id)
 
 /* How a function's calls are traced: recorded (HOOK_RECORD), or counted (HOOK_COUNT) when the
  * count option names it. Called under agent_lock before its jump is written. */
-static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
+uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx)
 {
 	(void)ctx;
 	hh->decoder = (uint16_t)cuhook_decoder_find(name);
@@ -150,6 +151,14 @@ static uint8_t classify(const char *name, struct hook_hot *hh, void *ctx)
 	if (edge) {
 		hh->aux = 0;
 		return edge;
+	}
+	/* cuGetExportTable with export_tables=1: recorded, and its tables read at its return */
+	if (export_tables_classify(name, (uint32_t)(hh - hooks_hot), cfg.export_tables)) {
+		hh->aux = 0;
+		uint8_t flags = HOOK_RECORD | HOOK_CALLBACK;
+		if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
+			flags |= HOOK_STACK;
+		return flags;
 	}
 	if (cfg.count[0] && glob_filter_match(cfg.count, name)) {
 		int slot = count_slot((uint32_t)(hh - hooks_hot));
@@ -248,7 +257,7 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		snprintf(real, sizeof(real), "%s", f->name);
 	struct patch_request req = {
 	    .base = f->base, .phdr = f->phdr, .phnum = f->phnum, .filter = cfg.funcs,
-	    .threads_stopped = threads_stopped_now, .classify = classify,
+	    .threads_stopped = threads_stopped_now, .classify = agent_classify,
 	    .freeze = freeze_others, .thaw = thaw_others,
 	};
 	struct patch_result res;
@@ -343,7 +352,7 @@ static void arm_libraries(void)
 		l->arm_at_start = false;
 		struct patch_request req = {
 		    .base = l->base, .filter = cfg.funcs, .lib_id = l->lib_id,
-		    .threads_stopped = threads_stopped_now, .classify = classify,
+		    .threads_stopped = threads_stopped_now, .classify = agent_classify,
 		    .freeze = freeze_others, .thaw = thaw_others,
 		};
 		struct patch_result res;
@@ -602,6 +611,7 @@ static int go(bool stopped)
 	__atomic_store_n(&cuhook_recording, capture_begin(false), __ATOMIC_RELEASE);
 	double t1 = now_ms();
 	arm_libraries();
+	export_tables_arm(stopped);
 	double t2 = now_ms();
 	bool watching = watch_planned && loader_watch_arm(stopped) == 0;
 	bool exit_hooked = exit_planned && exit_watch_arm(stopped) == 0;

@@ -80,6 +80,9 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 	case AOPT_IOCTL:
 		c->ioctl = v->b;
 		break;
+	case AOPT_EXPORT_TABLES:
+		c->export_tables = v->b;
+		break;
 	case AOPT_IOCTL_PATHS:
 		snprintf(c->ioctl_paths, sizeof(c->ioctl_paths), "%s", value);
 		break;

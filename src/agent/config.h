@@ -30,6 +30,7 @@ struct cuhook_config {
 	int verbose;                          /* verbose: 0 quiet, 1 summary, 2 every refusal */
 	bool disable;                         /* disable: do nothing */
 	bool ioctl;                           /* ioctl: also trace ioctls on NVIDIA device files */
+	bool export_tables;                   /* export_tables: trace the functions of cuGetExportTable's tables */
 	char ioctl_paths[AOPT_GLOBS_MAX + 1]; /* ioctl_paths: globs of the device files' paths */
 	bool follow;                          /* follow: fork children trace into a file of their own,
 	                                         and every file name gets ".PID" before its extension */

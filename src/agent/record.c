@@ -635,8 +635,10 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 		}
 		if (unlikely(hh->flags & HOOK_FDOP))
 			nvfd_exit(hh, s->args, f->rax);
-		if (unlikely(hh->flags & HOOK_CALLBACK))
-			cuhook_call_saving_vectors(record_run_callback, (void *)(uintptr_t)id);
+		if (unlikely(hh->flags & HOOK_CALLBACK)) {
+			struct callback_arg a = {id, s->has_args ? s->args : NULL, f->rax};
+			cuhook_call_saving_vectors(record_run_callback, &a);
+		}
 		ts->busy = 0;
 	} else {
 		ts->depth = k - 1;

@@ -53,7 +53,13 @@ struct ring_wait_arg {
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);
 uintptr_t record_ask_populate(void *unused);
-uintptr_t record_run_callback(void *hook_id);
+/* A HOOK_CALLBACK function returned: its on_exit and on_return (hooks.h) run. */
+struct callback_arg {
+	uint32_t id;
+	const uint64_t *args; /* the first argument registers (shadow entry), or NULL if not kept */
+	uint64_t ret;         /* rax */
+};
+uintptr_t record_run_callback(void *callback_arg);
 uintptr_t record_monotonic_ns(void *unused);
 struct flight_arg {
 	const char *why;

@@ -54,11 +54,14 @@ uintptr_t record_ask_populate(void *unused)
 	return 0;
 }
 
-uintptr_t record_run_callback(void *hook_id)
+uintptr_t record_run_callback(void *callback_arg)
 {
-	void (*cb)(void) = hooks_cold[(uintptr_t)hook_id].on_exit;
-	if (cb)
-		cb();
+	const struct callback_arg *a = callback_arg;
+	const struct hook_cold *hc = &hooks_cold[a->id];
+	if (hc->on_exit)
+		hc->on_exit();
+	if (hc->on_return)
+		hc->on_return(a->args, a->ret);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ struct opts {
 	int skip_missing;
 	unsigned max_details;
 	unsigned jobs;
+	const char *list;            /* --list FILE: these functions instead of the exported ones */
 };
 
 struct counts {
@@ -611,6 +612,60 @@ static pid_t spawn(const struct opts *o, const struct elf_file *ef, const struct
 	return pid;
 }
 
+/* --list FILE: "NAME VADDR SIZE" per line (VADDR the file's virtual address, as dumped by
+ * tests/gpu/export_tables_check.c for the functions behind cuGetExportTable, which have no
+ * symbol; '#' starts a comment). 0 with a malloc'd array sorted by address, or -1 (said). */
+static int read_list(const char *path, struct elf_func **out, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "cuhook-check-relocation: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	struct elf_func *v = NULL;
+	size_t cap = 0, k = 0;
+	char line[1024];
+	unsigned lineno = 0;
+	int rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char name[512];
+		unsigned long long addr, size;
+		if (line[0] == '#' || line[strspn(line, " \t\n")] == 0)
+			continue;
+		if (sscanf(line, "%511s %lli %lli", name, &addr, &size) != 3 || !addr || !size) {
+			fprintf(stderr, "cuhook-check-relocation: %s:%u: expected NAME VADDR SIZE\n", path, lineno);
+			rc = -1;
+			break;
+		}
+		if (k == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct elf_func *nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				fprintf(stderr, "cuhook-check-relocation: out of memory\n");
+				exit(2);
+			}
+			v = nv;
+		}
+		v[k].name = strdup(name);
+		v[k].addr = addr;
+		v[k].size = size;
+		if (!v[k].name) {
+			fprintf(stderr, "cuhook-check-relocation: out of memory\n");
+			exit(2);
+		}
+		k++;
+	}
+	fclose(f);
+	if (rc != 0) {
+		elf_file_funcs_free(v, k);
+		return -1;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 static int check_library(const struct opts *o, const char *path, struct counts *total)
 {
 	struct elf_file ef;
@@ -622,7 +677,12 @@ static int check_library(const struct opts *o, const char *path, struct counts *
 	}
 	struct elf_func *all;
 	size_t na;
-	if (elf_file_funcs(&ef, &all, &na) != 0) {
+	if (o->list) {
+		if (read_list(o->list, &all, &na) != 0) {
+			elf_file_close(&ef);
+			return -1;
+		}
+	} else if (elf_file_funcs(&ef, &all, &na) != 0) {
 		fprintf(stderr, "cuhook-check-relocation: out of memory\n");
 		exit(2);
 	}
@@ -716,6 +776,8 @@ static void usage(FILE *f)
 	        "  --details N       print full details of the first N mismatching functions (default 20)\n"
 	        "  --mutate          corrupt every copy on purpose; exits 1 unless every corruption is caught\n"
 	        "  --skip-missing    ignore library files that do not exist; exit 77 if none does\n"
+	        "  --list FILE       check the functions FILE lists (NAME VADDR SIZE per line, file\n"
+	        "                    addresses) instead of the exported ones: one LIB only\n"
 	        "  --verbose         one line per function\n");
 }
 
@@ -727,9 +789,10 @@ int main(int argc, char **argv)
 	    {"funcs", required_argument, 0, 'f'},   {"jobs", required_argument, 0, 'j'},
 	    {"details", required_argument, 0, 'd'}, {"mutate", no_argument, 0, 'm'},
 	    {"skip-missing", no_argument, 0, 'k'},  {"verbose", no_argument, 0, 'v'},
-	    {"help", no_argument, 0, 'h'},          {0}};
+	    {"help", no_argument, 0, 'h'},          {"list", required_argument, 0, 'l'},
+	    {0}};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "s:c:f:j:d:mkvh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:c:f:j:d:l:mkvh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': o.seeds = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'c': o.copy_offset = strtoull(optarg, NULL, 0); break;
@@ -737,13 +800,14 @@ int main(int argc, char **argv)
 		case 'j': o.jobs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': o.max_details = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'm': o.mutate = 1; break;
+		case 'l': o.list = optarg; break;
 		case 'k': o.skip_missing = 1; break;
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind == argc || o.seeds == 0 || o.jobs == 0 || o.jobs > 256) {
+	if (optind == argc || o.seeds == 0 || o.jobs == 0 || o.jobs > 256 || (o.list && argc - optind != 1)) {
 		usage(stderr);
 		return 2;
 	}

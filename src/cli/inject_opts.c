@@ -176,6 +176,8 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 			return -1;
 	} else if (!strcmp(a, "--ioctl")) {
 		c->ioctl = 1;
+	} else if (!strcmp(a, "--export-tables")) {
+		c->export_tables = 1;
 	} else if (!strcmp(a, "--force")) {
 		c->force = 1;
 	} else if (!strcmp(a, "--gpu")) {
@@ -350,6 +352,8 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 	if (c->cupti && append_path(buf, len, &pos, "cupti", c->cupti) < 0)
 		return -1;
 	if (c->ioctl && append(buf, len, &pos, "ioctl", "1") < 0)
+		return -1;
+	if (c->export_tables && append(buf, len, &pos, "export_tables", "1") < 0)
 		return -1;
 	if (c->force && append(buf, len, &pos, "force", "1") < 0)
 		return -1;

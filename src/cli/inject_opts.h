@@ -17,6 +17,7 @@ struct cuhook_inject_cli {
 	double call_timeout;       /* --call-timeout SEC */
 	int verbose;               /* -v / --verbose */
 	int ioctl;                 /* --ioctl: also trace ioctls on NVIDIA device files */
+	int export_tables;         /* --export-tables: trace the functions behind cuGetExportTable */
 	int force;                 /* --force: replace an existing trace file (agent option force=1) */
 	uint64_t max_size;         /* --max-size SIZE: the trace's size cap in bytes (max_size=), 0 none */
 	int injector;              /* attach: our pid, for the agent to watch (0: none) */
@@ -77,6 +78,7 @@ int cuhook_parse_pid(const char *v, pid_t *pid);
 	"                        once its call site was walked; --stacks '' or --no-stacks: none\n" \
 	"  --stack-depth N       frames kept per stack, native and Python each (1 to 256; default 48)\n" \
 	"  --ioctl               also trace ioctls on NVIDIA device files, nested under the cu* calls\n" \
+	"  --export-tables       also trace the functions of the tables cuGetExportTable returns\n" \
 	"  --gpu                 also record the GPU's work (kernels, copies, memsets, graph kernels)\n" \
 	"                        with CUPTI, each linked to the call that submitted it\n" \
 	"  --cupti PATH          the libcupti to load (implies --gpu; default: the one the program\n" \

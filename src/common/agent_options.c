@@ -58,6 +58,9 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	[AOPT_CAPTURE_RANGES] = {"capture_ranges", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
 	[AOPT_DELAY_MS] = {"delay_ms", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
 	[AOPT_DURATION_MS] = {"duration_ms", AOPT_UINT, 0, 0, UINT_MAX, NULL, false},
+	/* The functions behind cuGetExportTable's tables, patched when a table is first returned
+	 * (src/agent/export_tables.h). */
+	[AOPT_EXPORT_TABLES] = {"export_tables", AOPT_BOOL, 0, 0, 0, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */

@@ -46,7 +46,7 @@ static void tally(const struct rp_view *v, struct rp_analysis *a)
 		int64_t d = dur(c);
 		if (c->depth > a->max_depth)
 			a->max_depth = c->depth;
-		if (tr_call_timed(c) && (uint32_t)c->ret)
+		if (rp_call_failed(v, c))
 			a->failed_calls++;
 		if (!outermost(c)) {
 			a->nested_calls++;

@@ -162,8 +162,10 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 		break;
 	}
 	}
-	if (tr_call_timed(c) && (uint32_t)c->ret)
+	if (rp_call_failed(v, c))
 		pos = rp_put(buf, len, pos, "%s-> error %u", pos ? " " : "", (unsigned)c->ret);
+	else if (tr_call_timed(c) && v->fi[c->func].ret_unknown && c->ret)
+		pos = rp_put(buf, len, pos, "%s-> %#llx", pos ? " " : "", (unsigned long long)c->ret);
 	else if (c->flags & TR_CALL_NO_EXIT)
 		pos = rp_put(buf, len, pos, "%s(entry only)", pos ? " " : "");
 	else if (c->flags & TR_CALL_UNFINISHED)

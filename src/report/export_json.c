@@ -4,6 +4,7 @@
  * the GPU side ("gpu", export_gpu_json.c). Stable keys: tests and
  * scripts parse it. Times are integer nanoseconds where exact, floats where averaged. */
 #include "report.h"
+#include "behind_api.h"
 #include "nvioctl.h"
 
 #include <stdlib.h>
@@ -310,6 +311,7 @@ static int write_one(FILE *f, struct rp_view *v)
 	write_slowest(f, v);
 	write_findings(f, fd, nfd);
 	write_refused(f, v);
+	rp_behind_api_write_json(f, v);
 	if (v->has_ioctl) {
 		struct rp_ioc_summary s;
 		if (rp_ioctl_summary(v, &s) == 0) {

@@ -66,7 +66,7 @@ static void errors(const struct rp_view *v, struct ctx *x)
 	int64_t poll_time = 0;
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
-		if (!tr_call_timed(c) || !(uint32_t)c->ret)
+		if (!rp_call_failed(v, c))
 			continue;
 		if ((uint32_t)c->ret == 600 && is_query(tr_func_name(t, c->func))) {
 			polls++;

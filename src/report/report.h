@@ -79,6 +79,8 @@ struct rp_finfo {
 	uint8_t names_kernel;      /* enum rp_namer: gives a kernel handle its name */
 	uint8_t ioctl;             /* libc's ioctl on NVIDIA device files (a CUHOOK_LIB_IOCTL
 	                              library): the driver boundary, not an API function */
+	uint8_t ret_unknown;       /* its return value is not known to be a CUresult (a function
+	                              behind an export table, "export:UUID[i]"): never an error */
 	int8_t alloc_arg, alloc_arg2;
 	struct rp_xfer x;
 	struct rp_launch l;
@@ -132,6 +134,11 @@ int64_t rp_trace_t0(const struct tr_trace *t);
  * by each trace's realtime - monotonic offset (or by CLOCK_MONOTONIC alone with --align
  * monotonic, or when a trace has no realtime pair). Returns 1 if realtime was used. */
 int rp_align(struct tr_trace *const *traces, unsigned n, const struct rp_opts *o, int64_t *shift);
+/* A call that returned an error: a timed call of a function returning a CUresult, not 0. */
+static inline int rp_call_failed(const struct rp_view *v, const struct tr_call *c)
+{
+	return tr_call_timed(c) && (uint32_t)c->ret && !v->fi[c->func].ret_unknown;
+}
 /* Several views make one merged report (not --separate). */
 static inline int rp_merged(const struct rp_view *views, unsigned n)
 {

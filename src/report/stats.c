@@ -172,7 +172,7 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout
 		all[c->func].calls++;
 		if (tr_call_timed(c)) {
 			all[c->func].timed++;
-			if ((uint32_t)c->ret)
+			if (rp_call_failed(v, c))
 				all[c->func].failed++;
 		}
 	}
@@ -300,7 +300,7 @@ int rp_merged_stats(const struct rp_view *views, unsigned n, struct rp_mstat **o
 			s->calls++;
 			if (tr_call_timed(c)) {
 				s->timed++;
-				if ((uint32_t)c->ret)
+				if (rp_call_failed(&views[k], c))
 					s->failed++;
 			}
 		}

@@ -3,6 +3,7 @@
  * (text_stacks.c), timeline, functions not traced.
  * Every section reads the view and the analysis; none computes statistics itself. */
 #include "report.h"
+#include "behind_api.h"
 #include "nvioctl.h"
 
 #include <stdlib.h>
@@ -579,6 +580,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis 
 	write_findings(f, v, fd, nfd);
 	write_gaps(f, v, a);
 	write_nesting(f, v, a);
+	rp_behind_api_write_text(f, v);
 	rp_stacks_write_text(f, v);
 	if (v->has_ioctl) {
 		struct rp_ioc_summary s;

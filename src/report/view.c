@@ -3,6 +3,7 @@
  * section needs. */
 #include "report.h"
 
+#include "export_names.h"
 #include "glob_filter.h"
 
 #include <stdlib.h>
@@ -346,6 +347,7 @@ static void finfo_of(struct rp_view *v, const char *name, uint32_t lib_id, int d
 	fi->alloc_arg = (int8_t)a;
 	fi->alloc_arg2 = (int8_t)b;
 	fi->names_kernel = namer_of(name);
+	fi->ret_unknown = !strncmp(name, EXPORT_NAME_PREFIX, strlen(EXPORT_NAME_PREFIX));
 	for (uint32_t k = 0; defined && k < t->nlibs; k++)
 		if (t->libs[k].id == lib_id && (t->libs[k].flags & CUHOOK_LIB_IOCTL)) {
 			fi->ioctl = 1;

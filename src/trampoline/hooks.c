@@ -16,14 +16,8 @@ struct hook_hot hooks_hot[HOOKS_MAX];
 struct hook_cold hooks_cold[HOOKS_MAX];
 uint32_t hooks_count;
 
-struct candidate {
-	const char *name;
-	uintptr_t addr;
-	size_t size;
-};
-
 struct candidates {
-	struct candidate *v;
+	struct hook_func *v;
 	size_t n, cap;
 };
 
@@ -32,18 +26,18 @@ static void collect(const struct found_func *f, void *ctx)
 	struct candidates *c = ctx;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
-		struct candidate *v = realloc(c->v, cap * sizeof(*v));
+		struct hook_func *v = realloc(c->v, cap * sizeof(*v));
 		if (!v)
 			return;
 		c->v = v;
 		c->cap = cap;
 	}
-	c->v[c->n++] = (struct candidate){f->name, f->addr, f->size};
+	c->v[c->n++] = (struct hook_func){f->name, f->addr, f->size};
 }
 
 static int by_addr(const void *a, const void *b)
 {
-	const struct candidate *x = a, *y = b;
+	const struct hook_func *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	return strcmp(x->name, y->name);
@@ -359,15 +353,13 @@ int hooks_patch_library(const struct patch_request *req, struct patch_result *re
 	return 0;
 }
 
-int hooks_plan_library(const struct patch_request *req, struct patch_result *res)
+/* New ids for the functions of v, not planned yet (filtered until plan_ids): res->first_id and
+ * res->count say which. A function at the address of the one before it (v sorted by address:
+ * a second name) is refused as an alias. */
+static void add_hooks(const struct hook_func *v, size_t n, uint32_t lib_id, struct patch_result *res)
 {
-	memset(res, 0, sizeof(*res));
-	struct candidates c = {0};
-	if (symbols_for_each(req->base, req->phdr, req->phnum, collect, &c) < 0)
-		return -1;
-	qsort(c.v, c.n, sizeof(*c.v), by_addr);
 	res->first_id = hooks_count;
-	for (size_t i = 0; i < c.n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		int id = new_id();
 		if (id < 0)
 			break;
@@ -375,19 +367,40 @@ int hooks_plan_library(const struct patch_request *req, struct patch_result *res
 		struct hook_hot *hh = &hooks_hot[id];
 		memset(hc, 0, sizeof(*hc));
 		memset(hh, 0, sizeof(*hh));
-		hc->name = strdup(c.v[i].name);
-		hc->addr = c.v[i].addr;
-		hc->size = (uint32_t)c.v[i].size;
+		hc->name = strdup(v[i].name);
+		hc->addr = v[i].addr;
+		hc->size = (uint32_t)v[i].size;
 		hc->status = CUHOOK_SKIPPED_FILTER;
-		hh->lib_id = (uint16_t)req->lib_id;
+		hh->lib_id = (uint16_t)lib_id;
 		res->count++;
-		if (i > 0 && c.v[i].addr == c.v[i - 1].addr) {
+		if (i > 0 && v[i].addr == v[i - 1].addr) {
 			hc->status = CUHOOK_REFUSED_ALIAS;
-			snprintf(hc->detail, sizeof(hc->detail), "same address as %s", c.v[i - 1].name);
+			snprintf(hc->detail, sizeof(hc->detail), "same address as %s", v[i - 1].name);
 		}
 	}
+}
+
+int hooks_plan_library(const struct patch_request *req, struct patch_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	struct candidates c = {0};
+	if (symbols_for_each(req->base, req->phdr, req->phnum, collect, &c) < 0)
+		return -1;
+	qsort(c.v, c.n, sizeof(*c.v), by_addr);
+	add_hooks(c.v, c.n, req->lib_id, res);
 	free(c.v);
 	plan_ids(res->first_id, res->count, req);
+	count_result(res);
+	return 0;
+}
+
+int hooks_patch_functions(const struct hook_func *v, size_t n, const struct patch_request *req,
+                          struct patch_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	add_hooks(v, n, req->lib_id, res);
+	plan_ids(res->first_id, res->count, req);
+	arm(res->first_id, res->count, req);
 	count_result(res);
 	return 0;
 }

@@ -82,6 +82,9 @@ struct hook_cold {
 	uint8_t *slot;         /* thunk, count thunk, then the relocated code */
 	uint16_t count_thunk;  /* 0, or 1 + the counter slot the count thunk was written for */
 	void (*on_exit)(void); /* HOOK_CALLBACK */
+	/* HOOK_CALLBACK, after on_exit: with the call's first argument registers (NULL unless the
+	 * function has a decoder, whose shadow entry keeps them) and its return value */
+	void (*on_return)(const uint64_t *args, uint64_t ret);
 	char detail[96];       /* refusal detail */
 };
 
@@ -140,6 +143,20 @@ int hooks_replan(const struct patch_request *req, uint32_t first, uint32_t count
  * protection changes and the core serialisation are system calls): with req->threads_stopped
  * it may run while every other thread is stopped, wherever they stopped. */
 int hooks_arm(const struct patch_request *req, uint32_t first, uint32_t count, struct patch_result *res);
+
+/* A function to patch that is given by address rather than found in a symbol table (the
+ * functions behind cuGetExportTable's tables). */
+struct hook_func {
+	const char *name;
+	uintptr_t addr;
+	size_t size;               /* its exact extent: the planner scans the whole body */
+};
+
+/* Patch n such functions as hooks_patch_library() patches a library's: new ids in one stub pool
+ * near them, the request's filter and classifier, refusals with their reasons, the jumps
+ * written with the other threads stopped when they may run. res->first_id/count: their ids. */
+int hooks_patch_functions(const struct hook_func *v, size_t n, const struct patch_request *req,
+                          struct patch_result *res);
 
 /* Plan one function by address for cuhook's own use (the dlopen watch, the ioctl watch, the
  * _exit hook), with the hot fields chosen by the caller (flags such as HOOK_CALLBACK,

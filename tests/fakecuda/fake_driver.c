@@ -886,23 +886,42 @@ EXPORT int cuFakeVarSum(int n, ...)
 	return (int)(sum * 1000);
 }
 
-/* ---- the export table ----------------------------------------------------------------------- */
+/* ---- the export tables ---------------------------------------------------------------------- */
 
-static unsigned et_mix(unsigned x) { return x * 2654435761u ^ 0x5bd1e995u; }
-static unsigned et_add3(unsigned a, unsigned b, unsigned c) { return a + b + c; }
-static const struct fake_export_table export_table = {sizeof(export_table), et_mix, et_add3};
+HIDDEN unsigned impl_et_mix(unsigned x) { return x * 2654435761u ^ 0x5bd1e995u; }
+HIDDEN unsigned impl_et_add3(unsigned a, unsigned b, unsigned c) { return a + b + c; }
+HIDDEN unsigned impl_et_shared(unsigned x) { return x + 0x9e37u; }
+HIDDEN unsigned impl_et2_first(unsigned x) { return x ^ 0xa5a5u; }
+HIDDEN unsigned impl_et_nocfi(unsigned x) { return x * 3u; }
+unsigned fake_et_mix(unsigned x);
+unsigned fake_et_add3(unsigned a, unsigned b, unsigned c);
+unsigned fake_et_shared(unsigned x);
+unsigned fake_et2_first(unsigned x);
+unsigned fake_et_nocfi(unsigned x);
+
+static const char export_data[16] = "not a function";
+static const struct fake_export_table export_table = {
+    sizeof(export_table), fake_et_mix, fake_et_add3, fake_et_shared, export_data, NULL, cuDriverGetVersion,
+};
+static const struct fake_export_table2 export_table2 = {fake_et2_first, fake_et_shared, fake_et_nocfi, NULL};
+
+HIDDEN unsigned impl_cuFakeExportCall(unsigned x) { return export_table.mix(x) + 1; }
 
 HIDDEN CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
 {
-	static const CUuuid known = FAKE_EXPORT_TABLE_UUID;
+	static const CUuuid known = FAKE_EXPORT_TABLE_UUID, known2 = FAKE_EXPORT_TABLE2_UUID;
 	if (!table || !id)
 		return FAKE_ERROR_INVALID_VALUE;
-	if (memcmp(id, &known, sizeof(known)) != 0) {
-		*table = NULL;
-		return FAKE_ERROR_NOT_FOUND;
+	if (!memcmp(id, &known, sizeof(known))) {
+		*table = &export_table;
+		return FAKE_SUCCESS;
 	}
-	*table = &export_table;
-	return FAKE_SUCCESS;
+	if (!memcmp(id, &known2, sizeof(known2))) {
+		*table = &export_table2;
+		return FAKE_SUCCESS;
+	}
+	*table = NULL;
+	return FAKE_ERROR_NOT_FOUND;
 }
 
 /* ---- cuGetProcAddress: how the runtime finds entry points ----------------------------------- */

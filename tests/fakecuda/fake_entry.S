@@ -400,4 +400,60 @@ fake_probe_in:
 	pop rbp
 	ret
 	FUNC_END cuFakeRegProbe
+/* ---- functions behind the export tables (cuGetExportTable) --------------------------------------
+ * Not exported (hidden: no dynamic symbol), reached only through the tables fake_driver.c builds,
+ * as the real driver's are. They have the usual entry shape and an unwind entry (CFI), which the
+ * agent takes their extent from; fake_et_nocfi has none, so the agent must refuse it. */
+.macro TABLE_FN name, impl
+	.globl \name
+	.hidden \name
+	.type \name, @function
+	.p2align 4
+\name:
+	.cfi_startproc
+	ENDBR
+	push rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset rbp, -16
+	mov rbp, rsp
+	.cfi_def_cfa_register rbp
+	push r12
+	sub rsp, 8
+	cmp dword ptr [rip + fake_ready], READY_MAGIC
+	{disp32} je 1f
+	call qword ptr [rip + fake_slow_table]
+1:
+	add rsp, 8
+	pop r12
+	pop rbp
+	.cfi_def_cfa rsp, 8
+	jmp \impl
+	.cfi_endproc
+	.size \name, . - \name
+.endm
+
+	.text
+	TABLE_FN fake_et_mix, impl_et_mix
+	TABLE_FN fake_et_add3, impl_et_add3
+	TABLE_FN fake_et_shared, impl_et_shared
+	TABLE_FN fake_et2_first, impl_et2_first
+
+	.globl fake_et_nocfi
+	.hidden fake_et_nocfi
+	.type fake_et_nocfi, @function
+	.p2align 4
+fake_et_nocfi:
+	ENDBR
+	push rbp
+	mov rbp, rsp
+	push r12
+	sub rsp, 8
+	add rsp, 8
+	pop r12
+	pop rbp
+	jmp impl_et_nocfi
+	.size fake_et_nocfi, . - fake_et_nocfi
+
+/* A public function that calls into an export table's function (fakecuda.h) */
+	DRIVER_FN cuFakeExportCall, impl_cuFakeExportCall
 	.section .note.GNU-stack, "", @progbits

@@ -102,14 +102,30 @@ enum {
 #define FAKE_LAUNCH_ECHO ((void *)(uintptr_t)0xec40)
 #define FAKE_ECHO_RESULT(h) ((CUresult)(0x40000000u | ((h) & 0x00ffffffu)))
 
-/* cuGetExportTable: the one table the stand-in knows (others: FAKE_ERROR_NOT_FOUND). Its
- * functions are internal (not exported), so calls through it are never traced. */
+/* cuGetExportTable: two tables (others: FAKE_ERROR_NOT_FOUND), shaped as the real driver's:
+ * functions internal to the driver (no symbol), begun like its exports, each with an unwind
+ * entry but fake_et_nocfi. The first is size-prefixed; the second is not (its functions start at
+ * word 0 and end at a NULL word), as some of the real driver's are. A function shared by both,
+ * a slot pointing at data, an empty slot and a slot pointing at an export (cuDriverGetVersion)
+ * are what an agent reading them must handle. */
 #define FAKE_EXPORT_TABLE_UUID {{0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, \
                                  0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}}
+#define FAKE_EXPORT_TABLE2_UUID {{0xc0, 0xff, 0xee, 0x00, 0x11, 0x22, 0x43, 0x44, \
+                                  0x85, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc}}
 struct fake_export_table {
 	size_t size;                       /* sizeof(struct fake_export_table) */
-	unsigned (*mix)(unsigned x);       /* x * 2654435761 ^ 0x5bd1e995 */
-	unsigned (*add3)(unsigned a, unsigned b, unsigned c);
+	unsigned (*mix)(unsigned x);       /* [1] x * 2654435761 ^ 0x5bd1e995 */
+	unsigned (*add3)(unsigned a, unsigned b, unsigned c); /* [2] */
+	unsigned (*shared)(unsigned x);    /* [3] x + 0x9e37: also table 2's [1] */
+	const void *data;                  /* [4] not a function: an agent must skip it */
+	const void *empty;                 /* [5] NULL */
+	CUresult (*driver_version)(int *version); /* [6] cuDriverGetVersion, an export */
+};
+struct fake_export_table2 {
+	unsigned (*first)(unsigned x);     /* [0] x ^ 0xa5a5 */
+	unsigned (*shared)(unsigned x);    /* [1] the first table's [3] */
+	unsigned (*nocfi)(unsigned x);     /* [2] x * 3; no unwind entry: its extent is unknown */
+	const void *end;                   /* NULL */
 };
 
 /* cuGetProcAddress_v2 status values (as in cuda.h). */
@@ -197,6 +213,8 @@ int cuFakeScale(float a, double b);       /* (int)(a * b): xmm0/xmm1 must surviv
 double cuFakeMulD(double a, double b);    /* a * b + 0.5 in xmm0: xmm0 must survive the exit */
 int cuFakeOuter(int x);            /* cuFakeInner(3x) + 7: the inner call is traced at depth 1 */
 int cuFakeInner(int x);            /* x ^ 0x1234 */
+/* The first export table's mix(x) + 1, called through the table: nested at depth 1 */
+unsigned cuFakeExportCall(unsigned x);
 int cuFakeAlias(int x);            /* x * 5 + 1; cuFakeAlias_v2 is the same address */
 int cuFakeAlias_v2(int x);
 int cuFakeCallFirst(int x);        /* starts with call rel32: 0x700 + x */
