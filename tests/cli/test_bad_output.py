@@ -10,7 +10,6 @@
 
 usage: test_bad_output.py --cuhook PATH --sample PATH --timed PATH --lib LIBCUDA"""
 
-import argparse
 import os
 import re
 import subprocess
@@ -19,23 +18,15 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, need_file, parse_target_output, run_main, work_directory  # noqa: E402
+from cuhooktest import Problems, clean_env, parse_target_output, run_main, work_directory  # noqa: E402
+from clitest import cuhook, path_args  # noqa: E402
 
 MISSING = "No such file or directory"
 
 
-def cuhook(a, args, cwd):
-    return subprocess.run([a.cuhook] + args, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=120)
-
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--cuhook", "--sample", "--timed", "--lib"):
-        ap.add_argument(o, required=True)
-    a = ap.parse_args()
-    for path in (a.cuhook, a.sample, a.timed, a.lib):
-        need_file(path, path)
-    a.cuhook, a.sample, a.timed, a.lib = (os.path.abspath(p) for p in (a.cuhook, a.sample, a.timed, a.lib))
+    a = path_args("cuhook", "sample", "timed", "lib")
     work = work_directory(None, "cuhook-bad-output-")
     problems = Problems()
     gone = os.path.join(work, "no-such-dir")

@@ -7,15 +7,14 @@ program that does not exec gets no such line.
 
 usage: test_exec_shim.py --cuhook PATH --sample PATH --timed PATH --lib LIBCUDA"""
 
-import argparse
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, need_file, run_main, work_directory  # noqa: E402
+from cuhooktest import Problems, run_main, work_directory  # noqa: E402
 import tracefile  # noqa: E402
+from clitest import cuhook, path_args  # noqa: E402
 
 
 def exec_line(became):
@@ -23,18 +22,9 @@ def exec_line(became):
             "the exec and has no END block; what it exec'd was not traced (cuhook run --follow traces it)\n")
 
 
-def cuhook(a, args, cwd):
-    return subprocess.run([a.cuhook] + args, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=120)
-
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--cuhook", "--sample", "--timed", "--lib"):
-        ap.add_argument(o, required=True)
-    a = ap.parse_args()
-    for path in (a.cuhook, a.sample, a.timed, a.lib):
-        need_file(path, path)
-    a.cuhook, a.sample, a.timed, a.lib = (os.path.abspath(p) for p in (a.cuhook, a.sample, a.timed, a.lib))
+    a = path_args("cuhook", "sample", "timed", "lib")
     work = work_directory(None, "cuhook-exec-shim-")
     problems = Problems()
     shims = {}

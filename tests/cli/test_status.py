@@ -8,7 +8,6 @@ makes its calls at a steady pace). None when stderr is not a terminal, none with
 
 usage: test_status.py --cuhook PATH --timed PATH --lib LIBCUDA"""
 
-import argparse
 import os
 import pty
 import re
@@ -19,8 +18,9 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, need_file, run_main, work_directory  # noqa: E402
+from cuhooktest import Problems, clean_env, run_main, work_directory  # noqa: E402
 import tracefile  # noqa: E402
+from clitest import path_args  # noqa: E402
 
 LINE = re.compile(r"\r(cuhook (?:run|attach)): (\d+):(\d\d), (\d+) calls \((\d+) counted\), ([\d.]+) (B|KiB|MiB|GiB) "
                   r"written, (\d+) dropped\x1b\[K")
@@ -55,6 +55,15 @@ class PtyReader:
         return self.data.decode(errors="replace")
 
 
+def on_pty(args, cwd=None):
+    """cuhook ARGS with its stderr on a terminal: (exit status, what it wrote there)."""
+    tty = PtyReader()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=tty.slave, env=clean_env({"TERM": "xterm"}), cwd=cwd)
+    tty.start()
+    p.wait(timeout=120)
+    return p.returncode, tty.text()
+
+
 def status_lines(text):
     return [(m.group(1), int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)), int(m.group(5)),
              float(m.group(6)) * UNIT[m.group(7)], int(m.group(8))) for m in LINE.finditer(text)]
@@ -78,29 +87,18 @@ def check_against_trace(what, lines, trace, problems, least_share):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for o in ("--cuhook", "--timed", "--lib"):
-        ap.add_argument(o, required=True)
-    a = ap.parse_args()
-    for path in (a.cuhook, a.timed, a.lib):
-        need_file(path, path)
-    a.cuhook, a.timed, a.lib = (os.path.abspath(p) for p in (a.cuhook, a.timed, a.lib))
+    a = path_args("cuhook", "timed", "lib")
     work = work_directory(None, "cuhook-status-")
     problems = Problems()
     prog = [a.timed, a.lib, "3.5", "1"]  # a round of two calls (one recorded, one counted) a ms
 
     # run on a terminal: the line, then taken off before the last line
     trace = os.path.join(work, "run.bin")
-    tty = PtyReader()
-    p = subprocess.Popen([a.cuhook, "run", "-o", trace, "--"] + prog, stdout=subprocess.DEVNULL, stderr=tty.slave,
-                         env=clean_env({"TERM": "xterm"}), cwd=work)
-    tty.start()
-    p.wait(timeout=120)
-    text = tty.text()
+    rc, text = on_pty([a.cuhook, "run", "-o", trace, "--"] + prog, cwd=work)
     lines = status_lines(text)
-    problems.check(p.returncode == 0 and text.endswith(f"\r\x1b[Kcuhook run: trace written to {trace}\r\n")
+    problems.check(rc == 0 and text.endswith(f"\r\x1b[Kcuhook run: trace written to {trace}\r\n")
                    and all(x[0] == "cuhook run" for x in lines),
-                   f"run on a terminal: exit {p.returncode}, stderr {text[-300:]!r}")
+                   f"run on a terminal: exit {rc}, stderr {text[-300:]!r}")
     check_against_trace("run", lines, trace, problems, 0.4)
 
     # not a terminal: no status line
@@ -111,14 +109,9 @@ def main():
                    f"run, stderr a pipe: exit {p.returncode}, stderr {p.stderr[-300:]!r}")
     # -q on a terminal: nothing
     trace = os.path.join(work, "quiet.bin")
-    tty = PtyReader()
-    p = subprocess.Popen([a.cuhook, "run", "-q", "-o", trace, "--", a.timed, a.lib, "2.5", "1"],
-                         stdout=subprocess.DEVNULL, stderr=tty.slave, env=clean_env({"TERM": "xterm"}))
-    tty.start()
-    p.wait(timeout=120)
-    text = tty.text()
-    problems.check(p.returncode == 0 and text == "" and os.path.getsize(trace) > 0,
-                   f"run -q on a terminal: exit {p.returncode}, stderr {text[-300:]!r}")
+    rc, text = on_pty([a.cuhook, "run", "-q", "-o", trace, "--", a.timed, a.lib, "2.5", "1"])
+    problems.check(rc == 0 and text == "" and os.path.getsize(trace) > 0,
+                   f"run -q on a terminal: exit {rc}, stderr {text[-300:]!r}")
 
     # attach on a terminal, for 3 s of a program that runs 6
     target = subprocess.Popen([a.timed, a.lib, "6", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -126,27 +119,17 @@ def main():
     try:
         time.sleep(0.5)
         trace = os.path.join(work, "attach.bin")
-        tty = PtyReader()
-        p = subprocess.Popen([a.cuhook, "attach", "-o", trace, "--duration", "3", str(target.pid)],
-                             stdout=subprocess.DEVNULL, stderr=tty.slave, env=clean_env({"TERM": "xterm"}))
-        tty.start()
-        p.wait(timeout=120)
-        text = tty.text()
+        rc, text = on_pty([a.cuhook, "attach", "-o", trace, "--duration", "3", str(target.pid)])
         lines = status_lines(text)
-        problems.check(p.returncode == 0 and text.startswith(f"cuhook attach: tracing process {target.pid} into {trace};")
+        problems.check(rc == 0 and text.startswith(f"cuhook attach: tracing process {target.pid} into {trace};")
                        and text.endswith("\r\x1b[K") and all(x[0] == "cuhook attach" for x in lines),
-                       f"attach on a terminal: exit {p.returncode}, stderr {text[-400:]!r}")
+                       f"attach on a terminal: exit {rc}, stderr {text[-400:]!r}")
         check_against_trace("attach", lines, trace, problems, 0.4)
         # -q: nothing at all
         trace = os.path.join(work, "attach-q.bin")
-        tty = PtyReader()
-        p = subprocess.Popen([a.cuhook, "attach", "-q", "-o", trace, "--duration", "1.5", str(target.pid)],
-                             stdout=subprocess.DEVNULL, stderr=tty.slave, env=clean_env({"TERM": "xterm"}))
-        tty.start()
-        p.wait(timeout=120)
-        text = tty.text()
-        problems.check(p.returncode == 0 and text == "" and os.path.getsize(trace) > 0,
-                       f"attach -q on a terminal: exit {p.returncode}, stderr {text[-300:]!r}")
+        rc, text = on_pty([a.cuhook, "attach", "-q", "-o", trace, "--duration", "1.5", str(target.pid)])
+        problems.check(rc == 0 and text == "" and os.path.getsize(trace) > 0,
+                       f"attach -q on a terminal: exit {rc}, stderr {text[-300:]!r}")
         target.wait(timeout=60)
         problems.check(target.returncode == 0, f"the attached program exited {target.returncode}")
     finally:
