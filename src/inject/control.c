@@ -169,7 +169,8 @@ int cuhook_inject_progress_open(struct cuhook_progress_src *s, pid_t pid, const 
 int cuhook_inject_progress_read(const struct cuhook_progress_src *s, struct cuhook_progress *p)
 {
 	struct cuhook_agent_control c;
-	if (!live_mem(s->pid, s->fd, s->ctl, &c, sizeof(c), false))
+	/* after an exec the address is another program's: its magic tells */
+	if (!live_mem(s->pid, s->fd, s->ctl, &c, sizeof(c), false) || c.magic != CUHOOK_AGENT_CONTROL_MAGIC)
 		return -1;
 	*p = (struct cuhook_progress){c.events, c.counted, c.bytes, c.dropped};
 	return 0;

@@ -103,7 +103,7 @@ struct cuhook_progress {
 };
 /* 0, or -1 (no agent found, another version of it, no right to read the process's memory). */
 int cuhook_inject_progress_open(struct cuhook_progress_src *s, pid_t pid, const char *agent_path);
-/* 0, or -1 when the memory cannot be read (the process ended). */
+/* 0, or -1 when the memory cannot be read (the process ended) or holds no agent now (an exec). */
 int cuhook_inject_progress_read(const struct cuhook_progress_src *s, struct cuhook_progress *p);
 void cuhook_inject_progress_close(struct cuhook_progress_src *s);
 
