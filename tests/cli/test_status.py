@@ -113,8 +113,8 @@ def main():
     problems.check(rc == 0 and text == "" and os.path.getsize(trace) > 0,
                    f"run -q on a terminal: exit {rc}, stderr {text[-300:]!r}")
 
-    # attach on a terminal, for 3 s of a program that runs 6
-    target = subprocess.Popen([a.timed, a.lib, "6", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    # attach on a terminal, for 3 s of a program that runs 9
+    target = subprocess.Popen([a.timed, a.lib, "9", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=clean_env())
     try:
         time.sleep(0.5)
@@ -130,6 +130,14 @@ def main():
         rc, text = on_pty([a.cuhook, "attach", "-q", "-o", trace, "--duration", "1.5", str(target.pid)])
         problems.check(rc == 0 and text == "" and os.path.getsize(trace) > 0,
                        f"attach -q on a terminal: exit {rc}, stderr {text[-300:]!r}")
+        # stderr a pipe: the one line saying where the trace goes, no status line
+        trace = os.path.join(work, "attach-pipe.bin")
+        p = subprocess.run([a.cuhook, "attach", "-o", trace, "--duration", "1.5", str(target.pid)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=clean_env({"TERM": "xterm"}))
+        want = f"cuhook attach: tracing process {target.pid} into {trace}; until the duration is over\n"
+        problems.check(p.returncode == 0 and p.stderr == want, f"attach, stderr a pipe: exit {p.returncode}, "
+                                                               f"stderr {p.stderr[-300:]!r}, not {want!r}")
         target.wait(timeout=60)
         problems.check(target.returncode == 0, f"the attached program exited {target.returncode}")
     finally:
