@@ -3,8 +3,8 @@
 installed cuhook, run from another directory, traces the bundled sample with the installed agent
 (the one its trace's mappings name) and reports ./trace.bin. The manual pages are installed in
 share/man/man1, found by man(1) there and rendered by groff without a warning; the bash and zsh
-completion files where bash-completion and zsh look, and the bash one completes the commands,
-their options and some options' values.
+completion files where bash-completion and zsh look; the bash one completes the commands, their
+options and some options' values; zsh (when installed) parses the zsh one and takes it as cuhook's.
 
 usage: test_install.py --build DIR --sample PATH --lib LIBCUDA"""
 
@@ -125,6 +125,15 @@ def check_completion(dest, problems):
     bash = os.path.join(share, "bash-completion", "completions", "cuhook")
     zsh = os.path.join(share, "zsh", "site-functions", "_cuhook")
     problems.check(os.path.isfile(zsh) and open(zsh).readline() == "#compdef cuhook\n", f"{zsh} not installed")
+    if shutil.which("zsh") and os.path.isfile(zsh):
+        # zsh parses it, and compinit, given its directory, makes it cuhook's completion
+        n = subprocess.run(["zsh", "-n", zsh], capture_output=True, text=True, timeout=60)
+        problems.check(n.returncode == 0 and n.stderr == "", f"zsh -n {zsh}: {n.returncode} {n.stderr!r}")
+        dump = os.path.join(os.path.dirname(os.path.dirname(share)), "zcompdump")
+        c = subprocess.run(["zsh", "-f", "-c", f"fpath=({shlex.quote(os.path.dirname(zsh))} $fpath); autoload -U compinit; "
+                            f"compinit -u -d {shlex.quote(dump)}; print -r -- ${{_comps[cuhook]}}"],
+                           capture_output=True, text=True, timeout=60)
+        problems.check(c.stdout == "_cuhook\n" and c.stderr == "", f"zsh compinit: {c.stdout!r} {c.stderr!r}")
     if not problems.check(os.path.isfile(bash), f"{bash} not installed") or not shutil.which("bash"):
         return
     commands = {"run", "attach", "dump", "report", "funcs", "help"}
