@@ -127,15 +127,25 @@ static int window_opt(int argc, char **argv, int *i, const char *name, double mi
 	return 1;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* When to look at what the program runs, in ms from the start, before the looks of every period:
+ * a shim execs within milliseconds, and the program it becomes may end within the first one. */
+static const int early_looks_ms[] = {20, 100, 400};
+
 /* Wait until the program has ended (*status: how). Every period meanwhile: the status line
- * (when sl->on), and a look at what the program runs (an exec, run_exec.h). The program's end is
- * seen through a pidfd (every 100 ms without one). */
+ * (when sl->on), and a look at what the program runs (an exec, run_exec.h; also a few times in
+ * the first period). The program's end is seen through a pidfd (every 100 ms without one). */
 static int wait_program(pid_t pid, int *status, struct status_line *sl, struct run_exec_watch *ew)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	int64_t next_ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000 + STATUS_LINE_PERIOD_MS;
+	int64_t t0 = now_ms(), next_ms = t0 + STATUS_LINE_PERIOD_MS;
+	unsigned early = 0;
 	int ret = 0;
 	for (;;) {
 		pid_t r = waitpid(pid, status, WNOHANG);
@@ -148,9 +158,18 @@ static int wait_program(pid_t pid, int *status, struct status_line *sl, struct r
 		}
 		if (r != 0)
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		int64_t left = next_ms - ((int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000);
-		if (left <= 0) {
+		int64_t now = now_ms(), left = next_ms - now;
+		if (early < sizeof(early_looks_ms) / sizeof(early_looks_ms[0])) {
+			int64_t look = t0 + early_looks_ms[early] - now;
+			if (look <= 0) {
+				run_exec_look(ew);
+				early++;
+				continue;
+			}
+			if (look < left)
+				left = look;
+		}
+		if (now >= next_ms) {
 			run_exec_look(ew);
 			status_line_tick(sl);
 			next_ms += STATUS_LINE_PERIOD_MS * (1 - left / STATUS_LINE_PERIOD_MS);

@@ -60,13 +60,15 @@ void run_exec_tell(const struct run_exec_watch *w, const char *trace)
 {
 	if (trace_unclosed(trace) != 1)
 		return;
-	char became[PATH_MAX * TEXT_SAFE_GROWTH + 16] = "another program";
-	if (w->now[0]) {
-		char shown[PATH_MAX * TEXT_SAFE_GROWTH + 1];
-		text_safe_n(shown, sizeof(shown), w->now, strlen(w->now));
-		snprintf(became, sizeof(became), "%s", shown);
+	if (!w->now[0]) {
+		fprintf(stderr, "cuhook run: the trace has no END block though the program exited normally: it probably "
+		                "exec'd another program (a script or a launcher?), which was not traced (cuhook run "
+		                "--follow traces what it execs)\n");
+		return;
 	}
-	fprintf(stderr, "cuhook run: the program exec'd %s (a script or a launcher?): the trace holds its calls "
-	                "before the exec and has no END block; what it exec'd was not traced (cuhook run --follow "
-	                "traces it)\n", became);
+	char shown[PATH_MAX * TEXT_SAFE_GROWTH + 1];
+	text_safe_n(shown, sizeof(shown), w->now, strlen(w->now));
+	fprintf(stderr, "cuhook run: the program exec'd %s (a script or a launcher?), which was not traced: the trace "
+	                "holds the calls before the exec and has no END block (cuhook run --follow traces what it "
+	                "execs)\n", shown);
 }

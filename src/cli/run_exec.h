@@ -2,9 +2,10 @@
  * exec replaces the image, agent included, and the trace ends there without its END block (a
  * shell-script shim such as pyenv's python3 that execs the real interpreter leaves a trace of the
  * shell alone). cuhook cannot see an exec once it has stepped aside (it is no longer the tracer);
- * it looks at the program's executable (/proc/PID/exe) while it waits, and at the end, when the
- * program exited normally and its trace has no END block, says that the program exec'd, naming
- * what it became when seen, and that --follow traces it. docs/injection.md, "Programs that exec". */
+ * it looks at the program's executable (/proc/PID/exe) now and then while it waits, and at the
+ * end, when the program exited normally and its trace has no END block, says that the program
+ * exec'd, naming what it became when it saw that (else "probably": a trace the agent could not
+ * write has no END either, and the agent said so), and that --follow traces it. docs/injection.md, "Programs that exec". */
 #ifndef CUHOOK_RUN_EXEC_H
 #define CUHOOK_RUN_EXEC_H
 
