@@ -124,13 +124,16 @@ struct cuhook_agent_threads {
 };
 CUHOOK_API extern struct cuhook_agent_threads cuhook_agent_threads;
 
-/* The flight recorder's dump requests (agent option flight=, src/agent/flight.h), for a tool
- * outside the process (cuhook dump PID): it finds this object as it finds
- * cuhook_agent_threads, checks `magic`, and adds 1 to `dump_requests` through /proc/PID/mem
- * (which needs the same rights as ptrace: nothing else can ask). The agent's writer looks at
- * the word every flush_ms, writes a dump when it grew, then sets `requests_served` to the value it
- * took and adds 1 to `dumps_written`. */
-#define CUHOOK_AGENT_CONTROL_MAGIC 0x6c727463u /* "ctrl" */
+/* The flight recorder's dump requests (agent option flight=, src/agent/flight.h), and how far
+ * the trace has come, for a tool outside the process: it finds this object as it finds
+ * cuhook_agent_threads and checks `magic`. `cuhook dump PID` adds 1 to `dump_requests` through
+ * /proc/PID/mem (which needs the same rights as ptrace: nothing else can ask); the agent's writer
+ * looks at the word every flush_ms, writes a dump when it grew, then sets `requests_served` to
+ * the value it took and adds 1 to `dumps_written`. `cuhook run` and `cuhook attach` read the
+ * session's counters for their status line: the writer thread sets them after each of its rounds
+ * (every flush_ms), from its own counts, so a traced call does nothing for them. Each counter is
+ * one aligned 64-bit word, read whole; the four together are not one snapshot. */
+#define CUHOOK_AGENT_CONTROL_MAGIC 0x326c7463u /* "ctl2": this layout (with the counters) */
 struct cuhook_agent_control {
 	uint32_t magic;          /* CUHOOK_AGENT_CONTROL_MAGIC: this layout */
 	uint32_t flight;         /* 1 while a flight-recorder session runs, else 0 */
@@ -139,6 +142,11 @@ struct cuhook_agent_control {
 	uint32_t requests_served; /* the value of dump_requests the last dump written took: a tool
 	                             that asked with value N waits until this reaches N (a dump
 	                             already under way when it asked does not answer it) */
+	uint32_t sessions;       /* sessions started: the counters below are the last one's */
+	uint64_t events;         /* ENTRY + EXIT records written (the END block's `events` so far) */
+	uint64_t counted;        /* calls of counted functions written in COUNTS blocks */
+	uint64_t bytes;          /* the trace file's size */
+	uint64_t dropped;        /* records dropped so far (the END block's `dropped` so far) */
 };
 CUHOOK_API extern volatile struct cuhook_agent_control cuhook_agent_control;
 

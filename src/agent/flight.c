@@ -17,7 +17,7 @@ struct trigger_error flight_trigger_error;
 uint64_t flight_slow_ticks;
 
 /* Read and written from outside the process (cuhook dump): the object's layout is the API. */
-CUHOOK_API volatile struct cuhook_agent_control cuhook_agent_control = {CUHOOK_AGENT_CONTROL_MAGIC, 0, 0, 0, 0};
+CUHOOK_API volatile struct cuhook_agent_control cuhook_agent_control = {.magic = CUHOOK_AGENT_CONTROL_MAGIC};
 
 /* A trigger's state: the thread whose trigger fired first writes every ring's cut, then says it
  * is PENDING; the writer TAKES it, reads the cuts and sets it IDLE again, so a later trigger fires

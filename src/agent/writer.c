@@ -14,6 +14,7 @@
 #include "trace_format.h"
 
 #include "code_write.h"
+#include "cuhook_agent.h"
 #include "exec_maps.h"
 #include "flight.h"
 #include "py_stack.h"
@@ -71,6 +72,7 @@ static struct {
 	unsigned flush_ms;
 	int failed;                /* a write failed: tracing stopped, rings are discarded */
 	uint64_t events, dropped;
+	uint64_t counted;          /* counted calls written (COUNTS blocks) */
 	uint64_t bytes;            /* the file's size so far */
 	uint64_t max_size;         /* the size cap, 0 none */
 	int capped;                /* a block did not fit below the cap: nothing more is written but
@@ -538,7 +540,9 @@ static void put_counts(struct ring *r, const uint32_t *func, uint32_t nslots)
 	/* the events' clock (trace_format.h: the file's clock source) */
 	uint64_t tsc = trace_clock_now();
 	struct cuhook_counts_block cb = {r->tid, n, tsc};
-	if (!put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0])) && W.capped)
+	if (put_block(CUHOOK_BLOCK_COUNTS, &cb, sizeof(cb), e, n * sizeof(e[0])))
+		W.counted += calls;
+	else if (W.capped)
 		W.cap_counted += calls;
 }
 
@@ -930,6 +934,17 @@ static uint64_t flight_round(void)
 	return 0;
 }
 
+/* How far the trace has come, for a tool outside the process (cuhook run's and attach's status
+ * line, cuhook_agent_control): the writer's own counts, after a round. */
+static void publish_progress(void)
+{
+	volatile struct cuhook_agent_control *c = &cuhook_agent_control;
+	__atomic_store_n(&c->events, W.events, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->counted, W.counted, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->bytes, W.bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->dropped, W.dropped + W.cap_events, __ATOMIC_RELAXED);
+}
+
 /* One round: tables, notes, stacks, every ring drained, counts, GPU blocks. Returns the bytes of
  * records it drained. */
 static uint64_t round_once(void)
@@ -1005,6 +1020,7 @@ static void *writer_main(void *gen)
 			/* A round that moved much means threads record fast: the next one at once, so
 			 * that none of them waits for room while the writer sleeps. */
 			uint64_t moved = round_once();
+			publish_progress();
 			next_round = moved >= KEEP_DRAINING_BYTES ? 0 : monotonic_ns() + W.flush_ms * 1000000ull;
 			/* The injector that started us is gone, or late past its deadline: nobody will
 			 * stop this session, so the writer ends it (unless a stop is claiming it right
@@ -1094,7 +1110,7 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	W.closer = CLOSER_NONE;
 	W.seq = 0;
 	W.failed = 0;
-	W.events = W.dropped = 0;
+	W.events = W.dropped = W.counted = 0;
 	W.max_size = o->max_size;
 	W.capped = W.closing = 0;
 	W.cap_events = W.cap_counted = 0;
@@ -1202,6 +1218,8 @@ void writer_start(void)
 			r->counts_seen[c] = __atomic_load_n(&r->counts[c], __ATOMIC_RELAXED);
 	}
 	flight_session(W.flight);
+	publish_progress(); /* this session's: nothing yet */
+	__atomic_add_fetch(&cuhook_agent_control.sessions, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
@@ -1321,6 +1339,7 @@ static void finish_file(const char *why)
 	}
 	struct cuhook_end_block e = {W.events, W.dropped + W.cap_events, threads, 0};
 	put_block(CUHOOK_BLOCK_END, &e, sizeof(e), NULL, 0);
+	publish_progress();
 	close(W.fd);
 	W.fd = -1;
 	if (!was_pending) {

@@ -7,6 +7,7 @@
 #include "cli_msg.h"
 #include "commands.h"
 #include "inject_opts.h"
+#include "status_line.h"
 #include "text_safe.h"
 
 #include <errno.h>
@@ -33,7 +34,10 @@ static void usage(FILE *f)
 	        "with CAP_SYS_PTRACE / yama ptrace_scope 0).\n\n"
 	        "  --duration SEC        stop tracing after SEC seconds (fractions allowed)\n"
 	        "  --stop                only stop an agent left tracing in PID (by a killed cuhook)\n"
+	        "  -q, --quiet           no line saying where the trace goes, no status line while tracing\n"
 	        "%s"
+	        "While tracing, a status line on stderr when it is a terminal (calls written, the trace's\n"
+	        "size, records dropped), refreshed every second.\n"
 	        "Default output: trace.PID.bin in the current directory. If it exists, the process is\n"
 	        "not touched and the exit status is 2 (unless --force). Exit status: 0 traced and\n"
 	        "detached; 1 failed (the process is left as it was); 2 usage; 3 detached, but the trace\n"
@@ -41,25 +45,35 @@ static void usage(FILE *f)
 	        CUHOOK_INJECT_CLI_HELP);
 }
 
-/* Wait for the end of the tracing window. 0: time to detach; 1: the process exited. */
-static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
+/* Wait for the end of the tracing window, with the status line meanwhile (when sl->on). 0: time
+ * to detach; 1: the process exited. */
+static int wait_window(pid_t pid, double duration, const sigset_t *sigs, struct status_line *sl)
 {
 	int sfd = signalfd(-1, sigs, SFD_CLOEXEC);
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int ret = 0;
+	double next_tick = STATUS_LINE_PERIOD_MS / 1000.0;
 	for (;;) {
 		int timeout = -1;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double elapsed = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
+		if (sl->on && elapsed >= next_tick) {
+			status_line_tick(sl);
+			while (next_tick <= elapsed)
+				next_tick += STATUS_LINE_PERIOD_MS / 1000.0;
+		}
 		if (duration >= 0) {
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			double left = duration - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9);
+			double left = duration - elapsed;
 			if (left <= 0)
 				break;
 			/* at most an hour per wait: (int) of a longer time in ms would overflow */
 			timeout = left > 3600 ? 3600 * 1000 : (int)(left * 1000) + 1;
 		}
+		if (sl->on && (timeout < 0 || timeout > (int)((next_tick - elapsed) * 1000) + 1))
+			timeout = (int)((next_tick - elapsed) * 1000) + 1;
 		/* Without pidfd (kernel < 5.3) look at the process every 200 ms. */
 		if (pfd < 0 && (timeout < 0 || timeout > 200))
 			timeout = 200;
@@ -69,6 +83,7 @@ static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
 			break;
 		if (n > 0 && (p[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
+			status_line_clear(sl); /* the terminal's ^C stays on the line before */
 			if (read(sfd, &si, sizeof(si)) > 0)
 				fprintf(stderr, "\ncuhook attach: %s, detaching\n", strsignal((int)si.ssi_signo));
 			break;
@@ -82,6 +97,7 @@ static int wait_window(pid_t pid, double duration, const sigset_t *sigs)
 		close(sfd);
 	if (pfd >= 0)
 		close(pfd);
+	status_line_end(sl);
 	return ret;
 }
 
@@ -104,7 +120,7 @@ int cmd_attach(int argc, char **argv)
 {
 	struct cuhook_inject_cli cli = {0};
 	double duration = -1;
-	bool stop_only = false;
+	bool stop_only = false, quiet = false;
 	const char *pid_arg = NULL;
 	for (int i = 1; i < argc; i++) {
 		int r = cuhook_inject_cli_opt(&cli, argc, argv, &i);
@@ -123,6 +139,8 @@ int cmd_attach(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(a, "--stop")) {
 			stop_only = true;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = true;
 		} else if (a[0] == '-' || pid_arg) {
 			fprintf(stderr, "cuhook attach: %s '%s'\n", a[0] == '-' ? "unknown option" : "unexpected argument", a);
 			usage(stderr);
@@ -191,8 +209,9 @@ int cmd_attach(int argc, char **argv)
 		cuhook_inject_print_times("attach", &t);
 	char out[PATH_MAX];
 	aopt_get(options, AOPT_OUTPUT, out, sizeof(out));
-	fprintf(stderr, "cuhook attach: tracing process %d into %s; %s\n", pid, out,
-	        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
+	if (!quiet)
+		fprintf(stderr, "cuhook attach: tracing process %d into %s; %s\n", pid, out,
+		        duration >= 0 ? "until the duration is over" : "Ctrl-C stops");
 	if (cli.flight)
 		fprintf(stderr, "cuhook attach: flight recorder: nothing is written until a dump (cuhook dump %d%s, or the "
 		                "end)\n", pid, cli.trigger_error || cli.trigger_slow ? ", a trigger" : "");
@@ -204,7 +223,10 @@ int cmd_attach(int argc, char **argv)
 		n += len + (nl ? 1 : 0);
 	}
 
-	if (wait_window(pid, duration, &sigs) == 1) {
+	struct status_line sl = {0};
+	if (status_line_wanted(quiet))
+		status_line_begin(&sl, "cuhook attach", pid, agent);
+	if (wait_window(pid, duration, &sigs, &sl) == 1) {
 		fprintf(stderr, "cuhook attach: process %d exited; the agent closed the trace\n", pid);
 		return 0;
 	}

@@ -8,6 +8,7 @@
  * delay_ms=, duration_ms=: src/agent/capture_range.h); after the duration the trace is closed
  * and PROG runs on untraced.
  *
+ * While PROG runs, on a terminal and unless -q: a status line refreshed in place (status_line.h).
  * At the end, unless -q: one line on stderr naming the trace file written.
  *
  * --follow: PROG's children too, one trace file per process (FILE with .PID before its
@@ -17,11 +18,14 @@
 #include "cli_msg.h"
 #include "commands.h"
 #include "inject_opts.h"
+#include "run_exec.h"
+#include "status_line.h"
 #include "text_safe.h"
 #include "trace_path.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,7 +33,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
@@ -44,10 +50,13 @@ static void usage(FILE *f)
 	        "  --delay SEC           record from SEC seconds after PROG starts (fractions allowed)\n"
 	        "  --duration SEC        record for SEC seconds (after the delay), then close the trace;\n"
 	        "                        PROG runs on untraced (attach --duration: the same, from the attach)\n"
-	        "  -q, --quiet           no line at the end saying where the trace was written\n"
+	        "  -q, --quiet           no status line while tracing, no line at the end saying where the\n"
+	        "                        trace was written\n"
 	        "%s"
 	        "Default output: trace.bin in the current directory; if it exists, PROG is not run\n"
-	        "(unless --force). At the end, one line on stderr names the trace written (not with -q).\n\n"
+	        "(unless --force). While PROG runs, a status line on stderr when it is a terminal (calls\n"
+	        "written, the trace's size, records dropped; not with --follow); at the end, one line on\n"
+	        "stderr names the trace written (neither with -q).\n\n"
 	        "Exit status: PROG's (PROG killed by a signal: cuhook dies of the same); 2 usage, or the\n"
 	        "trace file exists (PROG not run); 125 the agent could not be put into PROG (PROG not\n"
 	        "run); 126/127 PROG cannot be executed / not found.\n",
@@ -73,15 +82,24 @@ static void forward(int sig, siginfo_t *si, void *uc)
 		held |= 1 << sig;
 }
 
-/* Where the trace went, once PROG has ended: the agent in it named the file by the rule of
- * trace_path.h (with --follow, one file per process: the first process's is named). */
+/* The trace file of process pid: the agent in it named the file by the rule of trace_path.h
+ * (with --follow, one file per process). false: none (no output= option). */
+static bool trace_of(const char *options, pid_t pid, bool follow, char *path, size_t len)
+{
+	char out[PATH_MAX];
+	if (!aopt_get(options, AOPT_OUTPUT, out, sizeof(out)))
+		return false;
+	cuhook_trace_path(out, (int)pid, follow, path, len);
+	return true;
+}
+
+/* Where the trace went, once PROG has ended (with --follow, the first process's is named). */
 static void say_written(const char *options, pid_t pid, bool follow)
 {
-	char out[PATH_MAX], path[PATH_MAX + 32], shown[(PATH_MAX + 32) * TEXT_SAFE_GROWTH + 1];
+	char path[PATH_MAX + 32], shown[(PATH_MAX + 32) * TEXT_SAFE_GROWTH + 1];
 	struct stat st;
-	if (!aopt_get(options, AOPT_OUTPUT, out, sizeof(out)))
+	if (!trace_of(options, pid, follow, path, sizeof(path)))
 		return;
-	cuhook_trace_path(out, (int)pid, follow, path, sizeof(path));
 	text_safe_n(shown, sizeof(shown), path, strlen(path));
 	if (lstat(path, &st) < 0)
 		fprintf(stderr, "cuhook run: no trace written (%s does not exist)\n", shown);
@@ -107,6 +125,63 @@ static int window_opt(int argc, char **argv, int *i, const char *name, double mi
 		return -1;
 	*ms = (unsigned)(sec * 1000 + 0.5);
 	return 1;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* When to look at what the program runs, in ms from the start, before the looks of every period:
+ * a shim execs within milliseconds, and the program it becomes may end within the first one. */
+static const int early_looks_ms[] = {20, 100, 400};
+
+/* Wait until the program has ended (*status: how). Every period meanwhile: the status line
+ * (when sl->on), and a look at what the program runs (an exec, run_exec.h; also a few times in
+ * the first period). The program's end is seen through a pidfd (every 100 ms without one). */
+static int wait_program(pid_t pid, int *status, struct status_line *sl, struct run_exec_watch *ew)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int64_t t0 = now_ms(), next_ms = t0 + STATUS_LINE_PERIOD_MS;
+	unsigned early = 0;
+	int ret = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid && (WIFEXITED(*status) || WIFSIGNALED(*status)))
+			break;
+		if (r < 0 && errno != EINTR) {
+			perror("cuhook run: waitpid");
+			ret = -1;
+			break;
+		}
+		if (r != 0)
+			continue;
+		int64_t now = now_ms(), left = next_ms - now;
+		if (early < sizeof(early_looks_ms) / sizeof(early_looks_ms[0])) {
+			int64_t look = t0 + early_looks_ms[early] - now;
+			if (look <= 0) {
+				run_exec_look(ew);
+				early++;
+				continue;
+			}
+			if (look < left)
+				left = look;
+		}
+		if (now >= next_ms) {
+			run_exec_look(ew);
+			status_line_tick(sl);
+			next_ms += STATUS_LINE_PERIOD_MS * (1 - left / STATUS_LINE_PERIOD_MS);
+			continue;
+		}
+		struct pollfd p = {pfd, POLLIN, 0};
+		poll(&p, pfd >= 0 ? 1 : 0, pfd >= 0 ? (int)left : (left < 100 ? (int)left : 100));
+	}
+	if (pfd >= 0)
+		close(pfd);
+	status_line_end(sl);
+	return ret;
 }
 
 /* Die the way the program died, so that our parent (a shell, a job runner) sees the same. */
@@ -230,15 +305,16 @@ int cmd_run(int argc, char **argv)
 			say_written(options, pid, true);
 		return exit_like(status);
 	}
-	for (;;) {
-		pid_t r = waitpid(pid, &status, 0);
-		if (r == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
-			break;
-		if (r < 0 && errno != EINTR) {
-			perror("cuhook run: waitpid");
-			return 125;
-		}
-	}
+	struct status_line sl = {0};
+	struct run_exec_watch ew;
+	run_exec_begin(&ew, pid);
+	if (status_line_wanted(quiet))
+		status_line_begin(&sl, "cuhook run", pid, agent);
+	if (wait_program(pid, &status, &sl, &ew) < 0)
+		return 125;
+	char path[PATH_MAX + 32];
+	if (WIFEXITED(status) && trace_of(options, pid, false, path, sizeof(path)))
+		run_exec_tell(&ew, path); /* a warning: even with -q */
 	if (!quiet)
 		say_written(options, pid, false);
 	return exit_like(status);

@@ -37,9 +37,25 @@ int cuhook_out_check(const char *path, bool replace, const char *what, const cha
                      size_t errlen)
 {
 	struct stat st;
-	if (lstat(path, &st) != 0)
-		return 0; /* nothing there (or nothing we can see): creating will tell */
-	return judge_existing(path, &st, replace, what, hint, err, errlen);
+	if (lstat(path, &st) == 0)
+		return judge_existing(path, &st, replace, what, hint, err, errlen);
+	if (errno != ENOENT && errno != ENOTDIR)
+		return 0; /* nothing we can see: creating will tell */
+	/* Nothing there: the directory it goes in must be one (a missing directory is the usual
+	 * typo in -o, told now rather than by the process that was to write it). Whether it may be
+	 * written is the writer's to find: the agent in another process may run as another user. */
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+	if (n >= sizeof(dir))
+		return 0;
+	memcpy(dir, slash ? path : ".", n);
+	dir[n] = 0;
+	int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (!e || (e != ENOENT && e != ENOTDIR))
+		return 0;
+	snprintf(err, errlen, "cannot create %s '%s': %s", what, path, strerror(e));
+	return -e;
 }
 
 int cuhook_out_create(const char *path, bool replace, const char *what, const char *hint, char *err,

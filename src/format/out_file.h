@@ -22,8 +22,8 @@
 int cuhook_out_create(const char *path, bool replace, const char *what, const char *hint, char *err,
                       size_t errlen);
 
-/* Would cuhook_out_create() refuse because of what is at `path` now? 0 no, or -errno with the
- * message it would give. For a check before any work is done; the creation itself decides. */
+/* Would cuhook_out_create() refuse because of what is at `path` now, or because the directory
+ * it goes in does not exist (or is not one)? 0 no, or -errno with the message it would give. For a check before any work is done; the creation itself decides. */
 int cuhook_out_check(const char *path, bool replace, const char *what, const char *hint, char *err,
                      size_t errlen);
 

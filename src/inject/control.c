@@ -1,5 +1,6 @@
-/* The memory of a process whose threads run, and the flight recorder's control object in it
- * (cuhook_agent_control, src/agent/cuhook_agent.h): `cuhook dump PID` asks the agent for a dump
+/* The memory of a process whose threads run, and the agent's control object in it
+ * (cuhook_agent_control, src/agent/cuhook_agent.h): `cuhook run` and `cuhook attach` read its
+ * counters for their status line, and `cuhook dump PID` asks the agent's flight recorder for a dump
  * by adding 1 to a word of that object, found as the injector finds cuhook_agent_threads (its
  * symbol in the agent's dynamic symbol table), and waits for the agent to count the dump
  * written. Nothing is stopped, signalled or run in the process: the agent's writer looks at the
@@ -148,4 +149,36 @@ enum cuhook_dump_status cuhook_inject_dump(pid_t pid, const char *agent_path, in
 	if (fd >= 0)
 		close(fd);
 	return st;
+}
+
+int cuhook_inject_progress_open(struct cuhook_progress_src *s, pid_t pid, const char *agent_path)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	s->pid = pid;
+	s->fd = open(p, O_RDONLY | O_CLOEXEC);
+	uint32_t magic;
+	if (agent_object_at(pid, agent_path, "cuhook_agent_control", &s->ctl) == 1 && s->ctl &&
+	    live_mem(pid, s->fd, s->ctl, &magic, sizeof(magic), false) && magic == CUHOOK_AGENT_CONTROL_MAGIC)
+		return 0;
+	inj_error_clear(); /* nothing to say: there is no status line, that is all */
+	cuhook_inject_progress_close(s);
+	return -1;
+}
+
+int cuhook_inject_progress_read(const struct cuhook_progress_src *s, struct cuhook_progress *p)
+{
+	struct cuhook_agent_control c;
+	/* after an exec the address is another program's: its magic tells */
+	if (!live_mem(s->pid, s->fd, s->ctl, &c, sizeof(c), false) || c.magic != CUHOOK_AGENT_CONTROL_MAGIC)
+		return -1;
+	*p = (struct cuhook_progress){c.events, c.counted, c.bytes, c.dropped};
+	return 0;
+}
+
+void cuhook_inject_progress_close(struct cuhook_progress_src *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
 }

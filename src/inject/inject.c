@@ -565,7 +565,9 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 			goto out;
 		}
 		if (r < 0) {
-			inj_error("the agent in process %d could not start: %s (%s)", tg->pid, msg, strerror(-r));
+			/* the agent's message says why in words, errno included ("cannot create trace file
+			 * 'F': No such file or directory"): its number only when it said nothing */
+			inj_error("the agent in process %d could not start: %s", tg->pid, msg[0] ? msg : strerror(-r));
 			goto out;
 		}
 		prepared = false; /* started: the session now */
@@ -980,6 +982,12 @@ fail:
 	 * what they asked for. Killed while still stopped under ptrace: detached first, it would
 	 * run on (its main, its output, its side effects) until the signal arrived. */
 	kill(pid, SIGKILL);
+	/* Killed: its registers and its pending signals go nowhere; writing them back would only
+	 * fail (the process is gone) and warn of a harm that is not one. */
+	for (int i = 0; i < tg.nth; i++) {
+		tg.th[i].regs_dirty = false;
+		tg.th[i].npending = 0;
+	}
 	threads_detach_all(&tg);
 	target_free(&tg);
 	waitpid(pid, NULL, __WALL);

@@ -87,6 +87,26 @@ enum cuhook_dump_status {
 };
 enum cuhook_dump_status cuhook_inject_dump(pid_t pid, const char *agent_path, int timeout_ms, uint32_t *dumps);
 
+/* cuhook run's and attach's status line: the counters of the agent in a running process
+ * (cuhook_agent_control), read through /proc/PID/mem without stopping or signalling it. Open
+ * once the agent is in (its address is looked up then), read as often as wanted. */
+struct cuhook_progress_src {
+	pid_t pid;
+	int fd;       /* /proc/PID/mem, or -1: process_vm_readv */
+	uint64_t ctl; /* the control object's address in pid */
+};
+struct cuhook_progress {
+	uint64_t events;  /* ENTRY + EXIT records written */
+	uint64_t counted; /* counted calls written */
+	uint64_t bytes;   /* the trace file's size */
+	uint64_t dropped; /* records dropped */
+};
+/* 0, or -1 (no agent found, another version of it, no right to read the process's memory). */
+int cuhook_inject_progress_open(struct cuhook_progress_src *s, pid_t pid, const char *agent_path);
+/* 0, or -1 when the memory cannot be read (the process ended) or holds no agent now (an exec). */
+int cuhook_inject_progress_read(const struct cuhook_progress_src *s, struct cuhook_progress *p);
+void cuhook_inject_progress_close(struct cuhook_progress_src *s);
+
 const char *cuhook_inject_error(void);
 
 /* What the agent said for the operator at the last start besides where it traces to: lines

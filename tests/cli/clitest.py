@@ -1,0 +1,28 @@
+"""What the command-line tests of tests/cli share: their arguments (paths, made absolute, since
+they run cuhook from other directories) and running cuhook."""
+
+import argparse
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
+from cuhooktest import clean_env, need_file  # noqa: E402
+
+
+def path_args(*names):
+    """The options --NAME PATH, each required, an existing file, made absolute."""
+    ap = argparse.ArgumentParser()
+    for n in names:
+        ap.add_argument("--" + n, required=True)
+    a = ap.parse_args()
+    for n in names:
+        need_file(getattr(a, n), getattr(a, n))
+        setattr(a, n, os.path.abspath(getattr(a, n)))
+    return a
+
+
+def cuhook(a, args, cwd):
+    """cuhook ARGS run in cwd; stdout and stderr as text."""
+    return subprocess.run([a.cuhook] + args, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=120)
