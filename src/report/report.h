@@ -134,6 +134,14 @@ static inline int rp_merged(const struct rp_view *views, unsigned n)
 {
 	return n > 1 && !views[0].o->separate;
 }
+/* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
+static inline int64_t rp_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 /* An absolute time (ns) on the common axis: ns - base, saturating (hostile files). */
 static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 {
@@ -141,6 +149,16 @@ static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 	if (__builtin_sub_overflow(ns, v->base, &r))
 		return ns > 0 ? INT64_MAX : INT64_MIN;
 	return r;
+}
+/* CLOCK_REALTIME of an absolute time of v's trace (ns since the epoch, saturating): 1 with *rt
+ * set, 0 when the trace has no plausible realtime pair (tr_trace.has_realtime). The exports' way
+ * to absolute time: overlaying them on nsys, Kineto or perf traces of the same run. */
+static inline int rp_realtime(const struct rp_view *v, int64_t ns, int64_t *rt)
+{
+	if (!v->t->has_realtime)
+		return 0;
+	*rt = rp_sat_add(ns, v->t->realtime_offset_ns);
+	return 1;
 }
 void rp_view_free(struct rp_view *v);
 /* Whether the options select a COUNTS entry by its thread and, with --time-range, the time the
@@ -586,15 +604,6 @@ int rp_parse_time(const char *s, int64_t *ns);
 const char *rp_safe(const char *s);
 /* FNV-1a of a NUL-terminated string: the exports' hash tables of names. */
 uint64_t rp_str_hash(const char *s);
-
-/* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
-static inline int64_t rp_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* Runs the report on the trace files: returns the process exit status. */
 int rp_main(const struct rp_opts *o, char **files, int nfiles);

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+import perfetto_decode
+
 A = None          # parsed arguments
 TMP = None        # scratch directory
 
@@ -442,37 +444,23 @@ def test_hostile_names():
 
 def parse_protobuf(buf):
     """Fields of a protobuf message: list of (field number, wire type, value)."""
-    i, out = 0, []
+    try:
+        return perfetto_decode.parse(buf)
+    except perfetto_decode.DecodeError as e:
+        raise Fail(str(e))
 
-    def varint():
-        nonlocal i
-        v, s = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            v |= (b & 0x7f) << s
-            s += 7
-            if not b & 0x80:
-                return v
-    while i < len(buf):
-        key = varint()
-        fn, wt = key >> 3, key & 7
-        if wt == 0:
-            out.append((fn, wt, varint()))
-        elif wt == 2:
-            n = varint()
-            out.append((fn, wt, buf[i:i + n]))
-            i += n
-        elif wt == 1:
-            out.append((fn, wt, buf[i:i + 8]))
-            i += 8
-        elif wt == 5:
-            out.append((fn, wt, buf[i:i + 4]))
-            i += 4
-        else:
-            raise Fail(f"bad wire type {wt}")
-    check(i == len(buf), "protobuf runs past its end")
-    return out
+
+def perfetto_trace(*args):
+    """`cuhook report --format perfetto` of args (options and trace files), decoded with its sequences' state resolved
+    (perfetto_decode.Trace); fails on anything the decoder could not resolve."""
+    pf = os.path.join(TMP, "out.pftrace")  # replaced at each call
+    run(["report", "--format", "perfetto", "--force", "-o", pf, *args])
+    try:
+        tr = perfetto_decode.load(pf)
+    except perfetto_decode.DecodeError as e:
+        raise Fail(f"{pf}: {e}")
+    eq(tr.errors, [], "what the Perfetto trace names but does not define")
+    return tr
 
 
 def test_exports():
@@ -508,25 +496,118 @@ def test_exports():
     eq(folded["worker;cuStreamSynchronize"], 50000, "folded worker")
     eq(sum(folded.values()), sum(t for _, t in BASIC_CALLS.values()) - 1000, "folded total = outermost time")
     # perfetto: a Trace of TracePackets; slices begin and end on per-thread tracks
-    pf = os.path.join(TMP, "basic.pftrace")
-    run(["report", "--format", "perfetto", "-o", pf, path])
-    with open(pf, "rb") as f:
-        data = f.read()
-    packets = parse_protobuf(data)
-    check(all(fn == 1 and wt == 2 for fn, wt, _ in packets), "Trace holds only packets (field 1)")
+    tr = perfetto_trace(path)
     types = {1: 0, 2: 0, 3: 0}
-    descriptors = 0
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        for fn, wt, val in fields:
-            if fn == 11:  # track_event
-                for efn, _, ev in parse_protobuf(val):
-                    if efn == 9:
-                        types[ev] += 1
-            if fn == 60:
-                descriptors += 1
+    for e in tr.events:
+        types[e["type"]] += 1
     eq(types, {1: 26, 2: 26, 3: 1}, "perfetto slice begin/end/instant")
-    eq(descriptors, 3, "perfetto track descriptors (process + 2 threads)")
+    eq(len(tr.tracks), 3, "perfetto track descriptors (process + 2 threads)")
+    eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "the clock snapshot: MONOTONIC and REALTIME at the start")
+    eq(tr.primary, 3, "MONOTONIC is the trace's clock")
+    by_tid = {t.get("tid"): u for u, t in tr.tracks.items()}
+    sync = [e for e in tr.events if e["name"] == "cuCtxSynchronize"]
+    eq([(e["ts"] - tr.origin(), e["track"], e["categories"]) for e in sync], [(1700000, by_tid[1000], ["sync"])],
+       "perfetto event: time, track, category")
+    ends = [e for e in tr.events if e["type"] == 2 and e["track"] == by_tid[1000] and e["ts"] - tr.origin() == 2700000]
+    eq(len(ends), 1, "its end, from the incremental clock")
+    launch = [e for e in tr.events if e["name"] == "cuLaunchKernel"]
+    eq([e["annotations"] for e in launch],
+       [{"details": "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0"}] * 4, "launch annotations (interned)")
+    q = [e for e in tr.events if e["name"] == "cuStreamQuery"][0]
+    eq(q["annotations"]["ret"], 600, "a non-zero return")
+    eq(len({e["seq"] for e in tr.events if e["type"] != 4}), 2, "a sequence per thread")
+
+
+PERFETTO_SUBSET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perfetto_subset.proto")
+INTERNED_TABLES = {"event_names", "event_categories", "debug_annotation_names", "debug_annotation_string_values",
+                   "callstacks"}
+
+
+def protoc_decode(pf):
+    """protoc --decode of a Perfetto trace against perfetto_subset.proto (Perfetto's field numbers,
+    only the fields cuhook writes): its text, after checking that protoc read it without an error
+    and met no field the subset does not define (protoc prints those as bare field numbers)."""
+    protoc = shutil.which("protoc")
+    check(protoc, "protoc not found: scripts/deps.sh installs it (Debian's protobuf-compiler)")
+    with open(pf, "rb") as f:
+        p = subprocess.run([protoc, "-I", os.path.dirname(PERFETTO_SUBSET), "--decode=perfetto.protos.Trace",
+                            os.path.basename(PERFETTO_SUBSET)], stdin=f, capture_output=True, timeout=300)
+    eq((p.returncode, p.stderr.decode()), (0, ""), f"protoc --decode of {os.path.basename(pf)}")
+    text = p.stdout.decode()
+    unknown = [ln.strip() for ln in text.splitlines() if ln.strip()[:1].isdigit()]
+    eq(unknown[:5], [], f"{os.path.basename(pf)}: fields unknown to Perfetto's format (by number)")
+    return text
+
+
+def check_interning(text, what):
+    """In protoc's text of a trace: every iid a packet uses (event name, category, annotation name
+    and string value, callstack) is defined by interned data of the same sequence, in that packet
+    or an earlier one since the sequence's state was last cleared. Returns the packets' count."""
+    defined, stack, rec, npackets, nrefs = {}, [], [], 0, 0
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if ln.endswith("{"):
+            stack.append(ln[:-1].strip())
+            continue
+        if ln == "}":
+            stack.pop()
+            if stack:
+                continue
+            npackets += 1
+            top = {k: v for path, k, v in rec if path == ("packet",)}
+            seq = top.get("trusted_packet_sequence_id")
+            check(seq is not None, f"{what}: a packet without a sequence id")
+            if int(top.get("sequence_flags", "0")) & 1:
+                defined[seq] = set()
+            d = defined.setdefault(seq, set())
+            d |= {(path[2], v) for path, k, v in rec
+                  if len(path) == 3 and path[1] == "interned_data" and path[2] in INTERNED_TABLES and k == "iid"}
+            for path, k, v in rec:
+                table = None
+                if path == ("packet", "track_event"):
+                    table = {"name_iid": "event_names", "category_iids": "event_categories",
+                             "callstack_iid": "callstacks"}.get(k)
+                elif path == ("packet", "track_event", "debug_annotations"):
+                    table = {"name_iid": "debug_annotation_names",
+                             "string_value_iid": "debug_annotation_string_values"}.get(k)
+                if table:
+                    nrefs += 1
+                    check((table, v) in d, f"{what}: sequence {seq} uses {table} iid {v} before defining it")
+            rec = []
+            continue
+        k, _, v = ln.partition(": ")
+        rec.append((tuple(stack), k, v))
+    check(nrefs > 0, f"{what}: no interned name used at all")
+    return npackets
+
+
+def test_perfetto_valid():
+    """Every Perfetto trace of the report decodes with protoc against perfetto_subset.proto with no
+    error and no unknown field, and every name it interns resolves in its sequence; the clock
+    snapshot ties the trace to REALTIME; a large multi-thread trace takes at most 40 bytes a call."""
+    a, b = gen("basic"), gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000",
+                               "--real-offset", "1500000")
+    big = gen("bigp", "big", "--calls", "200000", "--threads", "4")
+    cases = [("basic", [a]), ("two files", [a, b]), ("counted", [gen("hotc", "hot", "--count")]),
+             ("gpu", [gen("gpu", "gpu")]), ("tsc", [gen("tsc", "basic", "--tsc")]), ("big", [big]),
+             ("functions filter", ["--functions", "cuLaunch*", a])]
+    for what, args in cases:
+        pf = os.path.join(TMP, "valid.pftrace")
+        run(["report", "--format", "perfetto", "--force", "-o", pf, *args])
+        text = protoc_decode(pf)
+        check_interning(text, what)
+        check("primary_trace_clock: BUILTIN_CLOCK_MONOTONIC" in text, f"{what}: MONOTONIC is the trace clock")
+        if what == "big":
+            size = os.path.getsize(pf)
+            check(size <= 40 * 200000, f"{size / 200000:.1f} bytes per call, over 40")
+    # the realtime of the first file's start; times on its monotonic clock, B's moved by 1.5 ms
+    tr = perfetto_trace(a, b)
+    eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "two files: the first file's clocks")
+    sync = sorted((tr.tracks[tr.tracks[e["track"]]["parent"]]["pid"], e["ts"]) for e in tr.events
+                  if e["name"] == "cuCtxSynchronize")
+    eq(sync, [(4242, 5000000000 + 1700000), (5151, 5000000000 + 1700000 + 1500000)], "two files on one clock")
+    # without protoc's help: the file is what the decoder of these tests reads, too
+    eq(len(perfetto_trace(big).events), 2 * 200000, "begin and end of every call of the big trace")
 
 
 def test_stages():
@@ -1145,24 +1226,19 @@ def counts_blocks(data):
 
 
 def perfetto_counters(path, *opts):
-    """`cuhook report --format perfetto`'s counter tracks: {(tid, function): [values in time order]}."""
-    pf = os.path.join(TMP, "counters.pftrace")  # replaced at each call
-    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
-    with open(pf, "rb") as f:
-        packets = parse_protobuf(f.read())
+    """`cuhook report --format perfetto`'s counter tracks: {function: [values in time order]}, each
+    checked to be a counter track (CounterDescriptor, unit count) under the process's track."""
+    tr = perfetto_trace(*opts, path)
+    procs = {u for u, t in tr.tracks.items() if "process_name" in t}
     names, points = {}, {}
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        ts = next((v for fn, _, v in fields if fn == 8), 0)
-        for fn, _, val in fields:
-            if fn not in (11, 60):
-                continue
-            d = dict((f, v) for f, _, v in parse_protobuf(val))
-            if fn == 60 and 8 in d:
-                tid = d[5] & ((1 << 33) - 1)  # the parent: the thread track (export_perfetto.c)
-                names[d[1]] = (tid, d[2].decode().removesuffix(" (counted)"))
-            if fn == 11 and d.get(9) == 4:
-                points.setdefault(d[11], []).append((ts, d[30]))
+    for u, t in tr.tracks.items():
+        if t["counter"] is not None:
+            check(t["parent"] in procs, f"counter track {t['name']} under a process track")
+            eq(t["counter"], {3: [2]}, "a counter of unit UNIT_COUNT")
+            names[u] = t["name"].removesuffix(" (counted)")
+    for e in tr.events:
+        if e["type"] == 4:
+            points.setdefault(e["track"], []).append((e["ts"], e["counter"]))
     check(set(points) <= set(names), "counter values on described tracks only")
     return {names[u]: [v for _, v in sorted(pts, key=lambda x: x[0])] for u, pts in points.items()}
 
@@ -1258,23 +1334,18 @@ def test_counts():
           "9000 selected" in out.splitlines(), "selected counted calls in the header")
     out, _ = run(["report", "--no-color", rec])
     check("counted" not in out, "no counted row or line without COUNTS blocks")
-    # perfetto: a counter track per thread and counted function, the running total from 0
+    # perfetto: a counter track per counted function under the process, its running total from 0
     tracks = perfetto_counters(cnt)
-    eq(sum(1 for _ in tracks), 5, "perfetto counter tracks: main and worker x 2 functions, 3002 x 1")
-    for (tid, name), vals in tracks.items():
-        check(vals[0] == 0 and all(a <= b for a, b in zip(vals, vals[1:])), f"{name} on {tid}: running total {vals}")
-    by_func, by_tid = {}, {}
-    for (tid, name), vals in tracks.items():
-        by_func[name] = by_func.get(name, 0) + vals[-1]
-        by_tid[tid] = by_tid.get(tid, 0) + vals[-1]
-    eq(by_func, HOT_COUNTED, "perfetto counter totals per function")
-    eq(by_tid, HOT_THREAD_COUNTED, "perfetto counter totals per thread")
+    eq(sorted(tracks), sorted(HOT_COUNTED), "perfetto counter tracks: one per counted function")
+    for name, vals in tracks.items():
+        check(vals[0] == 0 and all(a <= b for a, b in zip(vals, vals[1:])), f"{name}: running total {vals}")
+    eq({n: v[-1] for n, v in tracks.items()}, HOT_COUNTED, "perfetto counter totals per function")
+    eq(len(tracks["cuCtxGetCurrent"]), 1 + 3, "a point per time the writer read the counters (3 rounds), from 0")
     tracks = perfetto_counters(cnt, "--thread", "worker")
-    eq({k: v[-1] for k, v in tracks.items()}, {(3001, "cuCtxGetCurrent"): 6000, (3001, "cuStreamGetCaptureInfo_v2"): 3000},
+    eq({k: v[-1] for k, v in tracks.items()}, {"cuCtxGetCurrent": 6000, "cuStreamGetCaptureInfo_v2": 3000},
        "perfetto counters, --thread worker")
     tracks = perfetto_counters(cnt, "--time-range", "0:60ms")
-    eq({n: sum(v[-1] for (_, m), v in tracks.items() if m == n) for n in first}, first,
-       "perfetto counters, --time-range")
+    eq({n: v[-1] for n, v in tracks.items()}, first, "perfetto counters, --time-range")
     eq(perfetto_counters(rec), {}, "no counter track without COUNTS blocks")
     # several files: counted and recorded calls of a function add up across processes
     j = json.loads(run(["report", "--format", "json", rec, cnt])[0])
@@ -1745,35 +1816,19 @@ def test_gpu_csv():
 
 
 def gpu_perfetto(path, *opts):
-    """The Perfetto trace's GPU side: track names by uuid and parent, GPU slices (track, ts, name),
-    and the flow ids on call slices and on GPU slices."""
-    pf = os.path.join(TMP, "gpu.pftrace")
-    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
-    with open(pf, "rb") as f:
-        packets = parse_protobuf(f.read())
-    tracks, slices, starts, ends = {}, [], {}, {}
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        ts = next((v for fn, _, v in fields if fn == 8), 0)
-        for fn, _, val in fields:
-            if fn == 60:
-                d = {}
-                for f2, _, v in parse_protobuf(val):
-                    d.setdefault(f2, v)
-                tracks[d[1]] = (d.get(2, b"").decode(), d.get(5))
-            if fn == 11:
-                ev = parse_protobuf(val)
-                typ = next(v for f2, _, v in ev if f2 == 9)
-                track = next(v for f2, _, v in ev if f2 == 11)
-                flows = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 47 and wt == 1]
-                term = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 48 and wt == 1]
-                name = next((v.decode() for f2, _, v in ev if f2 == 23), None)
-                if typ == 1:
-                    slices.append((track, ts, name, flows, term))
-                for fl in flows:
-                    starts[fl] = (track, ts, name)
-                for fl in term:
-                    ends[fl] = (track, ts, name)
+    """The Perfetto trace's GPU side: track names by uuid and parent, slices (track, ts from the
+    trace start, name, flows, terminating flows), and the flow ids on call slices and on GPU slices."""
+    tr = perfetto_trace(*opts, path)
+    tracks = {u: (t["name"], t["parent"]) for u, t in tr.tracks.items()}
+    slices, starts, ends = [], {}, {}
+    for e in tr.events:
+        ts = e["ts"] - tr.origin()
+        if e["type"] == 1:
+            slices.append((e["track"], ts, e["name"], e["flows"], e["terminating"]))
+        for fl in e["flows"]:
+            starts[fl] = (e["track"], ts, e["name"])
+        for fl in e["terminating"]:
+            ends[fl] = (e["track"], ts, e["name"])
     return tracks, slices, starts, ends
 
 
