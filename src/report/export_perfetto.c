@@ -257,7 +257,8 @@ struct seq {
 	uint64_t cat_iid[MAX_CATEGORIES];
 	unsigned ncat;
 	uint64_t annot_iid[AN_COUNT];
-	struct value_slot *values; /* VALUE_SLOTS */
+	struct value_slot *values; /* VALUE_SLOTS, allocated with the first value */
+	uint32_t *used, nvalues;   /* the slots filled (VALUE_SLOTS), so that clearing costs what was used */
 	uint64_t last_ts;          /* the incremental clock's value: the last timestamp written */
 };
 
@@ -339,10 +340,12 @@ static void clock_snapshot(struct writer *w, const struct rp_view *v0)
 
 static void values_clear(struct seq *s)
 {
-	for (uint32_t i = 0; s->values && i < VALUE_SLOTS; i++) {
-		free(s->values[i].s);
-		s->values[i].s = NULL;
+	for (uint32_t i = 0; i < s->nvalues; i++) {
+		struct value_slot *v = &s->values[s->used[i]];
+		free(v->s);
+		v->s = NULL;
 	}
+	s->nvalues = 0;
 }
 
 /* Starts the sequence of one thread whose first event is at t0 (output time): clears the
@@ -430,15 +433,34 @@ static uint64_t category_iid(struct writer *w, const char *cat)
 	return iid;
 }
 
-/* A debug annotation of the current event: its name interned, a string value interned when it
- * was seen before in this sequence (s[len] must be 0), else inline. */
-static void annot_value(struct writer *w, unsigned an, const char *str, size_t len)
+/* Starts a debug annotation of the current event in w->sub: its name, interned. */
+static void annot_begin(struct writer *w, unsigned an)
 {
 	struct seq *s = &w->s;
 	if (!s->annot_iid[an])
 		s->annot_iid[an] = intern_new(w, ID_ANNOTATION_NAMES, annot_names[an], strlen(annot_names[an]));
 	w->sub.len = 0;
 	pb_uint(&w->sub, DA_NAME_IID, s->annot_iid[an]);
+}
+
+/* A string annotation of the current event: the value interned when it was seen before in this
+ * sequence (str[len] must be 0), else inline. */
+static void annot_value(struct writer *w, unsigned an, const char *str, size_t len)
+{
+	struct seq *s = &w->s;
+	annot_begin(w, an);
+	if (!s->values) {
+		s->values = calloc(VALUE_SLOTS, sizeof(*s->values));
+		s->used = malloc(VALUE_SLOTS * sizeof(*s->used));
+		if (!s->values || !s->used) {
+			free(s->values);
+			free(s->used);
+			s->values = NULL;
+			s->used = NULL;
+			w->pkt.oom = 1;
+			return;
+		}
+	}
 	uint64_t h = rp_str_hash(str);
 	struct value_slot *v = &s->values[h & (VALUE_SLOTS - 1)];
 	if (v->s && v->hash == h && v->len == len && !memcmp(v->s, str, len)) {
@@ -449,6 +471,8 @@ static void annot_value(struct writer *w, unsigned an, const char *str, size_t l
 		char *copy = malloc(len + 1);
 		if (copy) { /* remembered for the next time; without memory, just not interned */
 			memcpy(copy, str, len + 1);
+			if (!v->s)
+				s->used[s->nvalues++] = (uint32_t)(v - s->values);
 			free(v->s);
 			v->s = copy;
 			v->len = len;
@@ -494,10 +518,7 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 				annot_value(w, AN_DECODED, w->buf, l);
 		}
 		if (tr_call_timed(c) && c->ret) {
-			if (!w->s.annot_iid[AN_RET])
-				w->s.annot_iid[AN_RET] = intern_new(w, ID_ANNOTATION_NAMES, "ret", 3);
-			w->sub.len = 0;
-			pb_uint(&w->sub, DA_NAME_IID, w->s.annot_iid[AN_RET]);
+			annot_begin(w, AN_RET);
 			pb_uint(&w->sub, DA_UINT, c->ret);
 			pb_msg(ev, TE_ANNOT, &w->sub);
 		}
@@ -546,53 +567,40 @@ static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
 
 static int interned_stacks(struct writer *w, const struct rp_view *v);
 
-/* One thread's selected calls (in start order) as nested slices on a sequence of its own: before
- * a call begins, the open calls that ended by then are closed, innermost first. */
+struct slice_ctx {
+	struct writer *w;
+	struct rp_view *v;
+	unsigned k;
+	uint32_t thread;
+	int stacked;               /* the thread has a selected call with a stack */
+	int started, failed;
+};
+
+static void slice_event(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns)
+{
+	struct slice_ctx *x = ctx;
+	const struct tr_trace *t = x->v->t;
+	int64_t rel = rp_rel(x->v, ns);
+	if (!x->started) { /* the thread's sequence starts with its first event */
+		x->started = 1;
+		seq_start(x->w, thread_uuid(x->k, t->threads[x->thread].tid), out_ts(x->w, rel));
+		if (x->stacked && interned_stacks(x->w, x->v))
+			x->failed = 1;
+	}
+	event(x->w, x->v, x->k, &t->calls[call],
+	      what == RP_SLICE_BEGIN ? SLICE_BEGIN : what == RP_SLICE_END ? SLICE_END : INSTANT, rel);
+}
+
+/* One thread's selected calls as nested slices (rp_thread_slices) on a sequence of its own; no
+ * sequence for a thread without a selected call. */
 static int thread_slices(struct writer *w, struct rp_view *v, unsigned k, uint32_t thread, const uint8_t *selected)
 {
-	struct tr_trace *t = v->t;
-	uint32_t n, first = 0;
-	const uint32_t *calls = tr_thread_calls(t, thread, &n);
-	int stacked = 0;
-	while (first < n && !selected[calls[first]])
-		first++;
-	if (first == n)
-		return 0; /* no sequence for a thread without a selected call */
-	for (uint32_t i = first; i < n && v->stacks && !stacked; i++)
-		stacked = selected[calls[i]] && rp_call_frames(v, calls[i]);
-	seq_start(w, thread_uuid(k, t->threads[thread].tid), out_ts(w, rp_rel(v, t->calls[calls[first]].start_ns)));
-	if (stacked && interned_stacks(w, v))
-		return -1;
-	uint32_t *open = malloc(((size_t)n + 1) * sizeof(*open)), nopen = 0;
-	if (!open)
-		return -1;
-	for (uint32_t i = first; i < n; i++) {
-		const struct tr_call *c = &t->calls[calls[i]];
-		if (!selected[calls[i]])
-			continue;
-		while (nopen && t->calls[open[nopen - 1]].end_ns <= c->start_ns) {
-			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
-		}
-		if (!tr_call_timed(c)) {
-			event(w, v, k, c, INSTANT, rp_rel(v, c->start_ns));
-			continue;
-		}
-		/* a child that outlives its parent (corrupt times) would break the nesting: close the
-		 * open calls that end before it does */
-		while (nopen && t->calls[open[nopen - 1]].end_ns < c->end_ns) {
-			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, rp_rel(v, c->start_ns));
-		}
-		event(w, v, k, c, SLICE_BEGIN, rp_rel(v, c->start_ns));
-		open[nopen++] = calls[i];
-	}
-	while (nopen) {
-		const struct tr_call *o = &t->calls[open[--nopen]];
-		event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
-	}
-	free(open);
-	return 0;
+	struct slice_ctx x = {.w = w, .v = v, .k = k, .thread = thread};
+	uint32_t n;
+	const uint32_t *calls = tr_thread_calls(v->t, thread, &n);
+	for (uint32_t i = 0; i < n && v->stacks && !x.stacked; i++)
+		x.stacked = selected[calls[i]] && rp_call_frames(v, calls[i]);
+	return rp_thread_slices(v, thread, selected, slice_event, &x) || x.failed ? -1 : 0;
 }
 
 static uint64_t counter_uuid(unsigned k, uint32_t func)
@@ -610,58 +618,45 @@ static void counter_value(struct writer *w, uint64_t track, int64_t rel, uint64_
 	emit_global(w, (int64_t)out_ts(w, rel), PKT_TRACK_EVENT, ev);
 }
 
-static int by_func_time(const void *a, const void *b, void *ctx)
-{
-	const struct tr_count *x = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)a];
-	const struct tr_count *y = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)b];
-	if (x->func != y->func)
-		return x->func < y->func ? -1 : 1;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
+struct counter_ctx {
+	struct writer *w;
+	const struct rp_view *v;
+	unsigned k;
+	struct pb cd;              /* the CounterDescriptor of every counted-calls track */
+	uint32_t func;             /* the track described last */
+	int described;
+};
 
-/* The counted calls the options select, a counter track per function under the process's track:
- * the process's running total (its selected threads') at each time the agent's writer read the
- * counters (the COUNTS entries of one time add up to one point). */
-static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
+static void counted_point(void *ctx, uint32_t func, int64_t rel, uint64_t total)
 {
-	const struct tr_trace *t = v->t;
-	if (!v->counted || !t->ncounts)
-		return 0;
-	uint32_t *idx = malloc((size_t)t->ncounts * sizeof(*idx)), n = 0;
-	if (!idx)
-		return -1;
-	for (uint32_t i = 0; i < t->ncounts; i++)
-		if (t->counts[i].calls && v->counted[t->counts[i].func] && rp_count_in_view(v, &t->counts[i]))
-			idx[n++] = i;
-	qsort_r(idx, n, sizeof(*idx), by_func_time, (void *)t);
-	int64_t start = v->o->has_range ? v->o->range_start_ns : rp_rel(v, v->t0);
-	struct pb cd = {0};
-	pb_uint(&cd, CD_UNIT, CD_UNIT_COUNT);
-	for (uint32_t i = 0; i < n;) {
-		uint32_t func = t->counts[idx[i]].func;
-		uint64_t track = counter_uuid(k, func);
+	struct counter_ctx *x = ctx;
+	struct writer *w = x->w;
+	const struct tr_trace *t = x->v->t;
+	uint64_t track = counter_uuid(x->k, func);
+	if (!x->described || x->func != func) {
 		struct pb *d = &w->ev;
 		d->len = 0;
 		snprintf(w->buf, sizeof(w->buf), "%s (counted)", tr_func_name(t, func));
 		pb_uint(d, TD_UUID, track);
 		pb_str(d, TD_NAME, w->buf);
-		pb_uint(d, TD_PARENT, process_uuid(k, t->pid));
-		pb_msg(d, TD_COUNTER, &cd);
+		pb_uint(d, TD_PARENT, process_uuid(x->k, t->pid));
+		pb_msg(d, TD_COUNTER, &x->cd);
 		emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
-		counter_value(w, track, start, 0);
-		uint64_t sum = 0;
-		while (i < n && t->counts[idx[i]].func == func) {
-			int64_t ns = t->counts[idx[i]].ns;
-			for (; i < n && t->counts[idx[i]].func == func && t->counts[idx[i]].ns == ns; i++)
-				sum = tr_sat_add_u64(sum, t->counts[idx[i]].calls);
-			counter_value(w, track, rp_rel(v, ns), sum);
-		}
+		x->described = 1;
+		x->func = func;
 	}
-	free(cd.p);
-	free(idx);
-	return 0;
+	counter_value(w, track, rel, total);
+}
+
+/* The counted calls the options select, a counter track per function under the process's track:
+ * the process's running total (rp_counted_series). */
+static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
+{
+	struct counter_ctx x = {.w = w, .v = v, .k = k};
+	pb_uint(&x.cd, CD_UNIT, CD_UNIT_COUNT);
+	int rc = rp_counted_series(v, counted_point, &x) || x.cd.oom ? -1 : 0;
+	free(x.cd.p);
+	return rc;
 }
 
 
@@ -916,9 +911,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	w.f = f;
 	w.next_seq = SEQ_GLOBAL;
 	w.anchor = n ? views[0].base : 0;
-	w.s.values = calloc(VALUE_SLOTS, sizeof(*w.s.values));
-	int rc = w.s.values ? 0 : -1;
-	if (!rc && n)
+	int rc = 0;
+	if (n)
 		clock_snapshot(&w, &views[0]);
 	for (unsigned k = 0; k < n && !rc; k++) {
 		struct rp_view *v = &views[k];
@@ -945,6 +939,7 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	int oom = w.pkt.oom || w.ev.oom || w.sub.oom || w.idata.oom || w.ient.oom;
 	values_clear(&w.s);
 	free(w.s.values);
+	free(w.s.used);
 	free(w.s.name_iid);
 	free(w.pkt.p);
 	free(w.ev.p);

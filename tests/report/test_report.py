@@ -97,10 +97,11 @@ def report_csv(path, *opts):
     out, _ = run(["report", "--format", "csv", *opts, path])
     lines = out.splitlines()
     eq(lines[0], "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "CSV header")
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+       "CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     for r in rows:
-        eq(len(r), 20, f"CSV columns in {r}")
+        eq(len(r), 24, f"CSV columns in {r}")
     return rows
 
 
@@ -220,12 +221,12 @@ def test_csv():
     eq(len(rows), exp["csv_rows"], "CSV rows vs generator")
     starts = [int(r[2]) for r in rows]
     eq(starts, sorted(starts), "rows in start order")
-    eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""],
-       "cuInit row")
+    eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""] +
+       ["init", "main", "", "1700000000000001000"], "cuInit row")
     l0 = [r for r in rows if r[1] == "cuLaunchKernel"][0]
     eq(l0, ["1000", "cuLaunchKernel", "1200000", "1205000", "5000", "0", "0x0",
-            "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", ""],
-       "cuLaunchKernel row (stack args)")
+            "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", "",
+            "launch", "main", "vecAdd", "1700000000001200000"], "cuLaunchKernel row (stack args)")
     gf = [r for r in rows if r[1] == "cuModuleGetFunction"][0]
     eq(gf[19], "name=vecAdd;function=0xf00d", "decoded cuModuleGetFunction")
     eq([r[19] for r in rows if r[1] == "cuMemAlloc_v2"],
@@ -245,6 +246,41 @@ def test_csv():
     eq(o, "", "stdout with -o")
     with open(out) as f:
         eq(len(f.read().splitlines()), 28, "rows in the -o file")
+
+
+def test_csv_columns():
+    """The CSV's category, thread, kernel and start_realtime_ns columns; integer columns hold
+    integers or nothing, also for calls without an EXIT (an entry-only call, calls a cut trace
+    left unfinished): never a float such as 12.0, which a reader takes a whole column to be."""
+    import csv
+    import io
+    path = gen("basic")
+    j, _ = report_json(path)
+    cats = {f["name"]: f["category"] for f in j["functions"]}
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", path])[0])))
+    eq(len(rows), 27, "rows")
+    eq([r["category"] for r in rows], [cats[r["func"]] for r in rows], "category: the function's, as json's")
+    eq({(r["tid"], r["thread"]) for r in rows}, {("1000", "main"), ("1001", "worker")}, "thread names")
+    eq([(r["func"], r["kernel"]) for r in rows if r["kernel"]], [("cuLaunchKernel", "vecAdd")] * 4,
+       "kernel: the launches' kernel name")
+    eq([int(r["start_realtime_ns"]) - int(r["start_ns"]) for r in rows], [1700000000000000000] * 27,
+       "start_realtime_ns: the header's realtime at the start plus start_ns")
+    # a trace whose last call never returned (the program killed in it), besides the entry-only call
+    unf = gen("unfinished", "basic", "--no-end", "--unfinished")
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", unf])[0])))
+    jl = [json.loads(ln) for ln in run(["report", "--format", "jsonl", unf])[0].splitlines()]
+    eq(len(rows), len(jl), "rows of the unfinished trace")
+    eq([(r["func"], r["end_ns"], r["dur_ns"], r["ret"]) for r in rows if r["end_ns"] == ""],
+       [("cuStreamSynchronize", "", "", ""), ("cuCtxDestroy_v2", "", "", "")], "the calls without an EXIT")
+    for r, x in zip(rows, jl):
+        for c in ["tid", "start_ns", "end_ns", "dur_ns", "depth", "start_realtime_ns"]:
+            check(re.fullmatch(r"-?[0-9]+", r[c]) or (r[c] == "" and c in ("end_ns", "dur_ns")),
+                  f"{c} = {r[c]!r}: an integer or nothing, in {r}")
+        check(re.fullmatch(r"0x[0-9a-f]+|", r["ret"]), f"ret {r['ret']!r}")
+        eq(r["end_ns"] == "", x["end_ns"] is None, "no end exactly for the calls without an EXIT")
+    eq([int(r["dur_ns"]) for r in rows if r["dur_ns"]], [x["dur_ns"] for x in jl if x["dur_ns"] is not None],
+       "durations, integers as jsonl's")
+
 
 
 # cuda.h's parameter counts of the basic scenario's functions (gen_trace --agent-regs).
@@ -465,20 +501,49 @@ def perfetto_trace(*args):
 
 def test_exports():
     path = gen("basic")
-    # Chrome trace: one complete event per timed call, an instant for the entry-only one, thread names
+    # Chrome trace: a begin and an end event per timed call, an instant for the entry-only one
     out, _ = run(["report", "--format", "chrome", path])
     j = json.loads(out)
     ev = j["traceEvents"]
-    xs = [e for e in ev if e["ph"] == "X"]
-    eq(len(xs), 26, "chrome X events")
+    eq(len([e for e in ev if e["ph"] == "B"]), 26, "chrome begin events")
+    eq(len([e for e in ev if e["ph"] == "E"]), 26, "chrome end events")
     eq(len([e for e in ev if e["ph"] == "i"]), 1, "chrome instant events")
     eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"),
        ["main", "worker"], "chrome thread names")
-    sync = [e for e in xs if e["name"] == "cuCtxSynchronize"][0]
-    eq((sync["ts"], sync["dur"], sync["pid"], sync["tid"], sync["cat"]), (1700.0, 1000.0, 4242, 1000, "sync"),
-       "chrome event")
-    launch = [e for e in xs if e["name"] == "cuLaunchKernel"][0]
+    sync = [e for e in ev if e.get("name") == "cuCtxSynchronize"]
+    eq([(e["ph"], e["ts"], e["pid"], e["tid"], e.get("cat")) for e in sync],
+       [("B", 1700.0, 4242, 1000, "sync"), ("E", 2700.0, 4242, 1000, None)], "chrome events of a call")
+    launch = [e for e in ev if e.get("name") == "cuLaunchKernel" and e["ph"] == "E"][0]
     eq(launch["args"]["details"], "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0", "chrome args")
+    # the begin events, which open the frames, differ from call to call in time only: speedscope
+    # keys a frame on an event's name and its args, and gets one per function
+    keys = {(e["name"], json.dumps(e.get("args"))) for e in ev if e["ph"] == "B"}
+    eq(len(keys), len({e["name"] for e in ev if e["ph"] == "B"}), "one frame key per function")
+    check(all(set(e) == {"name", "cat", "ph", "pid", "tid", "ts"} for e in ev if e["ph"] == "B"),
+          "nothing but the name, category, thread and time on a begin event")
+    # every end closes the call its thread opened last (a stack per thread, as the viewers keep)
+    stacks = {}
+    for e in sorted((e for e in ev if e["ph"] in "BE"), key=lambda e: e["ts"]):
+        st = stacks.setdefault(e["tid"], [])
+        if e["ph"] == "B":
+            st.append(e["name"])
+        else:
+            eq(st.pop() if st else None, e["name"], f"the end at {e['ts']} closes its begin")
+    eq({k: v for k, v in stacks.items() if v}, {}, "every begin ended")
+    eq(j["otherData"], {"ts_origin_monotonic_ns": "5000000000", "ts_origin_realtime_ns": "1700000000000000000"},
+       "ts 0 in absolute time")
+    # counted calls: counter events, the process's running total per function
+    cnt = gen("hotc", "hot", "--count")
+    ev = json.loads(run(["report", "--format", "chrome", cnt])[0])["traceEvents"]
+    counters = {}
+    for e in ev:
+        if e["ph"] == "C":
+            eq((e["pid"], e["cat"], list(e["args"])), (3000, "counted", ["calls"]), "a counter event")
+            counters.setdefault(e["name"].removesuffix(" (counted)"), []).append((e["ts"], e["args"]["calls"]))
+    eq({n: max(v for _, v in pts) for n, pts in counters.items()}, HOT_COUNTED, "chrome counters: totals per function")
+    for n, pts in counters.items():
+        vals = [v for _, v in sorted(pts)]
+        check(vals[0] == 0 and vals == sorted(vals), f"{n}: a running total from 0: {vals}")
     # jsonl: one object per call
     out, _ = run(["report", "--format", "jsonl", path])
     lines = [json.loads(ln) for ln in out.splitlines()]
@@ -651,7 +716,8 @@ def test_multi():
     out, _ = run(["report", "--format", "csv", a, b])
     lines = out.splitlines()
     eq(lines[0], "pid,tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "merged CSV header")
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+       "merged CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     eq(len(rows), 27 * 2, "CSV rows == calls of both files")
     starts = [int(r[3]) for r in rows]
@@ -661,18 +727,20 @@ def test_multi():
     eq(len(ra), 27, "rows of A")
     eq([int(r[3]) - shift for r in rb], [int(r[3]) for r in ra], "B's rows = A's moved by the offset")
     eq((rb[0][2], int(rb[0][3]), int(rb[0][4])), ("cuInit", 1000 + shift, 101000 + shift), "B's first call")
+    eq([int(r[24]) - int(r[3]) for r in ra + rb], [1700000000000000000] * 54,
+       "start_realtime_ns: each row's start in realtime, the axis lined up by realtime")
     # chrome: both pids, B's events shifted by exactly the offset
     out, _ = run(["report", "--format", "chrome", a, b])
     ev = json.loads(out)["traceEvents"]
     eq(sorted({e["pid"] for e in ev}), [4242, 5151], "chrome pids")
     eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"),
        ["./infer", "./infer"], "chrome process names")
-    sync = {e["pid"]: e for e in ev if e.get("name") == "cuCtxSynchronize"}
+    sync = {e["pid"]: e for e in ev if e.get("name") == "cuCtxSynchronize" and e["ph"] == "B"}
     eq((sync[4242]["ts"], sync[5151]["ts"], sync[5151]["tid"]), (1700.0, 3200.0, 1000), "chrome ts aligned")
-    eq(len([e for e in ev if e["ph"] in ("X", "i")]), 54, "chrome events")
+    eq(len([e for e in ev if e["ph"] in ("B", "i")]), 54, "chrome events")
     # --align monotonic: the raw monotonic clocks (777 s apart) line them up instead
     out, _ = run(["report", "--format", "chrome", "--align", "monotonic", a, b])
-    sync = {e["pid"]: e for e in json.loads(out)["traceEvents"] if e.get("name") == "cuCtxSynchronize"}
+    sync = {e["pid"]: e for e in json.loads(out)["traceEvents"] if e.get("name") == "cuCtxSynchronize" and e["ph"] == "B"}
     eq((sync[4242]["ts"], sync[5151]["ts"]), (1700.0, 777001700.0), "chrome ts, monotonic axis")
     run(["report", "--align", "nonsense", a, b], rc=2)
     # jsonl: pid and shifted times
@@ -1783,7 +1851,8 @@ def test_gpu_csv():
     rows = list(csv.reader(io.StringIO(out)))
     head = rows[0]
     eq(head[:3], ["record", "tid", "func"], "first columns")
-    eq(head[21:], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
+    eq(head[-4:], ["category", "thread", "kernel", "start_realtime_ns"], "the last columns")
+    eq(head[21:-4], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
                    "shared_dynamic", "registers", "copy_kind", "bytes", "value", "graph_id", "graph_node_id",
                    "api_start_ns", "latency_ns", "link", "call_start_ns"], "GPU columns")
     for r in rows[1:]:
@@ -1806,6 +1875,8 @@ def test_gpu_csv():
             call = [c for c in GPU_CALLS if c[2] == w[8]][0]
             eq((r[col["link"]], int(r[1]), r[2], int(r[col["call_start_ns"]])), ("linked", call[0], call[1], w[8]),
                what + ": its call")
+        eq((r[col["category"]], r[col["kernel"]], int(r[col["start_realtime_ns"]])),
+           ("", w[6] if w[5] == "kernel" else "", 1700000000000000000 + w[3]), what + ": last columns")
     k = [r for r in gpu if r[col["correlation"]] == "2" and r[col["session"]] == "1"][0]
     eq((k[col["grid"]], k[col["block"]], k[col["shared_static"]], k[col["registers"]]), ("64x8x1", "256x1x1", "16384", "64"),
        "kernel columns")
@@ -1852,7 +1923,7 @@ def test_gpu_exports():
     s = {e["id"]: e for e in ev if e["ph"] == "s"}
     f = {e["id"]: e for e in ev if e["ph"] == "f"}
     eq((len(s), len(f), sorted(s)), (len(linked), len(linked), sorted(f)), "chrome flows: one per linked record")
-    calls = {(e["tid"], round(e["ts"] * 1000)): e["name"] for e in ev if e["ph"] == "X" and e["pid"] == 5200}
+    calls = {(e["tid"], round(e["ts"] * 1000)): e["name"] for e in ev if e["ph"] == "B" and e["pid"] == 5200}
     gpu_at = {(e["pid"], e["tid"], round(e["ts"] * 1000)): e["name"] for e in gpu_x}
     pairs = sorted((calls[(s[i]["tid"], round(s[i]["ts"] * 1000))], round(s[i]["ts"] * 1000),
                     gpu_at[(f[i]["pid"], f[i]["tid"], round(f[i]["ts"] * 1000))], round(f[i]["ts"] * 1000)) for i in s)

@@ -294,7 +294,7 @@ def test_chrome():
             names.append(frames[sf]["name"])
             sf = frames[sf].get("parent")
         return ";".join(reversed(names))
-    calls = [e for e in j["traceEvents"] if e.get("ph") == "X"]
+    calls = [e for e in j["traceEvents"] if e.get("ph") in ("B", "i")]
     got = sorted(f"main;{chain(e['sf'])};{e['name']}" if "sf" in e else f"main;{e['name']}" for e in calls)
     # the folded export's lines, without the time and with its ';' escape undone
     want = sorted(line.rsplit(" ", 1)[0] for line in expected_folded(info) for _ in range(folded_calls(line)))
