@@ -211,16 +211,23 @@ static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64
 	const struct tr_call *c = &t->calls[ci];
 	const char *name = tr_func_name(t, c->func);
 	uint32_t tid = t->threads[c->thread].tid;
+	/* a call of no duration is one complete event: the viewers order an end before a begin of
+	 * the same time (trace_processor does), which would end it before it began */
+	int zero = tr_call_timed(c) && tr_call_dur(c) == 0;
+	if (zero && what == RP_SLICE_END)
+		return;
 	fprintf(f, ",\n{\"name\":");
 	rp_json_str(f, name, strlen(name));
 	if (what != RP_SLICE_END)
 		fprintf(f, ",\"cat\":\"%s\"", rp_call_category(v, c->func));
-	fprintf(f, ",\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", what == RP_SLICE_BEGIN ? "B" : what == RP_SLICE_END ? "E" : "i",
-	        t->pid, tid);
+	fprintf(f, ",\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":",
+	        zero ? "X" : what == RP_SLICE_BEGIN ? "B" : what == RP_SLICE_END ? "E" : "i", t->pid, tid);
 	us(f, rp_rel(v, ns));
+	if (zero)
+		fprintf(f, ",\"dur\":0.000");
 	if (what == RP_SLICE_INSTANT)
 		fprintf(f, ",\"s\":\"t\"");
-	if (what != RP_SLICE_BEGIN)
+	if (what != RP_SLICE_BEGIN || zero)
 		chrome_args(x, c);
 	const struct rp_stack_frames *sf = what != RP_SLICE_END ? rp_call_frames(v, ci) : NULL;
 	if (sf && sf->n) /* its innermost frame in "stackFrames" */

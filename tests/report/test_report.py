@@ -532,6 +532,11 @@ def test_exports():
     eq({k: v for k, v in stacks.items() if v}, {}, "every begin ended")
     eq(j["otherData"], {"ts_origin_monotonic_ns": "5000000000", "ts_origin_realtime_ns": "1700000000000000000"},
        "ts 0 in absolute time")
+    # a call of no duration: one complete event (an end at the time of its begin would come first)
+    ev = json.loads(run(["report", "--format", "chrome", gen("zero", "basic", "--zero-call")])[0])["traceEvents"]
+    dg = [e for e in ev if e.get("name") == "cuDeviceGet"]
+    eq([(e["ph"], e["ts"], e["dur"], e["args"]["ret"]) for e in dg], [("X", 103.0, 0.0, 0)], "a call of 0 ns")
+    eq(len([e for e in ev if e["ph"] == "B"]), 25, "the other calls: begin and end events")
     # counted calls: counter events, the process's running total per function
     cnt = gen("hotc", "hot", "--count")
     ev = json.loads(run(["report", "--format", "chrome", cnt])[0])["traceEvents"]
