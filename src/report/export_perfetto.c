@@ -46,7 +46,8 @@
  * Each thread's calls become properly nested begin/end slices on the thread's track; a call
  * without an EXIT is an instant. A begin event carries the debug annotations "details" (the call
  * in words, rp_describe_call), "decoded" (the DATA values, where the details do not show them
- * already) and "ret" (only when not 0: CUDA_SUCCESS is what every other call returned).
+ * already) and "ret" (only when its low 32 bits, a CUresult, are not 0: CUDA_SUCCESS is what
+ * every other call returned).
  * Counted calls (agent option count=) become a counter track per function under the process's
  * track (a CounterDescriptor, unit count): the process's running total of the function's calls,
  * from 0 at the start. GPU records (agent option gpu=1) go on a track per device, under the
@@ -517,7 +518,7 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 			if (l)
 				annot_value(w, AN_DECODED, w->buf, l);
 		}
-		if (tr_call_timed(c) && c->ret) {
+		if (tr_call_timed(c) && (uint32_t)c->ret) { /* a CUresult is rax's low half */
 			annot_begin(w, AN_RET);
 			pb_uint(&w->sub, DA_UINT, c->ret);
 			pb_msg(ev, TE_ANNOT, &w->sub);
