@@ -1,17 +1,24 @@
 /* --format csv: one row per selected call, in start order across threads (and files, one after
  * the other):
- *   tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0..arg5,stack0..stack5,decoded
+ *   tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0..arg5,stack0..stack5,decoded,
+ *   category,thread,kernel,start_realtime_ns
  * Times are nanoseconds from the start of the trace. Several files (not --separate): a first
  * column pid, the rows of all files in start order on their common time axis (rp_align). Arguments and the return value are raw
  * 64-bit register values in lowercase 0x hex. end_ns, dur_ns and ret are empty for a call
- * without an EXIT; stackN is empty beyond the slots the ENTRY carried. decoded is the DATA
- * records, "label=value;label=value", quoted when it holds a comma or a quote.
+ * without an EXIT (never a number standing for "none": a column of integers stays one);
+ * stackN is empty beyond the slots the ENTRY carried. decoded is the DATA records,
+ * "label=value;label=value", quoted when it holds a comma or a quote. category is the function's
+ * (as json's), thread the thread's name, kernel the kernel a launch launched (as the trace names
+ * it, empty when it does not), start_realtime_ns the call's start in CLOCK_REALTIME ns since the
+ * epoch (empty for a trace without a realtime clock pair): absolute time, to line the rows up with
+ * other tools' traces of the same run.
  *
  * A trace with GPU blocks (taken with --gpu) also gets a row per selected GPU work record, among
  * the calls in start order, and so a column `record` before tid ("call", "kernel", "memcpy",
- * "memset") and the GPU columns after decoded (GPU_COLUMNS below). A GPU row's tid and func are
- * those of the call that submitted it (empty when unlinked), its times the GPU's, call_start_ns
- * that call's entry time. A trace without GPU blocks gets exactly the columns above. */
+ * "memset") and the GPU columns after decoded (GPU_COLUMNS below), before the four above. A GPU
+ * row's tid and func are those of the call that submitted it (empty when unlinked), its times the
+ * GPU's, call_start_ns that call's entry time; its category is empty, its thread the submitting
+ * call's, its kernel the kernel's demangled name. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -30,6 +37,35 @@ static void csv_field(FILE *f, const char *s)
 		putc(*s, f);
 	}
 	putc('"', f);
+}
+
+/* n bytes of s as one field (a kernel name from the trace need not be NUL-terminated) */
+static void csv_field_n(FILE *f, const char *s, size_t n)
+{
+	char buf[1024];
+	if (n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	csv_field(f, buf);
+}
+
+/* The last columns of every row: category, thread, kernel, start_realtime_ns. */
+static void tail_columns(FILE *f, const struct rp_view *v, const char *category, const struct tr_call *c,
+                         const char *kernel, size_t klen, int64_t start_ns)
+{
+	int64_t rt;
+	putc(',', f);
+	csv_field(f, category);
+	putc(',', f);
+	if (c)
+		csv_field(f, v->t->threads[c->thread].name);
+	putc(',', f);
+	if (kernel)
+		csv_field_n(f, kernel, klen);
+	putc(',', f);
+	if (rp_realtime(v, start_ns, &rt))
+		fprintf(f, "%lld", (long long)rt);
 }
 
 #define GPU_COLUMNS ",name,device,context,stream,correlation,session,grid,block,shared_static,shared_dynamic," \
@@ -71,6 +107,11 @@ static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid,
 	csv_field(f, dec);
 	if (gpu)
 		fputs(GPU_EMPTY, f);
+	const char *kernel = NULL;
+	uint16_t klen = 0;
+	if (!rp_call_kernel(v, c, &kernel, &klen))
+		kernel = NULL;
+	tail_columns(f, v, rp_call_category(v, c->func), c, kernel, klen, c->start_ns);
 	putc('\n', f);
 }
 
@@ -113,11 +154,14 @@ static void gpu_row(FILE *f, const struct rp_view *v, uint32_t wi, int with_pid)
 	fprintf(f, ",%s,", rp_gpu_link_keys[w->link]);
 	if (c)
 		fprintf(f, "%lld", (long long)rp_rel(v, c->start_ns));
+	const char *kernel = w->kind == TR_GPU_KERNEL ? rp_gpu_work_label(v, w) : NULL;
+	tail_columns(f, v, "", c, kernel, kernel ? strlen(kernel) : 0, w->start_ns);
 	putc('\n', f);
 }
 
 #define CSV_HEADER "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5," \
 	"stack0,stack1,stack2,stack3,stack4,stack5,decoded"
+#define CSV_TAIL ",category,thread,kernel,start_realtime_ns"
 
 /* Rows of several sorted sources (each view's calls, and its GPU work when gpu is set), merged in
  * start order on the common axis: ties go to the earlier source (file order, calls first). */
@@ -162,7 +206,7 @@ int rp_write_csv(FILE *f, struct rp_view *views, unsigned n)
 	int merged = rp_merged(views, n), gpu = 0;
 	for (unsigned k = 0; k < n; k++)
 		gpu |= views[k].gpu != NULL;
-	fprintf(f, "%s%s" CSV_HEADER "%s\n", merged ? "pid," : "", gpu ? "record," : "", gpu ? GPU_COLUMNS : "");
+	fprintf(f, "%s%s" CSV_HEADER "%s" CSV_TAIL "\n", merged ? "pid," : "", gpu ? "record," : "", gpu ? GPU_COLUMNS : "");
 	if (merged)
 		return merge_rows(f, views, n, 1, gpu) || ferror(f) ? -1 : 0;
 	for (unsigned k = 0; k < n; k++)

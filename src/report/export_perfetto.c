@@ -1,31 +1,61 @@
 /* --format perfetto: the native Perfetto trace (protobuf), for ui.perfetto.dev and
- * trace_processor, encoded by hand (no protobuf library): a Trace is a sequence of
+ * trace_processor, encoded by hand (no protobuf library). Field numbers are those of Perfetto's
+ * perfetto/protos/perfetto/trace/ (tests/report/perfetto_subset.proto lists every field written
+ * here, and the report tests decode each output against it with protoc). A Trace is a sequence of
  *   TracePacket (Trace.packet = 1)
  * and the packets used here are
+ *   timestamp (8), timestamp_clock_id (58), trusted_packet_sequence_id (10), sequence_flags (13:
+ *   1 incremental state cleared, 2 needs incremental state), trace_packet_defaults (59:
+ *   timestamp_clock_id 58, track_event_defaults 11: track_uuid 11)
+ *   clock_snapshot (6): clocks (1: clock_id 1, timestamp 2, is_incremental 3),
+ *                       primary_trace_clock (2)
  *   track_descriptor (60): uuid (1), name (2), process (3: pid 1, process_name 6),
  *                          thread (4: pid 1, tid 2, thread_name 5), parent_uuid (5),
- *                          counter (8: an empty CounterDescriptor makes a counter track)
+ *                          counter (8: CounterDescriptor, unit 3)
  *   track_event (11): type (9: 1 slice begin, 2 slice end, 3 instant, 4 counter),
- *                     track_uuid (11), categories (22), name (23), debug_annotations (4:
- *                     name 10, string_value 6, uint_value 3, int_value 4), counter_value (30),
+ *                     track_uuid (11), category_iids (3), categories (22), name_iid (10),
+ *                     name (23), debug_annotations (4: name_iid 1, name 10, string_value 6,
+ *                     string_value_iid 17, uint_value 3, int_value 4), counter_value (30),
  *                     flow_ids (47, fixed64), terminating_flow_ids (48, fixed64),
  *                     callstack_iid (56)
- *   interned_data (12): function_names (5), frames (6: iid 1, function_name_id 2, mapping_id 3,
+ *   interned_data (12): event_categories (1), event_names (2), debug_annotation_names (3)
+ *                     (each iid 1, name 2), debug_annotation_string_values (29),
+ *                     function_names (5), frames (6: iid 1, function_name_id 2, mapping_id 3,
  *                     rel_pc 4, source_path_iid 5, line_number 6, kind 7), callstacks (7: iid 1,
  *                     frame_ids 2), build_ids (16), mapping_paths (17), source_paths (18),
  *                     mappings (19: iid 1, build_id 2, start_offset 3, start 4, end 5,
  *                     path_string_ids 7, exact_offset 8); strings are InternedString (iid 1, str 2)
- *   with timestamp (8, ns), trusted_packet_sequence_id (10) and sequence_flags (13: 1 incremental
- *   state cleared, 2 needs incremental state: on the interned data and the events using it).
- * Field numbers are those of perfetto/protos/perfetto/trace/. Each thread's calls become
- * properly nested begin/end slices on the thread's track; a call without an EXIT is an instant.
- * Counted calls (agent option count=) become a counter track per thread and function, under the
- * thread's track: the thread's running total of the function's calls, from 0 at the start.
- * GPU records (agent option gpu=1) go on a track per device, under the process's track, with a
- * track per stream lane under it (gpu_analysis.c: overlapping work of one stream goes on further
- * lanes); a flow goes from each call's slice (flow_ids) to each piece of work it submitted
- * (terminating_flow_ids). A call with a stack (agent option stacks=) names it by callstack_iid:
- * the stacks of a trace are interned in one packet after its track descriptors. */
+ *
+ * Time: every timestamp is CLOCK_MONOTONIC of the first file's trace (with several files, the
+ * others' times on it through the common axis, rp_align). The first packet is a ClockSnapshot
+ * that makes MONOTONIC the trace's clock (primary_trace_clock) and ties it to REALTIME by that
+ * trace's realtime - monotonic offset, so that trace_processor and the UI can show wall-clock
+ * time and line the trace up with nsys, Kineto or perf traces of the same run.
+ *
+ * Size: each thread's calls are one packet sequence of their own, written as Perfetto's SDK
+ * writes a thread's events: a first packet clears the incremental state and sets the sequence's
+ * defaults (the thread's track, so no event names it; the timestamps on clock 64, which a
+ * ClockSnapshot in that packet declares incremental: each timestamp is the delta from the
+ * previous one); event names, categories, debug annotation names and the repeated annotation
+ * values (a launch's "details" are the same for every launch of a kernel with its grid) are
+ * interned in the sequence, in the packet of the first event that uses them. An annotation value
+ * is interned the second time it is seen (values that never repeat, such as a returned pointer,
+ * stay inline), through a cache of bounded size. That makes about 30 bytes per call instead of
+ * the 126 of writing every string and track every time (gen_trace big, 10^6 calls, 4 threads).
+ *
+ * Each thread's calls become properly nested begin/end slices on the thread's track; a call
+ * without an EXIT is an instant. A begin event carries the debug annotations "details" (the call
+ * in words, rp_describe_call), "decoded" (the DATA values, where the details do not show them
+ * already) and "ret" (only when its low 32 bits, a CUresult, are not 0: CUDA_SUCCESS is what
+ * every other call returned).
+ * Counted calls (agent option count=) become a counter track per function under the process's
+ * track (a CounterDescriptor, unit count): the process's running total of the function's calls,
+ * from 0 at the start. GPU records (agent option gpu=1) go on a track per device, under the
+ * process's track, with a track per stream lane under it (gpu_analysis.c: overlapping work of one
+ * stream goes on further lanes); a flow goes from each call's slice (flow_ids) to each piece of
+ * work it submitted (terminating_flow_ids). Descriptors, counters and GPU slices are on sequence
+ * 1, with absolute MONOTONIC timestamps. A call with a stack (agent option stacks=) names it by
+ * callstack_iid: the stacks of a trace are interned in each thread's sequence that uses them. */
 #include "report.h"
 
 #include <stdio.h>
@@ -108,27 +138,45 @@ static void pb_msg(struct pb *b, unsigned field, const struct pb *m)
 
 enum {
 	TRACE_PACKET = 1,
+	PKT_CLOCK_SNAPSHOT = 6,
 	PKT_TIMESTAMP = 8,
 	PKT_SEQ_ID = 10,
 	PKT_TRACK_EVENT = 11,
 	PKT_INTERNED_DATA = 12,
 	PKT_SEQ_FLAGS = 13,
+	PKT_TIMESTAMP_CLOCK_ID = 58,
+	PKT_DEFAULTS = 59,
+	PKT_TRACK_DESCRIPTOR = 60,
 	SEQ_INCREMENTAL_STATE_CLEARED = 1,
 	SEQ_NEEDS_INCREMENTAL_STATE = 2,
-	PKT_TRACK_DESCRIPTOR = 60,
+	DEF_TIMESTAMP_CLOCK_ID = 58, /* TracePacketDefaults */
+	DEF_TRACK_EVENT = 11,
+	TED_TRACK_UUID = 11,       /* TrackEventDefaults */
+	CS_CLOCKS = 1,             /* ClockSnapshot */
+	CS_PRIMARY_TRACE_CLOCK = 2,
+	CLK_ID = 1,                /* ClockSnapshot.Clock */
+	CLK_TIMESTAMP = 2,
+	CLK_INCREMENTAL = 3,
+	CLOCK_REALTIME_ID = 1,     /* BuiltinClock */
+	CLOCK_MONOTONIC_ID = 3,
+	CLOCK_SEQ_INCREMENTAL = 64, /* a sequence-scoped clock (64..127): the thread sequences' deltas */
 	TD_UUID = 1,
 	TD_NAME = 2,
 	TD_PROCESS = 3,
 	TD_THREAD = 4,
 	TD_PARENT = 5,
 	TD_COUNTER = 8,
+	CD_UNIT = 3,               /* CounterDescriptor */
+	CD_UNIT_COUNT = 2,
 	PD_PID = 1,
 	PD_NAME = 6,
 	THD_PID = 1,
 	THD_TID = 2,
 	THD_NAME = 5,
+	TE_CATEGORY_IIDS = 3,
 	TE_ANNOT = 4,
 	TE_TYPE = 9,
+	TE_NAME_IID = 10,
 	TE_TRACK = 11,
 	TE_CATEGORY = 22,
 	TE_NAME = 23,
@@ -136,14 +184,18 @@ enum {
 	TE_FLOW_IDS = 47,
 	TE_TERMINATING_FLOW_IDS = 48,
 	TE_CALLSTACK_IID = 56,
-	ID_FUNCTION_NAMES = 5,     /* InternedData */
+	ID_EVENT_CATEGORIES = 1,   /* InternedData */
+	ID_EVENT_NAMES = 2,
+	ID_ANNOTATION_NAMES = 3,
+	ID_FUNCTION_NAMES = 5,
 	ID_FRAMES = 6,
 	ID_CALLSTACKS = 7,
 	ID_BUILD_IDS = 16,
 	ID_MAPPING_PATHS = 17,
 	ID_SOURCE_PATHS = 18,
 	ID_MAPPINGS = 19,
-	IS_IID = 1,                /* InternedString */
+	ID_ANNOTATION_STRINGS = 29,
+	IS_IID = 1,                /* InternedString, EventName, EventCategory, DebugAnnotationName */
 	IS_STR = 2,
 	MAP_IID = 1,               /* Mapping */
 	MAP_BUILD_ID = 2,
@@ -162,55 +214,276 @@ enum {
 	FR_KIND_NATIVE = 1,
 	FR_KIND_INTERPRETED = 3,
 	FR_KIND_JIT = 4,
-	CS_IID = 1,                /* Callstack */
-	CS_FRAME_IDS = 2,
+	CSK_IID = 1,               /* Callstack */
+	CSK_FRAME_IDS = 2,
+	DA_NAME_IID = 1,           /* DebugAnnotation */
 	DA_UINT = 3,
 	DA_INT = 4,
 	DA_STRING = 6,
 	DA_NAME = 10,
+	DA_STRING_IID = 17,
 	SLICE_BEGIN = 1,
 	SLICE_END = 2,
 	INSTANT = 3,
 	COUNTER = 4,
 };
 
-#define SEQ_ID 1
+/* Sequence 1: clock snapshot, track descriptors, counters, GPU slices (absolute timestamps). The
+ * thread sequences are 2, 3, ... */
+#define SEQ_GLOBAL 1
 
-/* Writes one TracePacket holding `field` = m, with a timestamp when ts >= 0 and the sequence
- * flags when flags != 0 (a packet that uses interned data says so). */
-static void emit_flags(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m, unsigned flags)
+/* The debug annotation names of a call's begin event, interned per sequence. */
+enum { AN_DETAILS, AN_DECODED, AN_RET, AN_COUNT };
+static const char *const annot_names[AN_COUNT] = {"details", "decoded", "ret"};
+
+/* Annotation values seen in the current sequence: a value is interned the second time it comes
+ * (direct-mapped by hash; a collision forgets the older value, which then goes inline again). */
+#define VALUE_SLOTS 4096
+struct value_slot {
+	char *s;                   /* NULL: empty */
+	size_t len;
+	uint64_t hash;
+	uint64_t iid;              /* 0: seen once, not interned */
+};
+
+#define MAX_CATEGORIES 32
+
+/* The state of the thread sequence being written (reset by seq_start). */
+struct seq {
+	uint32_t id;
+	uint64_t next_iid;         /* the last iid given, of any kind */
+	uint64_t *name_iid;        /* per function id of the current trace: its EventName, 0 none */
+	uint32_t nfuncs;
+	const char *cat[MAX_CATEGORIES];
+	uint64_t cat_iid[MAX_CATEGORIES];
+	unsigned ncat;
+	uint64_t annot_iid[AN_COUNT];
+	struct value_slot *values; /* VALUE_SLOTS, allocated with the first value */
+	uint32_t *used, nvalues;   /* the slots filled (VALUE_SLOTS), so that clearing costs what was used */
+	uint64_t last_ts;          /* the incremental clock's value: the last timestamp written */
+};
+
+struct writer {
+	FILE *f;
+	struct pb pkt, ev, sub, idata, ient;
+	char buf[1024];
+	uint32_t next_seq;         /* the last sequence id given */
+	int64_t anchor;            /* the first trace's base: an axis time + anchor = its MONOTONIC */
+	uint64_t stack_iid0;       /* the current trace's callstack iids: stack_iid0 + index + 1 */
+	struct seq s;
+};
+
+/* A time on the common axis (rp_rel) as the output's timestamp: the first trace's
+ * CLOCK_MONOTONIC (>= 0: a hostile file's times are clamped). */
+static uint64_t out_ts(const struct writer *w, int64_t rel)
 {
-	pkt->len = 0;
-	if (ts >= 0)
-		pb_uint(pkt, PKT_TIMESTAMP, (uint64_t)ts);
-	pb_uint(pkt, PKT_SEQ_ID, SEQ_ID);
+	int64_t t = rp_sat_add(rel, w->anchor);
+	return t < 0 ? 0 : (uint64_t)t;
+}
+
+/* A new packet of sequence `seq` in w->pkt, with these sequence flags (0: none). */
+static void pkt_begin(struct writer *w, uint32_t seq, unsigned flags)
+{
+	w->pkt.len = 0;
+	pb_uint(&w->pkt, PKT_SEQ_ID, seq);
 	if (flags)
-		pb_uint(pkt, PKT_SEQ_FLAGS, flags);
-	pb_msg(pkt, field, m);
+		pb_uint(&w->pkt, PKT_SEQ_FLAGS, flags);
+}
+
+/* Writes w->pkt as one Trace.packet. */
+static void pkt_end(struct writer *w)
+{
 	struct pb hdr = {0};
 	pb_varint(&hdr, TRACE_PACKET << 3 | 2);
-	pb_varint(&hdr, pkt->len);
-	if (!hdr.oom && !pkt->oom) {
-		fwrite(hdr.p, 1, hdr.len, f);
-		fwrite(pkt->p, 1, pkt->len, f);
+	pb_varint(&hdr, w->pkt.len);
+	if (!hdr.oom && !w->pkt.oom) {
+		fwrite(hdr.p, 1, hdr.len, w->f);
+		fwrite(w->pkt.p, 1, w->pkt.len, w->f);
 	}
 	free(hdr.p);
 }
 
-static void emit(FILE *f, struct pb *pkt, int64_t ts, unsigned field, const struct pb *m)
+/* A packet of sequence 1 holding `field` = m, at absolute MONOTONIC time ts (none when ts < 0). */
+static void emit_global(struct writer *w, int64_t ts, unsigned field, const struct pb *m)
 {
-	emit_flags(f, pkt, ts, field, m, 0);
+	pkt_begin(w, SEQ_GLOBAL, 0);
+	if (ts >= 0) {
+		pb_uint(&w->pkt, PKT_TIMESTAMP, (uint64_t)ts);
+		pb_uint(&w->pkt, PKT_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC_ID);
+	}
+	pb_msg(&w->pkt, field, m);
+	pkt_end(w);
 }
 
-struct writer {
-	FILE *f;
-	struct pb pkt, ev, sub;
-	char buf[1024];
-	/* interned data (call stacks): iids are unique in the whole output, one sequence */
-	uint64_t next_iid;         /* the last iid given, of any kind */
-	uint64_t stack_iid0;       /* the current trace's callstack iids: stack_iid0 + index + 1 */
-	int interned;              /* the first interned data was written (it clears the state) */
-};
+/* The first packet: MONOTONIC is the trace's clock, and where it stands against REALTIME (the
+ * first trace's realtime - monotonic offset) when the trace has a realtime pair. */
+static void clock_snapshot(struct writer *w, const struct rp_view *v0)
+{
+	struct pb snap = {0}, clk = {0};
+	int64_t rt;
+	uint64_t mono = out_ts(w, 0);
+	pb_uint(&clk, CLK_ID, CLOCK_MONOTONIC_ID);
+	pb_uint(&clk, CLK_TIMESTAMP, mono);
+	pb_msg(&snap, CS_CLOCKS, &clk);
+	if (rp_realtime(v0, (int64_t)mono, &rt) && rt >= 0) {
+		clk.len = 0;
+		pb_uint(&clk, CLK_ID, CLOCK_REALTIME_ID);
+		pb_uint(&clk, CLK_TIMESTAMP, (uint64_t)rt);
+		pb_msg(&snap, CS_CLOCKS, &clk);
+	}
+	pb_uint(&snap, CS_PRIMARY_TRACE_CLOCK, CLOCK_MONOTONIC_ID);
+	emit_global(w, -1, PKT_CLOCK_SNAPSHOT, &snap);
+	if (snap.oom || clk.oom)
+		w->pkt.oom = 1;
+	free(snap.p);
+	free(clk.p);
+}
+
+static void values_clear(struct seq *s)
+{
+	for (uint32_t i = 0; i < s->nvalues; i++) {
+		struct value_slot *v = &s->values[s->used[i]];
+		free(v->s);
+		v->s = NULL;
+	}
+	s->nvalues = 0;
+}
+
+/* Starts the sequence of one thread whose first event is at t0 (output time): clears the
+ * incremental state, makes the thread's track and the incremental clock the defaults, and
+ * declares that clock (64, deltas in ns from t0) against MONOTONIC. */
+static void seq_start(struct writer *w, uint64_t track, uint64_t t0)
+{
+	struct seq *s = &w->s;
+	struct pb def = {0}, ted = {0}, snap = {0}, clk = {0};
+	s->id = ++w->next_seq;
+	s->next_iid = 0;
+	memset(s->name_iid, 0, (size_t)s->nfuncs * sizeof(*s->name_iid));
+	s->ncat = 0;
+	memset(s->annot_iid, 0, sizeof(s->annot_iid));
+	values_clear(s);
+	s->last_ts = t0;
+	pb_uint(&def, DEF_TIMESTAMP_CLOCK_ID, CLOCK_SEQ_INCREMENTAL);
+	pb_uint(&ted, TED_TRACK_UUID, track);
+	pb_msg(&def, DEF_TRACK_EVENT, &ted);
+	pb_uint(&clk, CLK_ID, CLOCK_MONOTONIC_ID);
+	pb_uint(&clk, CLK_TIMESTAMP, t0);
+	pb_msg(&snap, CS_CLOCKS, &clk);
+	clk.len = 0;
+	pb_uint(&clk, CLK_ID, CLOCK_SEQ_INCREMENTAL);
+	pb_uint(&clk, CLK_TIMESTAMP, t0);
+	pb_uint(&clk, CLK_INCREMENTAL, 1);
+	pb_msg(&snap, CS_CLOCKS, &clk);
+	pkt_begin(w, s->id, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb_msg(&w->pkt, PKT_DEFAULTS, &def);
+	pb_msg(&w->pkt, PKT_CLOCK_SNAPSHOT, &snap);
+	pkt_end(w);
+	if (def.oom || ted.oom || snap.oom || clk.oom)
+		w->pkt.oom = 1;
+	free(def.p);
+	free(ted.p);
+	free(snap.p);
+	free(clk.p);
+}
+
+/* The timestamp of a thread sequence's packet: the delta on the incremental clock, or, for a time
+ * before the previous one (only a corrupt trace has those), the absolute MONOTONIC time. */
+static void seq_timestamp(struct writer *w, uint64_t ts)
+{
+	if (ts >= w->s.last_ts) {
+		pb_uint(&w->pkt, PKT_TIMESTAMP, ts - w->s.last_ts);
+		w->s.last_ts = ts;
+	} else {
+		pb_uint(&w->pkt, PKT_TIMESTAMP, ts);
+		pb_uint(&w->pkt, PKT_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC_ID);
+	}
+}
+
+/* A new entry (iid, name) of interned table `field` in this packet's interned data. */
+static uint64_t intern_new(struct writer *w, unsigned field, const char *str, size_t len)
+{
+	uint64_t iid = ++w->s.next_iid;
+	w->ient.len = 0;
+	pb_uint(&w->ient, IS_IID, iid);
+	pb_bytes(&w->ient, IS_STR, str, len);
+	pb_msg(&w->idata, field, &w->ient);
+	return iid;
+}
+
+static uint64_t event_name_iid(struct writer *w, const struct tr_trace *t, uint32_t func)
+{
+	if (func >= w->s.nfuncs) /* not reached: function ids are checked by the reader */
+		return 0;
+	if (!w->s.name_iid[func]) {
+		const char *name = tr_func_name(t, func);
+		w->s.name_iid[func] = intern_new(w, ID_EVENT_NAMES, name, strlen(name));
+	}
+	return w->s.name_iid[func];
+}
+
+static uint64_t category_iid(struct writer *w, const char *cat)
+{
+	for (unsigned i = 0; i < w->s.ncat; i++)
+		if (w->s.cat[i] == cat || !strcmp(w->s.cat[i], cat))
+			return w->s.cat_iid[i];
+	uint64_t iid = intern_new(w, ID_EVENT_CATEGORIES, cat, strlen(cat));
+	if (w->s.ncat < MAX_CATEGORIES) {
+		w->s.cat[w->s.ncat] = cat;
+		w->s.cat_iid[w->s.ncat++] = iid;
+	}
+	return iid;
+}
+
+/* Starts a debug annotation of the current event in w->sub: its name, interned. */
+static void annot_begin(struct writer *w, unsigned an)
+{
+	struct seq *s = &w->s;
+	if (!s->annot_iid[an])
+		s->annot_iid[an] = intern_new(w, ID_ANNOTATION_NAMES, annot_names[an], strlen(annot_names[an]));
+	w->sub.len = 0;
+	pb_uint(&w->sub, DA_NAME_IID, s->annot_iid[an]);
+}
+
+/* A string annotation of the current event: the value interned when it was seen before in this
+ * sequence (str[len] must be 0), else inline. */
+static void annot_value(struct writer *w, unsigned an, const char *str, size_t len)
+{
+	struct seq *s = &w->s;
+	annot_begin(w, an);
+	if (!s->values) {
+		s->values = calloc(VALUE_SLOTS, sizeof(*s->values));
+		s->used = malloc(VALUE_SLOTS * sizeof(*s->used));
+		if (!s->values || !s->used) {
+			free(s->values);
+			free(s->used);
+			s->values = NULL;
+			s->used = NULL;
+			w->pkt.oom = 1;
+			return;
+		}
+	}
+	uint64_t h = rp_str_hash(str);
+	struct value_slot *v = &s->values[h & (VALUE_SLOTS - 1)];
+	if (v->s && v->hash == h && v->len == len && !memcmp(v->s, str, len)) {
+		if (!v->iid)
+			v->iid = intern_new(w, ID_ANNOTATION_STRINGS, str, len);
+		pb_uint(&w->sub, DA_STRING_IID, v->iid);
+	} else {
+		char *copy = malloc(len + 1);
+		if (copy) { /* remembered for the next time; without memory, just not interned */
+			memcpy(copy, str, len + 1);
+			if (!v->s)
+				s->used[s->nvalues++] = (uint32_t)(v - s->values);
+			free(v->s);
+			v->s = copy;
+			v->len = len;
+			v->hash = h;
+			v->iid = 0;
+		}
+		pb_bytes(&w->sub, DA_STRING, str, len);
+	}
+	pb_msg(&w->ev, TE_ANNOT, &w->sub);
+}
 
 static uint64_t process_uuid(unsigned k, uint32_t pid)
 {
@@ -222,35 +495,31 @@ static uint64_t thread_uuid(unsigned k, uint32_t tid)
 	return 0x2000000000000000ull | (uint64_t)k << 33 | tid;
 }
 
+/* One event of a thread's call on the thread's sequence (its track is the sequence's default). */
 static void event(struct writer *w, const struct rp_view *v, unsigned k, const struct tr_call *c, int type,
-                  int64_t ts)
+                  int64_t rel)
 {
 	const struct tr_trace *t = v->t;
 	struct pb *ev = &w->ev;
-	int stacked = 0;
 	ev->len = 0;
+	w->idata.len = 0;
 	pb_uint(ev, TE_TYPE, (uint64_t)type);
-	pb_uint(ev, TE_TRACK, thread_uuid(k, t->threads[c->thread].tid));
 	if (type != SLICE_END) {
-		pb_str(ev, TE_CATEGORY, rp_call_category(v, c->func));
-		pb_str(ev, TE_NAME, tr_func_name(t, c->func));
+		pb_uint(ev, TE_CATEGORY_IIDS, category_iid(w, rp_call_category(v, c->func)));
+		pb_uint(ev, TE_NAME_IID, event_name_iid(w, t, c->func));
 		size_t l = rp_describe_call(v, c, w->buf, sizeof(w->buf));
-		if (l) {
-			w->sub.len = 0;
-			pb_str(&w->sub, DA_NAME, "details");
-			pb_bytes(&w->sub, DA_STRING, w->buf, l);
-			pb_msg(ev, TE_ANNOT, &w->sub);
+		if (l)
+			annot_value(w, AN_DETAILS, w->buf, l);
+		/* the DATA values, unless the details show them already (a plain call's are its
+		 * details; an allocation's returned pointer is in them) */
+		const struct rp_finfo *fi = &v->fi[c->func];
+		if (fi->ioctl || (fi->kind != RP_KIND_PLAIN && fi->kind != RP_KIND_ALLOC)) {
+			l = tr_call_format_data(t, c, w->buf, sizeof(w->buf));
+			if (l)
+				annot_value(w, AN_DECODED, w->buf, l);
 		}
-		l = tr_call_format_data(t, c, w->buf, sizeof(w->buf));
-		if (l) {
-			w->sub.len = 0;
-			pb_str(&w->sub, DA_NAME, "decoded");
-			pb_bytes(&w->sub, DA_STRING, w->buf, l);
-			pb_msg(ev, TE_ANNOT, &w->sub);
-		}
-		if (tr_call_timed(c)) {
-			w->sub.len = 0;
-			pb_str(&w->sub, DA_NAME, "ret");
+		if (tr_call_timed(c) && (uint32_t)c->ret) { /* a CUresult is rax's low half */
+			annot_begin(w, AN_RET);
 			pb_uint(&w->sub, DA_UINT, c->ret);
 			pb_msg(ev, TE_ANNOT, &w->sub);
 		}
@@ -261,12 +530,15 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 			pb_fixed64(ev, TE_FLOW_IDS, rp_gpu_flow_id(k, fl[i]));
 		/* its stack: the callstack interned for this trace (interned_stacks) */
 		uint32_t ci = (uint32_t)(c - t->calls);
-		if (rp_call_frames(v, ci)) {
+		if (rp_call_frames(v, ci))
 			pb_uint(ev, TE_CALLSTACK_IID, w->stack_iid0 + t->call_stack_[ci] + 1);
-			stacked = 1;
-		}
 	}
-	emit_flags(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev, stacked ? SEQ_NEEDS_INCREMENTAL_STATE : 0);
+	pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+	seq_timestamp(w, out_ts(w, rel));
+	if (w->idata.len)
+		pb_msg(&w->pkt, PKT_INTERNED_DATA, &w->idata);
+	pb_msg(&w->pkt, PKT_TRACK_EVENT, ev);
+	pkt_end(w);
 }
 
 static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
@@ -279,7 +551,7 @@ static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
 	pb_str(p, PD_NAME, pname);
 	pb_uint(d, TD_UUID, process_uuid(k, t->pid));
 	pb_msg(d, TD_PROCESS, p);
-	emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+	emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
 	for (uint32_t i = 0; i < t->nthreads; i++) {
 		const struct tr_thread *th = &t->threads[i];
 		d->len = p->len = 0;
@@ -290,114 +562,102 @@ static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
 		pb_uint(d, TD_UUID, thread_uuid(k, th->tid));
 		pb_uint(d, TD_PARENT, process_uuid(k, t->pid));
 		pb_msg(d, TD_THREAD, p);
-		emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+		emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
 	}
 }
 
-/* One thread's selected calls (in start order) as nested slices: before a call begins, the open
- * calls that ended by then are closed, innermost first. */
+static int interned_stacks(struct writer *w, const struct rp_view *v);
+
+struct slice_ctx {
+	struct writer *w;
+	struct rp_view *v;
+	unsigned k;
+	uint32_t thread;
+	int stacked;               /* the thread has a selected call with a stack */
+	int started, failed;
+};
+
+static void slice_event(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns)
+{
+	struct slice_ctx *x = ctx;
+	const struct tr_trace *t = x->v->t;
+	int64_t rel = rp_rel(x->v, ns);
+	if (!x->started) { /* the thread's sequence starts with its first event */
+		x->started = 1;
+		seq_start(x->w, thread_uuid(x->k, t->threads[x->thread].tid), out_ts(x->w, rel));
+		if (x->stacked && interned_stacks(x->w, x->v))
+			x->failed = 1;
+	}
+	event(x->w, x->v, x->k, &t->calls[call],
+	      what == RP_SLICE_BEGIN ? SLICE_BEGIN : what == RP_SLICE_END ? SLICE_END : INSTANT, rel);
+}
+
+/* One thread's selected calls as nested slices (rp_thread_slices) on a sequence of its own; no
+ * sequence for a thread without a selected call. */
 static int thread_slices(struct writer *w, struct rp_view *v, unsigned k, uint32_t thread, const uint8_t *selected)
 {
-	struct tr_trace *t = v->t;
+	struct slice_ctx x = {.w = w, .v = v, .k = k, .thread = thread};
 	uint32_t n;
-	const uint32_t *calls = tr_thread_calls(t, thread, &n);
-	uint32_t *open = malloc(((size_t)n + 1) * sizeof(*open)), nopen = 0;
-	if (!open)
-		return -1;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct tr_call *c = &t->calls[calls[i]];
-		if (!selected[calls[i]])
-			continue;
-		while (nopen && t->calls[open[nopen - 1]].end_ns <= c->start_ns) {
-			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
-		}
-		if (!tr_call_timed(c)) {
-			event(w, v, k, c, INSTANT, rp_rel(v, c->start_ns));
-			continue;
-		}
-		/* a child that outlives its parent (corrupt times) would break the nesting: close the
-		 * open calls that end before it does */
-		while (nopen && t->calls[open[nopen - 1]].end_ns < c->end_ns) {
-			const struct tr_call *o = &t->calls[open[--nopen]];
-			event(w, v, k, o, SLICE_END, rp_rel(v, c->start_ns));
-		}
-		event(w, v, k, c, SLICE_BEGIN, rp_rel(v, c->start_ns));
-		open[nopen++] = calls[i];
-	}
-	while (nopen) {
-		const struct tr_call *o = &t->calls[open[--nopen]];
-		event(w, v, k, o, SLICE_END, rp_rel(v, o->end_ns));
-	}
-	free(open);
-	return 0;
+	const uint32_t *calls = tr_thread_calls(v->t, thread, &n);
+	for (uint32_t i = 0; i < n && v->stacks && !x.stacked; i++)
+		x.stacked = selected[calls[i]] && rp_call_frames(v, calls[i]);
+	return rp_thread_slices(v, thread, selected, slice_event, &x) || x.failed ? -1 : 0;
 }
 
-static uint64_t counter_uuid(unsigned k, uint32_t thread, uint32_t func)
+static uint64_t counter_uuid(unsigned k, uint32_t func)
 {
-	return 0x3000000000000000ull | (uint64_t)(k & 0xff) << 48 | (uint64_t)(thread & 0xffffff) << 24 |
-	       (func & 0xffffff);
+	return 0x3000000000000000ull | (uint64_t)(k & 0xffffff) << 32 | func;
 }
 
-static void counter_value(struct writer *w, uint64_t track, int64_t ts, uint64_t value)
+static void counter_value(struct writer *w, uint64_t track, int64_t rel, uint64_t value)
 {
 	struct pb *ev = &w->ev;
 	ev->len = 0;
 	pb_uint(ev, TE_TYPE, COUNTER);
 	pb_uint(ev, TE_TRACK, track);
 	pb_uint(ev, TE_COUNTER_VALUE, value > INT64_MAX ? INT64_MAX : value);
-	emit(w->f, &w->pkt, ts < 0 ? 0 : ts, PKT_TRACK_EVENT, ev);
+	emit_global(w, (int64_t)out_ts(w, rel), PKT_TRACK_EVENT, ev);
 }
 
-static int by_track(const void *a, const void *b, void *ctx)
-{
-	const struct tr_count *x = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)a];
-	const struct tr_count *y = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)b];
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->func != y->func)
-		return x->func < y->func ? -1 : 1;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
-}
+struct counter_ctx {
+	struct writer *w;
+	const struct rp_view *v;
+	unsigned k;
+	struct pb cd;              /* the CounterDescriptor of every counted-calls track */
+	uint32_t func;             /* the track described last */
+	int described;
+};
 
-/* The counted calls the options select, a counter track per (thread, function): its running
- * total at each time the agent's writer read the counters (every COUNTS entry). */
-static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
+static void counted_point(void *ctx, uint32_t func, int64_t rel, uint64_t total)
 {
-	const struct tr_trace *t = v->t;
-	if (!v->counted || !t->ncounts)
-		return 0;
-	uint32_t *idx = malloc((size_t)t->ncounts * sizeof(*idx)), n = 0;
-	if (!idx)
-		return -1;
-	for (uint32_t i = 0; i < t->ncounts; i++)
-		if (t->counts[i].calls && v->counted[t->counts[i].func] && rp_count_in_view(v, &t->counts[i]))
-			idx[n++] = i;
-	qsort_r(idx, n, sizeof(*idx), by_track, (void *)t);
-	int64_t start = v->o->has_range ? v->o->range_start_ns : rp_rel(v, v->t0);
-	struct pb empty = {0};
-	for (uint32_t i = 0; i < n;) {
-		const struct tr_count *c = &t->counts[idx[i]];
-		uint64_t track = counter_uuid(k, c->thread, c->func);
+	struct counter_ctx *x = ctx;
+	struct writer *w = x->w;
+	const struct tr_trace *t = x->v->t;
+	uint64_t track = counter_uuid(x->k, func);
+	if (!x->described || x->func != func) {
 		struct pb *d = &w->ev;
 		d->len = 0;
-		snprintf(w->buf, sizeof(w->buf), "%s (counted)", tr_func_name(t, c->func));
+		snprintf(w->buf, sizeof(w->buf), "%s (counted)", tr_func_name(t, func));
 		pb_uint(d, TD_UUID, track);
 		pb_str(d, TD_NAME, w->buf);
-		pb_uint(d, TD_PARENT, thread_uuid(k, t->threads[c->thread].tid));
-		pb_msg(d, TD_COUNTER, &empty);
-		emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
-		counter_value(w, track, start, 0);
-		uint64_t sum = 0;
-		for (; i < n && t->counts[idx[i]].thread == c->thread && t->counts[idx[i]].func == c->func; i++) {
-			sum = tr_sat_add_u64(sum, t->counts[idx[i]].calls);
-			counter_value(w, track, rp_rel(v, t->counts[idx[i]].ns), sum);
-		}
+		pb_uint(d, TD_PARENT, process_uuid(x->k, t->pid));
+		pb_msg(d, TD_COUNTER, &x->cd);
+		emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
+		x->described = 1;
+		x->func = func;
 	}
-	free(idx);
-	return 0;
+	counter_value(w, track, rel, total);
+}
+
+/* The counted calls the options select, a counter track per function under the process's track:
+ * the process's running total (rp_counted_series). */
+static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
+{
+	struct counter_ctx x = {.w = w, .v = v, .k = k};
+	pb_uint(&x.cd, CD_UNIT, CD_UNIT_COUNT);
+	int rc = rp_counted_series(v, counted_point, &x) || x.cd.oom ? -1 : 0;
+	free(x.cd.p);
+	return rc;
 }
 
 
@@ -445,7 +705,7 @@ static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out,
 	if (tab->s[h])
 		return tab->iid[h];
 	tab->s[h] = s;
-	tab->iid[h] = ++w->next_iid;
+	tab->iid[h] = ++w->s.next_iid;
 	tab->n++;
 	struct pb is = {0};
 	pb_uint(&is, IS_IID, tab->iid[h]);
@@ -472,11 +732,11 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 	struct strtab names = {0}, paths = {0}, sources = {0};
 	struct pb d = {0}, m = {0};
 	uint64_t *map_iid = calloc((size_t)t->nmaps + 1, sizeof(*map_iid));
-	uint64_t frame_iid0 = w->next_iid;
+	uint64_t frame_iid0 = w->s.next_iid;
 	int rc = -1;
 	if (!map_iid)
 		goto done;
-	w->next_iid += s->nframes;
+	w->s.next_iid += s->nframes;
 	for (uint32_t i = 0; i < s->nframes; i++) {
 		const struct rp_frame *fr = &s->frames[i];
 		uint64_t mapping = 0;
@@ -486,13 +746,13 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 				uint64_t path = intern_str(w, &paths, &d, ID_MAPPING_PATHS, mp->path, strlen(mp->path)), build = 0;
 				if (mp->build_id_len) { /* the raw bytes, one per mapping (not shared: few) */
 					struct pb is = {0};
-					build = ++w->next_iid;
+					build = ++w->s.next_iid;
 					pb_uint(&is, IS_IID, build);
 					pb_bytes(&is, IS_STR, mp->build_id, mp->build_id_len);
 					pb_msg(&d, ID_BUILD_IDS, &is);
 					free(is.p);
 				}
-				map_iid[fr->map] = ++w->next_iid;
+				map_iid[fr->map] = ++w->s.next_iid;
 				m.len = 0;
 				pb_uint(&m, MAP_IID, map_iid[fr->map]);
 				if (build)
@@ -525,19 +785,19 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 		                     : fr->kind == RP_FRAME_ANON ? FR_KIND_JIT : FR_KIND_NATIVE);
 		pb_msg(&d, ID_FRAMES, &m);
 	}
-	w->stack_iid0 = w->next_iid;
-	w->next_iid += t->nstacks;
+	w->stack_iid0 = w->s.next_iid;
+	w->s.next_iid += t->nstacks;
 	for (uint32_t i = 0; i < t->nstacks; i++) {
 		const struct rp_stack_frames *sf = &s->stacks[i];
 		m.len = 0;
-		pb_uint(&m, CS_IID, w->stack_iid0 + i + 1);
+		pb_uint(&m, CSK_IID, w->stack_iid0 + i + 1);
 		for (uint32_t k = 0; k < sf->n; k++)
-			pb_uint(&m, CS_FRAME_IDS, frame_iid0 + sf->first + k + 1);
+			pb_uint(&m, CSK_FRAME_IDS, frame_iid0 + sf->first + k + 1);
 		pb_msg(&d, ID_CALLSTACKS, &m);
 	}
-	emit_flags(w->f, &w->pkt, -1, PKT_INTERNED_DATA, &d,
-	           w->interned ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
-	w->interned = 1;
+	pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+	pb_msg(&w->pkt, PKT_INTERNED_DATA, &d);
+	pkt_end(w);
 	rc = d.oom || m.oom ? -1 : 0;
 done:
 	free(map_iid);
@@ -601,11 +861,11 @@ static void gpu_slice(struct writer *w, const struct rp_view *v, unsigned k, uin
 	}
 	if (flow)
 		pb_fixed64(ev, TE_TERMINATING_FLOW_IDS, rp_gpu_flow_id(k, wi));
-	emit(w->f, &w->pkt, start < 0 ? 0 : start, PKT_TRACK_EVENT, ev);
+	emit_global(w, (int64_t)out_ts(w, start), PKT_TRACK_EVENT, ev);
 	ev->len = 0;
 	pb_uint(ev, TE_TYPE, SLICE_END);
 	pb_uint(ev, TE_TRACK, track);
-	emit(w->f, &w->pkt, end < 0 ? 0 : end, PKT_TRACK_EVENT, ev);
+	emit_global(w, (int64_t)out_ts(w, end), PKT_TRACK_EVENT, ev);
 }
 
 static void gpu_descriptor(struct writer *w, uint64_t uuid, uint64_t parent, const char *name)
@@ -615,7 +875,7 @@ static void gpu_descriptor(struct writer *w, uint64_t uuid, uint64_t parent, con
 	pb_uint(d, TD_UUID, uuid);
 	pb_str(d, TD_NAME, name);
 	pb_uint(d, TD_PARENT, parent);
-	emit(w->f, &w->pkt, -1, PKT_TRACK_DESCRIPTOR, d);
+	emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
 }
 
 /* A track per device under the process, a track per stream lane under it, a slice per piece of
@@ -650,14 +910,20 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	struct writer w;
 	memset(&w, 0, sizeof(w));
 	w.f = f;
+	w.next_seq = SEQ_GLOBAL;
+	w.anchor = n ? views[0].base : 0;
 	int rc = 0;
+	if (n)
+		clock_snapshot(&w, &views[0]);
 	for (unsigned k = 0; k < n && !rc; k++) {
 		struct rp_view *v = &views[k];
 		descriptors(&w, v, k);
-		if (v->stacks && (rc = interned_stacks(&w, v)) != 0)
-			break;
 		uint8_t *selected = calloc((size_t)v->t->ncalls + 1, 1);
-		if (!selected) {
+		free(w.s.name_iid);
+		w.s.nfuncs = v->t->nfuncs;
+		w.s.name_iid = calloc((size_t)w.s.nfuncs + 1, sizeof(*w.s.name_iid));
+		if (!selected || !w.s.name_iid) {
+			free(selected);
 			rc = -1;
 			break;
 		}
@@ -671,9 +937,15 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 		if (!rc && v->gpu)
 			rc = gpu_tracks(&w, v, k);
 	}
-	int oom = w.pkt.oom || w.ev.oom || w.sub.oom;
+	int oom = w.pkt.oom || w.ev.oom || w.sub.oom || w.idata.oom || w.ient.oom;
+	values_clear(&w.s);
+	free(w.s.values);
+	free(w.s.used);
+	free(w.s.name_iid);
 	free(w.pkt.p);
 	free(w.ev.p);
 	free(w.sub.p);
+	free(w.idata.p);
+	free(w.ient.p);
 	return rc || oom || ferror(f) ? -1 : 0;
 }

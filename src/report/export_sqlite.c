@@ -279,11 +279,9 @@ static int put_calls(struct db *d, const struct rp_view *v)
 			b_int(s, &c, d->call_base + cl->parent + 1);
 		else
 			b_null(s, &c);
-		const struct rp_finfo *fi = &v->fi[cl->func];
 		const char *kname = NULL;
 		uint16_t klen = 0;
-		if (fi->kind == RP_KIND_LAUNCH && fi->l.func_arg >= 0 &&
-		    !rp_kernel_name(v, tr_call_arg(cl, (unsigned)fi->l.func_arg), &kname, &klen))
+		if (!rp_call_kernel(v, cl, &kname, &klen))
 			kname = NULL;
 		b_text(s, &c, kname, klen);
 		for (unsigned a = 0; a < 6 + CUHOOK_MAX_STACK_ARGS; a++) {

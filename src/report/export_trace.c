@@ -1,5 +1,7 @@
 /* Call-by-call exports: jsonl (one JSON object per call), chrome (Chrome trace event JSON, one
- * track per thread, for chrome://tracing and ui.perfetto.dev; with GPU records a process per
+ * track per thread, for chrome://tracing, ui.perfetto.dev and speedscope: a call is a begin and an
+ * end event, its args on the end, so that its name is all that opens a frame; counted calls are
+ * counter events; "otherData" gives ts 0 in realtime; with GPU records a process per
  * device, a track per stream and a flow from each call to the GPU work it submitted; a stacked
  * call's "sf" names its stack in "stackFrames") and folded
  * (stack;stack value lines for flame graph tools). The native Perfetto protobuf is in
@@ -18,7 +20,8 @@
 /* {"pid":4242,"tid":1000,"thread":"main","id":5,"parent":null,"func":"cuModuleGetFunction",
  *  "category":"module","start_ns":801000,"end_ns":802000,"dur_ns":1000,"depth":0,"ret":"0x0",
  *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
- * Times from the trace start (the earliest start with several files); end_ns, dur_ns and ret are
+ * Times from the trace start (the earliest start with several files), start_realtime_ns the start
+ * in CLOCK_REALTIME ns since the epoch (null without a realtime pair); end_ns, dur_ns and ret are
  * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
  * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
@@ -43,6 +46,11 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 			rp_json_str(f, name, strlen(name));
 			fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_call_category(v, c->func),
 			        (long long)rp_rel(v, c->start_ns));
+			int64_t rt;
+			if (rp_realtime(v, c->start_ns, &rt))
+				fprintf(f, "\"start_realtime_ns\":%lld,", (long long)rt);
+			else
+				fprintf(f, "\"start_realtime_ns\":null,");
 			if (tr_call_timed(c))
 				fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)rp_rel(v, c->end_ns),
 				        (long long)tr_call_dur(c), c->depth, (unsigned long long)c->ret);
@@ -165,9 +173,108 @@ static void chrome_stack_frames(FILE *f, struct rp_view *views, unsigned n)
 		fprintf(f, "\n}");
 }
 
+/* The calls of one thread, for rp_thread_slices: a begin event ("B") with the function's name
+ * and category and nothing that changes from call to call, and an end event ("E") carrying the
+ * call's args (the trace viewers merge an end's args into its slice): speedscope, which keys a
+ * frame on the name and the args of the event that opens it, then shows one frame per function
+ * and not one per distinct argument. A call without an EXIT is an instant ("i") with its args. */
+struct chrome_ctx {
+	FILE *f;
+	const struct rp_view *v;
+	unsigned k;
+	char buf[1024];
+};
+
+static void chrome_args(struct chrome_ctx *x, const struct tr_call *c)
+{
+	FILE *f = x->f;
+	const struct tr_trace *t = x->v->t;
+	fprintf(f, ",\"args\":{\"details\":");
+	size_t l = rp_describe_call(x->v, c, x->buf, sizeof(x->buf));
+	rp_json_str(f, x->buf, l);
+	l = tr_call_format_data(t, c, x->buf, sizeof(x->buf));
+	if (l) {
+		fprintf(f, ",\"decoded\":");
+		rp_json_str(f, x->buf, l);
+	}
+	if (tr_call_timed(c))
+		fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
+	fprintf(f, "}");
+}
+
+static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64_t ns)
+{
+	struct chrome_ctx *x = ctx;
+	FILE *f = x->f;
+	const struct rp_view *v = x->v;
+	const struct tr_trace *t = v->t;
+	const struct tr_call *c = &t->calls[ci];
+	const char *name = tr_func_name(t, c->func);
+	uint32_t tid = t->threads[c->thread].tid;
+	/* a call of no duration is one complete event: the viewers order an end before a begin of
+	 * the same time (trace_processor does), which would end it before it began */
+	int zero = tr_call_timed(c) && tr_call_dur(c) == 0;
+	if (zero && what == RP_SLICE_END)
+		return;
+	fprintf(f, ",\n{\"name\":");
+	rp_json_str(f, name, strlen(name));
+	if (what != RP_SLICE_END)
+		fprintf(f, ",\"cat\":\"%s\"", rp_call_category(v, c->func));
+	fprintf(f, ",\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":",
+	        zero ? "X" : what == RP_SLICE_BEGIN ? "B" : what == RP_SLICE_END ? "E" : "i", t->pid, tid);
+	us(f, rp_rel(v, ns));
+	if (zero)
+		fprintf(f, ",\"dur\":0.000");
+	if (what == RP_SLICE_INSTANT)
+		fprintf(f, ",\"s\":\"t\"");
+	if (what != RP_SLICE_BEGIN || zero)
+		chrome_args(x, c);
+	const struct rp_stack_frames *sf = what != RP_SLICE_END ? rp_call_frames(v, ci) : NULL;
+	if (sf && sf->n) /* its innermost frame in "stackFrames" */
+		fprintf(f, ",\"sf\":\"%u.%u\"", x->k, sf->first + sf->n - 1);
+	fprintf(f, "}");
+	if (what == RP_SLICE_END)
+		return;
+	/* flows to the GPU work the call submitted: they start in the call's slice */
+	uint32_t nfl;
+	const uint32_t *fl = rp_gpu_call_flows(v, ci, &nfl);
+	for (uint32_t j = 0; j < nfl; j++) {
+		fprintf(f, ",\n{\"ph\":\"s\",\"id\":%llu," CHROME_FLOW ",\"pid\":%u,\"tid\":%u,\"ts\":",
+		        (unsigned long long)rp_gpu_flow_id(x->k, fl[j]), t->pid, tid);
+		us(f, rp_rel(v, c->start_ns));
+		fprintf(f, "}");
+	}
+}
+
+/* Counted calls: a counter event ("C") per point of rp_counted_series, named "NAME (counted)",
+ * on the process; its "calls" the process's running total. */
+static void chrome_counted(void *ctx, uint32_t func, int64_t rel, uint64_t total)
+{
+	struct chrome_ctx *x = ctx;
+	const char *name = tr_func_name(x->v->t, func);
+	fprintf(x->f, ",\n{\"name\":");
+	snprintf(x->buf, sizeof(x->buf), "%s (counted)", name);
+	rp_json_str(x->f, x->buf, strlen(x->buf));
+	fprintf(x->f, ",\"cat\":\"counted\",\"ph\":\"C\",\"pid\":%u,\"tid\":0,\"ts\":", x->v->t->pid);
+	us(x->f, rel);
+	fprintf(x->f, ",\"args\":{\"calls\":%llu}}", (unsigned long long)total);
+}
+
+/* "otherData": what ts 0 is in absolute time: the first file's CLOCK_MONOTONIC at the start of
+ * the time axis and, when the trace has a realtime pair, CLOCK_REALTIME (ns since the epoch),
+ * as strings (JSON readers hold numbers as doubles, exact to 2^53 only). */
+static void chrome_origin(FILE *f, const struct rp_view *v0)
+{
+	int64_t rt;
+	fprintf(f, ",\"otherData\":{\"ts_origin_monotonic_ns\":\"%lld\"", (long long)v0->base);
+	if (rp_realtime(v0, v0->base, &rt))
+		fprintf(f, ",\"ts_origin_realtime_ns\":\"%lld\"", (long long)rt);
+	fprintf(f, "}");
+}
+
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
-	char buf[1024];
+	struct chrome_ctx x = {.f = f};
 	int first = 1;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
 	for (unsigned k = 0; k < n; k++) {
@@ -189,51 +296,26 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 				fprintf(f, "\"%u\"", th->tid);
 			fprintf(f, "}}");
 		}
-		for (uint32_t i = 0; i < v->nxsel; i++) {
-			const struct tr_call *c = &t->calls[v->xsel[i]];
-			const char *name = tr_func_name(t, c->func);
-			fprintf(f, ",\n{\"name\":");
-			rp_json_str(f, name, strlen(name));
-			fprintf(f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", rp_call_category(v, c->func), t->pid,
-			        t->threads[c->thread].tid);
-			us(f, rp_rel(v, c->start_ns));
-			if (tr_call_timed(c)) {
-				fprintf(f, ",\"ph\":\"X\",\"dur\":");
-				us(f, tr_call_dur(c));
-			} else {
-				fprintf(f, ",\"ph\":\"i\",\"s\":\"t\"");
-			}
-			fprintf(f, ",\"args\":{");
-			size_t l = rp_describe_call(v, c, buf, sizeof(buf));
-			fprintf(f, "\"details\":");
-			rp_json_str(f, buf, l);
-			l = tr_call_format_data(t, c, buf, sizeof(buf));
-			if (l) {
-				fprintf(f, ",\"decoded\":");
-				rp_json_str(f, buf, l);
-			}
-			if (tr_call_timed(c))
-				fprintf(f, ",\"ret\":%llu", (unsigned long long)c->ret);
-			fprintf(f, "}");
-			const struct rp_stack_frames *sf = rp_call_frames(v, v->xsel[i]);
-			if (sf && sf->n) /* its innermost frame in "stackFrames" */
-				fprintf(f, ",\"sf\":\"%u.%u\"", k, sf->first + sf->n - 1);
-			fprintf(f, "}");
-			/* flows to the GPU work the call submitted: they start in the call's slice */
-			uint32_t nfl;
-			const uint32_t *fl = rp_gpu_call_flows(v, v->xsel[i], &nfl);
-			for (uint32_t j = 0; j < nfl; j++) {
-				fprintf(f, ",\n{\"ph\":\"s\",\"id\":%llu," CHROME_FLOW ",\"pid\":%u,\"tid\":%u,\"ts\":",
-				        (unsigned long long)rp_gpu_flow_id(k, fl[j]), t->pid, t->threads[c->thread].tid);
-				us(f, rp_rel(v, c->start_ns));
-				fprintf(f, "}");
-			}
-		}
-		if (v->gpu && chrome_gpu(f, v, k, buf, sizeof(buf)))
+		uint8_t *selected = calloc((size_t)t->ncalls + 1, 1);
+		if (!selected)
+			return -1;
+		for (uint32_t i = 0; i < v->nxsel; i++)
+			selected[v->xsel[i]] = 1;
+		x.v = v;
+		x.k = k;
+		int rc = 0;
+		for (uint32_t th = 0; th < t->nthreads && !rc; th++)
+			rc = rp_thread_slices(v, th, selected, chrome_slice, &x);
+		free(selected);
+		if (rc || rp_counted_series(v, chrome_counted, &x))
+			return -1;
+		if (v->gpu && chrome_gpu(f, v, k, x.buf, sizeof(x.buf)))
 			return -1;
 	}
 	fprintf(f, "\n]");
 	chrome_stack_frames(f, views, n);
+	if (n)
+		chrome_origin(f, &views[0]);
 	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
 }

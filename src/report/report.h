@@ -144,6 +144,14 @@ static inline int rp_merged(const struct rp_view *views, unsigned n)
 {
 	return n > 1 && !views[0].o->separate;
 }
+/* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
+static inline int64_t rp_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 /* An absolute time (ns) on the common axis: ns - base, saturating (hostile files). */
 static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 {
@@ -151,6 +159,16 @@ static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 	if (__builtin_sub_overflow(ns, v->base, &r))
 		return ns > 0 ? INT64_MAX : INT64_MIN;
 	return r;
+}
+/* CLOCK_REALTIME of an absolute time of v's trace (ns since the epoch, saturating): 1 with *rt
+ * set, 0 when the trace has no plausible realtime pair (tr_trace.has_realtime). The exports' way
+ * to absolute time: overlaying them on nsys, Kineto or perf traces of the same run. */
+static inline int rp_realtime(const struct rp_view *v, int64_t ns, int64_t *rt)
+{
+	if (!v->t->has_realtime)
+		return 0;
+	*rt = rp_sat_add(ns, v->t->realtime_offset_ns);
+	return 1;
 }
 void rp_view_free(struct rp_view *v);
 /* Whether the options select a COUNTS entry by its thread and, with --time-range, the time the
@@ -160,6 +178,24 @@ int rp_count_in_view(const struct rp_view *v, const struct tr_count *c);
 int rp_thread_selected(const struct rp_view *v, uint32_t thread);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
+/* The kernel a launch call launched, as the trace names its handle (cuModuleGetFunction & co):
+ * 1 with name and len set, 0 for a call that is not a launch or whose kernel is not named. */
+int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char **name, uint16_t *len);
+/* The call-by-call exports' slices of one thread (chrome, perfetto): its selected calls (selected[]
+ * per call index), in start order, as properly nested begin and end events: before a call
+ * begins, the open calls that ended by then end, innermost first; a call that would outlive its
+ * caller (corrupt times) ends its caller at its start; a call without an EXIT is an instant.
+ * fn gets each event with its absolute time. 0, or -1 when out of memory. */
+enum rp_slice_event { RP_SLICE_BEGIN, RP_SLICE_END, RP_SLICE_INSTANT };
+int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *selected,
+                     void (*fn)(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns), void *ctx);
+/* The counted calls the options select as counters: per function (in id order), the process's
+ * running total at each time the agent's writer read the counters (the COUNTS entries of one time
+ * and function add up to one point), after a first point of 0 at the trace's start on the common
+ * axis (or the --time-range start). fn gets the function, the time (common axis) and the total.
+ * 0, or -1 when out of memory. */
+int rp_counted_series(const struct rp_view *v, void (*fn)(void *ctx, uint32_t func, int64_t rel, uint64_t total),
+                      void *ctx);
 /* The category name of a function for the exports: rp_cat_names[], or "ioctl". */
 const char *rp_call_category(const struct rp_view *v, uint32_t func);
 /* "pid 1234", or "rank 1 (pid 1234)" when the trace says its rank in a job. */
@@ -689,15 +725,6 @@ int rp_parse_time(const char *s, int64_t *ns);
 const char *rp_safe(const char *s);
 /* FNV-1a of a NUL-terminated string: the exports' hash tables of names. */
 uint64_t rp_str_hash(const char *s);
-
-/* Sums of durations saturate instead of overflowing (only a hostile file gets there). */
-static inline int64_t rp_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* Runs the report on the trace files: returns the process exit status. */
 int rp_main(const struct rp_opts *o, char **files, int nfiles);

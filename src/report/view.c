@@ -72,6 +72,13 @@ int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, 
 	return 0;
 }
 
+int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char **name, uint16_t *len)
+{
+	const struct rp_finfo *fi = &v->fi[c->func];
+	return fi->kind == RP_KIND_LAUNCH && fi->l.func_arg >= 0 &&
+	       rp_kernel_name(v, tr_call_arg(c, (unsigned)fi->l.func_arg), name, len);
+}
+
 static uint8_t namer_of(const char *name)
 {
 	char base[128];
@@ -473,4 +480,80 @@ void rp_view_free(struct rp_view *v)
 	rp_memory_free(v->memory);
 	rp_streams_free(v->streams);
 	memset(v, 0, sizeof(*v));
+}
+
+int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *selected,
+                     void (*fn)(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns), void *ctx)
+{
+	const struct tr_trace *t = v->t;
+	uint32_t n;
+	const uint32_t *calls = tr_thread_calls((struct tr_trace *)t, thread, &n); /* its index is built on first use */
+	uint32_t *open = malloc(((size_t)n + 1) * sizeof(*open)), nopen = 0;
+	if (!open)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tr_call *c = &t->calls[calls[i]];
+		if (!selected[calls[i]])
+			continue;
+		while (nopen && t->calls[open[nopen - 1]].end_ns <= c->start_ns) {
+			nopen--;
+			fn(ctx, open[nopen], RP_SLICE_END, t->calls[open[nopen]].end_ns);
+		}
+		if (!tr_call_timed(c)) {
+			fn(ctx, calls[i], RP_SLICE_INSTANT, c->start_ns);
+			continue;
+		}
+		/* a child that outlives its parent (corrupt times) would break the nesting: close the
+		 * open calls that end before it does */
+		while (nopen && t->calls[open[nopen - 1]].end_ns < c->end_ns)
+			fn(ctx, open[--nopen], RP_SLICE_END, c->start_ns);
+		fn(ctx, calls[i], RP_SLICE_BEGIN, c->start_ns);
+		open[nopen++] = calls[i];
+	}
+	while (nopen) {
+		nopen--;
+		fn(ctx, open[nopen], RP_SLICE_END, t->calls[open[nopen]].end_ns);
+	}
+	free(open);
+	return 0;
+}
+
+static int by_func_time(const void *a, const void *b, void *ctx)
+{
+	const struct tr_count *x = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)a];
+	const struct tr_count *y = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)b];
+	if (x->func != y->func)
+		return x->func < y->func ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+int rp_counted_series(const struct rp_view *v, void (*fn)(void *ctx, uint32_t func, int64_t rel, uint64_t total),
+                      void *ctx)
+{
+	const struct tr_trace *t = v->t;
+	if (!v->counted || !t->ncounts)
+		return 0;
+	uint32_t *idx = malloc((size_t)t->ncounts * sizeof(*idx)), n = 0;
+	if (!idx)
+		return -1;
+	for (uint32_t i = 0; i < t->ncounts; i++)
+		if (t->counts[i].calls && v->counted[t->counts[i].func] && rp_count_in_view(v, &t->counts[i]))
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), by_func_time, (void *)t);
+	int64_t start = v->o->has_range ? v->o->range_start_ns : rp_rel(v, v->t0);
+	for (uint32_t i = 0; i < n;) {
+		uint32_t func = t->counts[idx[i]].func;
+		uint64_t sum = 0;
+		fn(ctx, func, start, 0);
+		while (i < n && t->counts[idx[i]].func == func) {
+			int64_t ns = t->counts[idx[i]].ns;
+			for (; i < n && t->counts[idx[i]].func == func && t->counts[idx[i]].ns == ns; i++)
+				sum = tr_sat_add_u64(sum, t->counts[idx[i]].calls);
+			fn(ctx, func, rp_rel(v, ns), sum);
+		}
+	}
+	free(idx);
+	return 0;
 }

@@ -2,10 +2,12 @@
  * from src/format/trace_format.h (no agent involved), and optionally what a correct reader must
  * find in them (--expect FILE, JSON), computed here from what was written.
  *
- *   gen_trace basic OUT [--tsc] [--one-clock] [--no-end] [--expect FILE]
+ *   gen_trace basic OUT [--tsc] [--one-clock] [--no-end] [--unfinished] [--zero-call] [--expect FILE]
  *                       [--pid N] [--mono-offset NS] [--real-offset NS]
  *       two threads, nested calls, an entry-only call, DATA records, a DROP, refused
- *       functions, known pipeline stages (see the timeline in scenario_basic())
+ *       functions, known pipeline stages (see the timeline in scenario_basic()); --unfinished:
+ *       the last call (cuCtxDestroy_v2) has no EXIT, as when the program is killed inside it;
+ *       --zero-call: cuDeviceGet returns in the nanosecond it was called
  *   gen_trace big OUT [--calls N] [--threads T] [--tsc]
  *       N calls (default 1000000) over T threads, for the speed test and the fuzzer's seeds
  *   gen_trace kernels OUT
@@ -96,6 +98,8 @@ static uint64_t START_NS = 5000000000ull;  /* monotonic time at the trace start 
 static uint64_t START_TSC = 1000000ull;    /* tsc at the trace start (--tsc-start); 2 ticks per ns */
 static uint64_t START_REAL = 1700000000000000000ull;
 static uint32_t pid_override;
+static int unfinished; /* --unfinished: scenario_basic's last call never returns */
+static int zero_call;  /* --zero-call: scenario_basic's cuDeviceGet takes 0 ns */
 
 static uint64_t stamp(uint64_t rel_ns)
 {
@@ -824,7 +828,7 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 	exit_rec(&m, F_VERSION, 102500, 0);
 	data_rec(&m, F_VERSION, NAME(F_VERSION), 1, 1, (uint64_t[]){12040}, NULL);
 	exp_calls[F_VERSION]++, exp_timed[F_VERSION]++, exp_total[F_VERSION] += 500;
-	call(&m, F_DEVGET, 103000, 300, (uint64_t[6]){0x7ffc0010, 0}, 0, NULL, 0);
+	call(&m, F_DEVGET, 103000, zero_call ? 0 : 300, (uint64_t[6]){0x7ffc0010, 0}, 0, NULL, 0);
 	entry(&m, F_CTXCREATE, 104000, (uint64_t[6]){0x7ffc0020, 0, 0}, 0, NULL, 0);
 	exit_rec(&m, F_CTXCREATE, 204000, 0);
 	data_rec(&m, F_CTXCREATE, NAME(F_CTXCREATE), 1, 1, (uint64_t[]){0xc0ffee}, NULL);
@@ -885,7 +889,10 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 	for (uint64_t i = 0; i < 3; i++)
 		call(&m, F_FREE, 3000000 + i * 10000, 3000, (uint64_t[6]){0x7f0000000000ull + i * MiB}, 0, NULL, 0);
 	call(&m, F_MODUNLOAD, 3100000, 4000, (uint64_t[6]){0x1000}, 0, NULL, 0);
-	call(&m, F_CTXDESTROY, 3200000, 50000, (uint64_t[6]){0xc0ffee}, 0, NULL, 0);
+	if (unfinished)
+		entry(&m, F_CTXDESTROY, 3200000, (uint64_t[6]){0xc0ffee}, 0, NULL, 0);
+	else
+		call(&m, F_CTXDESTROY, 3200000, 50000, (uint64_t[6]){0xc0ffee}, 0, NULL, 0);
 	flush(&m);
 	if (!no_end) {
 		clock_block(4000000);
@@ -1606,6 +1613,10 @@ int main(int argc, char **argv)
 			use_tsc = 1;
 		else if (!strcmp(argv[i], "--one-clock"))
 			one_clock = 1;
+		else if (!strcmp(argv[i], "--zero-call"))
+			zero_call = 1;
+		else if (!strcmp(argv[i], "--unfinished"))
+			unfinished = 1;
 		else if (!strcmp(argv[i], "--no-end"))
 			no_end = 1;
 		else if (!strcmp(argv[i], "--expect") && i + 1 < argc)

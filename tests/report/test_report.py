@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+import perfetto_decode
+
 A = None          # parsed arguments
 TMP = None        # scratch directory
 
@@ -95,10 +97,11 @@ def report_csv(path, *opts):
     out, _ = run(["report", "--format", "csv", *opts, path])
     lines = out.splitlines()
     eq(lines[0], "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "CSV header")
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+       "CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     for r in rows:
-        eq(len(r), 20, f"CSV columns in {r}")
+        eq(len(r), 24, f"CSV columns in {r}")
     return rows
 
 
@@ -218,12 +221,12 @@ def test_csv():
     eq(len(rows), exp["csv_rows"], "CSV rows vs generator")
     starts = [int(r[2]) for r in rows]
     eq(starts, sorted(starts), "rows in start order")
-    eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""],
-       "cuInit row")
+    eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""] +
+       ["init", "main", "", "1700000000000001000"], "cuInit row")
     l0 = [r for r in rows if r[1] == "cuLaunchKernel"][0]
     eq(l0, ["1000", "cuLaunchKernel", "1200000", "1205000", "5000", "0", "0x0",
-            "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", ""],
-       "cuLaunchKernel row (stack args)")
+            "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", "",
+            "launch", "main", "vecAdd", "1700000000001200000"], "cuLaunchKernel row (stack args)")
     gf = [r for r in rows if r[1] == "cuModuleGetFunction"][0]
     eq(gf[19], "name=vecAdd;function=0xf00d", "decoded cuModuleGetFunction")
     eq([r[19] for r in rows if r[1] == "cuMemAlloc_v2"],
@@ -243,6 +246,41 @@ def test_csv():
     eq(o, "", "stdout with -o")
     with open(out) as f:
         eq(len(f.read().splitlines()), 28, "rows in the -o file")
+
+
+def test_csv_columns():
+    """The CSV's category, thread, kernel and start_realtime_ns columns; integer columns hold
+    integers or nothing, also for calls without an EXIT (an entry-only call, calls a cut trace
+    left unfinished): never a float such as 12.0, which a reader takes a whole column to be."""
+    import csv
+    import io
+    path = gen("basic")
+    j, _ = report_json(path)
+    cats = {f["name"]: f["category"] for f in j["functions"]}
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", path])[0])))
+    eq(len(rows), 27, "rows")
+    eq([r["category"] for r in rows], [cats[r["func"]] for r in rows], "category: the function's, as json's")
+    eq({(r["tid"], r["thread"]) for r in rows}, {("1000", "main"), ("1001", "worker")}, "thread names")
+    eq([(r["func"], r["kernel"]) for r in rows if r["kernel"]], [("cuLaunchKernel", "vecAdd")] * 4,
+       "kernel: the launches' kernel name")
+    eq([int(r["start_realtime_ns"]) - int(r["start_ns"]) for r in rows], [1700000000000000000] * 27,
+       "start_realtime_ns: the header's realtime at the start plus start_ns")
+    # a trace whose last call never returned (the program killed in it), besides the entry-only call
+    unf = gen("unfinished", "basic", "--no-end", "--unfinished")
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", unf])[0])))
+    jl = [json.loads(ln) for ln in run(["report", "--format", "jsonl", unf])[0].splitlines()]
+    eq(len(rows), len(jl), "rows of the unfinished trace")
+    eq([(r["func"], r["end_ns"], r["dur_ns"], r["ret"]) for r in rows if r["end_ns"] == ""],
+       [("cuStreamSynchronize", "", "", ""), ("cuCtxDestroy_v2", "", "", "")], "the calls without an EXIT")
+    for r, x in zip(rows, jl):
+        for c in ["tid", "start_ns", "end_ns", "dur_ns", "depth", "start_realtime_ns"]:
+            check(re.fullmatch(r"-?[0-9]+", r[c]) or (r[c] == "" and c in ("end_ns", "dur_ns")),
+                  f"{c} = {r[c]!r}: an integer or nothing, in {r}")
+        check(re.fullmatch(r"0x[0-9a-f]+|", r["ret"]), f"ret {r['ret']!r}")
+        eq(r["end_ns"] == "", x["end_ns"] is None, "no end exactly for the calls without an EXIT")
+    eq([int(r["dur_ns"]) for r in rows if r["dur_ns"]], [x["dur_ns"] for x in jl if x["dur_ns"] is not None],
+       "durations, integers as jsonl's")
+
 
 
 # cuda.h's parameter counts of the basic scenario's functions (gen_trace --agent-regs).
@@ -442,55 +480,75 @@ def test_hostile_names():
 
 def parse_protobuf(buf):
     """Fields of a protobuf message: list of (field number, wire type, value)."""
-    i, out = 0, []
+    try:
+        return perfetto_decode.parse(buf)
+    except perfetto_decode.DecodeError as e:
+        raise Fail(str(e))
 
-    def varint():
-        nonlocal i
-        v, s = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            v |= (b & 0x7f) << s
-            s += 7
-            if not b & 0x80:
-                return v
-    while i < len(buf):
-        key = varint()
-        fn, wt = key >> 3, key & 7
-        if wt == 0:
-            out.append((fn, wt, varint()))
-        elif wt == 2:
-            n = varint()
-            out.append((fn, wt, buf[i:i + n]))
-            i += n
-        elif wt == 1:
-            out.append((fn, wt, buf[i:i + 8]))
-            i += 8
-        elif wt == 5:
-            out.append((fn, wt, buf[i:i + 4]))
-            i += 4
-        else:
-            raise Fail(f"bad wire type {wt}")
-    check(i == len(buf), "protobuf runs past its end")
-    return out
+
+def perfetto_trace(*args):
+    """`cuhook report --format perfetto` of args (options and trace files), decoded with its sequences' state resolved
+    (perfetto_decode.Trace); fails on anything the decoder could not resolve."""
+    pf = os.path.join(TMP, "out.pftrace")  # replaced at each call
+    run(["report", "--format", "perfetto", "--force", "-o", pf, *args])
+    try:
+        tr = perfetto_decode.load(pf)
+    except perfetto_decode.DecodeError as e:
+        raise Fail(f"{pf}: {e}")
+    eq(tr.errors, [], "what the Perfetto trace names but does not define")
+    return tr
 
 
 def test_exports():
     path = gen("basic")
-    # Chrome trace: one complete event per timed call, an instant for the entry-only one, thread names
+    # Chrome trace: a begin and an end event per timed call, an instant for the entry-only one
     out, _ = run(["report", "--format", "chrome", path])
     j = json.loads(out)
     ev = j["traceEvents"]
-    xs = [e for e in ev if e["ph"] == "X"]
-    eq(len(xs), 26, "chrome X events")
+    eq(len([e for e in ev if e["ph"] == "B"]), 26, "chrome begin events")
+    eq(len([e for e in ev if e["ph"] == "E"]), 26, "chrome end events")
     eq(len([e for e in ev if e["ph"] == "i"]), 1, "chrome instant events")
     eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"),
        ["main", "worker"], "chrome thread names")
-    sync = [e for e in xs if e["name"] == "cuCtxSynchronize"][0]
-    eq((sync["ts"], sync["dur"], sync["pid"], sync["tid"], sync["cat"]), (1700.0, 1000.0, 4242, 1000, "sync"),
-       "chrome event")
-    launch = [e for e in xs if e["name"] == "cuLaunchKernel"][0]
+    sync = [e for e in ev if e.get("name") == "cuCtxSynchronize"]
+    eq([(e["ph"], e["ts"], e["pid"], e["tid"], e.get("cat")) for e in sync],
+       [("B", 1700.0, 4242, 1000, "sync"), ("E", 2700.0, 4242, 1000, None)], "chrome events of a call")
+    launch = [e for e in ev if e.get("name") == "cuLaunchKernel" and e["ph"] == "E"][0]
     eq(launch["args"]["details"], "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0", "chrome args")
+    # the begin events, which open the frames, differ from call to call in time only: speedscope
+    # keys a frame on an event's name and its args, and gets one per function
+    keys = {(e["name"], json.dumps(e.get("args"))) for e in ev if e["ph"] == "B"}
+    eq(len(keys), len({e["name"] for e in ev if e["ph"] == "B"}), "one frame key per function")
+    check(all(set(e) == {"name", "cat", "ph", "pid", "tid", "ts"} for e in ev if e["ph"] == "B"),
+          "nothing but the name, category, thread and time on a begin event")
+    # every end closes the call its thread opened last (a stack per thread, as the viewers keep)
+    stacks = {}
+    for e in sorted((e for e in ev if e["ph"] in "BE"), key=lambda e: e["ts"]):
+        st = stacks.setdefault(e["tid"], [])
+        if e["ph"] == "B":
+            st.append(e["name"])
+        else:
+            eq(st.pop() if st else None, e["name"], f"the end at {e['ts']} closes its begin")
+    eq({k: v for k, v in stacks.items() if v}, {}, "every begin ended")
+    eq(j["otherData"], {"ts_origin_monotonic_ns": "5000000000", "ts_origin_realtime_ns": "1700000000000000000"},
+       "ts 0 in absolute time")
+    # a call of no duration: one complete event (an end at the time of its begin would come first)
+    ev = json.loads(run(["report", "--format", "chrome", gen("zero", "basic", "--zero-call")])[0])["traceEvents"]
+    dg = [e for e in ev if e.get("name") == "cuDeviceGet"]
+    eq([(e["ph"], e["ts"], e["dur"], e["args"]["ret"]) for e in dg], [("X", 103.0, 0.0, 0)], "a call of 0 ns")
+    eq(len([e for e in ev if e["ph"] == "B"]), 25, "the other calls: begin and end events")
+    # counted calls: counter events, the process's running total per function
+    cnt = gen("hotc", "hot", "--count")
+    ev = json.loads(run(["report", "--format", "chrome", cnt])[0])["traceEvents"]
+    counters = {}
+    for e in ev:
+        if e["ph"] == "C":
+            eq((e["pid"], e["cat"], list(e["args"])), (3000, "counted", ["calls"]), "a counter event")
+            counters.setdefault(e["name"].removesuffix(" (counted)"), []).append((e["ts"], e["args"]["calls"]))
+    eq({n: max(v for _, v in pts) for n, pts in counters.items()}, HOT_COUNTED, "chrome counters: totals per function")
+    for n, pts in counters.items():
+        vals = [v for _, v in sorted(pts)]
+        check(vals[0] == 0 and vals == sorted(vals), f"{n}: a running total from 0: {vals}")
     # jsonl: one object per call
     out, _ = run(["report", "--format", "jsonl", path])
     lines = [json.loads(ln) for ln in out.splitlines()]
@@ -508,25 +566,118 @@ def test_exports():
     eq(folded["worker;cuStreamSynchronize"], 50000, "folded worker")
     eq(sum(folded.values()), sum(t for _, t in BASIC_CALLS.values()) - 1000, "folded total = outermost time")
     # perfetto: a Trace of TracePackets; slices begin and end on per-thread tracks
-    pf = os.path.join(TMP, "basic.pftrace")
-    run(["report", "--format", "perfetto", "-o", pf, path])
-    with open(pf, "rb") as f:
-        data = f.read()
-    packets = parse_protobuf(data)
-    check(all(fn == 1 and wt == 2 for fn, wt, _ in packets), "Trace holds only packets (field 1)")
+    tr = perfetto_trace(path)
     types = {1: 0, 2: 0, 3: 0}
-    descriptors = 0
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        for fn, wt, val in fields:
-            if fn == 11:  # track_event
-                for efn, _, ev in parse_protobuf(val):
-                    if efn == 9:
-                        types[ev] += 1
-            if fn == 60:
-                descriptors += 1
+    for e in tr.events:
+        types[e["type"]] += 1
     eq(types, {1: 26, 2: 26, 3: 1}, "perfetto slice begin/end/instant")
-    eq(descriptors, 3, "perfetto track descriptors (process + 2 threads)")
+    eq(len(tr.tracks), 3, "perfetto track descriptors (process + 2 threads)")
+    eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "the clock snapshot: MONOTONIC and REALTIME at the start")
+    eq(tr.primary, 3, "MONOTONIC is the trace's clock")
+    by_tid = {t.get("tid"): u for u, t in tr.tracks.items()}
+    sync = [e for e in tr.events if e["name"] == "cuCtxSynchronize"]
+    eq([(e["ts"] - tr.origin(), e["track"], e["categories"]) for e in sync], [(1700000, by_tid[1000], ["sync"])],
+       "perfetto event: time, track, category")
+    ends = [e for e in tr.events if e["type"] == 2 and e["track"] == by_tid[1000] and e["ts"] - tr.origin() == 2700000]
+    eq(len(ends), 1, "its end, from the incremental clock")
+    launch = [e for e in tr.events if e["name"] == "cuLaunchKernel"]
+    eq([e["annotations"] for e in launch],
+       [{"details": "vecAdd grid (256,1,1) block (128,1,1) smem 0 stream 0x0"}] * 4, "launch annotations (interned)")
+    q = [e for e in tr.events if e["name"] == "cuStreamQuery"][0]
+    eq(q["annotations"]["ret"], 600, "a non-zero return")
+    eq(len({e["seq"] for e in tr.events if e["type"] != 4}), 2, "a sequence per thread")
+
+
+PERFETTO_SUBSET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perfetto_subset.proto")
+INTERNED_TABLES = {"event_names", "event_categories", "debug_annotation_names", "debug_annotation_string_values",
+                   "callstacks"}
+
+
+def protoc_decode(pf):
+    """protoc --decode of a Perfetto trace against perfetto_subset.proto (Perfetto's field numbers,
+    only the fields cuhook writes): its text, after checking that protoc read it without an error
+    and met no field the subset does not define (protoc prints those as bare field numbers)."""
+    protoc = shutil.which("protoc")
+    check(protoc, "protoc not found: scripts/deps.sh installs it (Debian's protobuf-compiler)")
+    with open(pf, "rb") as f:
+        p = subprocess.run([protoc, "-I", os.path.dirname(PERFETTO_SUBSET), "--decode=perfetto.protos.Trace",
+                            os.path.basename(PERFETTO_SUBSET)], stdin=f, capture_output=True, timeout=300)
+    eq((p.returncode, p.stderr.decode()), (0, ""), f"protoc --decode of {os.path.basename(pf)}")
+    text = p.stdout.decode()
+    unknown = [ln.strip() for ln in text.splitlines() if ln.strip()[:1].isdigit()]
+    eq(unknown[:5], [], f"{os.path.basename(pf)}: fields unknown to Perfetto's format (by number)")
+    return text
+
+
+def check_interning(text, what):
+    """In protoc's text of a trace: every iid a packet uses (event name, category, annotation name
+    and string value, callstack) is defined by interned data of the same sequence, in that packet
+    or an earlier one since the sequence's state was last cleared. Returns the packets' count."""
+    defined, stack, rec, npackets, nrefs = {}, [], [], 0, 0
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if ln.endswith("{"):
+            stack.append(ln[:-1].strip())
+            continue
+        if ln == "}":
+            stack.pop()
+            if stack:
+                continue
+            npackets += 1
+            top = {k: v for path, k, v in rec if path == ("packet",)}
+            seq = top.get("trusted_packet_sequence_id")
+            check(seq is not None, f"{what}: a packet without a sequence id")
+            if int(top.get("sequence_flags", "0")) & 1:
+                defined[seq] = set()
+            d = defined.setdefault(seq, set())
+            d |= {(path[2], v) for path, k, v in rec
+                  if len(path) == 3 and path[1] == "interned_data" and path[2] in INTERNED_TABLES and k == "iid"}
+            for path, k, v in rec:
+                table = None
+                if path == ("packet", "track_event"):
+                    table = {"name_iid": "event_names", "category_iids": "event_categories",
+                             "callstack_iid": "callstacks"}.get(k)
+                elif path == ("packet", "track_event", "debug_annotations"):
+                    table = {"name_iid": "debug_annotation_names",
+                             "string_value_iid": "debug_annotation_string_values"}.get(k)
+                if table:
+                    nrefs += 1
+                    check((table, v) in d, f"{what}: sequence {seq} uses {table} iid {v} before defining it")
+            rec = []
+            continue
+        k, _, v = ln.partition(": ")
+        rec.append((tuple(stack), k, v))
+    check(nrefs > 0, f"{what}: no interned name used at all")
+    return npackets
+
+
+def test_perfetto_valid():
+    """Every Perfetto trace of the report decodes with protoc against perfetto_subset.proto with no
+    error and no unknown field, and every name it interns resolves in its sequence; the clock
+    snapshot ties the trace to REALTIME; a large multi-thread trace takes at most 40 bytes a call."""
+    a, b = gen("basic"), gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000",
+                               "--real-offset", "1500000")
+    big = gen("bigp", "big", "--calls", "200000", "--threads", "4")
+    cases = [("basic", [a]), ("two files", [a, b]), ("counted", [gen("hotc", "hot", "--count")]),
+             ("gpu", [gen("gpu", "gpu")]), ("tsc", [gen("tsc", "basic", "--tsc")]), ("big", [big]),
+             ("functions filter", ["--functions", "cuLaunch*", a])]
+    for what, args in cases:
+        pf = os.path.join(TMP, "valid.pftrace")
+        run(["report", "--format", "perfetto", "--force", "-o", pf, *args])
+        text = protoc_decode(pf)
+        check_interning(text, what)
+        check("primary_trace_clock: BUILTIN_CLOCK_MONOTONIC" in text, f"{what}: MONOTONIC is the trace clock")
+        if what == "big":
+            size = os.path.getsize(pf)
+            check(size <= 40 * 200000, f"{size / 200000:.1f} bytes per call, over 40")
+    # the realtime of the first file's start; times on its monotonic clock, B's moved by 1.5 ms
+    tr = perfetto_trace(a, b)
+    eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "two files: the first file's clocks")
+    sync = sorted((tr.tracks[tr.tracks[e["track"]]["parent"]]["pid"], e["ts"]) for e in tr.events
+                  if e["name"] == "cuCtxSynchronize")
+    eq(sync, [(4242, 5000000000 + 1700000), (5151, 5000000000 + 1700000 + 1500000)], "two files on one clock")
+    # without protoc's help: the file is what the decoder of these tests reads, too
+    eq(len(perfetto_trace(big).events), 2 * 200000, "begin and end of every call of the big trace")
 
 
 def test_stages():
@@ -570,7 +721,8 @@ def test_multi():
     out, _ = run(["report", "--format", "csv", a, b])
     lines = out.splitlines()
     eq(lines[0], "pid,tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded", "merged CSV header")
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+       "merged CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     eq(len(rows), 27 * 2, "CSV rows == calls of both files")
     starts = [int(r[3]) for r in rows]
@@ -580,18 +732,20 @@ def test_multi():
     eq(len(ra), 27, "rows of A")
     eq([int(r[3]) - shift for r in rb], [int(r[3]) for r in ra], "B's rows = A's moved by the offset")
     eq((rb[0][2], int(rb[0][3]), int(rb[0][4])), ("cuInit", 1000 + shift, 101000 + shift), "B's first call")
+    eq([int(r[24]) - int(r[3]) for r in ra + rb], [1700000000000000000] * 54,
+       "start_realtime_ns: each row's start in realtime, the axis lined up by realtime")
     # chrome: both pids, B's events shifted by exactly the offset
     out, _ = run(["report", "--format", "chrome", a, b])
     ev = json.loads(out)["traceEvents"]
     eq(sorted({e["pid"] for e in ev}), [4242, 5151], "chrome pids")
     eq(sorted(e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"),
        ["./infer", "./infer"], "chrome process names")
-    sync = {e["pid"]: e for e in ev if e.get("name") == "cuCtxSynchronize"}
+    sync = {e["pid"]: e for e in ev if e.get("name") == "cuCtxSynchronize" and e["ph"] == "B"}
     eq((sync[4242]["ts"], sync[5151]["ts"], sync[5151]["tid"]), (1700.0, 3200.0, 1000), "chrome ts aligned")
-    eq(len([e for e in ev if e["ph"] in ("X", "i")]), 54, "chrome events")
+    eq(len([e for e in ev if e["ph"] in ("B", "i")]), 54, "chrome events")
     # --align monotonic: the raw monotonic clocks (777 s apart) line them up instead
     out, _ = run(["report", "--format", "chrome", "--align", "monotonic", a, b])
-    sync = {e["pid"]: e for e in json.loads(out)["traceEvents"] if e.get("name") == "cuCtxSynchronize"}
+    sync = {e["pid"]: e for e in json.loads(out)["traceEvents"] if e.get("name") == "cuCtxSynchronize" and e["ph"] == "B"}
     eq((sync[4242]["ts"], sync[5151]["ts"]), (1700.0, 777001700.0), "chrome ts, monotonic axis")
     run(["report", "--align", "nonsense", a, b], rc=2)
     # jsonl: pid and shifted times
@@ -1145,24 +1299,19 @@ def counts_blocks(data):
 
 
 def perfetto_counters(path, *opts):
-    """`cuhook report --format perfetto`'s counter tracks: {(tid, function): [values in time order]}."""
-    pf = os.path.join(TMP, "counters.pftrace")  # replaced at each call
-    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
-    with open(pf, "rb") as f:
-        packets = parse_protobuf(f.read())
+    """`cuhook report --format perfetto`'s counter tracks: {function: [values in time order]}, each
+    checked to be a counter track (CounterDescriptor, unit count) under the process's track."""
+    tr = perfetto_trace(*opts, path)
+    procs = {u for u, t in tr.tracks.items() if "process_name" in t}
     names, points = {}, {}
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        ts = next((v for fn, _, v in fields if fn == 8), 0)
-        for fn, _, val in fields:
-            if fn not in (11, 60):
-                continue
-            d = dict((f, v) for f, _, v in parse_protobuf(val))
-            if fn == 60 and 8 in d:
-                tid = d[5] & ((1 << 33) - 1)  # the parent: the thread track (export_perfetto.c)
-                names[d[1]] = (tid, d[2].decode().removesuffix(" (counted)"))
-            if fn == 11 and d.get(9) == 4:
-                points.setdefault(d[11], []).append((ts, d[30]))
+    for u, t in tr.tracks.items():
+        if t["counter"] is not None:
+            check(t["parent"] in procs, f"counter track {t['name']} under a process track")
+            eq(t["counter"], {3: [2]}, "a counter of unit UNIT_COUNT")
+            names[u] = t["name"].removesuffix(" (counted)")
+    for e in tr.events:
+        if e["type"] == 4:
+            points.setdefault(e["track"], []).append((e["ts"], e["counter"]))
     check(set(points) <= set(names), "counter values on described tracks only")
     return {names[u]: [v for _, v in sorted(pts, key=lambda x: x[0])] for u, pts in points.items()}
 
@@ -1258,23 +1407,18 @@ def test_counts():
           "9000 selected" in out.splitlines(), "selected counted calls in the header")
     out, _ = run(["report", "--no-color", rec])
     check("counted" not in out, "no counted row or line without COUNTS blocks")
-    # perfetto: a counter track per thread and counted function, the running total from 0
+    # perfetto: a counter track per counted function under the process, its running total from 0
     tracks = perfetto_counters(cnt)
-    eq(sum(1 for _ in tracks), 5, "perfetto counter tracks: main and worker x 2 functions, 3002 x 1")
-    for (tid, name), vals in tracks.items():
-        check(vals[0] == 0 and all(a <= b for a, b in zip(vals, vals[1:])), f"{name} on {tid}: running total {vals}")
-    by_func, by_tid = {}, {}
-    for (tid, name), vals in tracks.items():
-        by_func[name] = by_func.get(name, 0) + vals[-1]
-        by_tid[tid] = by_tid.get(tid, 0) + vals[-1]
-    eq(by_func, HOT_COUNTED, "perfetto counter totals per function")
-    eq(by_tid, HOT_THREAD_COUNTED, "perfetto counter totals per thread")
+    eq(sorted(tracks), sorted(HOT_COUNTED), "perfetto counter tracks: one per counted function")
+    for name, vals in tracks.items():
+        check(vals[0] == 0 and all(a <= b for a, b in zip(vals, vals[1:])), f"{name}: running total {vals}")
+    eq({n: v[-1] for n, v in tracks.items()}, HOT_COUNTED, "perfetto counter totals per function")
+    eq(len(tracks["cuCtxGetCurrent"]), 1 + 3, "a point per time the writer read the counters (3 rounds), from 0")
     tracks = perfetto_counters(cnt, "--thread", "worker")
-    eq({k: v[-1] for k, v in tracks.items()}, {(3001, "cuCtxGetCurrent"): 6000, (3001, "cuStreamGetCaptureInfo_v2"): 3000},
+    eq({k: v[-1] for k, v in tracks.items()}, {"cuCtxGetCurrent": 6000, "cuStreamGetCaptureInfo_v2": 3000},
        "perfetto counters, --thread worker")
     tracks = perfetto_counters(cnt, "--time-range", "0:60ms")
-    eq({n: sum(v[-1] for (_, m), v in tracks.items() if m == n) for n in first}, first,
-       "perfetto counters, --time-range")
+    eq({n: v[-1] for n, v in tracks.items()}, first, "perfetto counters, --time-range")
     eq(perfetto_counters(rec), {}, "no counter track without COUNTS blocks")
     # several files: counted and recorded calls of a function add up across processes
     j = json.loads(run(["report", "--format", "json", rec, cnt])[0])
@@ -1712,7 +1856,8 @@ def test_gpu_csv():
     rows = list(csv.reader(io.StringIO(out)))
     head = rows[0]
     eq(head[:3], ["record", "tid", "func"], "first columns")
-    eq(head[21:], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
+    eq(head[-4:], ["category", "thread", "kernel", "start_realtime_ns"], "the last columns")
+    eq(head[21:-4], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
                    "shared_dynamic", "registers", "copy_kind", "bytes", "value", "graph_id", "graph_node_id",
                    "api_start_ns", "latency_ns", "link", "call_start_ns"], "GPU columns")
     for r in rows[1:]:
@@ -1735,6 +1880,8 @@ def test_gpu_csv():
             call = [c for c in GPU_CALLS if c[2] == w[8]][0]
             eq((r[col["link"]], int(r[1]), r[2], int(r[col["call_start_ns"]])), ("linked", call[0], call[1], w[8]),
                what + ": its call")
+        eq((r[col["category"]], r[col["kernel"]], int(r[col["start_realtime_ns"]])),
+           ("", w[6] if w[5] == "kernel" else "", 1700000000000000000 + w[3]), what + ": last columns")
     k = [r for r in gpu if r[col["correlation"]] == "2" and r[col["session"]] == "1"][0]
     eq((k[col["grid"]], k[col["block"]], k[col["shared_static"]], k[col["registers"]]), ("64x8x1", "256x1x1", "16384", "64"),
        "kernel columns")
@@ -1745,35 +1892,19 @@ def test_gpu_csv():
 
 
 def gpu_perfetto(path, *opts):
-    """The Perfetto trace's GPU side: track names by uuid and parent, GPU slices (track, ts, name),
-    and the flow ids on call slices and on GPU slices."""
-    pf = os.path.join(TMP, "gpu.pftrace")
-    run(["report", "--format", "perfetto", "--force", "-o", pf, *opts, path])
-    with open(pf, "rb") as f:
-        packets = parse_protobuf(f.read())
-    tracks, slices, starts, ends = {}, [], {}, {}
-    for _, _, p in packets:
-        fields = parse_protobuf(p)
-        ts = next((v for fn, _, v in fields if fn == 8), 0)
-        for fn, _, val in fields:
-            if fn == 60:
-                d = {}
-                for f2, _, v in parse_protobuf(val):
-                    d.setdefault(f2, v)
-                tracks[d[1]] = (d.get(2, b"").decode(), d.get(5))
-            if fn == 11:
-                ev = parse_protobuf(val)
-                typ = next(v for f2, _, v in ev if f2 == 9)
-                track = next(v for f2, _, v in ev if f2 == 11)
-                flows = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 47 and wt == 1]
-                term = [int.from_bytes(v, "little") for f2, wt, v in ev if f2 == 48 and wt == 1]
-                name = next((v.decode() for f2, _, v in ev if f2 == 23), None)
-                if typ == 1:
-                    slices.append((track, ts, name, flows, term))
-                for fl in flows:
-                    starts[fl] = (track, ts, name)
-                for fl in term:
-                    ends[fl] = (track, ts, name)
+    """The Perfetto trace's GPU side: track names by uuid and parent, slices (track, ts from the
+    trace start, name, flows, terminating flows), and the flow ids on call slices and on GPU slices."""
+    tr = perfetto_trace(*opts, path)
+    tracks = {u: (t["name"], t["parent"]) for u, t in tr.tracks.items()}
+    slices, starts, ends = [], {}, {}
+    for e in tr.events:
+        ts = e["ts"] - tr.origin()
+        if e["type"] == 1:
+            slices.append((e["track"], ts, e["name"], e["flows"], e["terminating"]))
+        for fl in e["flows"]:
+            starts[fl] = (e["track"], ts, e["name"])
+        for fl in e["terminating"]:
+            ends[fl] = (e["track"], ts, e["name"])
     return tracks, slices, starts, ends
 
 
@@ -1797,7 +1928,7 @@ def test_gpu_exports():
     s = {e["id"]: e for e in ev if e["ph"] == "s"}
     f = {e["id"]: e for e in ev if e["ph"] == "f"}
     eq((len(s), len(f), sorted(s)), (len(linked), len(linked), sorted(f)), "chrome flows: one per linked record")
-    calls = {(e["tid"], round(e["ts"] * 1000)): e["name"] for e in ev if e["ph"] == "X" and e["pid"] == 5200}
+    calls = {(e["tid"], round(e["ts"] * 1000)): e["name"] for e in ev if e["ph"] == "B" and e["pid"] == 5200}
     gpu_at = {(e["pid"], e["tid"], round(e["ts"] * 1000)): e["name"] for e in gpu_x}
     pairs = sorted((calls[(s[i]["tid"], round(s[i]["ts"] * 1000))], round(s[i]["ts"] * 1000),
                     gpu_at[(f[i]["pid"], f[i]["tid"], round(f[i]["ts"] * 1000))], round(f[i]["ts"] * 1000)) for i in s)

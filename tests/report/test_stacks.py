@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stacktrace as st  # noqa: E402
+import perfetto_decode  # noqa: E402
 import test_report as tr  # noqa: E402
 from test_report import Fail, check, eq, parse_protobuf  # noqa: E402
 
@@ -219,44 +220,31 @@ def test_text():
 
 
 def perfetto_stacks(path):
-    """--format perfetto: {slice name: [the frames of its callstack, outermost first]} for the slices
-    with a callstack_iid, each frame as (label, mapping path, rel_pc, source file, line, kind), and
-    the sequence flags of the packets that carry interned data or use it."""
-    out = os.path.join(TMP, "stacks.pftrace")
-    run(["report", "--format", "perfetto", "-o", out, "--force", path])
-    strings, frames, stacks, mappings, slices, flags = {}, {}, {}, {}, [], []
-    for fn, _, pkt in parse_protobuf(open(out, "rb").read()):
-        eq(fn, 1, "Trace.packet")
-        fields = parse_protobuf(pkt)
-        seq_flags = [v for f, _, v in fields if f == 13]
-        for f, _, body in fields:
-            if f == 12:
-                flags.append(("interned", seq_flags))
-                for kind, _, m in parse_protobuf(body):
-                    g = {}
-                    for a, _, v in parse_protobuf(m):
-                        g.setdefault(a, []).append(v)
-                    if kind in (5, 16, 17, 18):
-                        strings[(kind, g[1][0])] = g[2][0]
-                    elif kind == 19:
-                        mappings[g[1][0]] = g
-                    elif kind == 6:
-                        frames[g[1][0]] = g
-                    elif kind == 7:
-                        stacks[g[1][0]] = g.get(2, [])
-            elif f == 11:
-                te = {a: v for a, _, v in parse_protobuf(body)}
-                if 56 in te:
-                    flags.append(("event", seq_flags))
-                    slices.append((te[23].decode(), te[56]))
+    """--format perfetto: [(slice name, the frames of its callstack, outermost first)] for the slices
+    with a callstack_iid, each frame as (label, mapping path, rel_pc, source file, line, kind), each
+    resolved through the interned data of the slice's own sequence; the decoded trace, and the
+    mappings and strings of the sequences' interned data."""
+    pf = os.path.join(TMP, "stacks.pftrace")
+    run(["report", "--format", "perfetto", "-o", pf, "--force", path])
+    t = perfetto_decode.load(pf)
+    eq(t.errors, [], "what the Perfetto trace names but does not define")
+    out, mappings, strings = [], {}, {}
+    for e in t.events:
+        if e["callstack"] is None:
+            continue
+        i = e["interned"]
+        for kind in (5, 16, 17, 18):
+            strings.update({(kind, iid): g[2][0] for iid, g in i.get(kind, {}).items()})
+        mappings.update(i.get(19, {}))
 
-    def frame(iid):
-        g = frames[iid]
-        mp = mappings[g[3][0]] if 3 in g else None
-        return (strings[(5, g[2][0])].decode(),
-                strings[(17, mp[7][0])].decode() if mp else None, g[4][0] if mp else None,
-                strings[(18, g[5][0])].decode() if 5 in g else None, g[6][0] if 6 in g else None, g[7][0])
-    return [(name, [frame(i) for i in stacks[iid]]) for name, iid in slices], flags, mappings, strings
+        def frame(iid):
+            g = i[6][iid]
+            mp = i[19][g[3][0]] if 3 in g else None
+            return (i[5][g[2][0]][2][0].decode(),
+                    i[17][mp[7][0]][2][0].decode() if mp else None, g[4][0] if mp else None,
+                    i[18][g[5][0]][2][0].decode() if 5 in g else None, g[6][0] if 6 in g else None, g[7][0])
+        out.append((e["name"], [frame(f) for f in i[7][e["callstack"]].get(2, [])]))
+    return out, t, mappings, strings
 
 
 def test_perfetto():
@@ -264,7 +252,7 @@ def test_perfetto():
     s = info["sites"]
     path = os.path.join(TMP, "stacks.bin")
     scenario(info, path)
-    slices, flags, mappings, strings = perfetto_stacks(path)
+    slices, t, mappings, strings = perfetto_stacks(path)
     exe, rel = info["exe"], lambda k: s[k]["pc"] - info["start"]
 
     def nat(k):
@@ -284,9 +272,10 @@ def test_perfetto():
     exe_maps = [m for m in mappings.values() if strings[(17, m[7][0])].decode() == exe]
     eq(sorted(strings[(16, m[2][0])].hex() for m in exe_maps), sorted([info["build_id"], "01" * 20]),
        "the executable's mappings' build ids")
-    eq(flags[0], ("interned", [3]), "the interned data clears and needs the incremental state")
-    eq({tuple(f) for k, f in flags[1:]}, {(2,)}, "the events using it need it")
-    eq(len(flags), 1 + 8, "one interned packet, 8 events with a callstack")
+    seqs = {e["seq"] for e in t.events if e["callstack"] is not None}
+    eq(sorted((q, f) for q, f, kinds in t.interned_packets if 7 in kinds), sorted((q, 2) for q in seqs),
+       "the stacks interned once in each sequence that uses them, needing its incremental state")
+    eq(len([e for e in t.events if e["callstack"] is not None]), 8, "8 events with a callstack")
 
 
 def test_chrome():
@@ -305,7 +294,7 @@ def test_chrome():
             names.append(frames[sf]["name"])
             sf = frames[sf].get("parent")
         return ";".join(reversed(names))
-    calls = [e for e in j["traceEvents"] if e.get("ph") == "X"]
+    calls = [e for e in j["traceEvents"] if e.get("ph") in ("B", "i")]
     got = sorted(f"main;{chain(e['sf'])};{e['name']}" if "sf" in e else f"main;{e['name']}" for e in calls)
     # the folded export's lines, without the time and with its ';' escape undone
     want = sorted(line.rsplit(" ", 1)[0] for line in expected_folded(info) for _ in range(folded_calls(line)))
