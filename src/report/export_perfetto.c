@@ -168,6 +168,7 @@ enum {
 	TD_COUNTER = 8,
 	CD_UNIT = 3,               /* CounterDescriptor */
 	CD_UNIT_COUNT = 2,
+	CD_UNIT_SIZE_BYTES = 3,
 	PD_PID = 1,
 	PD_NAME = 6,
 	THD_PID = 1,
@@ -661,6 +662,41 @@ static int counter_tracks(struct writer *w, struct rp_view *v, unsigned k)
 }
 
 
+/* Device + physical memory in use (memory.c) as a counter track in bytes under the process's
+ * track: a point at the trace's start and at each change, on a sequence of their own. */
+static int memory_track(struct writer *w, const struct rp_view *v, unsigned k)
+{
+	const struct rp_memory *m = v->memory;
+	if (!m)
+		return 0;
+	struct pb cd = {0}, *d = &w->ev;
+	const uint64_t track = counter_uuid(k, UINT32_MAX); /* no function has that id */
+	pb_uint(&cd, CD_UNIT, CD_UNIT_SIZE_BYTES);
+	d->len = 0;
+	pb_uint(d, TD_UUID, track);
+	pb_str(d, TD_NAME, "device memory in use (allocations traced)");
+	pb_uint(d, TD_PARENT, process_uuid(k, v->t->pid));
+	pb_msg(d, TD_COUNTER, &cd);
+	emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
+	/* the points on a sequence of their own, as a thread's events: the track by default and
+	 * timestamps as deltas (an allocation-heavy program has many) */
+	seq_start(w, track, out_ts(w, v->shift));
+	for (uint32_t i = 0; i <= m->nsteps; i++) {
+		struct pb *ev = &w->ev;
+		uint64_t bytes = i ? m->steps[i - 1].bytes : 0;
+		ev->len = 0;
+		pb_uint(ev, TE_TYPE, COUNTER);
+		pb_uint(ev, TE_COUNTER_VALUE, bytes > INT64_MAX ? INT64_MAX : bytes);
+		pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+		seq_timestamp(w, out_ts(w, v->shift + (i ? m->steps[i - 1].at : 0)));
+		pb_msg(&w->pkt, PKT_TRACK_EVENT, ev);
+		pkt_end(w);
+	}
+	int oom = cd.oom;
+	free(cd.p);
+	return oom ? -1 : 0;
+}
+
 /* ---- call stacks -------------------------------------------------------------------------------- */
 
 /* Strings interned for one trace: text -> iid, by field (function names, paths...). */
@@ -934,6 +970,8 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 		free(selected);
 		if (!rc)
 			rc = counter_tracks(&w, v, k);
+		if (!rc)
+			rc = memory_track(&w, v, k);
 		if (!rc && v->gpu)
 			rc = gpu_tracks(&w, v, k);
 	}

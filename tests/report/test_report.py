@@ -567,11 +567,12 @@ def test_exports():
     eq(sum(folded.values()), sum(t for _, t in BASIC_CALLS.values()) - 1000, "folded total = outermost time")
     # perfetto: a Trace of TracePackets; slices begin and end on per-thread tracks
     tr = perfetto_trace(path)
-    types = {1: 0, 2: 0, 3: 0}
+    types = {1: 0, 2: 0, 3: 0, 4: 0}
     for e in tr.events:
         types[e["type"]] += 1
-    eq(types, {1: 26, 2: 26, 3: 1}, "perfetto slice begin/end/instant")
-    eq(len(tr.tracks), 3, "perfetto track descriptors (process + 2 threads)")
+    # counters: the device memory in use, a point at the start and at each of its 6 changes
+    eq(types, {1: 26, 2: 26, 3: 1, 4: 7}, "perfetto slice begin/end/instant, counter points")
+    eq(len(tr.tracks), 4, "perfetto track descriptors (process + 2 threads + memory counter)")
     eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "the clock snapshot: MONOTONIC and REALTIME at the start")
     eq(tr.primary, 3, "MONOTONIC is the trace's clock")
     by_tid = {t.get("tid"): u for u, t in tr.tracks.items()}
@@ -677,7 +678,8 @@ def test_perfetto_valid():
                   if e["name"] == "cuCtxSynchronize")
     eq(sync, [(4242, 5000000000 + 1700000), (5151, 5000000000 + 1700000 + 1500000)], "two files on one clock")
     # without protoc's help: the file is what the decoder of these tests reads, too
-    eq(len(perfetto_trace(big).events), 2 * 200000, "begin and end of every call of the big trace")
+    eq(len([e for e in perfetto_trace(big).events if e["type"] in (1, 2)]), 2 * 200000,
+       "begin and end of every call of the big trace")
 
 
 def test_stages():
@@ -765,7 +767,7 @@ def test_multi():
         for fn, _, val in parse_protobuf(p):
             if fn == 60:
                 descriptors += 1
-    eq(descriptors, 6, "perfetto track descriptors (2 processes + 4 threads)")
+    eq(descriptors, 8, "perfetto track descriptors (2 processes + 4 threads + their memory counters)")
     # the text report: one report, the timeline on one axis. Width 95 over 4.75 ms: 50 us per
     # column, B's rows are A's moved right by 30 columns.
     out, _ = run(["report", "--no-color", "--width", "95", a, b])
@@ -2705,6 +2707,21 @@ def test_memory():
           f"the curve's peak columns: {row and row.group(1)!r}")
     check("2 frees or releases of memory the trace did not see allocated" in body, "unknown frees counted")
     check("1 allocation failed" in body, "the failed allocation")
+    # perfetto: a counter track in bytes under the process's track, a point at the start and at
+    # each change of device + physical memory in use (absolute MONOTONIC times)
+    tr = perfetto_trace(p)
+    mt = [(u, t) for u, t in tr.tracks.items() if t["name"] == "device memory in use (allocations traced)"]
+    eq(len(mt), 1, "one memory counter track")
+    u, t = mt[0]
+    eq(t["counter"], {3: [3]}, "a counter of unit UNIT_SIZE_BYTES")
+    check("process_name" in tr.tracks[t["parent"]], "under the process's track")
+    pts = sorted((e["ts"], e["counter"]) for e in tr.events if e["type"] == 4 and e["track"] == u)
+    t0 = j["start_monotonic_ns"]
+    level, want_pts = 0, [(t0, 0)]
+    for t_ms, b in events:
+        level += b
+        want_pts.append((t0 + t_ms * ms, level * MiB))
+    eq(pts, want_pts, "the memory counter's points")
     # no allocation at all: no section, no json member
     p2 = gen("memory-none", "nocalls")
     out, _ = run(["report", "--no-color", p2])
