@@ -698,7 +698,7 @@ static void stop(bool unpatch, bool threads_stopped)
 		unpatch_all(threads_stopped);
 	writer_close();
 	injector_watch_end();
-	kernel_names_stop();
+	kernel_names_stop(!threads_stopped);
 	active = 0;
 }
 

@@ -7,6 +7,8 @@
 #include "trace_format.h"
 
 #include <linux/futex.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -120,7 +122,9 @@ static uint32_t names_wake;      /* futex word */
 static unsigned names_poll_ms = 50;
 static uint32_t file_gen, file_gen_seen; /* kernel_names_new_file() calls / as the thread saw */
 static uint32_t seq_seen;        /* kn_unload_seq as the names thread last acted on it */
-static uint64_t names_failed;    /* queries the driver refused */
+static uint32_t names_exiting;   /* the process exits (names_atexit) */
+static uint64_t names_failed;    /* handles the driver named by neither query */
+static int names_last_error;     /* the CUresult of the last refused cuFuncGetName */
 
 static uint64_t hash_name(const char *s, size_t n)
 {
@@ -155,10 +159,12 @@ static int query(uint64_t h, const char **name, uint8_t *kind)
 	get_name_fn f = __atomic_load_n(&drv.func_name, __ATOMIC_ACQUIRE);
 	get_name_fn k = __atomic_load_n(&drv.kernel_name, __ATOMIC_ACQUIRE);
 	*name = NULL;
-	if (f && f(name, h) == 0 && *name) {
+	int rc = f ? f(name, h) : -1;
+	if (rc == 0 && *name) {
 		*kind = CUHOOK_KNAME_FUNCTION;
 		return 0;
 	}
+	names_last_error = rc;
 	*name = NULL;
 	if (k && k(name, h) == 0 && *name) {
 		*kind = CUHOOK_KNAME_KERNEL;
@@ -182,6 +188,8 @@ static bool name_pending(void)
 			__atomic_store_n(&s->state, KN_RETRY, __ATOMIC_RELEASE);
 			continue;
 		}
+		if (__atomic_load_n(&names_exiting, __ATOMIC_ACQUIRE))
+			return true;
 		const char *name;
 		uint8_t kind;
 		int rc = query(h, &name, &kind);
@@ -190,7 +198,7 @@ static bool name_pending(void)
 			continue;
 		}
 		if (rc != 0) {
-			names_failed++;
+			__atomic_add_fetch(&names_failed, 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->state, KN_DONE, __ATOMIC_RELEASE);
 			continue;
 		}
@@ -228,6 +236,24 @@ static void retry_all(bool new_file)
 	}
 }
 
+/* The process exits: no driver call from now on (the driver's own exit handlers may have torn
+ * it down), and none still running when this returns (at most 100 ms waited for one). Registered
+ * by the names thread before its first query, so after the driver's handlers, which run later. */
+static bool atexit_done;
+
+static void names_atexit(void)
+{
+	__atomic_store_n(&names_exiting, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 100; i++) {
+		if (pthread_mutex_trylock(&names_lock) == 0) {
+			pthread_mutex_unlock(&names_lock);
+			return;
+		}
+		struct timespec t = {0, 1000000L};
+		nanosleep(&t, NULL);
+	}
+}
+
 static void names_round(void)
 {
 	uint32_t fg = __atomic_load_n(&file_gen, __ATOMIC_ACQUIRE);
@@ -237,8 +263,12 @@ static void names_round(void)
 		file_gen_seen = fg;
 		seq_seen = seq;
 	}
-	if (!__atomic_exchange_n(&kn_pending, 0, __ATOMIC_ACQ_REL))
+	if (__atomic_load_n(&names_exiting, __ATOMIC_ACQUIRE) || !__atomic_exchange_n(&kn_pending, 0, __ATOMIC_ACQ_REL))
 		return;
+	if (!atexit_done) {
+		atexit_done = true;
+		atexit(names_atexit);
+	}
 	if (!__atomic_load_n(&drv.func_name, __ATOMIC_ACQUIRE) && !__atomic_load_n(&drv.kernel_name, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&agent_lock);
 		kernel_names_resolve();
@@ -247,20 +277,27 @@ static void names_round(void)
 	name_pending();
 }
 
+static uint32_t names_left; /* futex word: the generation of the last thread that left */
+
 static void *names_main(void *arg)
 {
 	uint32_t me = (uint32_t)(uintptr_t)arg;
 	own_thread_enter();
 	thread_state_mark_internal(); /* whatever the driver calls through its hooks: not ours */
 	while (__atomic_load_n(&names_gen, __ATOMIC_ACQUIRE) == me) {
+		/* the wake word as it is before this round: a wake during it ends the wait at once */
+		uint32_t wake = __atomic_load_n(&names_wake, __ATOMIC_ACQUIRE);
 		pthread_mutex_lock(&names_lock);
 		if (__atomic_load_n(&names_gen, __ATOMIC_ACQUIRE) == me)
 			names_round();
 		pthread_mutex_unlock(&names_lock);
 		struct timespec t = {(time_t)(names_poll_ms / 1000), (long)(names_poll_ms % 1000) * 1000000L};
-		syscall(SYS_futex, &names_wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
+		if (__atomic_load_n(&names_gen, __ATOMIC_ACQUIRE) == me)
+			syscall(SYS_futex, &names_wake, FUTEX_WAIT_PRIVATE, wake, &t, NULL, 0);
 	}
-	own_thread_leave();
+	own_thread_leave(); /* while this id is still ours */
+	__atomic_store_n(&names_left, me, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &names_left, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 	return NULL;
 }
 
@@ -283,20 +320,30 @@ void kernel_names_prepare(unsigned poll_ms)
 		names_running = true;
 }
 
-void kernel_names_stop(void)
+void kernel_names_stop(bool wait)
 {
 	if (!names_running)
 		return;
 	/* It leaves at its next look (a thread inside a driver call leaves once it returns). */
-	__atomic_add_fetch(&names_gen, 1, __ATOMIC_ACQ_REL);
+	uint32_t old = __atomic_fetch_add(&names_gen, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&names_wake, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &names_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	names_running = false;
+	/* With the program's threads running, a little while for it to be gone (off the agent's
+	 * list of threads); never with them stopped: one of them may hold a driver lock it waits on. */
+	for (int i = 0; wait && i < 20; i++) {
+		uint32_t left = __atomic_load_n(&names_left, __ATOMIC_ACQUIRE);
+		if (left == old)
+			break;
+		struct timespec t = {0, 10000000L};
+		syscall(SYS_futex, &names_left, FUTEX_WAIT_PRIVATE, left, &t, NULL, 0);
+	}
 }
 
 void kernel_names_after_fork_child(void)
 {
 	names_running = false;
+	atexit_done = true; /* the parent's handler is the child's too */
 	pthread_mutex_init(&names_lock, NULL);
 }
 
@@ -459,9 +506,10 @@ void kernel_names_put(kn_put_fn put)
 	put_graphs(put);
 }
 
-void kernel_names_losses(uint64_t *table_full, uint64_t *unlisted, uint64_t *failed)
+void kernel_names_losses(uint64_t *table_full, uint64_t *unlisted, uint64_t *failed, int *last_error)
 {
 	*table_full = __atomic_load_n(&kn_table_full, __ATOMIC_RELAXED);
 	*unlisted = __atomic_load_n(&graphs_unlisted, __ATOMIC_RELAXED);
-	*failed = names_failed;
+	*failed = __atomic_load_n(&names_failed, __ATOMIC_RELAXED);
+	*last_error = __atomic_load_n(&names_last_error, __ATOMIC_RELAXED);
 }

@@ -31,8 +31,9 @@ void kernel_names_prepare(unsigned poll_ms);
 /* Find the driver functions the agent calls (after libraries were patched; agent_lock held). */
 void kernel_names_resolve(void);
 
-/* The session ends: the names thread leaves. */
-void kernel_names_stop(void);
+/* The session ends: the names thread leaves; wait (the program's threads run): for at most
+ * 200 ms, until it is gone. */
+void kernel_names_stop(bool wait);
 
 /* fork(): the child has no names thread (a follow=1 child's launches are not named). */
 void kernel_names_after_fork_child(void);
@@ -53,7 +54,9 @@ uintptr_t kernel_names_graph(void *kn_graph_arg);
 typedef bool (*kn_put_fn)(uint16_t type, const void *a, size_t alen, const void *b, size_t blen);
 void kernel_names_put(kn_put_fn put);
 
-/* For the closing note: launches whose handle found no slot, graphs not listed. */
-void kernel_names_losses(uint64_t *table_full, uint64_t *graphs_unlisted, uint64_t *names_failed);
+/* For the closing note, over the process's life so far: launches whose handle found no slot,
+ * graphs not listed, handles the driver named by neither query (and the CUresult of the last
+ * refused cuFuncGetName). */
+void kernel_names_losses(uint64_t *table_full, uint64_t *graphs_unlisted, uint64_t *names_failed, int *last_error);
 
 #endif

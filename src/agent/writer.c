@@ -1316,12 +1316,14 @@ static void finish_file(const char *why)
 	if (why)
 		put_closing_note(why);
 	uint64_t kn_full, kn_unlisted, kn_failed;
-	kernel_names_losses(&kn_full, &kn_unlisted, &kn_failed);
-	if (kn_full || kn_unlisted) {
+	int kn_err;
+	kernel_names_losses(&kn_full, &kn_unlisted, &kn_failed, &kn_err);
+	if (kn_full || kn_unlisted || kn_failed) {
 		char text[CLOSE_NOTE_MAX];
-		snprintf(text, sizeof(text), "kernel names: %llu launches of handles beyond the names table, "
-		         "%llu graphs whose nodes could not be listed (in this process so far)", (unsigned long long)kn_full,
-		         (unsigned long long)kn_unlisted);
+		snprintf(text, sizeof(text), "kernel names, in this process so far: %llu launches beyond the names "
+		         "table, %llu graphs not listed, %llu handles the driver did not name (CUresult %d)",
+		         (unsigned long long)kn_full, (unsigned long long)kn_unlisted, (unsigned long long)kn_failed,
+		         kn_err);
 		put_closing_note(text);
 	}
 	if (W.capped) {

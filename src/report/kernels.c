@@ -47,55 +47,8 @@ struct table {
 	uint32_t n, cap;
 };
 
-/* The accumulator of a handle: by its name when it has one (handles of one kernel in several
- * contexts or modules count together), else by the handle. */
-static struct acc *acc_of(struct table *t, const struct rp_view *v, uint64_t h)
+static struct acc *acc_new(struct table *t)
 {
-	const char *s;
-	uint16_t len;
-	char key[96];
-	int named = rp_kernel_name(v, h, &s, &len);
-	if (!named) {
-		snprintf(key, sizeof(key), "function 0x%llx", (unsigned long long)h);
-		s = key;
-		len = (uint16_t)strlen(key);
-	}
-	for (uint32_t i = 0; i < t->n; i++)
-		if (t->a[i].named == named && (named ? t->a[i].handle == h : t->a[i].handle == h))
-			return &t->a[i];
-	/* same name through another handle */
-	if (named) {
-		char *raw = strndup(s, len);
-		if (!raw)
-			return NULL;
-		char *dm = rp_demangle(raw);
-		const char *show = dm ? dm : raw;
-		for (uint32_t i = 0; i < t->n; i++)
-			if (t->a[i].named && !strcmp(t->a[i].name, show)) {
-				free(raw);
-				free(dm);
-				return &t->a[i];
-			}
-		if (t->n == t->cap) {
-			uint32_t nc = t->cap ? t->cap * 2 : 64;
-			struct acc *na = realloc(t->a, nc * sizeof(*na));
-			if (!na) {
-				free(raw);
-				free(dm);
-				return NULL;
-			}
-			t->a = na;
-			t->cap = nc;
-		}
-		struct acc *a = &t->a[t->n++];
-		memset(a, 0, sizeof(*a));
-		a->handle = h;
-		a->named = 1;
-		a->name = dm ? dm : raw;
-		if (dm)
-			free(raw);
-		return a;
-	}
 	if (t->n == t->cap) {
 		uint32_t nc = t->cap ? t->cap * 2 : 64;
 		struct acc *na = realloc(t->a, nc * sizeof(*na));
@@ -106,9 +59,58 @@ static struct acc *acc_of(struct table *t, const struct rp_view *v, uint64_t h)
 	}
 	struct acc *a = &t->a[t->n++];
 	memset(a, 0, sizeof(*a));
+	return a;
+}
+
+/* The accumulator of a kernel name (as recorded: len bytes), by its display form. */
+static struct acc *acc_by_name(struct table *t, const char *s, size_t len, uint64_t handle)
+{
+	char *raw = strndup(s, len);
+	if (!raw)
+		return NULL;
+	char *dm = rp_demangle(raw);
+	if (dm) {
+		free(raw);
+		raw = dm;
+	}
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->a[i].named && !strcmp(t->a[i].name, raw)) {
+			free(raw);
+			return &t->a[i];
+		}
+	struct acc *a = acc_new(t);
+	if (!a) {
+		free(raw);
+		return NULL;
+	}
+	a->handle = handle;
+	a->named = 1;
+	a->name = raw;
+	return a;
+}
+
+/* The accumulator of a handle: by its name when it has one (handles of one kernel in several
+ * contexts or modules count together), else by the handle. */
+static struct acc *acc_of(struct table *t, const struct rp_view *v, uint64_t h)
+{
+	const char *s;
+	uint16_t len;
+	if (rp_kernel_name(v, h, &s, &len))
+		return acc_by_name(t, s, len, h);
+	for (uint32_t i = 0; i < t->n; i++)
+		if (!t->a[i].named && t->a[i].handle == h)
+			return &t->a[i];
+	struct acc *a = acc_new(t);
+	if (!a)
+		return NULL;
+	char key[64];
+	snprintf(key, sizeof(key), "function 0x%llx", (unsigned long long)h);
 	a->handle = h;
-	a->name = strdup(s);
-	return a->name ? a : (t->n--, NULL);
+	if (!(a->name = strdup(key))) {
+		t->n--;
+		return NULL;
+	}
+	return a;
 }
 
 /* The last GRAPHS entry of an executable graph, or NULL. */
@@ -134,6 +136,16 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 	memset(out, 0, sizeof(*out));
 	const struct tr_trace *t = v->t;
 	struct table tb = {0};
+	/* With GPU records (--gpu): which calls submitted kernels (1), and, of those, the graph
+	 * launches whose kernels are to be taken from them (2) */
+	uint8_t *gpu_of_call = NULL;
+	if (t->ngpu_work) {
+		if (!(gpu_of_call = calloc(t->ncalls ? t->ncalls : 1, 1)))
+			goto oom;
+		for (uint32_t w = 0; w < t->ngpu_work; w++)
+			if (t->gpu_work[w].kind == TR_GPU_KERNEL && t->gpu_work[w].call < t->ncalls)
+				gpu_of_call[t->gpu_work[w].call] = 1;
+	}
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
 		const struct rp_finfo *fi = &v->fi[c->func];
@@ -178,6 +190,11 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 		if (timed)
 			out->graph_call_ns += tr_call_dur(c);
 		const struct tr_graph *g = graph_of(t, tr_call_arg(c, 0));
+		if (!g && gpu_of_call && gpu_of_call[v->sel[i]]) {
+			gpu_of_call[v->sel[i]] = 2; /* its kernels as the GPU ran them, below */
+			out->graph_from_gpu++;
+			continue;
+		}
 		if (!g) {
 			out->graph_unknown++;
 			continue;
@@ -195,6 +212,35 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			add_shape(a, gk->grid, gk->block, 1);
 		}
 	}
+	for (uint32_t w = 0; gpu_of_call && w < t->ngpu_work; w++) {
+		const struct tr_gpu_work *gw = &t->gpu_work[w];
+		if (gw->kind != TR_GPU_KERNEL || gw->call >= t->ncalls || gpu_of_call[gw->call] != 2)
+			continue;
+		const char *name = tr_gpu_work_name(t, gw);
+		struct acc *a;
+		if (name) {
+			a = acc_by_name(&tb, name, strlen(name), 0);
+		} else {
+			a = acc_new(&tb);
+			if (a && !(a->name = strdup("(unnamed kernel)")))
+				tb.n--, a = NULL;
+		}
+		if (!a)
+			goto oom;
+		a->graph++;
+		out->launches++;
+		out->graph_nodes++;
+		if (a->named)
+			out->named++;
+		uint32_t grid[3], block[3];
+		for (int k = 0; k < 3; k++) {
+			grid[k] = (uint32_t)gw->grid[k];
+			block[k] = (uint32_t)gw->block[k];
+		}
+		add_shape(a, grid, block, 1);
+	}
+	free(gpu_of_call);
+	gpu_of_call = NULL;
 	out->k = calloc(tb.n ? tb.n : 1, sizeof(*out->k));
 	if (!out->k)
 		goto oom;
@@ -220,6 +266,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 	qsort(out->k, out->n, sizeof(*out->k), by_launches);
 	return 0;
 oom:
+	free(gpu_of_call);
 	for (uint32_t i = 0; i < tb.n; i++)
 		free(tb.a[i].name);
 	free(tb.a);
@@ -256,6 +303,9 @@ void rp_kernels_write_text(FILE *f, const struct rp_view *v)
 	        (unsigned long long)ks.graph_nodes, (unsigned long long)(ks.graph_calls - ks.graph_unknown),
 	        (unsigned long long)ks.named,
 	        100.0 * (double)ks.named / (double)ks.launches);
+	if (ks.graph_from_gpu)
+		fprintf(f, "  %llu graph launches of graphs instantiated before tracing began counted by the GPU's "
+		        "records of their kernels (--gpu)\n", (unsigned long long)ks.graph_from_gpu);
 	if (ks.graph_unknown)
 		fprintf(f, "  %llu graph launches of graphs instantiated before tracing began: their kernels are unknown "
 		        "and left out\n", (unsigned long long)ks.graph_unknown);
@@ -286,9 +336,10 @@ int rp_kernels_write_json(FILE *f, const struct rp_view *v)
 	if (rp_kernel_stats(v, &ks))
 		return -1;
 	fprintf(f, "  \"kernels\": {\"launches\": %llu, \"direct\": %llu, \"graph_nodes\": %llu, \"graph_calls\": %llu, "
-	        "\"graph_unknown\": %llu, \"named\": %llu, \"by_name\": [",
+	        "\"graph_unknown\": %llu, \"graph_from_gpu\": %llu, \"named\": %llu, \"by_name\": [",
 	        (unsigned long long)ks.launches, (unsigned long long)ks.direct, (unsigned long long)ks.graph_nodes,
-	        (unsigned long long)ks.graph_calls, (unsigned long long)ks.graph_unknown, (unsigned long long)ks.named);
+	        (unsigned long long)ks.graph_calls, (unsigned long long)ks.graph_unknown,
+	        (unsigned long long)ks.graph_from_gpu, (unsigned long long)ks.named);
 	for (uint32_t i = 0; i < ks.n; i++) {
 		const struct rp_kstat *k = &ks.k[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");

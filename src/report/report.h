@@ -537,7 +537,10 @@ struct rp_kernels {
 	uint32_t n;
 	uint64_t launches, named, direct, graph_nodes;
 	uint64_t graph_calls;      /* successful cuGraphLaunch calls */
-	uint64_t graph_unknown;    /* ... whose executable graph has no GRAPHS entry */
+	uint64_t graph_unknown;    /* ... whose executable graph has no GRAPHS entry, nor GPU
+	                              kernel records linked to them */
+	uint64_t graph_from_gpu;   /* ... without a GRAPHS entry, whose kernels are counted from the
+	                              GPU's records linked to them (--gpu) */
 	int64_t graph_call_ns;
 };
 int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out);
