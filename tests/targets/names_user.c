@@ -17,6 +17,8 @@
 #include "fakecuda.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,13 @@ static void ok(CUresult r, const char *what)
 		fprintf(stderr, "names_user: %s failed: %d\n", what, r);
 		failures++;
 	}
+}
+
+static void *idle_main(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
 }
 
 static const char image[] = FAKE_IMAGE_MAGIC "\0fake_scale_add\0fake_relu\0_ZN4fake6fill32EPjjj\0";
@@ -107,6 +116,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	} else {
+		/* a second thread, as real programs have: cuhook attach then loads and prepares the
+		 * agent beside the running threads (a one-thread process is prepared in the stop) */
+		pthread_t idle;
+		if (pthread_create(&idle, NULL, idle_main, NULL) != 0)
+			return 2;
 		char line[64];
 		printf("ready\n");
 		fflush(stdout);
