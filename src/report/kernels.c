@@ -131,6 +131,17 @@ static int by_launches(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
+/* One launch of a kernel as a graph's node. */
+static void node_launch(struct rp_kernels *out, struct acc *a, const uint32_t grid[3], const uint32_t block[3])
+{
+	a->graph++;
+	out->launches++;
+	out->graph_nodes++;
+	if (a->named)
+		out->named++;
+	add_shape(a, grid, block, 1);
+}
+
 int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -204,12 +215,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			struct acc *a = acc_of(&tb, v, gk->func);
 			if (!a)
 				goto oom;
-			a->graph++;
-			out->launches++;
-			out->graph_nodes++;
-			if (a->named)
-				out->named++;
-			add_shape(a, gk->grid, gk->block, 1);
+			node_launch(out, a, gk->grid, gk->block);
 		}
 	}
 	for (uint32_t w = 0; gpu_of_call && w < t->ngpu_work; w++) {
@@ -227,17 +233,12 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 		}
 		if (!a)
 			goto oom;
-		a->graph++;
-		out->launches++;
-		out->graph_nodes++;
-		if (a->named)
-			out->named++;
 		uint32_t grid[3], block[3];
 		for (int k = 0; k < 3; k++) {
 			grid[k] = (uint32_t)gw->grid[k];
 			block[k] = (uint32_t)gw->block[k];
 		}
-		add_shape(a, grid, block, 1);
+		node_launch(out, a, grid, block);
 	}
 	free(gpu_of_call);
 	gpu_of_call = NULL;
