@@ -7,6 +7,7 @@
 #include "arity.h"
 #include "capture_range.h"
 #include "job_env.h"
+#include "kernel_names.h"
 #include "config.h"
 #include "decoders.h"
 #include "exit_watch.h"
@@ -146,6 +147,10 @@ uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx)
 	hh->nregs = (uint8_t)cuhook_reg_args(name);
 	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
 	hh->fast_out = record_fast_out(hh->decoder);
+	/* kernel names: its successful exit goes to C (record_data), never the inline value */
+	hh->names_role = kernel_names_role(name);
+	if (hh->names_role)
+		hh->fast_out = 0;
 	/* a capture range's edges (capture_range.h): never counted, whatever count= says */
 	uint8_t edge = capture_classify(name, (uint32_t)(hh - hooks_hot));
 	if (edge) {
@@ -393,6 +398,9 @@ void agent_scan_libraries(void)
 			py_stack_setup();  /* a libpython loaded by the program */
 		}
 		scan_libraries(false);
+		pthread_mutex_lock(&agent_lock);
+		kernel_names_resolve();
+		pthread_mutex_unlock(&agent_lock);
 		if (cfg.gpu && driver_patched())
 			gpu_driver_loaded();
 	}
@@ -454,6 +462,7 @@ static void on_fork_child(void)
 	own_threads_after_fork_child();
 	thread_state_after_fork_child();
 	writer_forget_after_fork();
+	kernel_names_after_fork_child();
 	injector_watch_end();
 	gpu_after_fork_child();
 	if (follow)
@@ -573,6 +582,9 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	if (cfg.stacks[0])
 		prepare_stacks();
 	scan_libraries(true);
+	/* the names thread, created while the program's threads run (it asks the driver for the
+	 * names of kernel handles launched: kernel_names.h) */
+	kernel_names_prepare(cfg.flush_ms);
 	watch_planned = loader_watch_prepare() == 0;
 	exit_planned = exit_watch_prepare() == 0;
 	if (cfg.ioctl)
@@ -613,6 +625,7 @@ static int go(bool stopped)
 	arm_libraries();
 	export_tables_arm(stopped);
 	double t2 = now_ms();
+	kernel_names_resolve(); /* plain reads of the hook table */
 	bool watching = watch_planned && loader_watch_arm(stopped) == 0;
 	bool exit_hooked = exit_planned && exit_watch_arm(stopped) == 0;
 	if (cfg.ioctl)
@@ -695,6 +708,7 @@ static void stop(bool unpatch, bool threads_stopped)
 		unpatch_all(threads_stopped);
 	writer_close();
 	injector_watch_end();
+	kernel_names_stop(!threads_stopped);
 	active = 0;
 }
 

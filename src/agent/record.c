@@ -9,6 +9,7 @@
 #include "exit_watch.h"
 #include "flight.h"
 #include "hooks.h"
+#include "kernel_names.h"
 #include "nvfd.h"
 #include "stack_capture.h"
 #include "stub_frame.h"
@@ -483,12 +484,48 @@ static inline struct cuhook_rec_data *reserve_data(struct thread_state *ts, uint
 	return r;
 }
 
+/* A successful call the kernel names want to know of (kernel_names.h): a launch's handle is
+ * enqueued (lock-free); an unload makes every name doubtful; a graph instantiation or update
+ * lists the graph's kernel nodes now, before the program may destroy the graph (a rare call,
+ * milliseconds long itself: its listing goes through the vector-saving shim into libc and the
+ * driver, whose functions it calls through their relocated prologues, this thread busy). */
+static __attribute__((noinline)) void names_at_exit(uint8_t role, const struct shadow_entry *s)
+{
+	switch (role) {
+	case KN_ROLE_FUNC_ARG0:
+		kn_enqueue(s->args[0]);
+		break;
+	case KN_ROLE_FUNC_ARG1:
+		kn_enqueue(s->args[1]);
+		break;
+	case KN_ROLE_UNLOAD:
+		__atomic_add_fetch(&kn_unload_seq, 1, __ATOMIC_ACQ_REL);
+		break;
+	case KN_ROLE_GRAPH_INST:
+	case KN_ROLE_GRAPH_UPDATE: {
+		struct kn_graph_arg a = {role == KN_ROLE_GRAPH_INST ? (s->args[0] ? *(const uint64_t *)s->args[0] : 0)
+		                                                     : s->args[0],
+		                         s->args[1]};
+		if (a.exec && a.graph)
+			cuhook_call_saving_vectors(kernel_names_graph, &a);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
 /* Out-parameters and strings of a known function, read after it succeeded (a pointer the
  * driver just wrote through, or a string it just read, is valid; before the call it may not
  * be, and the driver would have rejected it rather than crash). */
 static __attribute__((noinline)) void record_data(struct thread_state *ts, const struct shadow_entry *s, uint16_t decoder)
 {
 	const struct cuhook_decoder *dec = &cuhook_decoders[decoder];
+	const uint8_t role = hooks_hot[s->id].names_role;
+	if (unlikely(role))
+		names_at_exit(role, s);
+	if (dec->args_only)
+		return; /* its arguments were for the kernel names alone: no DATA record */
 	const char *str = NULL;
 	unsigned slen = 0;
 	if (dec->str_kind == CUHOOK_STR_ARG)

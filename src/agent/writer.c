@@ -7,6 +7,7 @@
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
 #include "hooks.h"
+#include "kernel_names.h"
 #include "own_threads.h"
 #include "stack_table.h"
 #include "record.h"
@@ -44,14 +45,14 @@
  * blocks; the other only waits for W.done. */
 enum { CLOSER_NONE, CLOSER_CALLER, CLOSER_WRITER };
 
-/* The closing blocks: a CLOCK, at most two NOTEs (why the writer ended the session itself, and
- * that the size cap was reached; text at most CLOSE_NOTE_MAX bytes each) and the END block.
+/* The closing blocks: a CLOCK, at most three NOTEs (why the writer ended the session itself,
+ * what the kernel names lost, and that the size cap was reached; text at most CLOSE_NOTE_MAX bytes each) and the END block.
  * Their room is kept below the size cap from the start, so the closed file never exceeds it,
  * and the reason a session ended by itself is in the file whatever the cap left. */
 #define CLOSE_NOTE_MAX 192
 #define CAP_CLOSE_ROOM                                                                         \
-	(4 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
-	 2 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
+	(5 * sizeof(struct cuhook_block) + sizeof(struct cuhook_clock_block) +                     \
+	 3 * (sizeof(struct cuhook_note_block) + CLOSE_NOTE_MAX) + sizeof(struct cuhook_end_block))
 /* With gpu=1, also the GPU session's STOPPED block (no path) and a NOTE of the GPU records lost. */
 #define GPU_CLOSE_ROOM                                                                         \
 	(2 * sizeof(struct cuhook_block) + sizeof(struct cuhook_gpu_session_block) +               \
@@ -914,6 +915,7 @@ static void dump_once(void)
 	put_note(0, text, (size_t)tl < sizeof(text) ? (size_t)tl : sizeof(text) - 1);
 	put_notes();
 	put_stacks();
+	kernel_names_put(put_block);
 	for (unsigned i = 0; i < v.n; i++) {
 		struct ring *r = v.s[i].r;
 		dump_ring(r, v.s[i].pos);
@@ -958,6 +960,7 @@ static uint64_t round_once(void)
 	thread_rings_populate();
 	put_notes();
 	put_stacks();
+	kernel_names_put(put_block); /* before the events whose launches they name */
 	for (unsigned i = 0; i < v.n; i++) {
 		moved += drain(v.s[i].r, v.s[i].pos);
 		put_counts(v.s[i].r, v.count_func, v.nslots);
@@ -1124,6 +1127,7 @@ int writer_prepare(const char *path, const struct writer_opts *o, char *err, siz
 	W.stacks_full_noted = false;
 	stack_table_rewind();
 	py_frames_rewind();
+	kernel_names_new_file(); /* every kernel name and graph again */
 	W.flush_ms = o->flush_ms ? o->flush_ms : 50;
 
 	static char cmdline[4096], exe[PATH_MAX];
@@ -1329,6 +1333,17 @@ static void finish_file(const char *why)
 	put_clock();
 	if (why)
 		put_closing_note(why);
+	uint64_t kn_full, kn_unlisted, kn_failed;
+	int kn_err;
+	kernel_names_losses(&kn_full, &kn_unlisted, &kn_failed, &kn_err);
+	if (kn_full || kn_unlisted || kn_failed) {
+		char text[CLOSE_NOTE_MAX];
+		snprintf(text, sizeof(text), "kernel names, in this process so far: %llu launches beyond the names "
+		         "table, %llu graphs not listed, %llu handles the driver did not name (CUresult %d)",
+		         (unsigned long long)kn_full, (unsigned long long)kn_unlisted, (unsigned long long)kn_failed,
+		         kn_err);
+		put_closing_note(text);
+	}
 	if (W.capped) {
 		char text[CLOSE_NOTE_MAX];
 		snprintf(text, sizeof(text), "trace size cap of %llu bytes reached: %llu event records "

@@ -7,6 +7,7 @@
 #define OUT1(a, sz, label) .out_arg = {a, NONE}, .out_size = {sz, 0}, .out_label = {label, 0}
 #define OUT2(a, sa, la, b, sb, lb) .out_arg = {a, b}, .out_size = {sa, sb}, .out_label = {la, lb}
 #define NOOUT .out_arg = {NONE, NONE}
+#define ARGS_ONLY NOOUT, .args_only = 1
 #define STR_IN(a, label) .str_kind = CUHOOK_STR_ARG, .str_arg = a, .str_label = label
 #define STR_OUT(a, label) .str_kind = CUHOOK_STR_DEREF, .str_arg = a, .str_label = label
 #define BYTES_IN(a, n, label) .str_kind = CUHOOK_STR_BYTES, .str_arg = a, .str_bytes = n, .str_label = label
@@ -57,6 +58,19 @@ const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "cuStreamCreateWithPriority", OUT1(0, 8, "stream")},
 	{.func = "cuEventCreate", OUT1(0, 8, "event")},
 	{.func = "cuGraphInstantiateWithFlags", OUT1(0, 8, "graphExec")},
+	{.func = "cuGraphInstantiate_v2", OUT1(0, 8, "graphExec")},
+	{.func = "cuGraphInstantiateWithParams", OUT1(0, 8, "graphExec")},
+	{.func = "cuGraphInstantiateWithParams_ptsz", OUT1(0, 8, "graphExec")},
+	/* nothing recorded: the agent reads their arguments at a successful exit for kernel names
+	 * (src/agent/kernel_names.h), and writes no DATA record for them */
+	{.func = "cuLaunchKernel", ARGS_ONLY},
+	{.func = "cuLaunchKernel_ptsz", ARGS_ONLY},
+	{.func = "cuLaunchCooperativeKernel", ARGS_ONLY},
+	{.func = "cuLaunchCooperativeKernel_ptsz", ARGS_ONLY},
+	{.func = "cuModuleUnload", ARGS_ONLY},
+	{.func = "cuLibraryUnload", ARGS_ONLY},
+	{.func = "cuGraphExecUpdate", ARGS_ONLY},
+	{.func = "cuGraphExecUpdate_v2", ARGS_ONLY},
 	/* how the runtime finds driver entry points */
 	{.func = "cuGetProcAddress_v2", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
 	{.func = "cuGetProcAddress", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},

@@ -62,6 +62,10 @@ struct cuhook_decoder {
 	uint8_t str_bytes;                         /* CUHOOK_STR_BYTES: how many bytes */
 	uint8_t out_arg[CUHOOK_DECODER_MAX_OUT];   /* argument indices read at exit, CUHOOK_NO_ARG */
 	uint8_t out_size[CUHOOK_DECODER_MAX_OUT];  /* 4 or 8 bytes */
+	uint8_t args_only;                         /* 1: nothing decoded, no DATA record: the agent
+	                                              keeps the arguments for its own reading at a
+	                                              successful exit (kernel names of launches,
+	                                              src/agent/kernel_names.h) */
 	const char *str_label;                     /* "name", "symbol", "path" */
 	const char *out_label[CUHOOK_DECODER_MAX_OUT];
 };

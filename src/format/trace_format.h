@@ -76,6 +76,10 @@ enum cuhook_block_type {
 	CUHOOK_BLOCK_STACKS = 11,   /* struct cuhook_stacks_block + stacks (agent option stacks=) */
 	CUHOOK_BLOCK_PYFRAMES = 12, /* struct cuhook_pyframes_block + Python frames (stacks=) */
 	CUHOOK_BLOCK_MAPS = 13,     /* struct cuhook_maps_block + mappings (stacks=) */
+	CUHOOK_BLOCK_KNAMES = 14,   /* struct cuhook_knames_block + kernel names the agent asked the
+	                               driver for (readers before it skip the block) */
+	CUHOOK_BLOCK_GRAPHS = 15,   /* struct cuhook_graphs_block + the kernel nodes of executable
+	                               graphs (readers before it skip the block) */
 };
 
 struct cuhook_block {
@@ -411,6 +415,58 @@ struct cuhook_pyframe_entry {
 	                             CPython 3.11) */
 	uint32_t reserved;
 	/* char file[file_len]; char func[func_len]; padded to 8 */
+};
+
+/* KNAMES: names of kernel handles (CUfunction, CUkernel) the program launched, asked of the
+ * driver by the agent on a thread of its own (cuFuncGetName, cuKernelGetName), once per handle
+ * per file; a handle asked again after a module or library unload may be named again (the later
+ * entry wins). They mean what the names of a cuModuleGetFunction DATA record mean. */
+struct cuhook_knames_block {
+	uint32_t count;    /* entries that follow */
+	uint32_t reserved;
+};
+
+struct cuhook_kname_entry {
+	uint64_t handle;   /* the CUfunction or CUkernel handle, as the launch passed it */
+	uint16_t name_len; /* bytes of name after the entry (no NUL) */
+	uint8_t kind;      /* CUHOOK_KNAME_* : which query answered */
+	uint8_t reserved[5];
+	/* then the (mangled) name, padded so that entry + name is a multiple of 8 */
+};
+
+#define CUHOOK_KNAME_FUNCTION 1 /* cuFuncGetName */
+#define CUHOOK_KNAME_KERNEL 2   /* cuKernelGetName */
+
+/* GRAPHS: executable graphs and their kernel nodes, listed when the agent saw the graph
+ * instantiated (cuGraphInstantiate*) or updated (cuGraphExecUpdate*): a cuGraphLaunch of `exec`
+ * launches these kernels. An executable graph instantiated before tracing began has no entry
+ * (the driver cannot list an executable graph's nodes). A file lists again every graph known
+ * from an earlier session of the process. */
+struct cuhook_graphs_block {
+	uint32_t count;    /* entries that follow */
+	uint32_t reserved;
+};
+
+struct cuhook_graph_entry {
+	uint64_t exec;     /* the CUgraphExec handle */
+	uint64_t graph;    /* the CUgraph it was made from */
+	uint32_t nnodes;   /* nodes of the graph (all types) */
+	uint32_t nkernels; /* kernel nodes that follow (at most nnodes) */
+	uint32_t flags;    /* CUHOOK_GRAPH_* */
+	uint32_t reserved;
+	/* then nkernels struct cuhook_graph_kernel */
+};
+
+#define CUHOOK_GRAPH_TRUNCATED 0x1u /* more kernel nodes than the agent could list: the rest
+                                       are left out (nkernels < kernel nodes) */
+
+struct cuhook_graph_kernel {
+	uint64_t func;       /* the node's CUfunction (CUDA_KERNEL_NODE_PARAMS_v2.func), or its
+	                        CUkernel when func is NULL; named by KNAMES or the program's lookups */
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t shared;     /* dynamic shared memory bytes */
+	uint32_t reserved;
 };
 
 struct cuhook_maps_block {

@@ -308,6 +308,7 @@ static int write_one(FILE *f, struct rp_view *v)
 	fprintf(f, "],\n");
 	write_functions(f, v, fs, n);
 	write_analysis(f, v, a);
+	rp_kernels_write_json(f, v);
 	write_slowest(f, v);
 	write_findings(f, fd, nfd);
 	write_refused(f, v);

@@ -659,6 +659,34 @@ static inline const struct rp_stack_frames *rp_call_frames(const struct rp_view 
 	return &v->stacks->stacks[v->t->call_stack_[ci]];
 }
 
+/* ---- kernels.c ---- */
+/* Launches per kernel: direct launches (cuLaunchKernel & co, successful ones) and the kernel
+ * nodes of successful cuGraphLaunch calls (by the GRAPHS entry of their executable graph), by
+ * name (demangled) or, unnamed, by handle; sorted by launches. */
+struct rp_kstat {
+	char *name;                /* demangled, as recorded, or "function 0x..." (malloc'ed) */
+	int named;
+	uint64_t direct, graph;    /* launches by launch calls, as graph nodes */
+	int64_t call_ns;           /* the direct launch calls' total time */
+	uint32_t shapes;           /* distinct grid x block shapes seen (0: none known) */
+	uint32_t grid[3], block[3];/* the shape launched most */
+};
+struct rp_kernels {
+	struct rp_kstat *k;
+	uint32_t n;
+	uint64_t launches, named, direct, graph_nodes;
+	uint64_t graph_calls;      /* successful cuGraphLaunch calls */
+	uint64_t graph_unknown;    /* ... whose executable graph has no GRAPHS entry, nor GPU
+	                              kernel records linked to them */
+	uint64_t graph_from_gpu;   /* ... without a GRAPHS entry, whose kernels are counted from the
+	                              GPU's records linked to them (--gpu) */
+	int64_t graph_call_ns;
+};
+int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out);
+void rp_kernels_free(struct rp_kernels *k);
+void rp_kernels_write_text(FILE *f, const struct rp_view *v);
+int rp_kernels_write_json(FILE *f, const struct rp_view *v);
+
 /* ---- demangle.cc ---- */
 /* A C++ name demangled (libstdc++'s abi::__cxa_demangle), malloc'ed; NULL when it is not a
  * mangled name, does not demangle, or is too long to try. */

@@ -576,6 +576,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis 
 	write_memory(f, v);
 	write_streams(f, v);
 	write_stages(f, v, a);
+	rp_kernels_write_text(f, v);
 	write_slowest(f, v);
 	write_findings(f, v, fd, nfd);
 	write_gaps(f, v, a);

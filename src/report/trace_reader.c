@@ -432,6 +432,84 @@ static int block_note(struct tr_trace *t, const uint8_t *p, uint32_t size)
 	return 0;
 }
 
+/* KNAMES: entries of a header and a name each; a damaged one ends the block's reading. */
+static int block_knames(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_knames_block *b = (const void *)p;
+	if (size < sizeof(*b)) {
+		tr_add_error(t, "corrupt KNAMES block (%u bytes)", size);
+		return 0;
+	}
+	size_t off = sizeof(*b);
+	for (uint32_t i = 0; i < b->count; i++) {
+		struct cuhook_kname_entry e;
+		if (size - off < sizeof(e)) {
+			tr_add_error(t, "corrupt KNAMES block: entry %u of %u cut", i, b->count);
+			return 0;
+		}
+		memcpy(&e, p + off, sizeof(e));
+		size_t len = CUHOOK_ALIGN8(sizeof(e) + e.name_len);
+		if (len > size - off || !e.handle) {
+			tr_add_error(t, "corrupt KNAMES block: entry %u of %u runs past it", i, b->count);
+			return 0;
+		}
+		if (tr_grow((void **)&t->knames, &t->knames_cap_, t->nknames + 1, sizeof(*t->knames)))
+			return -1;
+		struct tr_kname *k = &t->knames[t->nknames];
+		k->handle = e.handle;
+		k->len = e.name_len;
+		k->kind = e.kind;
+		k->name = tr_arena_strndup(t, p + off + sizeof(e), e.name_len);
+		if (!k->name)
+			return -1;
+		t->nknames++;
+		off += len;
+	}
+	if (off != size)
+		tr_add_error(t, "KNAMES block: %zu bytes after its %u entries", size - off, b->count);
+	return 0;
+}
+
+/* GRAPHS: an entry and its kernel nodes each. */
+static int block_graphs(struct tr_trace *t, const uint8_t *p, uint32_t size)
+{
+	const struct cuhook_graphs_block *b = (const void *)p;
+	if (size < sizeof(*b)) {
+		tr_add_error(t, "corrupt GRAPHS block (%u bytes)", size);
+		return 0;
+	}
+	size_t off = sizeof(*b);
+	for (uint32_t i = 0; i < b->count; i++) {
+		struct cuhook_graph_entry e;
+		if (size - off < sizeof(e)) {
+			tr_add_error(t, "corrupt GRAPHS block: entry %u of %u cut", i, b->count);
+			return 0;
+		}
+		memcpy(&e, p + off, sizeof(e));
+		off += sizeof(e);
+		if (e.nkernels > (size - off) / sizeof(struct cuhook_graph_kernel) || e.nkernels > e.nnodes) {
+			tr_add_error(t, "corrupt GRAPHS block: entry %u of %u: %u kernels", i, b->count, e.nkernels);
+			return 0;
+		}
+		if (tr_grow((void **)&t->graphs, &t->graphs_cap_, t->ngraphs + 1, sizeof(*t->graphs)))
+			return -1;
+		struct tr_graph *g = &t->graphs[t->ngraphs];
+		size_t kb = (size_t)e.nkernels * sizeof(struct cuhook_graph_kernel);
+		struct cuhook_graph_kernel *k = NULL;
+		if (kb) {
+			if (!(k = malloc(kb)))
+				return -1;
+			memcpy(k, p + off, kb);
+		}
+		*g = (struct tr_graph){e.exec, e.graph, e.nnodes, e.nkernels, e.flags, k};
+		t->ngraphs++;
+		off += kb;
+	}
+	if (off != size)
+		tr_add_error(t, "GRAPHS block: %zu bytes after its %u entries", size - off, b->count);
+	return 0;
+}
+
 struct clock_pairs {
 	struct cuhook_clock_block first, last;
 };
@@ -507,14 +585,15 @@ static const char *block_type_name(unsigned type)
 {
 	static const char *const names[] = {"?",   "CLOCK", "LIB",    "FUNCS",       "THREAD", "EVENTS",
 	                                    "NOTE", "END",  "COUNTS", "GPU_SESSION", "GPU",
-	                                    "STACKS", "PYFRAMES", "MAPS"};
+	                                    "STACKS", "PYFRAMES", "MAPS", "KNAMES", "GRAPHS"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
 static int block_decoded_now(unsigned type)
 {
 	return type == CUHOOK_BLOCK_CLOCK || type == CUHOOK_BLOCK_LIB || type == CUHOOK_BLOCK_FUNCS ||
-	       type == CUHOOK_BLOCK_THREAD || type == CUHOOK_BLOCK_NOTE || type == CUHOOK_BLOCK_END;
+	       type == CUHOOK_BLOCK_THREAD || type == CUHOOK_BLOCK_NOTE || type == CUHOOK_BLOCK_END ||
+	       type == CUHOOK_BLOCK_KNAMES || type == CUHOOK_BLOCK_GRAPHS;
 }
 
 /* Pass 1: each block header is read and checked before anything after it is read (a sequential
@@ -604,6 +683,12 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
 			          file order, where the MAPS in force and the ids defined so far are known) */
 		case CUHOOK_BLOCK_NOTE:
 			rc = block_note(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_KNAMES:
+			rc = block_knames(t, p, b->size);
+			break;
+		case CUHOOK_BLOCK_GRAPHS:
+			rc = block_graphs(t, p, b->size);
 			break;
 		case CUHOOK_BLOCK_END:
 			if (b->size < sizeof(struct cuhook_end_block)) {
@@ -1427,6 +1512,10 @@ void tr_close(struct tr_trace *t)
 		free(t->calls);
 	free(t->data);
 	free(t->notes);
+	free(t->knames);
+	for (uint32_t i = 0; i < t->ngraphs; i++)
+		free(t->graphs[i].kernels);
+	free(t->graphs);
 	free(t->counts);
 	free(t->argv);
 	free(t->thread_call_index_);

@@ -141,6 +141,21 @@ struct tr_note {
 	const char *text;         /* NUL-terminated copy */
 };
 
+/* A kernel handle's name the agent asked the driver for (KNAMES block), in file order. */
+struct tr_kname {
+	uint64_t handle;
+	const char *name;         /* NUL-terminated copy */
+	uint16_t len;
+	uint8_t kind;             /* CUHOOK_KNAME_* */
+};
+
+/* An executable graph's kernel nodes (GRAPHS block), in file order. */
+struct tr_graph {
+	uint64_t exec, graph;
+	uint32_t nnodes, nkernels, flags;
+	struct cuhook_graph_kernel *kernels; /* malloc'd copy, nkernels of them */
+};
+
 
 /* ---- the GPU side (GPU_SESSION and GPU blocks, trace_gpu.c) -------------------------------- */
 
@@ -295,6 +310,10 @@ struct tr_trace {
 	uint32_t ndata;
 	struct tr_note *notes;
 	uint32_t nnotes;
+	struct tr_kname *knames;  /* KNAMES entries */
+	uint32_t nknames;
+	struct tr_graph *graphs;  /* GRAPHS entries */
+	uint32_t ngraphs;
 	struct tr_count *counts;  /* COUNTS entries in file order */
 	uint32_t ncounts;
 	/* totals */
@@ -358,6 +377,7 @@ struct tr_trace {
 	uint32_t *tid_hash_;
 	uint32_t tid_hash_cap_;
 	uint32_t calls_cap_, data_cap_, threads_cap_, funcs_cap_, libs_cap_, notes_cap_, counts_cap_;
+	uint32_t knames_cap_, graphs_cap_;
 	size_t calls_bytes_;      /* calls[] is mmap'ed when calls_bytes_ != 0 */
 	uint64_t events_bytes_;   /* EVENTS payload bytes found by pass 1 */
 	uint32_t *thread_call_index_;

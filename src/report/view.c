@@ -99,6 +99,11 @@ static uint8_t namer_of(const char *name)
 static int build_names(struct rp_view *v)
 {
 	struct tr_trace *t = v->t;
+	/* The names the agent asked the driver for (KNAMES): first, so that a name the program's
+	 * own lookup recorded is the one kept (they agree). */
+	for (uint32_t i = 0; i < t->nknames; i++)
+		if (name_put(v, t->knames[i].handle, t->knames[i].name, t->knames[i].len))
+			return -1;
 	/* Round 1: functions and kernels named at lookup. Round 2: cuKernelGetFunction, which turns
 	 * an already named kernel into a function handle. */
 	for (int round = 1; round <= 2; round++) {

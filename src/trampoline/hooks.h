@@ -58,7 +58,10 @@ struct hook_hot {
 	uint64_t entry_hdr;
 	uint32_t entry_info;
 	uint8_t nregs;         /* argument registers to record at entry (0..6; 6 by default) */
-	uint8_t pad[3];
+	uint8_t names_role;    /* what its successful exit tells the agent's kernel names
+	                          (src/agent/kernel_names_hot.h enum kn_role); set by the classifier.
+	                          Nonzero only for functions with a decoder (their exit reaches C) */
+	uint8_t pad[2];
 };
 
 #define HOOK_SLOW 0x80u        /* with HOOK_RECORD (agent option trigger_slow=): the flight

@@ -540,6 +540,8 @@ HIDDEN CUresult impl_cuModuleUnload(CUmodule m)
 	if (!m || m->magic != MODULE_MAGIC)
 		return FAKE_ERROR_INVALID_HANDLE;
 	m->magic = 0;
+	for (unsigned k = 0; k < K_COUNT; k++)
+		m->funcs[k].magic = 0; /* its functions are gone with it */
 	free(m);
 	return FAKE_SUCCESS;
 }
@@ -684,6 +686,7 @@ HIDDEN CUresult impl_cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, voi
 
 struct kernel_node {
 	uint64_t id;
+	CUfunction func; /* as added (cuGraphKernelNodeGetParams_v2 gives it back) */
 	unsigned kernel;
 	unsigned dims[7];
 	uint64_t values[MAX_PARAMS]; /* the parameters' values, copied when the node was added */
@@ -727,6 +730,7 @@ HIDDEN CUresult impl_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const
 	if (r != FAKE_SUCCESS)
 		return r;
 	k.kernel = p->func->kernel;
+	k.func = p->func;
 	for (unsigned i = 0; i < kernels[k.kernel].nparams; i++) {
 		if (!p->kernelParams[i])
 			return FAKE_ERROR_INVALID_VALUE;
@@ -819,6 +823,67 @@ HIDDEN CUresult impl_cuGraphDestroy(CUgraph g)
 	g->magic = 0;
 	free(g);
 	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *count)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (!count)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (nodes) {
+		size_t i = 0;
+		for (struct fake_graph_node *n = g->first; n && i < *count; n = n->next)
+			nodes[i++] = n;
+	}
+	*count = g->count;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphNodeGetType(CUgraphNode n, int *type)
+{
+	if (!n || n->magic != NODE_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (!type)
+		return FAKE_ERROR_INVALID_VALUE;
+	*type = 0; /* CU_GRAPH_NODE_TYPE_KERNEL */
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!n || n->magic != NODE_MAGIC)
+		return FAKE_ERROR_INVALID_HANDLE;
+	if (!p)
+		return FAKE_ERROR_INVALID_VALUE;
+	memset(p, 0, sizeof(*p));
+	p->func = n->k.func;
+	p->gridDimX = n->k.dims[0];
+	p->gridDimY = n->k.dims[1];
+	p->gridDimZ = n->k.dims[2];
+	p->blockDimX = n->k.dims[3];
+	p->blockDimY = n->k.dims[4];
+	p->blockDimZ = n->k.dims[5];
+	p->sharedMemBytes = n->k.dims[6];
+	return FAKE_SUCCESS;
+}
+
+/* ---- names of functions ------------------------------------------------------------------- */
+
+HIDDEN CUresult impl_cuFuncGetName(const char **name, CUfunction f)
+{
+	if (!name)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (!f || f->magic != FUNC_MAGIC || f->kernel == 0 || f->kernel >= K_COUNT)
+		return FAKE_ERROR_INVALID_HANDLE;
+	*name = kernels[f->kernel].name;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuKernelGetName(const char **name, void *kernel)
+{
+	(void)kernel;
+	return name ? FAKE_ERROR_INVALID_HANDLE : FAKE_ERROR_INVALID_VALUE;
 }
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -943,6 +1008,8 @@ static const struct proc { const char *name; int min_version; void *fn; } procs[
 	V(cuMemsetD8, 3020, cuMemsetD8_v2), V(cuMemsetD32, 3020, cuMemsetD32_v2), P(cuMemsetD32Async),
 	P(cuGraphCreate), V(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2),
 	P(cuGraphInstantiateWithFlags), P(cuGraphLaunch), P(cuGraphExecDestroy), P(cuGraphDestroy),
+	P(cuGraphGetNodes), V(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2), P(cuGraphNodeGetType),
+	P(cuFuncGetName), P(cuKernelGetName),
 	P(cuModuleLoadData), P(cuModuleGetFunction), P(cuModuleUnload),
 	P(cuLaunchKernel), V(cuLaunchKernelEx, 11080, cuLaunchKernelEx),
 	P(cuStreamCreate), V(cuStreamDestroy, 4000, cuStreamDestroy_v2), P(cuStreamSynchronize),

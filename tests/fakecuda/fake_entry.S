@@ -93,6 +93,11 @@
 	DRIVER_FN cuGraphLaunch, impl_cuGraphLaunch
 	DRIVER_FN cuGraphExecDestroy, impl_cuGraphExecDestroy
 	DRIVER_FN cuGraphDestroy, impl_cuGraphDestroy
+	DRIVER_FN cuGraphGetNodes, impl_cuGraphGetNodes
+	DRIVER_FN cuGraphNodeGetType, impl_cuGraphNodeGetType
+	DRIVER_FN cuGraphKernelNodeGetParams_v2, impl_cuGraphKernelNodeGetParams_v2
+	DRIVER_FN cuFuncGetName, impl_cuFuncGetName
+	DRIVER_FN cuKernelGetName, impl_cuKernelGetName
 	DRIVER_FN cuStreamCreate, impl_cuStreamCreate
 	DRIVER_FN cuStreamDestroy_v2, impl_cuStreamDestroy_v2
 	DRIVER_FN cuStreamSynchronize, impl_cuStreamSynchronize

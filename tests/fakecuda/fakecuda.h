@@ -185,6 +185,19 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);             /* submits work */
 CUresult cuGraphExecDestroy(CUgraphExec exec);
 CUresult cuGraphDestroy(CUgraph graph);
+/* The nodes of a graph, in the order they were added: with nodes NULL, *count = how many;
+ * else up to *count of them, and *count = how many the graph has. */
+CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count);
+CUresult cuGraphNodeGetType(CUgraphNode node, int *type); /* 0: kernel (the only kind here) */
+/* The node's parameters as added (func, dims, shared memory; kernelParams NULL, kern and ctx
+ * NULL). */
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *params);
+/* A function's kernel name (fakecuda.h's kernel list); FAKE_ERROR_INVALID_HANDLE for anything
+ * else (an unloaded module's functions included). */
+CUresult cuFuncGetName(const char **name, CUfunction f);
+/* The stand-in has no CUkernel: always FAKE_ERROR_INVALID_HANDLE (or INVALID_VALUE without
+ * name). */
+CUresult cuKernelGetName(const char **name, void *kernel);
 CUresult cuStreamCreate(CUstream *stream, unsigned flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);

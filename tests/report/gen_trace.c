@@ -1042,6 +1042,70 @@ static void scenario_kernels(const char *expect)
 	free(m.recs.p);
 }
 
+/* The agent's kernel names and graphs (KNAMES, GRAPHS blocks):
+ *   KNAMES: 0xf1 "_Z4gemmPKfS0_Pfi" (gemm(float const*, float const*, float*, int)), 0xf2 "softmax",
+ *           0xf2 again "relu" (named again after an unload: the later entry wins);
+ *   GRAPHS: exec 0x9e0 of graph 0x9a0: 3 nodes, 2 kernels: 0xf1 grid (8,1,1) block (128,1,1),
+ *           0xf2 grid (4,1,1) block (64,1,1); exec 0x9e1 listed with 0 kernels of 1 node;
+ *   cuLaunchKernel(0xf1, grid 2,2,1 block 32,1,1) x 3; cuLaunchKernel(0xf3, never named) x 1;
+ *   cuGraphLaunch(0x9e0) x 2; cuGraphLaunch(0x9e2, never listed) x 1; a failed cuLaunchKernel
+ *   of 0xf1 (ret 1) launches nothing.
+ * So: gemm 3 direct + 2 graph nodes; relu 2 graph nodes; function 0xf3 1; graph_unknown 1. */
+static void scenario_names(void)
+{
+	static const char *const argv[] = {"./names", NULL};
+	static const struct fdef fs[] = {{"cuLaunchKernel", 0}, {"cuGraphLaunch", 0}};
+	file_header(41, argv, "/bin/names");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "999.1");
+	funcs_block(0, 0, fs, 2);
+	thread_block(41, "names");
+	ftab = fs;
+	nftab = 2;
+	struct buf b = {0};
+	static const struct {
+		uint64_t h;
+		const char *name;
+	} kn[] = {{0xf1, "_Z4gemmPKfS0_Pfi"}, {0xf2, "softmax"}, {0xf2, "relu"}};
+	struct cuhook_knames_block kb = {3, 0};
+	buf_add(&b, &kb, sizeof(kb));
+	for (unsigned i = 0; i < 3; i++) {
+		struct cuhook_kname_entry e = {.handle = kn[i].h, .name_len = (uint16_t)strlen(kn[i].name), .kind = 1};
+		static const uint8_t zeros[8];
+		buf_add(&b, &e, sizeof(e));
+		buf_add(&b, kn[i].name, e.name_len);
+		buf_add(&b, zeros, CUHOOK_ALIGN8(e.name_len) - e.name_len);
+	}
+	block(CUHOOK_BLOCK_KNAMES, b.p, b.len);
+	free(b.p);
+	b = (struct buf){0};
+	struct cuhook_graphs_block gb = {2, 0};
+	buf_add(&b, &gb, sizeof(gb));
+	struct cuhook_graph_entry g0 = {0x9e0, 0x9a0, 3, 2, 0, 0}, g1 = {0x9e1, 0x9a1, 1, 0, 0, 0};
+	struct cuhook_graph_kernel k0 = {0xf1, {8, 1, 1}, {128, 1, 1}, 0, 0}, k1 = {0xf2, {4, 1, 1}, {64, 1, 1}, 0, 0};
+	buf_add(&b, &g0, sizeof(g0));
+	buf_add(&b, &k0, sizeof(k0));
+	buf_add(&b, &k1, sizeof(k1));
+	buf_add(&b, &g1, sizeof(g1));
+	block(CUHOOK_BLOCK_GRAPHS, b.p, b.len);
+	free(b.p);
+	struct thr m = {.tid = 41};
+	uint64_t st[5] = {1, 0, 0, 0, 0}, t = 1000;
+	for (int i = 0; i < 3; i++, t += 10000)
+		call(&m, 0, t, 2000, (uint64_t[6]){0xf1, 2, 2, 1, 32, 1}, 5, st, 0);
+	call(&m, 0, t, 2000, (uint64_t[6]){0xf3, 1, 1, 1, 64, 1}, 5, st, 0);
+	t += 10000;
+	call(&m, 0, t, 2000, (uint64_t[6]){0xf1, 1, 1, 1, 0, 1}, 5, st, 1); /* failed */
+	t += 10000;
+	for (int i = 0; i < 2; i++, t += 10000)
+		call(&m, 1, t, 3000, (uint64_t[6]){0x9e0, 0}, 0, NULL, 0);
+	call(&m, 1, t, 3000, (uint64_t[6]){0x9e2, 0}, 0, NULL, 0);
+	flush(&m);
+	clock_block(t + 100000);
+	end_block(1);
+	free(m.recs.p);
+}
+
 /* Many very short calls, as PyTorch makes them (the count=GLOBS option's use):
  *   main   (tid 3000): N iterations (--iterations, default 24000), one every 5 us from 10 us:
  *          cuCtxGetCurrent (100 ns) each, cuStreamGetCaptureInfo_v2 (50 ns at +200) every 2nd,
@@ -1679,6 +1743,8 @@ int main(int argc, char **argv)
 		scenario_nocalls();
 	else if (!strcmp(scenario, "kernels"))
 		scenario_kernels(expect);
+	else if (!strcmp(scenario, "names"))
+		scenario_names();
 	else if (!strcmp(scenario, "hot"))
 		scenario_hot(iters, expect);
 	else if (!strcmp(scenario, "hostile"))

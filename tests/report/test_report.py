@@ -355,6 +355,33 @@ def test_kernels():
     eq(j["gaps"]["submissions"], 7, "submissions (4 launches, 2 memsets, 1 copy)")
 
 
+def test_kernel_table():
+    """The Kernels section from the agent's KNAMES and GRAPHS blocks (gen_trace's "names"): launches
+    per name, graph launches as their kernel nodes, a handle named again (the later name), an
+    unnamed handle, a failed launch left out, a graph launch of an unlisted graph apart."""
+    path = gen("names", "names")
+    j, _ = report_json(path)
+    k = j["kernels"]
+    eq({x: k[x] for x in ("launches", "direct", "graph_nodes", "graph_calls", "graph_unknown", "graph_from_gpu",
+                          "named")},
+       {"launches": 8, "direct": 4, "graph_nodes": 4, "graph_calls": 3, "graph_unknown": 1, "graph_from_gpu": 0,
+        "named": 7}, "kernel totals")
+    rows = [(r["name"], r["named"], r["launches"], r["direct"], r["graph_nodes"], r["shapes"], r.get("grid"),
+             r.get("block")) for r in k["by_name"]]
+    eq(rows, [("gemm(float const*, float const*, float*, int)", True, 5, 3, 2, 2, [2, 2, 1], [32, 1, 1]),
+              ("relu", True, 2, 0, 2, 1, [4, 1, 1], [64, 1, 1]),
+              ("function 0xf3", False, 1, 1, 0, 1, [1, 1, 1], [64, 1, 1])], "kernel rows")
+    out, _ = run(["report", "--no-color", path])
+    lines = out.splitlines()
+    for want in ["Kernels (launches per kernel name; a graph launch adds a launch of each kernel node)",
+                 "  8 kernel launches: 4 by launch calls, 4 as nodes of 2 graph launches; 7 named (87.5 %)",
+                 "  1 graph launches of graphs instantiated before tracing began: their kernels are unknown and left out"]:
+        check(want in lines, f"line {want!r} missing:\n{out}")
+    check(re.search(r"^ +5 +3 +2 +6\.000 us +\(2,2,1\)x\(32,1,1\) +2  gemm\(float const\*, float const\*, "
+                    r"float\*, int\)$", out, re.M), f"gemm's row:\n{out}")
+    check(re.search(r"^ +2 +0 +2 +- +\(4,1,1\)x\(64,1,1\) +1  relu$", out, re.M), f"relu's row:\n{out}")
+
+
 def test_tsc_clock():
     same_as_monotonic(gen("tsc", "basic", "--tsc"))
 
@@ -2297,7 +2324,8 @@ def test_fuzz():
              # version 5's compact records: every type, an epoch change inside a block
              gen("v5-epoch", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5"),
              gen("v5-long", "basic", "--v5-long-exits", "--agent-regs"), gen("v5-kernels", "kernels", "--v5"),
-             gen("v5-counts", "hot", "--count", "--iterations", "48", "--tsc", "--v5"), gen("v5-gpu", "gpu", "--v5")]
+             gen("v5-counts", "hot", "--count", "--iterations", "48", "--tsc", "--v5"), gen("v5-gpu", "gpu", "--v5"),
+             gen("names", "names"), gen("v5-names", "names", "--v5")]
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())

@@ -932,7 +932,8 @@ def test_rss(ctx):
 
 def test_own_threads(ctx):
     """The agent lists its own threads by id (cuhook_agent_threads) for the injector, which
-    leaves them running and stops every other thread: after the start, exactly its writer; in a
+    leaves them running and stops every other thread: after the start, exactly its writer and its
+    kernel-names thread; in a
     fork child, none of the parent's (the child does not have them), or, with follow=1, the
     child's own new writer; after cuhook_agent_stop(), none."""
     pr = ctx.problems
@@ -947,9 +948,11 @@ def test_own_threads(ctx):
         if not pr.check(p.returncode == 0, f"{what}: rt_ownthreads: {describe_status(p.returncode)}\n"
                                            f"{tail(p.stdout)}\n{tail(p.stderr)}"):
             continue
-        pr.check(lines.get("started") == "1" and lines.get("started_writers") == "1",
+        pr.check(lines.get("started") == "2" and lines.get("started_writers") == "1" and
+                 lines.get("started_names") == "1",
                  f"{what}: after the start {lines.get('started')} ids listed, {lines.get('started_writers')} "
-                 "of them the process's writer; expected the writer alone")
+                 f"of them the process's writer, {lines.get('started_names')} its names thread; expected "
+                 "those two alone")
         pr.check(lines.get("child") == want_child,
                  f"{what}: a fork child's list: {lines.get('child')!r} (listed, writers of the child); "
                  f"expected {want_child!r}")

@@ -9,8 +9,8 @@
  * cuhook-writer, "stranger" otherwise.
  *
  * usage: rt_ownthreads --agent PATH LIBCUDA
- * prints: "started K" "started_writers W" (after the start: K ids listed, W of them writers of
- * this process), "child K W" (the same in a fork child), "stopped K" (after the stop) */
+ * prints: "started K" "started_writers W" "started_names N" (after the start: K ids listed, W
+ * of them writers of this process, N its kernel-names threads), "child K W" (the same in a fork child), "stopped K" (after the stop) */
 #include "robust_common.h"
 
 #include "cuhook_agent.h"
@@ -20,10 +20,12 @@
 
 static const struct cuhook_agent_threads *list;
 
-/* How many ids are listed, and how many of them are this process's writer threads. */
+/* How many ids are listed, and how many of them are this process's writer threads (names: its
+ * kernel-names threads, cuhook-names). */
+static int names;
 static void count(int *listed, int *writers)
 {
-	*listed = *writers = 0;
+	*listed = *writers = names = 0;
 	for (int i = 0; i < CUHOOK_AGENT_THREADS_MAX; i++) {
 		int tid = __atomic_load_n(&list->tid[i], __ATOMIC_ACQUIRE);
 		if (!tid)
@@ -34,6 +36,8 @@ static void count(int *listed, int *writers)
 		FILE *f = fopen(p, "re");
 		if (f && fgets(comm, sizeof(comm), f) && strcmp(comm, "cuhook-writer\n") == 0)
 			(*writers)++;
+		else if (!strcmp(comm, "cuhook-names\n"))
+			names++;
 		if (f)
 			fclose(f);
 	}
@@ -59,7 +63,7 @@ int main(int argc, char **argv)
 		return 3;
 	int k, w;
 	count(&k, &w);
-	printf("started %d\nstarted_writers %d\n", k, w);
+	printf("started %d\nstarted_writers %d\nstarted_names %d\n", k, w, names);
 	fflush(stdout);
 	pid_t child = fork();
 	if (child == 0) {

@@ -71,7 +71,9 @@ static void table_consistent(void)
 			CHECK(d->out_size[k] == 4 || d->out_size[k] == 8, "%s: out_size[%u] %u", d->func, k, d->out_size[k]);
 			CHECK(d->out_label[k] != NULL, "%s: out %u without a label", d->func, k);
 		}
-		CHECK(d->str_kind != CUHOOK_STR_NONE || d->out_arg[0] != CUHOOK_NO_ARG, "%s decodes nothing", d->func);
+		/* args_only: the agent's own reading of the arguments (kernel names), nothing in the trace */
+		CHECK(d->args_only == (d->str_kind == CUHOOK_STR_NONE && d->out_arg[0] == CUHOOK_NO_ARG),
+		      "%s: args_only %u, but %s", d->func, d->args_only, d->args_only ? "decodes something" : "decodes nothing");
 	}
 }
 

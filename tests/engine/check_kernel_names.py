@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Kernel names for handles the program looked up before tracing began, and the kernels of graph
+launches (src/agent/kernel_names.h), on tests/targets/names_user.c: three kernels looked up and
+graph A instantiated before the agent starts; then, traced, direct launches of each kernel,
+graph B (3 kernel nodes) instantiated and destroyed at once, launched M_B times, and graph A
+launched M_A times. The report's "kernels" (JSON) must count exactly, by name: every direct
+launch and every node of graph B's launches, all of them named; graph A's launches as unknown.
+
+  --mode constructor   the agent dlopened by the program after its lookups (CUHOOK_OUTPUT)
+  --mode attach        cuhook attach while the program waits, the work done inside the window;
+                       the attach trace also carries the notes a run trace has (functions
+                       patched, refused)
+  --mode gpu           as attach, with --gpu and the stand-in CUPTI: graph A's launches
+                       (instantiated before tracing) are counted by the GPU's kernel records
+                       linked to them, 2 named kernels each"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cuhooktest import Fatal, Problems, clean_env, report, report_json, run_main, tail, work_directory  # noqa: E402
+
+
+def expectations(out):
+    direct, graph, other = {}, {}, {}
+    for line in out.splitlines():
+        if not line.startswith("expect "):
+            continue
+        body = line[len("expect "):]
+        head, _, nums = body.rpartition(" ")
+        if head.startswith("graph_"):
+            other[head] = int(nums)
+            continue
+        name, d = head.rsplit(" ", 1)
+        direct[name] = int(d)
+        graph[name] = int(nums)
+    return direct, graph, other
+
+
+def check_report(a, work, trace, target_out, problems, what, gpu=False):
+    direct, graph, other = expectations(target_out)
+    if gpu:
+        # graph A (fake_scale_add, fake_relu) from the GPU's records
+        graph["fake_scale_add"] += other["graph_unknown"]
+        graph["fake_relu"] += other["graph_unknown"]
+    problems.check(len(direct) == 3, f"{what}: the program's expectations: {target_out!r}")
+    rep = report_json(a.cuhook, trace, work)
+    k = rep.get("kernels")
+    if not problems.check(isinstance(k, dict), f"{what}: no kernels in the JSON report"):
+        return ""
+    nodes = 3 * (other["graph_calls"] - other["graph_unknown"]) + (2 * other["graph_unknown"] if gpu else 0)
+    total = sum(direct.values()) + nodes
+    problems.check(k["launches"] == total, f"{what}: {k['launches']} launches, not {total}")
+    problems.check(k["named"] == total, f"{what}: {k['named']} of {k['launches']} launches named")
+    problems.check(k["direct"] == sum(direct.values()), f"{what}: {k['direct']} direct launches")
+    problems.check(k["graph_nodes"] == nodes, f"{what}: {k['graph_nodes']} graph-node launches, not {nodes}")
+    problems.check(k["graph_calls"] == other["graph_calls"], f"{what}: {k['graph_calls']} graph launches")
+    unknown = 0 if gpu else other["graph_unknown"]
+    problems.check(k["graph_unknown"] == unknown,
+                   f"{what}: {k['graph_unknown']} graph launches of unknown graphs, not {unknown}")
+    problems.check(k["graph_from_gpu"] == other["graph_unknown"] - unknown,
+                   f"{what}: {k['graph_from_gpu']} graph launches counted from GPU records")
+    got = {e["name"]: e for e in k["by_name"]}
+    problems.check(sorted(got) == sorted(direct), f"{what}: kernels {sorted(got)}, not {sorted(direct)}")
+    for name in direct:
+        e = got.get(name)
+        if not problems.check(e is not None, f"{what}: no row for {name}"):
+            continue
+        problems.check(e["named"] and e["direct"] == direct[name] and e["graph_nodes"] == graph[name] and
+                       e["launches"] == direct[name] + graph[name],
+                       f"{what}: {name}: {e}, want {direct[name]} direct + {graph[name]} graph nodes")
+    # the relu launches (cuLaunchKernelEx) give their shape through the config DATA record
+    relu = got.get("fake_relu", {})
+    problems.check(relu.get("grid") == [4, 2, 1] and relu.get("block") == [64, 1, 1] and
+                   relu.get("shapes") == (3 if gpu else 2), f"{what}: fake_relu's shapes: {relu}")
+    text = report(a.cuhook, trace, "text", os.path.join(work, "report.txt"))
+    problems.check(f"  {total} kernel launches: {sum(direct.values())} by launch calls, {nodes} as nodes of "
+                   f"{other['graph_calls'] - unknown} graph launches; {total} named (100.0 %)"
+                   in text.splitlines(), f"{what}: the text report's Kernels line:\n{tail(text, 4000)}")
+    return text
+
+
+def mode_constructor(a, work, problems):
+    trace = os.path.join(work, "names.bin")
+    env = clean_env({"CUHOOK_OUTPUT": trace})
+    p = subprocess.run([a.target, a.lib, "--agent", a.agent], env=env, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise Fatal(f"names_user exited with {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    check_report(a, work, trace, p.stdout, problems, "constructor")
+
+
+def mode_attach(a, work, problems, gpu=False):
+    trace = os.path.join(work, "attach.bin")
+    prog = subprocess.Popen([a.target, a.lib, "--wait"], env=clean_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        problems.check(prog.stdout.readline().strip() == "ready", "names_user did not say ready")
+        extra = ["--gpu", "--cupti", a.cupti] if gpu else []
+        att = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace, "--duration", "5" if gpu else "3", *extra,
+                                str(prog.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the window is open once cuhook says so (its last line before the wait)
+        deadline = time.time() + 60
+        said = ""
+        while time.time() < deadline:
+            line = att.stderr.readline()
+            said += line
+            if not line or "until the duration is over" in line:
+                break
+        problems.check("until the duration is over" in said, f"cuhook attach did not start: {said}")
+        if gpu:
+            time.sleep(2)  # the GPU session starts on the agent's GPU thread once the threads run
+        prog.stdin.write("go\n")
+        prog.stdin.flush()
+        out = ""
+        for line in prog.stdout:
+            out += line
+            if line.strip() == "done":
+                break
+        rest, err = att.communicate(timeout=120)
+        problems.check(att.returncode == 0, f"cuhook attach exited with {att.returncode}: {said}{err}")
+        prog.stdin.write("quit\n")
+        prog.stdin.flush()
+        o2, e2 = prog.communicate(timeout=60)
+        problems.check(prog.returncode == 0, f"names_user exited with {prog.returncode}: {e2}")
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+    text = check_report(a, work, trace, out, problems, "gpu" if gpu else "attach", gpu)
+    notes = [line for line in text.splitlines() if line.startswith("  note ")]
+    problems.check(any("functions patched, " in t and " refused" in t for t in notes),
+                   f"attach trace without the 'functions patched, refused' note: {notes}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", required=True, choices=["constructor", "attach", "gpu"])
+    ap.add_argument("--cupti")
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--cuhook", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--workdir")
+    a = ap.parse_args()
+    work = work_directory(a.workdir, "cuhook-names-")
+    problems = Problems()
+    if a.mode == "gpu":
+        mode_attach(a, work, problems, gpu=True)
+    else:
+        {"constructor": mode_constructor, "attach": mode_attach}[a.mode](a, work, problems)
+    problems.exit()
+
+
+if __name__ == "__main__":
+    run_main(main)
