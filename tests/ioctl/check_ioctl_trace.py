@@ -280,9 +280,12 @@ def check_json(ctx, js, emulated, n_uvm=2):
 def check_exports(ctx, rows, chrome, folded, text, n, emulated):
     pb = ctx.problems
     pb.check(sum(1 for r in rows if r["func"] == "ioctl") == n, "csv: ioctl rows")
-    ev = [e for e in chrome["traceEvents"] if e.get("name") == "ioctl"]
-    pb.check(len(ev) == n and all(e.get("cat") == "ioctl" and e.get("ph") == "X" for e in ev),
-             f"chrome: {len(ev)} ioctl slices")
+    # a call is a begin event (B) and an end event (E) carrying its args, or one complete event (X)
+    # when it took no time
+    ev = [e for e in chrome["traceEvents"] if e.get("name") == "ioctl" and e.get("ph") in ("B", "X")]
+    ends = [e for e in chrome["traceEvents"] if e.get("name") == "ioctl" and e.get("ph") == "E"]
+    pb.check(len(ev) == n and all(e.get("cat") == "ioctl" for e in ev) and
+             len(ends) == sum(1 for e in ev if e["ph"] == "B"), f"chrome: {len(ev)} ioctl slices, {len(ends)} ends")
     for stack in ("cuFakeNvNested;cuFakeNvControl;ioctl", "cuFakeNvAlloc;ioctl", "cuFakeNvUvm;ioctl"):
         pb.check(stack in folded, f"folded: no stack ending {stack}")
     for s in ("Driver boundary (ioctls)", f"{n} ioctls on NVIDIA device files", "(no traced caller)",
