@@ -151,38 +151,60 @@ static void release_during_dlopen(struct rcall *rc)
 	        (inj_now_ns() - t0) / 1e6);
 }
 
+/* dlopen and its companions in the target: libc's (glibc >= 2.34), __libc_dlopen_mode (older
+ * glibc), or any mapped object's (musl, a loaded libdl). */
+struct dl_fns {
+	uint64_t dlopen_fn, dlerror_fn, dlsym_fn;
+	unsigned mode;
+	const char *lib; /* points into the maps */
+};
+
+static int find_dlopen(struct itarget *tg, const struct maps *m, struct dl_fns *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->mode = RTLD_NOW;
+	const char *lib = maps_find_object(m, "libc.so.6");
+	if (!lib)
+		lib = maps_find_object(m, "libc-");
+	if (lib) {
+		f->dlopen_fn = target_symbol(tg->pid, m, lib, "dlopen");
+		f->dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+		f->dlsym_fn = target_symbol(tg->pid, m, lib, "dlsym");
+		if (!f->dlopen_fn) {
+			f->dlopen_fn = target_symbol(tg->pid, m, lib, "__libc_dlopen_mode");
+			f->mode |= GLIBC_RTLD_DLOPEN;
+			f->dlerror_fn = f->dlsym_fn = 0;
+		}
+	}
+	if (!f->dlopen_fn) {
+		/* musl (dlopen in its libc/loader), or an old glibc's libdl loaded by the program. */
+		lib = maps_find_defining(tg->pid, m, "dlopen", &f->dlopen_fn);
+		if (lib) {
+			f->dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+			f->dlsym_fn = target_symbol(tg->pid, m, lib, "dlsym");
+		}
+	}
+	if (!f->dlopen_fn) {
+		inj_error("no dlopen in process %d (no libc.so mapped: a static program?): the agent "
+		          "cannot be loaded", tg->pid);
+		return -1;
+	}
+	f->lib = lib;
+	return 0;
+}
+
 /* dlopen(agent, RTLD_NOW) on thread *thp. If the call is slow, the other threads are let run
  * (*released is then true, and *thp updated): the caller stops them again. */
 static int load_agent(struct itarget *tg, struct ithread **thp, const struct maps *m,
                       const struct cuhook_inject_opts *o, bool *released)
 {
 	struct ithread *th = *thp;
-	uint64_t dlopen_fn = 0, dlerror_fn = 0;
-	unsigned mode = RTLD_NOW;
-	const char *lib = maps_find_object(m, "libc.so.6");
-	if (!lib)
-		lib = maps_find_object(m, "libc-");
-	if (lib) {
-		dlopen_fn = target_symbol(tg->pid, m, lib, "dlopen");
-		dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
-		if (!dlopen_fn) {
-			dlopen_fn = target_symbol(tg->pid, m, lib, "__libc_dlopen_mode");
-			mode |= GLIBC_RTLD_DLOPEN;
-			dlerror_fn = 0;
-		}
-	}
-	if (!dlopen_fn) {
-		/* musl (dlopen in its libc/loader), or an old glibc's libdl loaded by the program. */
-		lib = maps_find_defining(tg->pid, m, "dlopen", &dlopen_fn);
-		if (lib)
-			dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
-	}
-	if (!dlopen_fn) {
-		inj_error("no dlopen in process %d (no libc.so mapped: a static program?): the agent "
-		          "cannot be loaded", tg->pid);
+	struct dl_fns f;
+	if (find_dlopen(tg, m, &f) < 0)
 		return -1;
-	}
-	inj_log("dlopen at 0x%llx in %s, called on thread %d%s", (unsigned long long)dlopen_fn, lib,
+	uint64_t dlopen_fn = f.dlopen_fn, dlerror_fn = f.dlerror_fn;
+	unsigned mode = f.mode;
+	inj_log("dlopen at 0x%llx in %s, called on thread %d%s", (unsigned long long)dlopen_fn, f.lib,
 	        th->tid, regs_in_restartable_syscall(&th->regs) ? " (stopped in a system call)" : "");
 
 	struct rcall rc;
@@ -398,13 +420,124 @@ static int call_agent_stop(struct itarget *tg, struct ithread *caller, const str
 	return r;
 }
 
-/* Let every thread but the caller run, and have the caller do meanwhile what the start must not
- * do with them stopped: dlopen the agent when it is not loaded yet (*api is then found), then
- * cuhook_agent_prepare (when the agent has it). *callerp is updated (the caller stays stopped
- * throughout; pointers into tg->th do not survive). Then stop every thread again: the time every
- * thread is stopped counts from here. 0, or -1 with a message. */
+/* Stop every thread again after the work beside them; *callerp: the thread for the calls that
+ * follow (want: that one if it is still there; else the best one), boosted. */
+static int stop_again(struct itarget *tg, struct ithread **callerp, pid_t want, const struct maps *m,
+                      struct boost *boost, struct cuhook_inject_times *t)
+{
+	tg->first_stop_ns = 0;
+	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	*callerp = want ? thread_by_tid(tg, want) : threads_pick_caller(tg, m);
+	if (!*callerp) {
+		inj_error(want ? "the thread that loaded the agent is gone" : "no thread of process %d can make "
+		          "the agent's calls", tg->pid);
+		return -1;
+	}
+	if (!want)
+		boost_thread(boost, (*callerp)->tid);
+	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+	t->nthreads = tg->nth;
+	inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s", t->seize_ns / 1e6);
+	return 0;
+}
+
+/* The agent loaded (when it is not yet) and prepared by a thread of its own (loader_thread.c):
+ * the caller, stopped, only creates it, and is let go with the others; nothing of the program is
+ * held while the thread works. Then every thread is stopped again (*callerp: the thread chosen
+ * for the start). 1: done; 0: not possible here (loader_find said why), nothing done; -1 with a
+ * message. */
+static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, struct maps *m,
+                              struct agent_api *api, bool *loaded, bool *prepared, struct boost *boost,
+                              const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	struct loader_job j;
+	struct dl_fns f;
+	memset(&j, 0, sizeof(j));
+	memset(&f, 0, sizeof(f));
+	if (*loaded && !api->prepare)
+		return 0; /* an older agent loaded already: its start does everything */
+	if (!*loaded && find_dlopen(tg, m, &f) < 0)
+		return -1;
+	j.path = o->agent_path;
+	j.options = o->agent_options ? o->agent_options : "";
+	j.dlopen_fn = f.dlopen_fn;
+	j.dlerror_fn = f.dlerror_fn;
+	j.dlsym_fn = f.dlsym_fn;
+	j.mode = f.mode;
+	if (*loaded) {
+		j.prepare_fn = api->prepare;
+		j.last_error_fn = api->last_error;
+		j.threads_obj = api->threads;
+	}
+	if (loader_find(tg, m, &j) < 0)
+		return 0;
+	struct ithread *c = *callerp;
+	if (!*loaded)
+		inj_log("dlopen at 0x%llx in %s, on a thread of the agent's own", (unsigned long long)j.dlopen_fn, f.lib);
+	inj_log("pthread_create at 0x%llx called on thread %d%s", (unsigned long long)j.pthread_create_fn, c->tid,
+	        regs_in_restartable_syscall(&c->regs) ? " (stopped in a system call)" : "");
+	/* The new thread gets the nice level the caller has normally, not ours. */
+	unboost(boost);
+	if (loader_start(tg, c, &j, call_timeout(o)) < 0)
+		return -1;
+	threads_detach_all(tg); /* the caller too: nothing of the program is held from here */
+	*callerp = NULL;
+	inj_log("no thread held: a thread of the agent's own loads and prepares it");
+	if (loader_wait(tg, &j, call_timeout(o)) != RC_OK)
+		return -1;
+	int ret = -1;
+	if (j.failed) {
+		inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, j.msg);
+		goto stop;
+	}
+	if (!*loaded) {
+		t->load_ns += j.load_ns;
+		maps_free(m);
+		if (maps_read(tg->pid, m) < 0)
+			return -1;
+		if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
+			inj_error("%s was loaded into process %d but does not export the agent API "
+			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+			goto stop;
+		}
+		/* the writer its preparation created is left running by the seize below */
+		tg->agent_threads = api->threads;
+		*loaded = true;
+	}
+	if (j.prepare_fn) {
+		int r = (int)j.prepare_rc;
+		uint64_t ns = j.done_ns - (j.dlopen_fn ? j.load_ns : 0);
+		if (r == -EALREADY) {
+			already_tracing_error(tg->pid);
+			goto stop;
+		}
+		if (r < 0) {
+			inj_error("the agent in process %d could not prepare: %s (%s)", tg->pid, j.msg, strerror(-r));
+			goto stop;
+		}
+		*prepared = true;
+		t->prepare_ns += ns;
+		inj_log("agent prepared in %.2f ms on its own thread %d", ns / 1e6, j.tid);
+	}
+	ret = 1;
+stop:
+	/* Stopped again for the start, or (a failure) to unmap the thread's page: the caller of the
+	 * sequence then detaches them all. */
+	if (stop_again(tg, callerp, 0, m, boost, t) < 0)
+		return -1;
+	loader_unmap(tg, *callerp, &j, call_timeout(o));
+	return ret;
+}
+
+/* Let every thread but the caller run, and meanwhile do what the start must not do with them
+ * stopped: dlopen the agent when it is not loaded yet (*api is then found), then
+ * cuhook_agent_prepare (when the agent has it), on a thread of the agent's own where possible
+ * (load_on_own_thread), else on the caller. *callerp is updated (pointers into tg->th do not
+ * survive). Then stop every thread again: the time every thread is stopped counts from here. 0,
+ * or -1 with a message. */
 static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps *m, struct agent_api *api,
-                      bool *loaded, bool *prepared, const struct cuhook_inject_opts *o,
+                      bool *loaded, bool *prepared, struct boost *boost, const struct cuhook_inject_opts *o,
                       struct cuhook_inject_times *t)
 {
 	pid_t caller_tid = (*callerp)->tid;
@@ -414,6 +547,9 @@ static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps 
 	inj_log("%d other thread%s run again while the agent is %s (first stop %.2f ms, released in "
 	        "%.2f ms)", n - 1, n == 2 ? "" : "s", *loaded ? "prepared" : "loaded and prepared",
 	        (inj_now_ns() - tg->first_stop_ns) / 1e6, (inj_now_ns() - r0) / 1e6);
+	int own = load_on_own_thread(tg, callerp, m, api, loaded, prepared, boost, o, t);
+	if (own != 0)
+		return own < 0 ? -1 : 0;
 	if (!*loaded) {
 		bool released = true;
 		uint64_t t0 = inj_now_ns();
@@ -440,18 +576,7 @@ static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps 
 		t->prepare_ns += inj_now_ns() - t0;
 		inj_log("agent prepared in %.2f ms", (inj_now_ns() - t0) / 1e6);
 	}
-	tg->first_stop_ns = 0;
-	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
-		return -1;
-	*callerp = thread_by_tid(tg, caller_tid);
-	if (!*callerp) {
-		inj_error("the thread that loaded the agent is gone");
-		return -1;
-	}
-	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
-	t->nthreads = tg->nth;
-	inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s", t->seize_ns / 1e6);
-	return 0;
+	return stop_again(tg, callerp, caller_tid, m, boost, t);
 }
 
 /* A start that fails with EAGAIN (a library was loaded or unloaded between the preparation and
@@ -528,8 +653,9 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	for (int try = 1;; try++) {
 		if (beside) {
 			calls_ok = false; /* the caller may be gone when this fails */
-			if (run_beside(tg, &caller, &m, &api, &loaded, &prepared, o, t) < 0)
+			if (run_beside(tg, &caller, &m, &api, &loaded, &prepared, &boost, o, t) < 0)
 				goto out;
+			caller_tid = caller->tid; /* another one after a load on the agent's own thread */
 			t->beside = true;
 		}
 		/* With the functions planned already (prepared now, or by an earlier attach), threads
@@ -694,6 +820,53 @@ out:
 	return ret;
 }
 
+static struct cuhook_thread_held *held_last;
+static int nheld_last;
+
+const struct cuhook_thread_held *cuhook_inject_held(int *n)
+{
+	*n = nheld_last;
+	return held_last;
+}
+
+static int by_longest(const void *a, const void *b)
+{
+	const struct cuhook_thread_held *x = a, *y = b;
+	return x->max_ns < y->max_ns ? 1 : x->max_ns > y->max_ns ? -1 : x->tid - y->tid;
+}
+
+/* Keep tg's figures of the threads held for cuhook_inject_held() and the summary in t. */
+static void keep_held(struct itarget *tg, struct cuhook_inject_times *t)
+{
+	free(held_last);
+	held_last = tg->nheld ? malloc((size_t)tg->nheld * sizeof(*held_last)) : NULL;
+	nheld_last = held_last ? tg->nheld : 0;
+	for (int i = 0; i < nheld_last; i++)
+		held_last[i] = (struct cuhook_thread_held){tg->held[i].tid, tg->held[i].holds, tg->held[i].max_ns,
+		                                           tg->held[i].total_ns};
+	qsort(held_last, (size_t)nheld_last, sizeof(*held_last), by_longest);
+	t->nheld = nheld_last;
+	t->held_max_tid = nheld_last ? held_last[0].tid : 0;
+	t->held_max_ns = nheld_last ? held_last[0].max_ns : 0;
+	t->held_total_max_ns = 0;
+	for (int i = 0; i < nheld_last; i++)
+		if (held_last[i].total_ns > t->held_total_max_ns)
+			t->held_total_max_ns = held_last[i].total_ns;
+}
+
+void cuhook_inject_held_text(char *buf, size_t len)
+{
+	size_t pos = 0;
+	buf[0] = 0;
+	for (int i = 0; i < nheld_last && pos + 1 < len; i++) {
+		int w = snprintf(buf + pos, len - pos, "%s%d %.2f/%.2f", i ? ", " : "", held_last[i].tid,
+		                 held_last[i].max_ns / 1e6, held_last[i].total_ns / 1e6);
+		if (w < 0 || (size_t)w >= len - pos)
+			break; /* cut at a whole entry */
+		pos += (size_t)w;
+	}
+}
+
 static void finish_times(struct itarget *tg, struct cuhook_inject_times *t, uint64_t detach_start)
 {
 	uint64_t now = inj_now_ns();
@@ -746,6 +919,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	uint64_t d0 = inj_now_ns();
 	threads_detach_all(&tg);
 	finish_times(&tg, t, d0);
+	keep_held(&tg, t);
 	target_free(&tg);
 	setpriority(PRIO_PROCESS, 0, prio);
 	return r;

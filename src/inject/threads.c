@@ -33,6 +33,9 @@ void target_free(struct itarget *tg)
 		close(tg->memfd);
 	free(tg->th);
 	tg->th = NULL;
+	free(tg->held);
+	tg->held = NULL;
+	tg->nheld = tg->capheld = 0;
 	tg->nth = tg->cap = 0;
 	tg->memfd = -1;
 }
@@ -210,7 +213,7 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 		}
 		int first_new = tg->nth;
 		for (int i = 0; i < n; i++) {
-			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]))
+			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]) || tids[i] == tg->loader_tid)
 				continue;
 			r = pt_seize(tids[i]);
 			if (r == -ESRCH)
@@ -246,6 +249,7 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				inj_error("out of memory");
 				goto fail;
 			}
+			t->held_since = inj_now_ns();
 			pt_interrupt(t->tid);
 		}
 		free(tids);
@@ -283,6 +287,32 @@ fail:
  * back with the request, the others by tgkill once it runs: the process gets each of them. A
  * SIGCONT goes back with the request, never by tgkill: its effect (the process continued) came
  * when it was sent; a new one would continue a stop that came after it. */
+/* Count one hold of tid that lasted ns. */
+static void held_add(struct itarget *tg, pid_t tid, uint64_t ns)
+{
+	struct held *h = NULL;
+	for (int i = 0; i < tg->nheld && !h; i++)
+		if (tg->held[i].tid == tid)
+			h = &tg->held[i];
+	if (!h) {
+		if (tg->nheld == tg->capheld) {
+			int cap = tg->capheld ? tg->capheld * 2 : 64;
+			struct held *n = realloc(tg->held, (size_t)cap * sizeof(*n));
+			if (!n)
+				return; /* the figures are for the operator: missing one harms nothing */
+			tg->held = n;
+			tg->capheld = cap;
+		}
+		h = &tg->held[tg->nheld++];
+		memset(h, 0, sizeof(*h));
+		h->tid = tid;
+	}
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+	h->total_ns += ns;
+	h->holds++;
+}
+
 static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
 {
 	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
@@ -298,6 +328,9 @@ static void release_thread(struct itarget *tg, struct ithread *t, int request, c
 	for (int k = 0; k < t->npending; k++)
 		if (k != first)
 			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
+	if (t->held_since)
+		held_add(tg, t->tid, inj_now_ns() - t->held_since);
+	t->held_since = 0;
 	t->stopped = false;
 	t->regs_dirty = false;
 	t->npending = 0;
