@@ -99,6 +99,11 @@ CUHOOK_API int cuhook_agent_prepare_stop(void);
  * copies stay mapped and jump back into the function's (restored) body. */
 CUHOOK_API uintptr_t cuhook_agent_fixup_ip(uintptr_t ip);
 
+/* cuhook_agent_fixup_ip for each of n addresses, in place: one call for every thread of a
+ * process (a remote call costs the whole stopped process a round trip, 0.1-0.3 ms). Returns how
+ * many changed. */
+CUHOOK_API size_t cuhook_agent_fixup_ips(uintptr_t *ips, size_t n);
+
 /* A NUL-terminated message describing the last failure (or the last start's summary). */
 CUHOOK_API const char *cuhook_agent_last_error(void);
 

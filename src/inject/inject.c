@@ -41,9 +41,12 @@
  * (what dlopen adds itself) to run the constructors as dlopen would. */
 #define GLIBC_RTLD_DLOPEN 0x80000000u
 
+static int raise_priority(void);
+
 struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
+	uint64_t fixup_ips; /* optional (0: an older agent; fixup_ip once per thread) */
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
 	uint64_t prepare_stop; /* optional (0: an agent without it, or without the GPU side) */
 	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
@@ -78,6 +81,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
+	api->fixup_ips = target_symbol(pid, m, path, "cuhook_agent_fixup_ips");
 	api->prepare_stop = target_symbol(pid, m, path, "cuhook_agent_prepare_stop");
 	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
@@ -273,33 +277,61 @@ static int check_agent_visible(pid_t pid, const char *agent)
 
 /* Move every thread whose ip the agent maps elsewhere (into a relocated copy at start, back to
  * the original at stop). A thread stopped in a restartable system call resumes at ip - 2 (the
- * kernel re-executes the 2-byte `syscall`), so that is the address that must be mapped. */
+ * kernel re-executes the 2-byte `syscall`), so that is the address that must be mapped. One
+ * remote call for all of them where the agent has cuhook_agent_fixup_ips (with 128 threads, a
+ * call per thread held the process 25-40 ms here), else one per thread. */
 static int fixup_threads(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
                          struct cuhook_inject_times *t)
 {
+	uint64_t *probe = calloc((size_t)tg->nth + 1, sizeof(*probe));
+	if (!probe) {
+		inj_error("out of memory");
+		return -1;
+	}
+	for (int i = 0; i < tg->nth; i++) {
+		const struct user_regs_struct *r = &tg->th[i].regs;
+		probe[i] = regs_in_restartable_syscall(r) ? r->rip - 2 : r->rip;
+	}
+	int ret = -1;
+	if (api->fixup_ips) {
+		struct rcall rc;
+		rcall_begin(&rc, tg, caller);
+		size_t len = (size_t)tg->nth * sizeof(*probe);
+		uint64_t at = rcall_push(&rc, probe, len), moved = 0;
+		uint64_t args[2] = {at, (uint64_t)tg->nth};
+		if (!at || rcall_invoke(&rc, api->fixup_ips, args, 2, &moved, FIXUP_TIMEOUT_MS,
+		                        "cuhook_agent_fixup_ips") != RC_OK || mem_read(tg, at, probe + 0, len) < 0)
+			goto out;
+	}
 	for (int i = 0; i < tg->nth; i++) {
 		struct ithread *th = &tg->th[i];
 		uint64_t ip = th->regs.rip;
-		uint64_t probe = regs_in_restartable_syscall(&th->regs) ? ip - 2 : ip;
-		struct rcall rc;
-		rcall_begin(&rc, tg, caller);
-		uint64_t args[1] = {probe}, mapped = probe;
-		if (rcall_invoke(&rc, api->fixup_ip, args, 1, &mapped, FIXUP_TIMEOUT_MS,
-		                 "cuhook_agent_fixup_ip") != RC_OK)
-			return -1;
-		if (mapped != probe) {
-			th->regs.rip = mapped + (ip - probe);
+		uint64_t p = regs_in_restartable_syscall(&th->regs) ? ip - 2 : ip, mapped = probe[i];
+		if (!api->fixup_ips) {
+			struct rcall rc;
+			rcall_begin(&rc, tg, caller);
+			uint64_t args[1] = {p};
+			mapped = p;
+			if (rcall_invoke(&rc, api->fixup_ip, args, 1, &mapped, FIXUP_TIMEOUT_MS,
+			                 "cuhook_agent_fixup_ip") != RC_OK)
+				goto out;
+		}
+		if (mapped != p) {
+			th->regs.rip = mapped + (ip - p);
 			th->regs_dirty = true;
 			/* At once, not at detach: should we be killed before, the thread must not resume
 			 * inside the bytes a jump overwrites (or will). */
 			if (pt_setregs(th->tid, &th->regs) < 0)
-				return -1;
+				goto out;
 			t->moved++;
 			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
 			        (unsigned long long)th->regs.rip);
 		}
 	}
-	return 0;
+	ret = 0;
+out:
+	free(probe);
+	return ret;
 }
 
 /* The thread that runs our remote calls competes for the CPU with everything else on the
@@ -483,6 +515,8 @@ static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, stru
 		return -1;
 	threads_detach_all(tg); /* the caller too: nothing of the program is held from here */
 	*callerp = NULL;
+	/* Nothing held: our nice -20 would only keep the threads just let go off our CPU. */
+	setpriority(PRIO_PROCESS, 0, tg->nice_normal);
 	inj_log("no thread held: a thread of the agent's own loads and prepares it");
 	if (loader_wait(tg, &j, call_timeout(o)) != RC_OK)
 		return -1;
@@ -524,6 +558,7 @@ static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, stru
 stop:
 	/* Stopped again for the start, or (a failure) to unmap the thread's page: the caller of the
 	 * sequence then detaches them all. */
+	raise_priority();
 	if (stop_again(tg, callerp, 0, m, boost, t) < 0)
 		return -1;
 	loader_unmap(tg, *callerp, &j, call_timeout(o));
@@ -905,6 +940,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	target_init(&tg, pid);
 	tg.agent_threads = agent_threads_at(pid, o->agent_path);
 	int prio = raise_priority();
+	tg.nice_normal = prio;
 	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
 		target_free(&tg);
 		setpriority(PRIO_PROCESS, 0, prio);

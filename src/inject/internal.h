@@ -73,6 +73,7 @@ struct itarget {
 	uint64_t agent_threads;       /* where the agent in the process lists its own threads
 	                                 (cuhook_agent_threads); 0: no agent loaded */
 	pid_t loader_tid;             /* the agent's loading thread while it runs: never stopped */
+	int nice_normal;              /* our own nice level, which we leave while threads are held */
 	struct held *held;            /* how long each thread was held, over the whole attach or detach */
 	int nheld, capheld;
 	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */

@@ -249,8 +249,8 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				inj_error("out of memory");
 				goto fail;
 			}
-			t->held_since = inj_now_ns();
 			pt_interrupt(t->tid);
+			t->held_since = inj_now_ns(); /* from here it cannot run, as the program sees it */
 		}
 		free(tids);
 		if (tg->nth == first_new)
@@ -323,14 +323,14 @@ static void release_thread(struct itarget *tg, struct ithread *t, int request, c
 		if (t->pending[k] == SIGCONT)
 			first = k;
 	int sig = t->npending ? t->pending[first] : 0;
+	if (t->held_since) /* until here it cannot have run, as the program sees it */
+		held_add(tg, t->tid, inj_now_ns() - t->held_since);
+	t->held_since = 0;
 	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
 	for (int k = 0; k < t->npending; k++)
 		if (k != first)
 			syscall(SYS_tgkill, tg->pid, t->tid, t->pending[k]);
-	if (t->held_since)
-		held_add(tg, t->tid, inj_now_ns() - t->held_since);
-	t->held_since = 0;
 	t->stopped = false;
 	t->regs_dirty = false;
 	t->npending = 0;
@@ -338,8 +338,14 @@ static void release_thread(struct itarget *tg, struct ithread *t, int request, c
 
 void threads_detach_all(struct itarget *tg)
 {
+	uint64_t since = UINT64_MAX;
+	int n = 0;
+	for (int i = 0; i < tg->nth; i++)
+		if (tg->th[i].held_since && tg->th[i].held_since < since)
+			since = tg->th[i].held_since;
 	for (int i = 0; i < tg->nth; i++) {
 		struct ithread *t = &tg->th[i];
+		n++;
 		if (!t->stopped) {
 			/* Seized and interrupted, never waited for: PTRACE_DETACH needs a stopped
 			 * thread. If it does not stop, the kernel detaches it when we exit. */
@@ -348,6 +354,10 @@ void threads_detach_all(struct itarget *tg)
 		}
 		release_thread(tg, t, PTRACE_DETACH, "detach");
 	}
+	/* when, on the clock programs read (what a program that timestamps its work can match) */
+	if (n && since != UINT64_MAX)
+		inj_log("%d thread%s let go, held from %llu to %llu ns (CLOCK_MONOTONIC)", n, n == 1 ? "" : "s",
+		        (unsigned long long)since, (unsigned long long)inj_now_ns());
 	tg->nth = 0;
 }
 
