@@ -452,6 +452,23 @@ static int call_agent_stop(struct itarget *tg, struct ithread *caller, const str
 	return r;
 }
 
+/* Can a thread of the agent's own load and prepare it here (load_on_own_thread)? */
+static bool own_thread_possible(struct itarget *tg, const struct maps *m, bool loaded)
+{
+	struct loader_job j;
+	struct dl_fns f;
+	memset(&j, 0, sizeof(j));
+	if (!loaded) {
+		if (find_dlopen(tg, m, &f) < 0) {
+			inj_error_clear(); /* the load says it again */
+			return false;
+		}
+		j.dlopen_fn = f.dlopen_fn;
+		j.dlsym_fn = f.dlsym_fn;
+	}
+	return loader_find(tg, m, &j) == 0;
+}
+
 /* Stop every thread again after the work beside them; *callerp: the thread for the calls that
  * follow (want: that one if it is still there; else the best one), boosted. */
 static int stop_again(struct itarget *tg, struct ithread **callerp, pid_t want, const struct maps *m,
@@ -648,8 +665,10 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	} else if (check_agent_visible(tg->pid, o->agent_path) < 0) {
 		goto out;
 	}
-	/* An agent without prepare (an older build) that is loaded already: its start does it all. */
-	beside = beside && tg->nth > 1 && (!loaded || api.prepare);
+	/* An agent without prepare (an older build) that is loaded already: its start does it all.
+	 * A process of one thread: beside it only when a thread of the agent's own does the work
+	 * (otherwise that one thread makes the calls in the stop, as good as beside). */
+	beside = beside && (tg->nth > 1 || own_thread_possible(tg, &m, loaded)) && (!loaded || api.prepare);
 	if (!loaded && !beside) {
 		/* at the entry point, or a single thread: loaded in the stop (which a slow dlopen may
 		 * still turn into a load beside the others) */

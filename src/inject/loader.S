@@ -17,6 +17,8 @@ rloader_code:
 	mov $186, %eax                  /* gettid */
 	syscall
 	mov %eax, LD_TID(%rbx)
+	lea LD_T_START(%rbx), %rdi
+	call clock_now
 	call *LD_PTHREAD_SELF(%rbx)     /* detached: nobody joins it */
 	mov %rax, %rdi
 	call *LD_PTHREAD_DETACH(%rbx)
@@ -37,7 +39,9 @@ rloader_code:
 5:	call copy_message
 	movl $LD_FAILED, LD_STATE(%rbx)
 	jmp 9f
-1:	movl $LD_LOADED, LD_STATE(%rbx)
+1:	lea LD_T_LOADED(%rbx), %rdi
+	call clock_now
+	movl $LD_LOADED, LD_STATE(%rbx)
 	mov LD_HANDLE(%rbx), %rdi
 	lea LD_SYM_PREPARE(%rbx), %rsi
 	call *LD_DLSYM(%rbx)
@@ -88,9 +92,19 @@ rloader_code:
 	movl $0, (%rsi)
 	mov LD_THREADS(%rbx), %rdi
 	lock incl LD_AT_GENERATION(%rdi)
-10:	movl $LD_DONE, LD_STATE(%rbx)
+10:	lea LD_T_DONE(%rbx), %rdi
+	call clock_now
+	movl $LD_DONE, LD_STATE(%rbx)
 9:	pop %rbx
 	xor %eax, %eax
+	ret
+
+/* clock_gettime(CLOCK_MONOTONIC, rdi), by the system call (no libc needed) */
+clock_now:
+	mov %rdi, %rsi
+	mov $1, %edi
+	mov $228, %eax
+	syscall
 	ret
 
 /* The NUL-terminated string at rax (or none: NULL) into LD_MSG, cut to fit. */

@@ -23,10 +23,15 @@
 #define LD_PREPARE_RC 0x58     /* prepare's result, sign-extended */
 #define LD_SLOT 0x60           /* its slot in cuhook_agent_threads, 0 if none */
 #define LD_PTHREAD 0x68        /* pthread_create's first argument */
+/* CLOCK_MONOTONIC (struct timespec) when it began, when dlopen returned, when it was done:
+ * the injector, polling, would see them late */
+#define LD_T_START 0x70
+#define LD_T_LOADED 0x80
+#define LD_T_DONE 0x90
 /* strings */
-#define LD_SYM_PREPARE 0x80    /* "cuhook_agent_prepare" */
-#define LD_SYM_LAST_ERROR 0xa0 /* "cuhook_agent_last_error" */
-#define LD_SYM_THREADS 0xc0    /* "cuhook_agent_threads" */
+#define LD_SYM_PREPARE 0xa0    /* "cuhook_agent_prepare" */
+#define LD_SYM_LAST_ERROR 0xc0 /* "cuhook_agent_last_error" */
+#define LD_SYM_THREADS 0xe0    /* "cuhook_agent_threads" */
 #define LD_MSG 0x100           /* dlerror()'s or the agent's message, copied (the thread's own
                                   dlerror buffer goes with it) */
 #define LD_MSG_MAX 1024

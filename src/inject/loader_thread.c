@@ -184,7 +184,10 @@ int loader_wait(struct itarget *tg, struct loader_job *j, int timeout_ms)
 			tg->loader_tid = tid; /* never stopped by us */
 		pt_service_kept(); /* a group-stop, a signal: passed on, the thread goes on */
 		if (state >= LD_LOADED && !loaded_said) {
-			j->load_ns = inj_now_ns() - j->t0;
+			struct timespec a, b;
+			j->load_ns = read_word(tg, j, LD_T_START, &a, sizeof(a)) && read_word(tg, j, LD_T_LOADED, &b, sizeof(b))
+			                 ? (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u + (uint64_t)(b.tv_nsec - a.tv_nsec)
+			                 : inj_now_ns() - j->t0;
 			loaded_said = true;
 			if (state == LD_LOADED)
 				inj_log("agent loaded in %.2f ms on its own thread %d", j->load_ns / 1e6, tid);
@@ -226,8 +229,19 @@ int loader_wait(struct itarget *tg, struct loader_job *j, int timeout_ms)
 		}
 		sleep_ns(POLL_NS);
 	}
-	j->done_ns = inj_now_ns() - j->t0;
-	if (!loaded_said)
+	/* the thread's own times: ours, polling, come late */
+	struct timespec ts[3];
+	if (read_word(tg, j, LD_T_START, &ts[0], sizeof(ts[0])) && read_word(tg, j, LD_T_LOADED, &ts[1], sizeof(ts[1])) &&
+	    read_word(tg, j, LD_T_DONE, &ts[2], sizeof(ts[2]))) {
+		uint64_t ns[3];
+		for (int k = 0; k < 3; k++)
+			ns[k] = (uint64_t)ts[k].tv_sec * 1000000000u + (uint64_t)ts[k].tv_nsec;
+		j->load_ns = ns[1] ? ns[1] - ns[0] : 0;
+		j->done_ns = ns[2] ? ns[2] - ns[0] : j->load_ns;
+	} else {
+		j->done_ns = inj_now_ns() - j->t0;
+	}
+	if (!loaded_said && !j->load_ns)
 		j->load_ns = j->done_ns;
 	read_word(tg, j, LD_HANDLE, &j->handle, 8);
 	read_word(tg, j, LD_PREPARE_RC, &j->prepare_rc, 8);
