@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -985,9 +986,44 @@ static int attach_body(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	return start_agent(tg, o, t, true);
 }
 
+/* The attach's figures of the threads it held, for the trace: known only once every thread runs
+ * again, so handed to the agent's writer through its inbox (cuhook_agent_inbox, written through
+ * /proc/PID/mem: nothing is stopped), which writes them as a NOTE at its next round. The detach's
+ * come after the trace is closed: -v only. An agent without the inbox (an older one) gets none. */
+static void post_held_note(pid_t pid, const struct cuhook_inject_opts *o, const struct cuhook_inject_times *t)
+{
+	uint64_t at = 0;
+	if (!t->nheld || agent_object_at(pid, o->agent_path, "cuhook_agent_inbox", &at) != 1 || !at) {
+		inj_error_clear();
+		return;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDWR | O_CLOEXEC); /* or process_vm_writev, where it may not be opened */
+	struct cuhook_agent_inbox head;
+	size_t hl = offsetof(struct cuhook_agent_inbox, text);
+	static char text[CUHOOK_AGENT_INBOX_TEXT];
+	int n = snprintf(text, sizeof(text), "cuhook attach held the program's threads: %d, longest %.2f ms (thread "
+	                 "%d), most in all %.2f ms (first stop, remote calls, start, release); per thread (ms, "
+	                 "longest/total): ", t->nheld, t->held_max_ns / 1e6, t->held_max_tid,
+	                 t->held_total_max_ns / 1e6);
+	if (n > 0 && (size_t)n < sizeof(text))
+		cuhook_inject_held_text(text + n, sizeof(text) - (size_t)n);
+	if (live_mem(pid, fd, at, &head, hl, false) && head.magic == CUHOOK_AGENT_INBOX_MAGIC &&
+	    live_mem(pid, fd, at + hl, text, strlen(text) + 1, true)) {
+		uint32_t seq = head.seq + 1;
+		live_mem(pid, fd, at + offsetof(struct cuhook_agent_inbox, seq), &seq, sizeof(seq), true);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, false, attach_body);
+	int r = with_process_stopped(pid, o, t, false, attach_body);
+	if (r == 0)
+		post_held_note(pid, o, t);
+	return r;
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)

@@ -1979,6 +1979,13 @@ def stall_felt(threads, period_us=1000):
         check(r.returncode == 0, "attach failed", r.stderr)
         check("on a thread of the agent's own" in r.stderr, "the agent loaded on its own thread", r.stderr)
         at, de = held_per_thread(r.stderr, "attach"), held_per_thread(r.stderr, "detach")
+        # the trace tells the attach's figures too, exactly as -v did
+        notes = [t for _, t in engine_tracefile().read_trace(os.path.join(TMP, "s.bin")).notes
+                 if t.startswith("cuhook attach held the program's threads: ")]
+        check(len(notes) == 1, "one NOTE of the threads held at the attach", repr(notes))
+        in_note = {int(t): (float(a), float(b)) for t, a, b in
+                   re.findall(r"(\d+) ([\d.]+)/([\d.]+)", notes[0].split("longest/total): ", 1)[1])}
+        check(in_note == at, "the NOTE's figures are -v's", "%r\n%r" % (notes[0], at))
         windows = re.findall(r"threads? let go, held from (\d+) to (\d+) ns \(CLOCK_MONOTONIC\)", r.stderr)
         check(len(windows) >= 3, "-v tells when threads were held (first stop, caller, start, detach)", r.stderr)
         p.stdin.write("gaps %s\n" % " ".join("%s %s" % w for w in windows))
