@@ -390,11 +390,13 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 {
 	/* The remote call (dlopen, the agent's start) takes malloc's and the loader's locks; if the
 	 * thread it runs on was stopped while holding one of them (inside malloc), it deadlocks on
-	 * itself. So, best first:
-	 *   0  running code outside libc and the loader: it holds no libc lock
-	 *   1  blocked in a system call other than futex (read, poll, nanosleep...): the wrappers
+	 * itself. And the program feels the time its thread is held as a stall, unless that thread
+	 * was waiting anyway. So, best first:
+	 *   0  blocked in a system call other than futex (read, poll, nanosleep...): the wrappers
 	 *      hold no lock; the registers, orig_rax included, are put back exactly afterwards, so
-	 *      the kernel restarts the call as after a signal handler
+	 *      the kernel restarts the call as after a signal handler; it was waiting: it loses
+	 *      nothing unless what it waits for comes meanwhile
+	 *   1  running code outside libc and the loader: it holds no libc lock
 	 *   2  waiting in futex: for a lock (it might hold another) or a condition
 	 *   3  anything else (inside libc, maybe inside malloc) */
 	struct ithread *best = NULL;
@@ -403,9 +405,9 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 		struct ithread *t = &tg->th[i];
 		int rank;
 		if (regs_in_restartable_syscall(&t->regs))
-			rank = t->regs.orig_rax == SYS_futex ? 2 : 1;
+			rank = t->regs.orig_rax == SYS_futex ? 2 : 0;
 		else if ((long)t->regs.orig_rax < 0 && !in_libc(m, t->regs.rip))
-			rank = 0;
+			rank = 1;
 		else
 			rank = 3;
 		if (rank < best_rank) {

@@ -1974,7 +1974,7 @@ def stall_felt(threads, period_us=1000):
         line = p.stdout.readline()
         check(line.startswith("ready"), "stall_probe did not get ready", repr(line))
         time.sleep(0.3)
-        r = cuhook("attach", "-v", "--agent", A.real_agent, "-o", os.path.join(TMP, "s.bin"), "--duration", 0.3,
+        r = cuhook("attach", "-v", "--force", "--agent", A.real_agent, "-o", os.path.join(TMP, "s.bin"), "--duration", 0.3,
                    p.pid)
         check(r.returncode == 0, "attach failed", r.stderr)
         check("on a thread of the agent's own" in r.stderr, "the agent loaded on its own thread", r.stderr)
