@@ -453,6 +453,23 @@ static int call_agent_stop(struct itarget *tg, struct ithread *caller, const str
 	return r;
 }
 
+/* After the agent's dlopen: the maps read again, its API found there. 0, or -1 with a message. */
+static int find_loaded_agent(struct itarget *tg, struct maps *m, struct agent_api *api,
+                             const struct cuhook_inject_opts *o)
+{
+	maps_free(m);
+	if (maps_read(tg->pid, m) < 0)
+		return -1;
+	if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
+		inj_error("%s was loaded into process %d but does not export the agent API "
+		          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+		return -1;
+	}
+	/* the threads it starts (its preparation's writer) are left running by the seizes below */
+	tg->agent_threads = api->threads;
+	return 0;
+}
+
 /* Can a thread of the agent's own load and prepare it here (load_on_own_thread)? */
 static bool own_thread_possible(struct itarget *tg, const struct maps *m, bool loaded)
 {
@@ -545,16 +562,8 @@ static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, stru
 	}
 	if (!*loaded) {
 		t->load_ns += j.load_ns;
-		maps_free(m);
-		if (maps_read(tg->pid, m) < 0)
-			return -1;
-		if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
-			inj_error("%s was loaded into process %d but does not export the agent API "
-			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+		if (find_loaded_agent(tg, m, api, o) < 0)
 			goto stop;
-		}
-		/* the writer its preparation created is left running by the seize below */
-		tg->agent_threads = api->threads;
 		*loaded = true;
 	}
 	if (j.prepare_fn) {
@@ -606,18 +615,8 @@ static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps 
 	if (!*loaded) {
 		bool released = true;
 		uint64_t t0 = inj_now_ns();
-		if (load_agent(tg, callerp, m, o, &released) < 0)
+		if (load_agent(tg, callerp, m, o, &released) < 0 || find_loaded_agent(tg, m, api, o) < 0)
 			return -1;
-		maps_free(m);
-		if (maps_read(tg->pid, m) < 0)
-			return -1;
-		if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
-			inj_error("%s was loaded into process %d but does not export the agent API "
-			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
-			return -1;
-		}
-		/* the writer its preparation creates is left running by the seize below */
-		tg->agent_threads = api->threads;
 		*loaded = true;
 		t->load_ns += inj_now_ns() - t0;
 	}
@@ -675,17 +674,8 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 		 * still turn into a load beside the others) */
 		bool released = false;
 		uint64_t t0 = inj_now_ns();
-		if (load_agent(tg, &caller, &m, o, &released) < 0)
+		if (load_agent(tg, &caller, &m, o, &released) < 0 || find_loaded_agent(tg, &m, &api, o) < 0)
 			goto out;
-		maps_free(&m);
-		if (maps_read(tg->pid, &m) < 0)
-			goto out;
-		if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
-			inj_error("%s was loaded into process %d but does not export the agent API "
-			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
-			goto out;
-		}
-		tg->agent_threads = api.threads; /* the threads it starts are left running from now on */
 		loaded = true;
 		t->load_ns = inj_now_ns() - t0;
 		if (released) {

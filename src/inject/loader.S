@@ -31,12 +31,8 @@ rloader_code:
 	mov %rax, LD_HANDLE(%rbx)
 	test %rax, %rax
 	jnz 1f
-	xor %eax, %eax
 	mov LD_DLERROR(%rbx), %rcx
-	test %rcx, %rcx
-	jz 5f
-	call *%rcx
-5:	call copy_message
+	call keep_message
 	movl $LD_FAILED, LD_STATE(%rbx)
 	jmp 9f
 1:	lea LD_T_LOADED(%rbx), %rdi
@@ -79,12 +75,8 @@ rloader_code:
 	mov %rax, LD_PREPARE_RC(%rbx)
 	test %rax, %rax
 	jns 8f
-	xor %eax, %eax
 	mov LD_LAST_ERROR(%rbx), %rcx
-	test %rcx, %rcx
-	jz 7f
-	call *%rcx
-7:	call copy_message
+	call keep_message
 8:	/* off the list, then done: the injector may stop the process from then on */
 	mov LD_SLOT(%rbx), %rsi
 	test %rsi, %rsi
@@ -106,6 +98,17 @@ clock_now:
 	mov $228, %eax
 	syscall
 	ret
+
+/* The message the function at rcx returns (dlerror, cuhook_agent_last_error; rcx 0: none) into
+ * LD_MSG. Called with the stack as at the calls above (16-byte aligned before the call). */
+keep_message:
+	sub $8, %rsp
+	xor %eax, %eax
+	test %rcx, %rcx
+	jz 1f
+	call *%rcx
+1:	add $8, %rsp
+	/* fall through */
 
 /* The NUL-terminated string at rax (or none: NULL) into LD_MSG, cut to fit. */
 copy_message:
