@@ -544,9 +544,12 @@ static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, stru
 		inj_log("dlopen at 0x%llx in %s, on a thread of the agent's own", (unsigned long long)j.dlopen_fn, f.lib);
 	inj_log("pthread_create at 0x%llx called on thread %d%s", (unsigned long long)j.pthread_create_fn, c->tid,
 	        regs_in_restartable_syscall(&c->regs) ? " (stopped in a system call)" : "");
-	/* The new thread gets the nice level the caller has normally, not ours. */
+	/* The caller makes its two calls boosted (it is held meanwhile); the new thread gets the
+	 * nice level the caller has normally, not ours. */
+	j.nice = boost->set ? boost->old : LOADER_NICE_KEEP;
+	int started = loader_start(tg, c, &j, call_timeout(o));
 	unboost(boost);
-	if (loader_start(tg, c, &j, call_timeout(o)) < 0)
+	if (started < 0)
 		return -1;
 	threads_detach_all(tg); /* the caller too: nothing of the program is held from here */
 	*callerp = NULL;

@@ -285,12 +285,15 @@ int rentry_finish(struct itarget *tg, struct user_regs_struct *r, const struct r
 
 /* ---- the agent's loading thread (loader_thread.c) ------------------------------------------- */
 
+#define LOADER_NICE_KEEP 100
+
 struct loader_job {
 	/* in */
 	const char *path, *options;
 	uint64_t dlopen_fn, dlerror_fn, dlsym_fn, mode; /* dlopen_fn 0: the agent is loaded already */
 	uint64_t prepare_fn, last_error_fn, threads_obj; /* known for an agent loaded already */
 	uint64_t pthread_create_fn, pthread_self_fn, pthread_detach_fn;
+	int nice;                     /* the thread's nice level, or LOADER_NICE_KEEP: its creator's */
 	/* out */
 	uint64_t data;                /* its data page in the target */
 	size_t data_len;

@@ -13,13 +13,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 extern const unsigned char rloader_code[], rloader_code_end[];
 
-static void adopt(struct itarget *tg, pid_t tid);
+static void adopt(struct itarget *tg, pid_t tid, int nice);
 
 /* How often the data page is looked at while the thread works. */
 #define POLL_NS 200000
@@ -104,7 +105,7 @@ int loader_start(struct itarget *tg, struct ithread *caller, struct loader_job *
 	if (clone_traced && rc.th)
 		ptrace(PTRACE_SETOPTIONS, caller->tid, 0, (void *)(long)INJ_SEIZE_OPTIONS);
 	if (rc.cloned)
-		adopt(tg, rc.cloned);
+		adopt(tg, rc.cloned, j->nice);
 	if (r != RC_OK)
 		return -1;
 	if (rv != 0) {
@@ -119,10 +120,12 @@ int loader_start(struct itarget *tg, struct ithread *caller, struct loader_job *
 
 /* The loading thread, traced from its birth, in its first stop: it runs on, traced (its own
  * threads, the agent's writer, not), kept running whatever stops it (pt_keep_running). */
-static void adopt(struct itarget *tg, pid_t tid)
+static void adopt(struct itarget *tg, pid_t tid, int nice)
 {
 	struct ithread t = {.tid = tid};
 	tg->loader_tid = tid;
+	if (nice != LOADER_NICE_KEEP) /* before it runs: not the boosted caller's -20 */
+		setpriority(PRIO_PROCESS, (id_t)tid, nice);
 	if (pt_wait_first_stop(tg, &t, 1000) != 0)
 		return; /* gone, or not stopping: detached when we exit */
 	ptrace(PTRACE_SETOPTIONS, tid, 0, (void *)(long)INJ_SEIZE_OPTIONS);
