@@ -889,6 +889,17 @@ uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
 	return hooks_fixup_ip(ip);
 }
 
+size_t cuhook_agent_fixup_ips(uintptr_t *ips, size_t n)
+{
+	size_t moved = 0;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t to = hooks_fixup_ip(ips[i]);
+		moved += to != ips[i];
+		ips[i] = to;
+	}
+	return moved;
+}
+
 const char *cuhook_agent_last_error(void)
 {
 	return last_error;

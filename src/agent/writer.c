@@ -19,6 +19,7 @@
 #include "exec_maps.h"
 #include "flight.h"
 #include "py_stack.h"
+#include "inbox.h"
 #include "injector_watch.h"
 #include "out_file.h"
 
@@ -951,6 +952,7 @@ static void publish_progress(void)
  * records it drained. */
 static uint64_t round_once(void)
 {
+	inbox_take();
 	if (W.flight)
 		return flight_round();
 	static struct snapshot v;
@@ -1224,6 +1226,7 @@ void writer_start(void)
 	flight_session(W.flight);
 	publish_progress(); /* this session's: nothing yet */
 	__atomic_add_fetch(&cuhook_agent_control.sessions, 1, __ATOMIC_RELEASE);
+	inbox_session_begins();
 	__atomic_add_fetch(&cuhook_session, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&cuhook_writer_alive, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
@@ -1313,6 +1316,7 @@ static void finish_file(const char *why)
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	sigpending(&pending);
 	int was_pending = sigismember(&pending, SIGXFSZ);
+	inbox_take(); /* a note handed over since the last round */
 	if (W.flight) {
 		/* a trigger's dump first, then everything since: the end is a dump too */
 		if (flight_dump_due())

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,12 @@
  * (what dlopen adds itself) to run the constructors as dlopen would. */
 #define GLIBC_RTLD_DLOPEN 0x80000000u
 
+static int raise_priority(void);
+
 struct agent_api {
 	const char *path;
 	uint64_t start, stop, fixup_ip, last_error, active;
+	uint64_t fixup_ips; /* optional (0: an older agent; fixup_ip once per thread) */
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
 	uint64_t prepare_stop; /* optional (0: an agent without it, or without the GPU side) */
 	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
@@ -78,6 +82,7 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->last_error = target_symbol(pid, m, path, "cuhook_agent_last_error");
 	api->active = target_symbol(pid, m, path, "cuhook_agent_active");
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
+	api->fixup_ips = target_symbol(pid, m, path, "cuhook_agent_fixup_ips");
 	api->prepare_stop = target_symbol(pid, m, path, "cuhook_agent_prepare_stop");
 	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
@@ -151,38 +156,60 @@ static void release_during_dlopen(struct rcall *rc)
 	        (inj_now_ns() - t0) / 1e6);
 }
 
+/* dlopen and its companions in the target: libc's (glibc >= 2.34), __libc_dlopen_mode (older
+ * glibc), or any mapped object's (musl, a loaded libdl). */
+struct dl_fns {
+	uint64_t dlopen_fn, dlerror_fn, dlsym_fn;
+	unsigned mode;
+	const char *lib; /* points into the maps */
+};
+
+static int find_dlopen(struct itarget *tg, const struct maps *m, struct dl_fns *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->mode = RTLD_NOW;
+	const char *lib = maps_find_object(m, "libc.so.6");
+	if (!lib)
+		lib = maps_find_object(m, "libc-");
+	if (lib) {
+		f->dlopen_fn = target_symbol(tg->pid, m, lib, "dlopen");
+		f->dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+		f->dlsym_fn = target_symbol(tg->pid, m, lib, "dlsym");
+		if (!f->dlopen_fn) {
+			f->dlopen_fn = target_symbol(tg->pid, m, lib, "__libc_dlopen_mode");
+			f->mode |= GLIBC_RTLD_DLOPEN;
+			f->dlerror_fn = f->dlsym_fn = 0;
+		}
+	}
+	if (!f->dlopen_fn) {
+		/* musl (dlopen in its libc/loader), or an old glibc's libdl loaded by the program. */
+		lib = maps_find_defining(tg->pid, m, "dlopen", &f->dlopen_fn);
+		if (lib) {
+			f->dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
+			f->dlsym_fn = target_symbol(tg->pid, m, lib, "dlsym");
+		}
+	}
+	if (!f->dlopen_fn) {
+		inj_error("no dlopen in process %d (no libc.so mapped: a static program?): the agent "
+		          "cannot be loaded", tg->pid);
+		return -1;
+	}
+	f->lib = lib;
+	return 0;
+}
+
 /* dlopen(agent, RTLD_NOW) on thread *thp. If the call is slow, the other threads are let run
  * (*released is then true, and *thp updated): the caller stops them again. */
 static int load_agent(struct itarget *tg, struct ithread **thp, const struct maps *m,
                       const struct cuhook_inject_opts *o, bool *released)
 {
 	struct ithread *th = *thp;
-	uint64_t dlopen_fn = 0, dlerror_fn = 0;
-	unsigned mode = RTLD_NOW;
-	const char *lib = maps_find_object(m, "libc.so.6");
-	if (!lib)
-		lib = maps_find_object(m, "libc-");
-	if (lib) {
-		dlopen_fn = target_symbol(tg->pid, m, lib, "dlopen");
-		dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
-		if (!dlopen_fn) {
-			dlopen_fn = target_symbol(tg->pid, m, lib, "__libc_dlopen_mode");
-			mode |= GLIBC_RTLD_DLOPEN;
-			dlerror_fn = 0;
-		}
-	}
-	if (!dlopen_fn) {
-		/* musl (dlopen in its libc/loader), or an old glibc's libdl loaded by the program. */
-		lib = maps_find_defining(tg->pid, m, "dlopen", &dlopen_fn);
-		if (lib)
-			dlerror_fn = target_symbol(tg->pid, m, lib, "dlerror");
-	}
-	if (!dlopen_fn) {
-		inj_error("no dlopen in process %d (no libc.so mapped: a static program?): the agent "
-		          "cannot be loaded", tg->pid);
+	struct dl_fns f;
+	if (find_dlopen(tg, m, &f) < 0)
 		return -1;
-	}
-	inj_log("dlopen at 0x%llx in %s, called on thread %d%s", (unsigned long long)dlopen_fn, lib,
+	uint64_t dlopen_fn = f.dlopen_fn, dlerror_fn = f.dlerror_fn;
+	unsigned mode = f.mode;
+	inj_log("dlopen at 0x%llx in %s, called on thread %d%s", (unsigned long long)dlopen_fn, f.lib,
 	        th->tid, regs_in_restartable_syscall(&th->regs) ? " (stopped in a system call)" : "");
 
 	struct rcall rc;
@@ -251,33 +278,61 @@ static int check_agent_visible(pid_t pid, const char *agent)
 
 /* Move every thread whose ip the agent maps elsewhere (into a relocated copy at start, back to
  * the original at stop). A thread stopped in a restartable system call resumes at ip - 2 (the
- * kernel re-executes the 2-byte `syscall`), so that is the address that must be mapped. */
+ * kernel re-executes the 2-byte `syscall`), so that is the address that must be mapped. One
+ * remote call for all of them where the agent has cuhook_agent_fixup_ips (with 128 threads, a
+ * call per thread held the process 25-40 ms here), else one per thread. */
 static int fixup_threads(struct itarget *tg, struct ithread *caller, const struct agent_api *api,
                          struct cuhook_inject_times *t)
 {
+	uint64_t *probe = calloc((size_t)tg->nth + 1, sizeof(*probe));
+	if (!probe) {
+		inj_error("out of memory");
+		return -1;
+	}
+	for (int i = 0; i < tg->nth; i++) {
+		const struct user_regs_struct *r = &tg->th[i].regs;
+		probe[i] = regs_in_restartable_syscall(r) ? r->rip - 2 : r->rip;
+	}
+	int ret = -1;
+	if (api->fixup_ips) {
+		struct rcall rc;
+		rcall_begin(&rc, tg, caller);
+		size_t len = (size_t)tg->nth * sizeof(*probe);
+		uint64_t at = rcall_push(&rc, probe, len), moved = 0;
+		uint64_t args[2] = {at, (uint64_t)tg->nth};
+		if (!at || rcall_invoke(&rc, api->fixup_ips, args, 2, &moved, FIXUP_TIMEOUT_MS,
+		                        "cuhook_agent_fixup_ips") != RC_OK || mem_read(tg, at, probe + 0, len) < 0)
+			goto out;
+	}
 	for (int i = 0; i < tg->nth; i++) {
 		struct ithread *th = &tg->th[i];
 		uint64_t ip = th->regs.rip;
-		uint64_t probe = regs_in_restartable_syscall(&th->regs) ? ip - 2 : ip;
-		struct rcall rc;
-		rcall_begin(&rc, tg, caller);
-		uint64_t args[1] = {probe}, mapped = probe;
-		if (rcall_invoke(&rc, api->fixup_ip, args, 1, &mapped, FIXUP_TIMEOUT_MS,
-		                 "cuhook_agent_fixup_ip") != RC_OK)
-			return -1;
-		if (mapped != probe) {
-			th->regs.rip = mapped + (ip - probe);
+		uint64_t p = regs_in_restartable_syscall(&th->regs) ? ip - 2 : ip, mapped = probe[i];
+		if (!api->fixup_ips) {
+			struct rcall rc;
+			rcall_begin(&rc, tg, caller);
+			uint64_t args[1] = {p};
+			mapped = p;
+			if (rcall_invoke(&rc, api->fixup_ip, args, 1, &mapped, FIXUP_TIMEOUT_MS,
+			                 "cuhook_agent_fixup_ip") != RC_OK)
+				goto out;
+		}
+		if (mapped != p) {
+			th->regs.rip = mapped + (ip - p);
 			th->regs_dirty = true;
 			/* At once, not at detach: should we be killed before, the thread must not resume
 			 * inside the bytes a jump overwrites (or will). */
 			if (pt_setregs(th->tid, &th->regs) < 0)
-				return -1;
+				goto out;
 			t->moved++;
 			inj_log("thread %d moved from 0x%llx to 0x%llx", th->tid, (unsigned long long)ip,
 			        (unsigned long long)th->regs.rip);
 		}
 	}
-	return 0;
+	ret = 0;
+out:
+	free(probe);
+	return ret;
 }
 
 /* The thread that runs our remote calls competes for the CPU with everything else on the
@@ -398,13 +453,156 @@ static int call_agent_stop(struct itarget *tg, struct ithread *caller, const str
 	return r;
 }
 
-/* Let every thread but the caller run, and have the caller do meanwhile what the start must not
- * do with them stopped: dlopen the agent when it is not loaded yet (*api is then found), then
- * cuhook_agent_prepare (when the agent has it). *callerp is updated (the caller stays stopped
- * throughout; pointers into tg->th do not survive). Then stop every thread again: the time every
- * thread is stopped counts from here. 0, or -1 with a message. */
+/* After the agent's dlopen: the maps read again, its API found there. 0, or -1 with a message. */
+static int find_loaded_agent(struct itarget *tg, struct maps *m, struct agent_api *api,
+                             const struct cuhook_inject_opts *o)
+{
+	maps_free(m);
+	if (maps_read(tg->pid, m) < 0)
+		return -1;
+	if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
+		inj_error("%s was loaded into process %d but does not export the agent API "
+		          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
+		return -1;
+	}
+	/* the threads it starts (its preparation's writer) are left running by the seizes below */
+	tg->agent_threads = api->threads;
+	return 0;
+}
+
+/* Can a thread of the agent's own load and prepare it here (load_on_own_thread)? */
+static bool own_thread_possible(struct itarget *tg, const struct maps *m, bool loaded)
+{
+	struct loader_job j;
+	struct dl_fns f;
+	memset(&j, 0, sizeof(j));
+	if (!loaded) {
+		if (find_dlopen(tg, m, &f) < 0) {
+			inj_error_clear(); /* the load says it again */
+			return false;
+		}
+		j.dlopen_fn = f.dlopen_fn;
+		j.dlsym_fn = f.dlsym_fn;
+	}
+	return loader_find(tg, m, &j) == 0;
+}
+
+/* Stop every thread again after the work beside them; *callerp: the thread for the calls that
+ * follow (want: that one if it is still there; else the best one), boosted. */
+static int stop_again(struct itarget *tg, struct ithread **callerp, pid_t want, const struct maps *m,
+                      struct boost *boost, struct cuhook_inject_times *t)
+{
+	tg->first_stop_ns = 0;
+	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
+		return -1;
+	*callerp = want ? thread_by_tid(tg, want) : threads_pick_caller(tg, m);
+	if (!*callerp) {
+		inj_error(want ? "the thread that loaded the agent is gone" : "no thread of process %d can make "
+		          "the agent's calls", tg->pid);
+		return -1;
+	}
+	if (!want)
+		boost_thread(boost, (*callerp)->tid);
+	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
+	t->nthreads = tg->nth;
+	inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s", t->seize_ns / 1e6);
+	return 0;
+}
+
+/* The agent loaded (when it is not yet) and prepared by a thread of its own (loader_thread.c):
+ * the caller, stopped, only creates it, and is let go with the others; nothing of the program is
+ * held while the thread works. Then every thread is stopped again (*callerp: the thread chosen
+ * for the start). 1: done; 0: not possible here (loader_find said why), nothing done; -1 with a
+ * message. */
+static int load_on_own_thread(struct itarget *tg, struct ithread **callerp, struct maps *m,
+                              struct agent_api *api, bool *loaded, bool *prepared, struct boost *boost,
+                              const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	struct loader_job j;
+	struct dl_fns f;
+	memset(&j, 0, sizeof(j));
+	memset(&f, 0, sizeof(f));
+	if (*loaded && !api->prepare)
+		return 0; /* an older agent loaded already: its start does everything */
+	if (!*loaded && find_dlopen(tg, m, &f) < 0)
+		return -1;
+	j.path = o->agent_path;
+	j.options = o->agent_options ? o->agent_options : "";
+	j.dlopen_fn = f.dlopen_fn;
+	j.dlerror_fn = f.dlerror_fn;
+	j.dlsym_fn = f.dlsym_fn;
+	j.mode = f.mode;
+	if (*loaded) {
+		j.prepare_fn = api->prepare;
+		j.last_error_fn = api->last_error;
+		j.threads_obj = api->threads;
+	}
+	if (loader_find(tg, m, &j) < 0)
+		return 0;
+	struct ithread *c = *callerp;
+	if (!*loaded)
+		inj_log("dlopen at 0x%llx in %s, on a thread of the agent's own", (unsigned long long)j.dlopen_fn, f.lib);
+	inj_log("pthread_create at 0x%llx called on thread %d%s", (unsigned long long)j.pthread_create_fn, c->tid,
+	        regs_in_restartable_syscall(&c->regs) ? " (stopped in a system call)" : "");
+	/* The caller makes its two calls boosted (it is held meanwhile); the new thread gets the
+	 * nice level the caller has normally, not ours. */
+	j.nice = boost->set ? boost->old : LOADER_NICE_KEEP;
+	int started = loader_start(tg, c, &j, call_timeout(o));
+	unboost(boost);
+	if (started < 0)
+		return -1;
+	threads_detach_all(tg); /* the caller too: nothing of the program is held from here */
+	*callerp = NULL;
+	/* Nothing held: our nice -20 would only keep the threads just let go off our CPU. */
+	setpriority(PRIO_PROCESS, 0, tg->nice_normal);
+	inj_log("no thread held: a thread of the agent's own loads and prepares it");
+	if (loader_wait(tg, &j, call_timeout(o)) != RC_OK)
+		return -1;
+	int ret = -1;
+	if (j.failed) {
+		inj_error("process %d could not load the agent %s: %s", tg->pid, o->agent_path, j.msg);
+		goto stop;
+	}
+	if (!*loaded) {
+		t->load_ns += j.load_ns;
+		if (find_loaded_agent(tg, m, api, o) < 0)
+			goto stop;
+		*loaded = true;
+	}
+	if (j.prepare_fn) {
+		int r = (int)j.prepare_rc;
+		uint64_t ns = j.done_ns - (j.dlopen_fn ? j.load_ns : 0);
+		if (r == -EALREADY) {
+			already_tracing_error(tg->pid);
+			goto stop;
+		}
+		if (r < 0) {
+			inj_error("the agent in process %d could not prepare: %s (%s)", tg->pid, j.msg, strerror(-r));
+			goto stop;
+		}
+		*prepared = true;
+		t->prepare_ns += ns;
+		inj_log("agent prepared in %.2f ms on its own thread %d", ns / 1e6, j.tid);
+	}
+	ret = 1;
+stop:
+	/* Stopped again for the start, or (a failure) to unmap the thread's page: the caller of the
+	 * sequence then detaches them all. */
+	raise_priority();
+	if (stop_again(tg, callerp, 0, m, boost, t) < 0)
+		return -1;
+	loader_unmap(tg, *callerp, &j, call_timeout(o));
+	return ret;
+}
+
+/* Let every thread but the caller run, and meanwhile do what the start must not do with them
+ * stopped: dlopen the agent when it is not loaded yet (*api is then found), then
+ * cuhook_agent_prepare (when the agent has it), on a thread of the agent's own where possible
+ * (load_on_own_thread), else on the caller. *callerp is updated (pointers into tg->th do not
+ * survive). Then stop every thread again: the time every thread is stopped counts from here. 0,
+ * or -1 with a message. */
 static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps *m, struct agent_api *api,
-                      bool *loaded, bool *prepared, const struct cuhook_inject_opts *o,
+                      bool *loaded, bool *prepared, struct boost *boost, const struct cuhook_inject_opts *o,
                       struct cuhook_inject_times *t)
 {
 	pid_t caller_tid = (*callerp)->tid;
@@ -414,21 +612,14 @@ static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps 
 	inj_log("%d other thread%s run again while the agent is %s (first stop %.2f ms, released in "
 	        "%.2f ms)", n - 1, n == 2 ? "" : "s", *loaded ? "prepared" : "loaded and prepared",
 	        (inj_now_ns() - tg->first_stop_ns) / 1e6, (inj_now_ns() - r0) / 1e6);
+	int own = load_on_own_thread(tg, callerp, m, api, loaded, prepared, boost, o, t);
+	if (own != 0)
+		return own < 0 ? -1 : 0;
 	if (!*loaded) {
 		bool released = true;
 		uint64_t t0 = inj_now_ns();
-		if (load_agent(tg, callerp, m, o, &released) < 0)
+		if (load_agent(tg, callerp, m, o, &released) < 0 || find_loaded_agent(tg, m, api, o) < 0)
 			return -1;
-		maps_free(m);
-		if (maps_read(tg->pid, m) < 0)
-			return -1;
-		if (find_agent(tg->pid, m, o->agent_path, api) < 0) {
-			inj_error("%s was loaded into process %d but does not export the agent API "
-			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
-			return -1;
-		}
-		/* the writer its preparation creates is left running by the seize below */
-		tg->agent_threads = api->threads;
 		*loaded = true;
 		t->load_ns += inj_now_ns() - t0;
 	}
@@ -440,18 +631,7 @@ static int run_beside(struct itarget *tg, struct ithread **callerp, struct maps 
 		t->prepare_ns += inj_now_ns() - t0;
 		inj_log("agent prepared in %.2f ms", (inj_now_ns() - t0) / 1e6);
 	}
-	tg->first_stop_ns = 0;
-	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
-		return -1;
-	*callerp = thread_by_tid(tg, caller_tid);
-	if (!*callerp) {
-		inj_error("the thread that loaded the agent is gone");
-		return -1;
-	}
-	t->seize_ns = inj_now_ns() - tg->first_stop_ns;
-	t->nthreads = tg->nth;
-	inj_log("%d thread%s stopped again in %.2f ms", tg->nth, tg->nth == 1 ? "" : "s", t->seize_ns / 1e6);
-	return 0;
+	return stop_again(tg, callerp, caller_tid, m, boost, t);
 }
 
 /* A start that fails with EAGAIN (a library was loaded or unloaded between the preparation and
@@ -488,24 +668,17 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	} else if (check_agent_visible(tg->pid, o->agent_path) < 0) {
 		goto out;
 	}
-	/* An agent without prepare (an older build) that is loaded already: its start does it all. */
-	beside = beside && tg->nth > 1 && (!loaded || api.prepare);
+	/* An agent without prepare (an older build) that is loaded already: its start does it all.
+	 * A process of one thread: beside it only when a thread of the agent's own does the work
+	 * (otherwise that one thread makes the calls in the stop, as good as beside). */
+	beside = beside && (tg->nth > 1 || own_thread_possible(tg, &m, loaded)) && (!loaded || api.prepare);
 	if (!loaded && !beside) {
 		/* at the entry point, or a single thread: loaded in the stop (which a slow dlopen may
 		 * still turn into a load beside the others) */
 		bool released = false;
 		uint64_t t0 = inj_now_ns();
-		if (load_agent(tg, &caller, &m, o, &released) < 0)
+		if (load_agent(tg, &caller, &m, o, &released) < 0 || find_loaded_agent(tg, &m, &api, o) < 0)
 			goto out;
-		maps_free(&m);
-		if (maps_read(tg->pid, &m) < 0)
-			goto out;
-		if (find_agent(tg->pid, &m, o->agent_path, &api) < 0) {
-			inj_error("%s was loaded into process %d but does not export the agent API "
-			          "(cuhook_agent_start...): not a cuhook agent?", o->agent_path, tg->pid);
-			goto out;
-		}
-		tg->agent_threads = api.threads; /* the threads it starts are left running from now on */
 		loaded = true;
 		t->load_ns = inj_now_ns() - t0;
 		if (released) {
@@ -528,8 +701,9 @@ static int start_agent(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	for (int try = 1;; try++) {
 		if (beside) {
 			calls_ok = false; /* the caller may be gone when this fails */
-			if (run_beside(tg, &caller, &m, &api, &loaded, &prepared, o, t) < 0)
+			if (run_beside(tg, &caller, &m, &api, &loaded, &prepared, &boost, o, t) < 0)
 				goto out;
+			caller_tid = caller->tid; /* another one after a load on the agent's own thread */
 			t->beside = true;
 		}
 		/* With the functions planned already (prepared now, or by an earlier attach), threads
@@ -696,6 +870,53 @@ out:
 	return ret;
 }
 
+static struct cuhook_thread_held *held_last;
+static int nheld_last;
+
+const struct cuhook_thread_held *cuhook_inject_held(int *n)
+{
+	*n = nheld_last;
+	return held_last;
+}
+
+static int by_longest(const void *a, const void *b)
+{
+	const struct cuhook_thread_held *x = a, *y = b;
+	return x->max_ns < y->max_ns ? 1 : x->max_ns > y->max_ns ? -1 : x->tid - y->tid;
+}
+
+/* Keep tg's figures of the threads held for cuhook_inject_held() and the summary in t. */
+static void keep_held(struct itarget *tg, struct cuhook_inject_times *t)
+{
+	free(held_last);
+	held_last = tg->nheld ? malloc((size_t)tg->nheld * sizeof(*held_last)) : NULL;
+	nheld_last = held_last ? tg->nheld : 0;
+	for (int i = 0; i < nheld_last; i++)
+		held_last[i] = (struct cuhook_thread_held){tg->held[i].tid, tg->held[i].holds, tg->held[i].max_ns,
+		                                           tg->held[i].total_ns};
+	qsort(held_last, (size_t)nheld_last, sizeof(*held_last), by_longest);
+	t->nheld = nheld_last;
+	t->held_max_tid = nheld_last ? held_last[0].tid : 0;
+	t->held_max_ns = nheld_last ? held_last[0].max_ns : 0;
+	t->held_total_max_ns = 0;
+	for (int i = 0; i < nheld_last; i++)
+		if (held_last[i].total_ns > t->held_total_max_ns)
+			t->held_total_max_ns = held_last[i].total_ns;
+}
+
+void cuhook_inject_held_text(char *buf, size_t len)
+{
+	size_t pos = 0;
+	buf[0] = 0;
+	for (int i = 0; i < nheld_last && pos + 1 < len; i++) {
+		int w = snprintf(buf + pos, len - pos, "%s%d %.2f/%.2f", i ? ", " : "", held_last[i].tid,
+		                 held_last[i].max_ns / 1e6, held_last[i].total_ns / 1e6);
+		if (w < 0 || (size_t)w >= len - pos)
+			break; /* cut at a whole entry */
+		pos += (size_t)w;
+	}
+}
+
 static void finish_times(struct itarget *tg, struct cuhook_inject_times *t, uint64_t detach_start)
 {
 	uint64_t now = inj_now_ns();
@@ -734,6 +955,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	target_init(&tg, pid);
 	tg.agent_threads = agent_threads_at(pid, o->agent_path);
 	int prio = raise_priority();
+	tg.nice_normal = prio;
 	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
 		target_free(&tg);
 		setpriority(PRIO_PROCESS, 0, prio);
@@ -748,6 +970,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	uint64_t d0 = inj_now_ns();
 	threads_detach_all(&tg);
 	finish_times(&tg, t, d0);
+	keep_held(&tg, t);
 	target_free(&tg);
 	setpriority(PRIO_PROCESS, 0, prio);
 	return r;
@@ -758,9 +981,44 @@ static int attach_body(struct itarget *tg, const struct cuhook_inject_opts *o, s
 	return start_agent(tg, o, t, true);
 }
 
+/* The attach's figures of the threads it held, for the trace: known only once every thread runs
+ * again, so handed to the agent's writer through its inbox (cuhook_agent_inbox, written through
+ * /proc/PID/mem: nothing is stopped), which writes them as a NOTE at its next round. The detach's
+ * come after the trace is closed: -v only. An agent without the inbox (an older one) gets none. */
+static void post_held_note(pid_t pid, const struct cuhook_inject_opts *o, const struct cuhook_inject_times *t)
+{
+	uint64_t at = 0;
+	if (!t->nheld || agent_object_at(pid, o->agent_path, "cuhook_agent_inbox", &at) != 1 || !at) {
+		inj_error_clear();
+		return;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDWR | O_CLOEXEC); /* or process_vm_writev, where it may not be opened */
+	struct cuhook_agent_inbox head;
+	size_t hl = offsetof(struct cuhook_agent_inbox, text);
+	static char text[CUHOOK_AGENT_INBOX_TEXT];
+	int n = snprintf(text, sizeof(text), "cuhook attach held the program's threads: %d, longest %.2f ms (thread "
+	                 "%d), most in all %.2f ms (first stop, remote calls, start, release); per thread (ms, "
+	                 "longest/total): ", t->nheld, t->held_max_ns / 1e6, t->held_max_tid,
+	                 t->held_total_max_ns / 1e6);
+	if (n > 0 && (size_t)n < sizeof(text))
+		cuhook_inject_held_text(text + n, sizeof(text) - (size_t)n);
+	if (live_mem(pid, fd, at, &head, hl, false) && head.magic == CUHOOK_AGENT_INBOX_MAGIC &&
+	    live_mem(pid, fd, at + hl, text, strlen(text) + 1, true)) {
+		uint32_t seq = head.seq + 1;
+		live_mem(pid, fd, at + offsetof(struct cuhook_agent_inbox, seq), &seq, sizeof(seq), true);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, false, attach_body);
+	int r = with_process_stopped(pid, o, t, false, attach_body);
+	if (r == 0)
+		post_held_note(pid, o, t);
+	return r;
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)

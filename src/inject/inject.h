@@ -35,7 +35,26 @@ struct cuhook_inject_times {
 	bool agent_reused;   /* the agent was already loaded (an earlier attach or run) */
 	bool beside;         /* dlopen (and prepare) ran while the other threads ran: not part of
 	                      * the stopped time */
+	/* How long the program's threads were held (interrupted until let go), every stop of the
+	 * attach or detach counted: the first stop, the remote calls, the start or stop, the
+	 * detach. The thread held longest, and the most a thread was held in all. Per thread:
+	 * cuhook_inject_held(). */
+	int nheld;           /* threads held at least once */
+	pid_t held_max_tid;
+	uint64_t held_max_ns, held_total_max_ns;
 };
+
+/* One thread of the last attach or detach: how many times it was held, its longest hold and
+ * their sum (what the program measures as that thread's stall: a hold is a gap in its run). */
+struct cuhook_thread_held {
+	pid_t tid;
+	int holds;
+	uint64_t max_ns, total_ns;
+};
+/* Of the last cuhook_inject_attach or cuhook_inject_detach, longest first; *n of them. */
+const struct cuhook_thread_held *cuhook_inject_held(int *n);
+/* "TID LONGEST/TOTAL, ..." in ms, longest first, into buf (cut to len). */
+void cuhook_inject_held_text(char *buf, size_t len);
 
 /* Stop every thread of pid; if the agent is not there yet, let them run again while one of them
  * loads it and calls cuhook_agent_prepare(agent_options), then stop them all again; call

@@ -39,6 +39,7 @@ struct ithread {
 	struct user_regs_struct regs; /* as found when it stopped: what it resumes with */
 	bool regs_dirty;              /* regs changed on purpose (ip moved): write back at detach */
 	bool stopped;                 /* in a ptrace-stop we can work in */
+	uint64_t held_since;          /* when we interrupted it (inj_now_ns) */
 	int pending[INJ_MAX_PENDING]; /* signals that arrived while we held it, given back at detach */
 	int npending;
 };
@@ -55,6 +56,13 @@ struct rgate {
 	bool keep;                    /* a call was left to finish on its own: never unmap the page */
 };
 
+/* One thread's time held by us (interrupted until let go): its longest hold and their sum. */
+struct held {
+	pid_t tid;
+	uint64_t max_ns, total_ns;
+	int holds;
+};
+
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
@@ -64,6 +72,10 @@ struct itarget {
 	uint64_t first_stop_ns;       /* when the first thread was interrupted (for the timings) */
 	uint64_t agent_threads;       /* where the agent in the process lists its own threads
 	                                 (cuhook_agent_threads); 0: no agent loaded */
+	pid_t loader_tid;             /* the agent's loading thread while it runs: never stopped */
+	int nice_normal;              /* our own nice level, which we leave while threads are held */
+	struct held *held;            /* how long each thread was held, over the whole attach or detach */
+	int nheld, capheld;
 	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */
 	int nlent;
 	struct rgate gate;
@@ -106,6 +118,10 @@ bool is_stop_signal(int sig);
  * too many. */
 int pt_keep_running(pid_t tid);
 void pt_keep_running_end(pid_t tid);
+/* Resume whatever stopped the threads kept running, and forget those that ended. */
+void pt_service_kept(void);
+/* Is tid kept running (and not ended)? */
+bool pt_kept(pid_t tid);
 
 /* /proc/PID/mem, or when we may not open it (another user's process, cuhook with CAP_SYS_PTRACE
  * but not CAP_DAC_OVERRIDE) ptrace on a stopped thread of tg. 0, or -1 with a message. */
@@ -217,6 +233,9 @@ struct rcall {
 	 * detached and returns where it was when the call returns) rather than interrupt it, which
 	 * would leave whatever it holds (the loader's lock) held. rc->th is NULL afterwards. */
 	bool leave_on_timeout;
+	/* The thread the call created, with PTRACE_O_TRACECLONE set on rc->th: traced by us from its
+	 * first instruction (it starts in a ptrace stop). 0: none. */
+	pid_t cloned;
 };
 
 void rcall_begin(struct rcall *rc, struct itarget *tg, struct ithread *th);
@@ -242,6 +261,8 @@ enum rcall_result {
  * where it was. */
 int rcall_invoke(struct rcall *rc, uint64_t fn, const uint64_t *args, int nargs, uint64_t *ret,
                  int timeout_ms, const char *what);
+/* Find libc's mmap, munmap and rt_sigreturn for the calls (done by the first call otherwise). */
+int rcall_probe(struct itarget *tg);
 /* The sequence of calls is over: unmap the gate (on th, stopped; NULL: leave it mapped). */
 void rcall_end_sequence(struct itarget *tg, struct ithread *th);
 
@@ -261,6 +282,40 @@ bool rentry_reached(pid_t pid, int status, const struct rentry *e);
 /* At that stop: r (the thread's registers) moved to the program's entry point with the loader's
  * rdx, and AT_ENTRY put back. The thread stays in its stop. */
 int rentry_finish(struct itarget *tg, struct user_regs_struct *r, const struct rentry *e);
+
+/* ---- the agent's loading thread (loader_thread.c) ------------------------------------------- */
+
+#define LOADER_NICE_KEEP 100
+
+struct loader_job {
+	/* in */
+	const char *path, *options;
+	uint64_t dlopen_fn, dlerror_fn, dlsym_fn, mode; /* dlopen_fn 0: the agent is loaded already */
+	uint64_t prepare_fn, last_error_fn, threads_obj; /* known for an agent loaded already */
+	uint64_t pthread_create_fn, pthread_self_fn, pthread_detach_fn;
+	int nice;                     /* the thread's nice level, or LOADER_NICE_KEEP: its creator's */
+	/* out */
+	uint64_t data;                /* its data page in the target */
+	size_t data_len;
+	bool started, failed, abandoned;
+	pid_t tid;
+	uint64_t handle;
+	int64_t prepare_rc;
+	uint64_t t0, load_ns, done_ns; /* thread created; dlopen returned and all done, after t0 */
+	char msg[1024];
+};
+/* The functions the thread needs (j->dlopen_fn etc. set): 0, or -1 (with a -v note why) when
+ * the agent must be loaded on a program thread instead (no pthread_create, a seccomp filter). */
+int loader_find(struct itarget *tg, const struct maps *m, struct loader_job *j);
+/* On caller, stopped: map the thread's data page and call pthread_create (two short remote
+ * calls). 0, or -1 with a message. */
+int loader_start(struct itarget *tg, struct ithread *caller, struct loader_job *j, int timeout_ms);
+/* With no thread of the process held: wait for the thread to finish (timeout_ms, extended while
+ * it uses CPU) and to be gone. RC_OK with the results in j; RC_TIMEOUT (left to finish on its
+ * own), RC_EXITED, RC_ERROR with a message. tg->loader_tid is the thread's id while it runs. */
+int loader_wait(struct itarget *tg, struct loader_job *j, int timeout_ms);
+/* The thread's data page unmapped on caller (stopped), unless the thread may still use it. */
+void loader_unmap(struct itarget *tg, struct ithread *caller, struct loader_job *j, int timeout_ms);
 
 /* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
 

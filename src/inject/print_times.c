@@ -3,6 +3,7 @@
 #include "inject.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 void cuhook_inject_print_times(const char *what, const struct cuhook_inject_times *t)
 {
@@ -25,4 +26,12 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	else if (t->beside) /* a detach's (gpu=1: cuhook_agent_prepare_stop) */
 		fprintf(stderr, "; before, while they ran: prepare %.2f", t->prepare_ns / 1e6);
 	fputc('\n', stderr);
+	if (t->nheld) {
+		/* What the program felt: each thread's longest hold and its sum over every stop. */
+		static char list[1 << 16];
+		cuhook_inject_held_text(list, sizeof(list));
+		fprintf(stderr, "cuhook: %s: %d thread%s held, longest %.2f ms (thread %d), most in all %.2f ms; "
+		        "per thread (ms, longest/total): %s\n", what, t->nheld, t->nheld == 1 ? "" : "s",
+		        t->held_max_ns / 1e6, t->held_max_tid, t->held_total_max_ns / 1e6, list);
+	}
 }

@@ -142,6 +142,19 @@ static void service_kept(pid_t waited)
 	}
 }
 
+void pt_service_kept(void)
+{
+	service_kept(0);
+}
+
+bool pt_kept(pid_t tid)
+{
+	for (int i = 0; i < nkeep; i++)
+		if (keep[i] == tid)
+			return true;
+	return false;
+}
+
 int pt_wait(pid_t tid, int *status, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : inj_now_ns() + (uint64_t)timeout_ms * 1000000u;

@@ -256,6 +256,11 @@ static int gate_probe(struct itarget *tg)
 	return 0;
 }
 
+int rcall_probe(struct itarget *tg)
+{
+	return gate_probe(tg);
+}
+
 /* ---- the frame ------------------------------------------------------------------------------ */
 
 /* Every signal blocked but the faults that break a call, and the gate's report. */
@@ -641,7 +646,11 @@ static int call_run(struct rcall *rc, const struct call *c, uint64_t *ret, int t
 		int sig = WSTOPSIG(st), event = st >> 16;
 		if (event != 0) {
 			/* PTRACE_EVENT_STOP: an interrupt still pending from the seize, or a group-stop
-			 * (someone sent SIGSTOP); the call must finish first. */
+			 * (someone sent SIGSTOP); the call must finish first. PTRACE_EVENT_CLONE (asked for
+			 * by the caller, PTRACE_O_TRACECLONE): the new thread's id. */
+			unsigned long msg = 0;
+			if (event == PTRACE_EVENT_CLONE && ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg) == 0)
+				rc->cloned = (pid_t)msg;
 			ptrace(resume, th->tid, 0, 0);
 			continue;
 		}

@@ -33,6 +33,9 @@ void target_free(struct itarget *tg)
 		close(tg->memfd);
 	free(tg->th);
 	tg->th = NULL;
+	free(tg->held);
+	tg->held = NULL;
+	tg->nheld = tg->capheld = 0;
 	tg->nth = tg->cap = 0;
 	tg->memfd = -1;
 }
@@ -210,7 +213,7 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 		}
 		int first_new = tg->nth;
 		for (int i = 0; i < n; i++) {
-			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]))
+			if (target_find(tg, tids[i]) || listed(own, nown, tids[i]) || tids[i] == tg->loader_tid)
 				continue;
 			r = pt_seize(tids[i]);
 			if (r == -ESRCH)
@@ -247,6 +250,7 @@ int threads_seize_all(struct itarget *tg, int stop_timeout_ms)
 				goto fail;
 			}
 			pt_interrupt(t->tid);
+			t->held_since = inj_now_ns(); /* from here it cannot run, as the program sees it */
 		}
 		free(tids);
 		if (tg->nth == first_new)
@@ -283,6 +287,32 @@ fail:
  * back with the request, the others by tgkill once it runs: the process gets each of them. A
  * SIGCONT goes back with the request, never by tgkill: its effect (the process continued) came
  * when it was sent; a new one would continue a stop that came after it. */
+/* Count one hold of tid that lasted ns. */
+static void held_add(struct itarget *tg, pid_t tid, uint64_t ns)
+{
+	struct held *h = NULL;
+	for (int i = 0; i < tg->nheld && !h; i++)
+		if (tg->held[i].tid == tid)
+			h = &tg->held[i];
+	if (!h) {
+		if (tg->nheld == tg->capheld) {
+			int cap = tg->capheld ? tg->capheld * 2 : 64;
+			struct held *n = realloc(tg->held, (size_t)cap * sizeof(*n));
+			if (!n)
+				return; /* the figures are for the operator: missing one harms nothing */
+			tg->held = n;
+			tg->capheld = cap;
+		}
+		h = &tg->held[tg->nheld++];
+		memset(h, 0, sizeof(*h));
+		h->tid = tid;
+	}
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+	h->total_ns += ns;
+	h->holds++;
+}
+
 static void release_thread(struct itarget *tg, struct ithread *t, int request, const char *verb)
 {
 	if (t->regs_dirty && ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) != 0)
@@ -293,6 +323,9 @@ static void release_thread(struct itarget *tg, struct ithread *t, int request, c
 		if (t->pending[k] == SIGCONT)
 			first = k;
 	int sig = t->npending ? t->pending[first] : 0;
+	if (t->held_since) /* until here it cannot have run, as the program sees it */
+		held_add(tg, t->tid, inj_now_ns() - t->held_since);
+	t->held_since = 0;
 	if (ptrace(request, t->tid, 0, (void *)(long)sig) != 0 && errno != ESRCH)
 		fprintf(stderr, "cuhook: warning: cannot %s thread %d: %s\n", verb, t->tid, strerror(errno));
 	for (int k = 0; k < t->npending; k++)
@@ -305,8 +338,14 @@ static void release_thread(struct itarget *tg, struct ithread *t, int request, c
 
 void threads_detach_all(struct itarget *tg)
 {
+	uint64_t since = UINT64_MAX;
+	int n = 0;
+	for (int i = 0; i < tg->nth; i++)
+		if (tg->th[i].held_since && tg->th[i].held_since < since)
+			since = tg->th[i].held_since;
 	for (int i = 0; i < tg->nth; i++) {
 		struct ithread *t = &tg->th[i];
+		n++;
 		if (!t->stopped) {
 			/* Seized and interrupted, never waited for: PTRACE_DETACH needs a stopped
 			 * thread. If it does not stop, the kernel detaches it when we exit. */
@@ -315,6 +354,10 @@ void threads_detach_all(struct itarget *tg)
 		}
 		release_thread(tg, t, PTRACE_DETACH, "detach");
 	}
+	/* when, on the clock programs read (what a program that timestamps its work can match) */
+	if (n && since != UINT64_MAX)
+		inj_log("%d thread%s let go, held from %llu to %llu ns (CLOCK_MONOTONIC)", n, n == 1 ? "" : "s",
+		        (unsigned long long)since, (unsigned long long)inj_now_ns());
 	tg->nth = 0;
 }
 
@@ -347,11 +390,13 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 {
 	/* The remote call (dlopen, the agent's start) takes malloc's and the loader's locks; if the
 	 * thread it runs on was stopped while holding one of them (inside malloc), it deadlocks on
-	 * itself. So, best first:
-	 *   0  running code outside libc and the loader: it holds no libc lock
-	 *   1  blocked in a system call other than futex (read, poll, nanosleep...): the wrappers
+	 * itself. And the program feels the time its thread is held as a stall, unless that thread
+	 * was waiting anyway. So, best first:
+	 *   0  blocked in a system call other than futex (read, poll, nanosleep...): the wrappers
 	 *      hold no lock; the registers, orig_rax included, are put back exactly afterwards, so
-	 *      the kernel restarts the call as after a signal handler
+	 *      the kernel restarts the call as after a signal handler; it was waiting: it loses
+	 *      nothing unless what it waits for comes meanwhile
+	 *   1  running code outside libc and the loader: it holds no libc lock
 	 *   2  waiting in futex: for a lock (it might hold another) or a condition
 	 *   3  anything else (inside libc, maybe inside malloc) */
 	struct ithread *best = NULL;
@@ -360,9 +405,9 @@ struct ithread *threads_pick_caller(struct itarget *tg, const struct maps *m)
 		struct ithread *t = &tg->th[i];
 		int rank;
 		if (regs_in_restartable_syscall(&t->regs))
-			rank = t->regs.orig_rax == SYS_futex ? 2 : 1;
+			rank = t->regs.orig_rax == SYS_futex ? 2 : 0;
 		else if ((long)t->regs.orig_rax < 0 && !in_libc(m, t->regs.rip))
-			rank = 0;
+			rank = 1;
 		else
 			rank = 3;
 		if (rank < best_rank) {

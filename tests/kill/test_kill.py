@@ -173,6 +173,8 @@ PHASES = [
     Phase("attach: threads released", "attach", r"run again while the agent"),
     Phase("attach: dlopen", "attach", r"dlopen at"),
     Phase("attach: dlopen+0.5-4 ms", "attach", r"dlopen at", (0.0005, 0.004)),
+    Phase("attach: pthread_create", "attach", r"pthread_create at"),
+    Phase("attach: own thread works", "attach", r"no thread held: a thread of the agent's own", (0, 0.004)),
     Phase("attach: stop again", "attach", r"agent prepared in"),
     Phase("attach: start", "attach", r"stopped again in"),
     Phase("attach: fixup", "attach", r"agent started:"),
