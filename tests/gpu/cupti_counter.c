@@ -28,7 +28,9 @@
  *
  * Output at exit (destructor): CUPTI_COUNTER_OUT ("%p" becomes the pid; unset: stderr), one
  * JSON object {"function name": count} of the non-zero counts, and a line on stderr. */
+#define _GNU_SOURCE /* pthread_getname_np */
 #include <cupti.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,20 @@ static CUpti_SubscriberHandle subscriber;
 static int subscribed;
 static __thread struct rec *ring;
 static __thread uint32_t ring_pos;
+/* The calls of cuhook's own threads (named cuhook-*: its writer, its kernel-name queries) are not
+ * the program's: cuhook does not record them, so they are left out here too (counted apart). */
+static __thread int thread_kind;  /* 0 not looked at yet, 1 the program's, 2 cuhook's */
+static uint64_t cuhook_calls;
+
+static int cuhook_thread(void)
+{
+	if (!thread_kind) {
+		char name[16] = "";
+		pthread_getname_np(pthread_self(), name, sizeof(name));
+		thread_kind = strncmp(name, "cuhook-", 7) ? 1 : 2;
+	}
+	return thread_kind == 2;
+}
 
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *cbdata)
@@ -58,6 +74,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	const CUpti_CallbackData *d = cbdata;
 	if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cbid >= NCBID)
 		return;
+	if (cuhook_thread()) {
+		if (d->callbackSite == CUPTI_API_ENTER)
+			__atomic_fetch_add(&cuhook_calls, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (d->callbackSite == CUPTI_API_ENTER) {
 		__atomic_fetch_add(&counts[cbid], 1, __ATOMIC_RELAXED);
 		if (!seen_name[cbid])
@@ -162,6 +183,6 @@ __attribute__((destructor)) static void write_counts(void)
 	fputs("\n}\n", f);
 	if (f != stderr)
 		fclose(f);
-	fprintf(stderr, "cupti_counter: %llu driver API calls counted, written to %s\n",
-	        (unsigned long long)total, path);
+	fprintf(stderr, "cupti_counter: %llu driver API calls counted, written to %s (%llu more on cuhook's own threads, left out)\n",
+	        (unsigned long long)total, path, (unsigned long long)cuhook_calls);
 }
