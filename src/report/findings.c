@@ -334,8 +334,10 @@ static int oneoff(const struct rp_view *v, const struct rp_analysis *a, struct c
 		if (c->end_ns > last_end)
 			last_end = c->end_ns;
 	}
-	int64_t once = rp_sat_add(load, init), steady = v->t1 - last_end;
-	if (last_end == INT64_MIN || api <= 0 || pct(once, api) < 10 || pct(steady, run) < 10)
+	if (last_end == INT64_MIN)
+		return 0;
+	int64_t once = rp_sat_add(load, init), steady = rp_sat_sub(v->t1, last_end), into = rp_sat_sub(last_end, v->t0);
+	if (api <= 0 || pct(once, api) < 10 || pct(steady, run) < 10)
 		return 0;
 	/* the steady state: outermost calls starting after the last one-off call ended */
 	int64_t *per = calloc(t->nfuncs ? t->nfuncs : 1, sizeof(*per)), after = 0;
@@ -359,14 +361,14 @@ static int oneoff(const struct rp_view *v, const struct rp_analysis *a, struct c
 		          "steady state after it (%s) spends %s in the driver (%.0f%% of it), most in %s (%s). Shares of "
 		          "the driver time in the other findings count both.",
 		    D(b1, once), D(b2, api), pct(once, api), D(b3, load), (unsigned long long)nload, nload == 1 ? "" : "s",
-		    D(b4, init), (unsigned long long)ninit, D(b5, last_end - v->t0), pct(last_end - v->t0, run),
-		    D(b6, steady), D(b7, after), pct(after, steady), tr_func_name(t, top), D(b8, per[top]));
+		    D(b4, init), (unsigned long long)ninit, D(b5, into), pct(into, run), D(b6, steady), D(b7, after),
+		    pct(after, steady), tr_func_name(t, top), D(b8, per[top]));
 	else
 		add(x, 0, "One-off work takes %s of the %s driver time (%.0f%%): loading modules and libraries %s in %llu "
 		          "call%s, initialization and context setup %s in %llu. It ends at %s (%.0f%% into the run); no "
 		          "driver call follows it.",
 		    D(b1, once), D(b2, api), pct(once, api), D(b3, load), (unsigned long long)nload, nload == 1 ? "" : "s",
-		    D(b4, init), (unsigned long long)ninit, D(b5, last_end - v->t0), pct(last_end - v->t0, run));
+		    D(b4, init), (unsigned long long)ninit, D(b5, into), pct(into, run));
 	free(per);
 	return 0;
 }

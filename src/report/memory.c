@@ -304,7 +304,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 	int rc = -1;
 	if (!fc || !m)
 		goto out;
-	m->span = v->t1 - v->t0;
+	m->span = rp_sat_sub(v->t1, v->t0);
 	for (uint32_t f = 0; f < t->nfuncs; f++)
 		fc[f] = classify(tr_func_name(t, f));
 	for (uint32_t i = 0; i < v->nsel; i++) {
@@ -313,7 +313,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 		if (k.op == OP_NONE || !tr_call_timed(c))
 			continue;
 		m->any = 1;
-		const int64_t at = c->start_ns - v->t0;
+		const int64_t at = rp_sat_sub(c->start_ns, v->t0);
 		if (step(&st, v, c, k, at) || step_put(m, &cap, at, st.dev))
 			goto out;
 	}

@@ -152,6 +152,14 @@ static inline int64_t rp_sat_add(int64_t a, int64_t b)
 		return b > 0 ? INT64_MAX : INT64_MIN;
 	return r;
 }
+/* Differences of times, likewise. */
+static inline int64_t rp_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 /* An absolute time (ns) on the common axis: ns - base, saturating (hostile files). */
 static inline int64_t rp_rel(const struct rp_view *v, int64_t ns)
 {

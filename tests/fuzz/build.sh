@@ -24,14 +24,15 @@ if ! "$cc" $san "$probe/p.c" -o "$probe/p" 2>"$probe/err"; then
 fi
 cflags="-g -O1 -std=gnu11 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-}"
 # the trace reader and the report: every source of src/report (its one C++ file, the kernel name
-# demangler, compiled apart), the decoder table of src/format and how the report creates its -o
-# file, the text sanitizer and the glob matcher (--functions, --thread) of src/common; libdw and
+# demangler, compiled apart), the decoder table of src/format, how the report creates its -o
+# file and the export tables' known names, the text sanitizer and the glob matcher (--functions,
+# --thread) of src/common; libdw and
 # libelf symbolize call stacks; sqlite3 writes --format sqlite
 "$cc" -x c++ -std=c++17 -g -O1 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-} -c "$root/src/report/demangle.cc" \
 	-o "$out/demangle.o"
 "$cc" $cflags -D_GNU_SOURCE -I"$root/src/report" -I"$root/src/format" -I"$root/src/common" \
 	"$root/tests/fuzz/fuzz_trace.c" "$root"/src/report/*.c "$out/demangle.o" "$root/src/format/decoders.c" \
-	"$root/src/format/out_file.c" "$root/src/common/text_safe.c" "$root/src/common/glob_filter.c" \
+	"$root/src/format/out_file.c" "$root/src/format/export_names.c" "$root/src/common/text_safe.c" "$root/src/common/glob_filter.c" \
 	$(pkg-config --libs libdw libelf sqlite3) -lm -lstdc++ -pthread -o "$out/fuzz_trace.tmp"
 mv "$out/fuzz_trace.tmp" "$out/fuzz_trace"
 # the ELF reader of cuhook funcs and the relocation planner it feeds
