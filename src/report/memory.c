@@ -301,7 +301,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 	struct fclass *fc = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*fc));
 	struct state st = {.m = m};
 	size_t cap = 0;
-	int rc = -1;
+	int rc = -1, any = 0; /* an allocation or free call was seen */
 	if (!fc || !m)
 		goto out;
 	m->span = rp_sat_sub(v->t1, v->t0);
@@ -312,7 +312,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 		const struct fclass k = fc[c->func];
 		if (k.op == OP_NONE || !tr_call_timed(c))
 			continue;
-		m->any = 1;
+		any = 1;
 		const int64_t at = rp_sat_sub(c->start_ns, v->t0);
 		if (step(&st, v, c, k, at) || step_put(m, &cap, at, st.dev))
 			goto out;
@@ -326,7 +326,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 out:
 	free(fc);
 	free(st.live.s);
-	if (rc || !m->any)
+	if (rc || !any)
 		rp_memory_free(m);
 	else
 		*out = m;

@@ -398,7 +398,6 @@ struct rp_mem_step {
 };
 struct rp_memory {
 	struct rp_mem_kind_stat k[RP_MEM_KIND_COUNT];
-	int any;                       /* an allocation or free call was seen */
 	uint64_t peak;                 /* device + physical in use at once, at most, and when */
 	int64_t peak_at;
 	int64_t span;                  /* the view's span (ns) */
