@@ -5,7 +5,7 @@
 
 # the options cuhook run and cuhook attach share (src/cli/inject_opts.h)
 _cuhook_inject_opts='-o --output --funcs --functions --count --record-all --stacks --no-stacks --stack-depth
-  --ioctl --export-tables --gpu --cupti --capture-range --capture-range-end --force --max-size --flight-recorder --trigger --opt
+  --ioctl --export-tables --gpu --cupti --names-window --capture-range --capture-range-end --force --max-size --flight-recorder --trigger --opt
   --call-timeout --agent -v --verbose -h --help -V --version'
 
 _cuhook_options()

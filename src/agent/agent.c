@@ -322,7 +322,7 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 static struct writer_opts trace_opts(void)
 {
 	return (struct writer_opts){.flush_ms = cfg.flush_ms, .flags = cfg.drop ? CUHOOK_FILE_LOSSY : 0,
-	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = cfg.gpu,
+	                            .replace = cfg.force, .max_size = cfg.max_size, .gpu = config_gpu_possible(&cfg),
 	                            .stacks = cfg.stacks[0] != 0, .flight = cfg.flight != 0};
 }
 
@@ -487,7 +487,7 @@ uintptr_t exit_watch_on_exit(void *unused)
 	if (!active || getpid() != session_pid || __atomic_exchange_n(&closing, 1, __ATOMIC_ACQ_REL))
 		return 0; /* not tracing, a vfork/posix_spawn child in our memory, or closing already */
 	int saved_errno = errno;
-	if (cfg.gpu)
+	if (config_gpu_possible(&cfg))
 		gpu_stop(); /* the other threads still run: CUPTI can be flushed */
 	capture_end(false);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
@@ -584,7 +584,7 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	scan_libraries(true);
 	/* the names thread, created while the program's threads run (it asks the driver for the
 	 * names of kernel handles launched: kernel_names.h) */
-	kernel_names_prepare(cfg.flush_ms);
+	kernel_names_prepare(&cfg);
 	watch_planned = loader_watch_prepare() == 0;
 	exit_planned = exit_watch_prepare() == 0;
 	if (cfg.ioctl)
@@ -698,9 +698,9 @@ static void stop(bool unpatch, bool threads_stopped)
 	if (!active)
 		return;
 	/* CUPTI only while the program's threads run (cuhook_agent_prepare_stop did it then) */
-	if (cfg.gpu && threads_stopped)
+	if (config_gpu_possible(&cfg) && threads_stopped)
 		gpu_abandon();
-	else if (cfg.gpu)
+	else if (config_gpu_possible(&cfg))
 		gpu_stop();
 	capture_end(threads_stopped);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
@@ -849,7 +849,7 @@ int cuhook_agent_prepare(const char *options)
 
 int cuhook_agent_prepare_stop(void)
 {
-	if (session_open() && cfg.gpu)
+	if (session_open() && config_gpu_possible(&cfg))
 		gpu_stop();
 	return 0;
 }

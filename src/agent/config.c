@@ -31,6 +31,7 @@ void config_defaults(struct cuhook_config *c)
 	strcpy(c->ioctl_paths, "/dev/nvidia*");
 	c->buffer_kb = 1024;
 	c->flush_ms = 50;
+	c->names_window_ms = CUHOOK_NAMES_WINDOW_DEFAULT_MS;
 }
 
 /* Store one checked value (src/common/agent_options.c checked it against the key's kind). */
@@ -82,6 +83,9 @@ static int set(void *ctx, enum aopt_key key, const char *value, const union aopt
 		break;
 	case AOPT_EXPORT_TABLES:
 		c->export_tables = v->b;
+		break;
+	case AOPT_NAMES_WINDOW:
+		c->names_window_ms = v->u;
 		break;
 	case AOPT_IOCTL_PATHS:
 		snprintf(c->ioctl_paths, sizeof(c->ioctl_paths), "%s", value);

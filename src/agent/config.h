@@ -16,6 +16,9 @@
  * never ends the program) */
 enum capture_end { CAPTURE_END_REPEAT, CAPTURE_END_STOP, CAPTURE_END_NONE };
 
+/* names_window='s default: a second of kernel records after such a graph's first launch */
+#define CUHOOK_NAMES_WINDOW_DEFAULT_MS 1000u
+
 struct cuhook_config {
 	char output[AOPT_PATH_MAX + 1];       /* output: trace path; "%p" becomes the pid */
 	char funcs[AOPT_GLOBS_MAX + 1];       /* funcs: glob filter of function names */
@@ -47,6 +50,9 @@ struct cuhook_config {
 	                                         never) */
 	bool gpu;                             /* gpu: record the GPU's work with CUPTI
 	                                         (gpu_activity.h) */
+	unsigned names_window_ms;             /* names_window: GPU kernel records this long to name
+	                                         the kernels of graphs instantiated before tracing
+	                                         began (kernel_names.h), 0 never */
 	char cupti[AOPT_PATH_MAX + 1];        /* cupti: the libcupti to load ("": search for one) */
 	char stacks[AOPT_GLOBS_MAX + 1];      /* stacks: globs of recorded functions whose calls get
 	                                         the caller's stack (default CUHOOK_STACKS_DEFAULT,
@@ -75,5 +81,11 @@ int config_from_env(struct cuhook_config *c, char *err, size_t errlen);
 int config_from_string(struct cuhook_config *c, const char *opts, char *err, size_t errlen);
 /* The trace file of this process (src/format/trace_path.h: %p, and ".PID" with follow). */
 void config_output_path(const struct cuhook_config *c, char *out, size_t len);
+
+/* Whether a GPU session may run in this trace: the user's (gpu=1), or a names window. */
+static inline bool config_gpu_possible(const struct cuhook_config *c)
+{
+	return c->gpu || c->names_window_ms;
+}
 
 #endif

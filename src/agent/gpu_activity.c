@@ -632,8 +632,56 @@ void gpu_driver_loaded(void)
 	pthread_mutex_unlock(&gpu_lock);
 }
 
+/* ---- the names window (kernel_names.h) -------------------------------------------------------- */
+
+/* The trace's session is ending (gpu_stop, gpu_abandon): no window opens from now on. A window
+ * being opened meanwhile sees it after its request and takes the request back, so the last
+ * request the GPU thread gets is always a stop. */
+static bool windows_closed;
+static bool window_on;           /* the names thread's (under its lock) */
+
+void gpu_window_allow(void)
+{
+	window_on = false; /* the last session's stop closed it */
+	__atomic_store_n(&windows_closed, false, __ATOMIC_SEQ_CST);
+}
+
+bool gpu_window_open(const struct cuhook_config *c)
+{
+	if (window_on)
+		return true;
+	if (__atomic_load_n(&windows_closed, __ATOMIC_SEQ_CST) || !make_thread())
+		return false;
+	snprintf(S.want_cupti, sizeof(S.want_cupti), "%s", c->cupti);
+	S.monotonic = c->monotonic;
+	__atomic_store_n(&S.known, false, __ATOMIC_RELEASE);
+	/* the driver is initialised: CUPTI keeps its driver records from every API's */
+	__atomic_store_n(&S.driver_fresh, false, __ATOMIC_RELEASE);
+	uint32_t t = __atomic_add_fetch(&ticket, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&S.file_gen, t, __ATOMIC_RELEASE);
+	ask(t, WANT_ON); /* the GPU thread loads CUPTI for the new ticket, then starts */
+	window_on = true;
+	if (__atomic_load_n(&windows_closed, __ATOMIC_SEQ_CST)) {
+		gpu_window_close();
+		return false;
+	}
+	wait_done(t << 2 | WANT_ON, GPU_STOP_WAIT_MS);
+	return __atomic_load_n(&S.on, __ATOMIC_ACQUIRE);
+}
+
+void gpu_window_close(void)
+{
+	if (!window_on)
+		return;
+	window_on = false;
+	uint32_t t = __atomic_load_n(&ticket, __ATOMIC_SEQ_CST);
+	ask(t, WANT_OFF);
+	wait_done(t << 2 | WANT_OFF, GPU_STOP_WAIT_MS);
+}
+
 void gpu_stop(void)
 {
+	__atomic_store_n(&windows_closed, true, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL))
 		agent_log(1, "GPU: no CUDA driver was loaded while tracing: no GPU work to record");
 	if (thread_made && (int)gettid() != __atomic_load_n(&thread_tid, __ATOMIC_ACQUIRE)) {
@@ -652,6 +700,7 @@ void gpu_stop(void)
 
 void gpu_abandon(void)
 {
+	__atomic_store_n(&windows_closed, true, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&S.accepting, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
@@ -679,6 +728,7 @@ void gpu_after_fork_child(void)
 	gpu_queue_lost_take();
 	thread_made = false;
 	thread_tid = 0;
+	window_on = false;
 	want = have = 0;
 	pthread_mutex_init(&gpu_lock, NULL);
 	pthread_mutex_init(&conv_lock, NULL);

@@ -56,6 +56,15 @@ void gpu_abandon(void);
  * buffers and the driver's state). */
 void gpu_after_fork_child(void);
 
+/* The names window (kernel_names.h), on the names thread, with no session of gpu=1: open
+ * starts a session of its own on the GPU thread (CUPTI found as c->cupti and the search say)
+ * and waits for it a bounded time: true when it records; close stops it and waits the same.
+ * gpu_stop and gpu_abandon close the window for good; gpu_window_allow (a new session's
+ * preparation) lets one open again. */
+bool gpu_window_open(const struct cuhook_config *c);
+void gpu_window_close(void);
+void gpu_window_allow(void);
+
 /* For the start's message: what keeps the GPU's work out of the trace when that is known by
  * now ("" when nothing does). */
 const char *gpu_problem(void);

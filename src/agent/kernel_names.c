@@ -2,6 +2,8 @@
 #include "kernel_names.h"
 
 #include "agent_state.h"
+#include "config.h"
+#include "gpu_activity.h"
 #include "hooks.h"
 #include "own_threads.h"
 #include "trace_format.h"
@@ -16,6 +18,8 @@
 #include <unistd.h>
 
 struct kn_slot kn_table[KN_SLOTS];
+struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
+uint64_t kn_exec_table_full;
 uint32_t kn_unload_seq;
 uint32_t kn_pending;
 uint64_t kn_table_full;
@@ -40,6 +44,8 @@ static const struct {
 	{"cuGraphInstantiateWithParams_ptsz", KN_ROLE_GRAPH_INST},
 	{"cuGraphExecUpdate", KN_ROLE_GRAPH_UPDATE},
 	{"cuGraphExecUpdate_v2", KN_ROLE_GRAPH_UPDATE},
+	{"cuGraphLaunch", KN_ROLE_GRAPH_LAUNCH},
+	{"cuGraphLaunch_ptsz", KN_ROLE_GRAPH_LAUNCH},
 };
 
 uint8_t kernel_names_role(const char *name)
@@ -254,6 +260,74 @@ static void names_atexit(void)
 	}
 }
 
+/* ---- the names window ---------------------------------------------------------------------- */
+
+/* An executable graph instantiated before tracing began has no listing, and the driver has no
+ * call that lists an executable graph's nodes. Its kernels are named by the GPU instead: the
+ * names thread opens a GPU session of its own (gpu_window_open: CUPTI's kernel records, each
+ * linked to the cuGraphLaunch that submitted it), keeps it for window_ms after it opened and
+ * after the last such graph was first seen launched, and closes it. The report names every
+ * launch of that graph from the kernels of one launch the window saw (docs/agent.md). */
+static const struct cuhook_config *names_cfg; /* the agent's configuration (lives as long) */
+static struct {
+	unsigned ms;            /* names_window=: 0, or gpu=1 records anyway: never opened */
+	bool refused;           /* an open failed (no CUPTI, another user...): not tried again */
+	bool on;
+	uint64_t until_ns;      /* open until then, at least */
+	uint64_t unlisted;      /* executable graphs launched without a listing (for the log) */
+} win;
+
+static bool exec_listed(uint64_t exec);
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The graphs launched since the last pass: those without a listing keep the window open. */
+static void execs_pending(void)
+{
+	uint32_t fresh = 0;
+	for (uint32_t i = 0; i < KN_EXEC_SLOTS; i++) {
+		struct kn_slot *s = &kn_exec_table[i];
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != KN_PENDING)
+			continue;
+		if (!exec_listed(__atomic_load_n(&s->handle, __ATOMIC_RELAXED)))
+			fresh++;
+		__atomic_store_n(&s->state, KN_DONE, __ATOMIC_RELEASE);
+	}
+	if (!fresh || !win.ms || win.refused)
+		return;
+	win.unlisted += fresh;
+	uint64_t until = now_ns() + (uint64_t)win.ms * 1000000u;
+	if (!win.on) {
+		agent_log(1, "names window: %u graph%s instantiated before tracing began launched: recording "
+		          "the GPU's kernels for %u ms to name theirs", fresh, fresh == 1 ? "" : "s", win.ms);
+		if (!gpu_window_open(names_cfg)) {
+			gpu_window_close();
+			win.refused = true;
+			agent_log(1, "names window: no GPU records (see the GPU note): the kernels of graphs "
+			          "instantiated before tracing began stay unnamed");
+			return;
+		}
+		win.on = true;
+		until = now_ns() + (uint64_t)win.ms * 1000000u; /* from the start, which took a while */
+	}
+	win.until_ns = until;
+}
+
+static void window_round(void)
+{
+	if (win.on && now_ns() >= win.until_ns) {
+		gpu_window_close();
+		win.on = false;
+		agent_log(1, "names window closed: %llu graph%s instantiated before tracing began seen launched",
+		          (unsigned long long)win.unlisted, win.unlisted == 1 ? "" : "s");
+	}
+}
+
 static void names_round(void)
 {
 	uint32_t fg = __atomic_load_n(&file_gen, __ATOMIC_ACQUIRE);
@@ -263,8 +337,10 @@ static void names_round(void)
 		file_gen_seen = fg;
 		seq_seen = seq;
 	}
+	window_round();
 	if (__atomic_load_n(&names_exiting, __ATOMIC_ACQUIRE) || !__atomic_exchange_n(&kn_pending, 0, __ATOMIC_ACQ_REL))
 		return;
+	execs_pending();
 	if (!atexit_done) {
 		atexit_done = true;
 		atexit(names_atexit);
@@ -303,9 +379,17 @@ static void *names_main(void *arg)
 
 static bool names_running;
 
-void kernel_names_prepare(unsigned poll_ms)
+void kernel_names_prepare(const struct cuhook_config *c)
 {
-	names_poll_ms = poll_ms ? poll_ms : 50;
+	names_poll_ms = c->flush_ms ? c->flush_ms : 50;
+	names_cfg = c;
+	/* read by the names thread under names_lock */
+	pthread_mutex_lock(&names_lock);
+	win.ms = c->gpu ? 0 : c->names_window_ms;
+	win.refused = false;
+	win.on = false; /* the last session's stop closed it */
+	gpu_window_allow();
+	pthread_mutex_unlock(&names_lock);
 	if (!ring.buf) {
 		void *p = mmap(NULL, RING_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
@@ -439,6 +523,25 @@ static void arena_map(void)
 	void *p = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p != MAP_FAILED)
 		__atomic_store_n(&arena.base, (uint8_t *)p, __ATOMIC_RELEASE);
+}
+
+/* Whether an executable graph has a listing (the names thread's; the arena only grows). */
+static bool exec_listed(uint64_t exec)
+{
+	if (!arena.base)
+		return false;
+	uint64_t used = __atomic_load_n(&arena.used, __ATOMIC_ACQUIRE);
+	for (uint64_t at = 0; at + 8 + sizeof(struct cuhook_graph_entry) <= used && at + 8 <= ARENA_BYTES;) {
+		uint64_t len = __atomic_load_n((const uint64_t *)(arena.base + at), __ATOMIC_ACQUIRE);
+		if (!len)
+			return false; /* reserved, not published yet: a listing under way (not this one's) */
+		struct cuhook_graph_entry g;
+		memcpy(&g, arena.base + at + 8, sizeof(g));
+		if (g.exec == exec)
+			return true;
+		at += len;
+	}
+	return false;
 }
 
 /* ---- the writer's side --------------------------------------------------------------------- */

@@ -12,7 +12,10 @@
  *   calling thread, at its exit (cuGraphGetNodes, cuGraphNodeGetType,
  *   cuGraphKernelNodeGetParams_v2): the program may destroy the graph as soon as the call
  *   returns (PyTorch does), so the names thread would be too late. The listing goes into an
- *   append-only arena that the writer puts in GRAPHS blocks (every file gets them all). */
+ *   append-only arena that the writer puts in GRAPHS blocks (every file gets them all).
+ * - A successful cuGraphLaunch hands its executable graph to a second table (kernel_names_hot.h);
+ *   one with no listing (instantiated before tracing began) opens the names window: a GPU
+ *   session of CUPTI's kernel records for a while (kernel_names.c, gpu_activity.h). */
 #ifndef CUHOOK_KERNEL_NAMES_H
 #define CUHOOK_KERNEL_NAMES_H
 
@@ -25,8 +28,11 @@
 /* enum kn_role for a traced function's name. */
 uint8_t kernel_names_role(const char *name);
 
-/* Start the names thread (while the program's threads run), polling every poll_ms. */
-void kernel_names_prepare(unsigned poll_ms);
+struct cuhook_config;
+/* Start the names thread (while the program's threads run), polling every c->flush_ms; the
+ * names window (c->names_window_ms, never with c->gpu) opens when a graph instantiated before
+ * tracing began is launched. */
+void kernel_names_prepare(const struct cuhook_config *c);
 
 /* Find the driver functions the agent calls (after libraries were patched; agent_lock held). */
 void kernel_names_resolve(void);

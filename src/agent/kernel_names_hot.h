@@ -28,7 +28,8 @@ enum kn_role {
 	KN_ROLE_FUNC_ARG1,   /* cuLaunchKernelEx: args[1] */
 	KN_ROLE_UNLOAD,      /* cuModuleUnload, cuLibraryUnload: handles may have been freed */
 	KN_ROLE_GRAPH_INST,  /* cuGraphInstantiate*: *(CUgraphExec *)args[0] made from args[1] */
-	KN_ROLE_GRAPH_UPDATE /* cuGraphExecUpdate*: args[0] now runs args[1]'s nodes */
+	KN_ROLE_GRAPH_UPDATE, /* cuGraphExecUpdate*: args[0] now runs args[1]'s nodes */
+	KN_ROLE_GRAPH_LAUNCH  /* cuGraphLaunch*: args[0] is the executable graph launched */
 };
 
 struct kn_slot {
@@ -85,6 +86,35 @@ static inline void kn_enqueue(uint64_t h)
 		}
 	}
 	__atomic_add_fetch(&kn_table_full, 1, __ATOMIC_RELAXED);
+}
+
+/* Executable graphs launched: the names thread looks each one up once among the graphs listed
+ * at their instantiation; one that was instantiated before tracing began (no listing) opens the
+ * names window (kernel_names.h). A slot's handle is written once, by the launch that claims it
+ * (compare-and-swap); its state moves KN_PENDING -> KN_DONE on the names thread. */
+#define KN_EXEC_SLOTS 4096u
+extern struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
+extern uint64_t kn_exec_table_full;   /* graph launches whose executable graph found no slot */
+
+/* A launch of executable graph e succeeded. */
+static inline void kn_exec_launched(uint64_t e)
+{
+	if (!e)
+		return;
+	uint32_t i = kn_hash(e) & (KN_EXEC_SLOTS - 1);
+	for (uint32_t p = 0; p < KN_PROBES; p++, i = (i + 1) & (KN_EXEC_SLOTS - 1)) {
+		struct kn_slot *s = &kn_exec_table[i];
+		uint64_t cur = __atomic_load_n(&s->handle, __ATOMIC_ACQUIRE);
+		if (cur == 0) {
+			if (__atomic_compare_exchange_n(&s->handle, &cur, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				kn_arm(s);
+				return;
+			}
+		}
+		if (cur == e)
+			return; /* seen before: the names thread has it */
+	}
+	__atomic_add_fetch(&kn_exec_table_full, 1, __ATOMIC_RELAXED);
 }
 
 #endif

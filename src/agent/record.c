@@ -501,6 +501,9 @@ static __attribute__((noinline)) void names_at_exit(uint8_t role, const struct s
 	case KN_ROLE_UNLOAD:
 		__atomic_add_fetch(&kn_unload_seq, 1, __ATOMIC_ACQ_REL);
 		break;
+	case KN_ROLE_GRAPH_LAUNCH:
+		kn_exec_launched(s->args[0]);
+		break;
 	case KN_ROLE_GRAPH_INST:
 	case KN_ROLE_GRAPH_UPDATE: {
 		struct kn_graph_arg a = {role == KN_ROLE_GRAPH_INST ? (s->args[0] ? *(const uint64_t *)s->args[0] : 0)

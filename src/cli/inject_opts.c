@@ -182,6 +182,12 @@ int cuhook_inject_cli_opt(struct cuhook_inject_cli *c, int argc, char **argv, in
 		c->force = 1;
 	} else if (!strcmp(a, "--gpu")) {
 		c->gpu = 1;
+	} else if (!strcmp(a, "--names-window")) {
+		double sec;
+		if (!(v = VALUE()) || cuhook_parse_seconds(a, v, 0, 600, &sec) < 0)
+			return -1;
+		c->names_window_ms = (unsigned)(sec * 1000 + 0.5);
+		c->names_window_set = 1;
 	} else if (!strcmp(a, "--cupti")) {
 		if (!(c->cupti = agent_value(AOPT_CUPTI, a, VALUE())))
 			return -1;
@@ -355,6 +361,12 @@ int cuhook_inject_cli_options(const struct cuhook_inject_cli *c, const char *def
 		return -1;
 	if (c->export_tables && append(buf, len, &pos, "export_tables", "1") < 0)
 		return -1;
+	if (c->names_window_set) {
+		char ms[16];
+		snprintf(ms, sizeof(ms), "%u", c->names_window_ms);
+		if (append(buf, len, &pos, "names_window", ms) < 0)
+			return -1;
+	}
 	if (c->force && append(buf, len, &pos, "force", "1") < 0)
 		return -1;
 	if (c->max_size && append_bytes(buf, len, &pos, "max_size", c->max_size) < 0)

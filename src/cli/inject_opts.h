@@ -23,6 +23,8 @@ struct cuhook_inject_cli {
 	int injector;              /* attach: our pid, for the agent to watch (0: none) */
 	unsigned deadline_ms;      /* attach --duration: when the agent ends the trace itself (0: never) */
 	int gpu;                   /* --gpu: the GPU's work too, through CUPTI (agent option gpu=1) */
+	int names_window_set;      /* --names-window SEC given: the names window, in ms */
+	unsigned names_window_ms;  /* (names_window=; else the agent's default) */
 	const char *cupti;         /* --cupti PATH: that libcupti (implies --gpu; made absolute) */
 	const char *stacks;        /* --stacks GLOBS / --no-stacks (""): which calls get a stack */
 	const char *stack_depth;   /* --stack-depth N: frames kept, native and Python each */
@@ -83,6 +85,9 @@ int cuhook_parse_pid(const char *v, pid_t *pid);
 	"                        with CUPTI, each linked to the call that submitted it\n" \
 	"  --cupti PATH          the libcupti to load (implies --gpu; default: the one the program\n" \
 	"                        loaded, next to its CUDA wheels, $CUDA_HOME, /usr/local/cuda)\n" \
+	"  --names-window SEC    without --gpu: when a CUDA graph instantiated before tracing began\n" \
+	"                        is launched, record the GPU's kernels (CUPTI) for SEC seconds to\n" \
+	"                        name that graph's kernels (default 1; 0: never)\n" \
 	"  --capture-range cudaProfilerApi\n" \
 	"                        record (and count) only between cuProfilerStart and cuProfilerStop\n" \
 	"                        (torch.cuda.profiler.start/stop, cudaProfilerStart/Stop), as nsys does\n" \

@@ -61,6 +61,9 @@ const struct aopt_def aopt_defs[AOPT_NKEYS] = {
 	/* The functions behind cuGetExportTable's tables, patched when a table is first returned
 	 * (src/agent/export_tables.h). */
 	[AOPT_EXPORT_TABLES] = {"export_tables", AOPT_BOOL, 0, 0, 0, NULL, false},
+	/* Milliseconds of GPU kernel records (CUPTI) taken when a graph instantiated before tracing
+	 * began is launched, to name its kernels (src/agent/kernel_names.h); 0: never. */
+	[AOPT_NAMES_WINDOW] = {"names_window", AOPT_UINT, 0, 0, 600000, NULL, false},
 };
 
 /* Room for one item: the longest key, '=', the longest value. */

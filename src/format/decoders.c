@@ -71,6 +71,9 @@ const struct cuhook_decoder cuhook_decoders[] = {
 	{.func = "cuLibraryUnload", ARGS_ONLY},
 	{.func = "cuGraphExecUpdate", ARGS_ONLY},
 	{.func = "cuGraphExecUpdate_v2", ARGS_ONLY},
+	/* the executable graph, for the names window (src/agent/kernel_names.h) */
+	{.func = "cuGraphLaunch", ARGS_ONLY},
+	{.func = "cuGraphLaunch_ptsz", ARGS_ONLY},
 	/* how the runtime finds driver entry points */
 	{.func = "cuGetProcAddress_v2", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},
 	{.func = "cuGetProcAddress", OUT1(1, 8, "pfn"), STR_IN(0, "symbol")},

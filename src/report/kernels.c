@@ -131,15 +131,72 @@ static int by_launches(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-/* One launch of a kernel as a graph's node. */
-static void node_launch(struct rp_kernels *out, struct acc *a, const uint32_t grid[3], const uint32_t block[3])
+/* n launches of a kernel as a graph's node. */
+static void node_launch(struct rp_kernels *out, struct acc *a, const uint32_t grid[3], const uint32_t block[3],
+                        uint64_t n)
 {
-	a->graph++;
-	out->launches++;
-	out->graph_nodes++;
+	a->graph += n;
+	out->launches += n;
+	out->graph_nodes += n;
 	if (a->named)
-		out->named++;
-	add_shape(a, grid, block, 1);
+		out->named += n;
+	add_shape(a, grid, block, n);
+}
+
+/* Executable graphs with no GRAPHS entry whose kernels the GPU recorded for one of their launches
+ * (the model: the first such launch in the trace, selected or not): their other launches, which
+ * have no GPU records of their own (before the names window opened, after it closed), are
+ * counted with the model's kernels. Open addressing, by executable graph. */
+struct sibling {
+	uint64_t exec;
+	uint32_t model;          /* index in calls[] */
+	uint64_t copies;         /* selected launches counted with the model's kernels */
+};
+struct siblings {
+	struct sibling *s;
+	uint32_t mask;           /* slots - 1; 0 with no table */
+};
+
+static struct sibling *sibling_slot(struct siblings *sb, uint64_t exec)
+{
+	uint64_t h = exec * 0x9e3779b97f4a7c15ull;
+	for (uint32_t i = (uint32_t)(h >> 32) & sb->mask;; i = (i + 1) & sb->mask)
+		if (!sb->s[i].exec || sb->s[i].exec == exec)
+			return &sb->s[i];
+}
+
+static bool is_graph_launch(const struct tr_trace *t, const struct tr_call *c)
+{
+	char base[128];
+	return !strcmp(rp_base_name(t->funcs[c->func].name, base, sizeof(base)), "cuGraphLaunch");
+}
+
+/* The models: 0, or -1 out of memory. */
+static int siblings_find(const struct tr_trace *t, const uint8_t *gpu_of_call, struct siblings *sb)
+{
+	memset(sb, 0, sizeof(*sb));
+	if (!gpu_of_call)
+		return 0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->ncalls; i++)
+		n += gpu_of_call[i] && is_graph_launch(t, &t->calls[i]);
+	if (!n)
+		return 0;
+	uint32_t slots = 16;
+	while (slots < 2 * n)
+		slots *= 2;
+	if (!(sb->s = calloc(slots, sizeof(*sb->s))))
+		return -1;
+	sb->mask = slots - 1;
+	for (uint32_t i = 0; i < t->ncalls; i++) {
+		const struct tr_call *c = &t->calls[i];
+		if (!gpu_of_call[i] || !is_graph_launch(t, c) || !tr_call_arg(c, 0) || graph_of(t, tr_call_arg(c, 0)))
+			continue;
+		struct sibling *s = sibling_slot(sb, tr_call_arg(c, 0));
+		if (!s->exec)
+			*s = (struct sibling){tr_call_arg(c, 0), i, 0};
+	}
+	return 0;
 }
 
 int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
@@ -150,6 +207,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 	/* With GPU records (--gpu): which calls submitted kernels (1), and, of those, the graph
 	 * launches whose kernels are to be taken from them (2) */
 	uint8_t *gpu_of_call = NULL;
+	struct siblings sb = {0};
 	if (t->ngpu_work) {
 		if (!(gpu_of_call = calloc(t->ncalls ? t->ncalls : 1, 1)))
 			goto oom;
@@ -157,6 +215,8 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			if (t->gpu_work[w].kind == TR_GPU_KERNEL && t->gpu_work[w].call < t->ncalls)
 				gpu_of_call[t->gpu_work[w].call] = 1;
 	}
+	if (siblings_find(t, gpu_of_call, &sb) < 0)
+		goto oom;
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
 		const struct rp_finfo *fi = &v->fi[c->func];
@@ -192,8 +252,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			}
 			continue;
 		}
-		char base[128];
-		if (strcmp(rp_base_name(t->funcs[c->func].name, base, sizeof(base)), "cuGraphLaunch") != 0)
+		if (!is_graph_launch(t, c))
 			continue;
 		if (timed && (uint32_t)c->ret != 0)
 			continue;
@@ -206,6 +265,13 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			out->graph_from_gpu++;
 			continue;
 		}
+		struct sibling *s = !g && sb.mask ? sibling_slot(&sb, tr_call_arg(c, 0)) : NULL;
+		if (s && s->exec) {
+			s->copies++; /* the model's kernels, below */
+			out->graph_from_gpu++;
+			out->graph_from_sibling++;
+			continue;
+		}
 		if (!g) {
 			out->graph_unknown++;
 			continue;
@@ -215,12 +281,20 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			struct acc *a = acc_of(&tb, v, gk->func);
 			if (!a)
 				goto oom;
-			node_launch(out, a, gk->grid, gk->block);
+			node_launch(out, a, gk->grid, gk->block, 1);
 		}
 	}
 	for (uint32_t w = 0; gpu_of_call && w < t->ngpu_work; w++) {
 		const struct tr_gpu_work *gw = &t->gpu_work[w];
-		if (gw->kind != TR_GPU_KERNEL || gw->call >= t->ncalls || gpu_of_call[gw->call] != 2)
+		if (gw->kind != TR_GPU_KERNEL || gw->call >= t->ncalls)
+			continue;
+		uint64_t n = gpu_of_call[gw->call] == 2; /* its own launch, selected */
+		if (sb.mask && is_graph_launch(t, &t->calls[gw->call])) {
+			const struct sibling *s = sibling_slot(&sb, tr_call_arg(&t->calls[gw->call], 0));
+			if (s->exec && s->model == gw->call)
+				n += s->copies;
+		}
+		if (!n)
 			continue;
 		const char *name = tr_gpu_work_name(t, gw);
 		struct acc *a;
@@ -238,10 +312,12 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			grid[k] = (uint32_t)gw->grid[k];
 			block[k] = (uint32_t)gw->block[k];
 		}
-		node_launch(out, a, grid, block);
+		node_launch(out, a, grid, block, n);
 	}
 	free(gpu_of_call);
 	gpu_of_call = NULL;
+	free(sb.s);
+	sb.s = NULL;
 	out->k = calloc(tb.n ? tb.n : 1, sizeof(*out->k));
 	if (!out->k)
 		goto oom;
@@ -268,6 +344,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 	return 0;
 oom:
 	free(gpu_of_call);
+	free(sb.s);
 	for (uint32_t i = 0; i < tb.n; i++)
 		free(tb.a[i].name);
 	free(tb.a);
@@ -306,7 +383,10 @@ void rp_kernels_write_text(FILE *f, const struct rp_view *v)
 	        100.0 * (double)ks.named / (double)ks.launches);
 	if (ks.graph_from_gpu)
 		fprintf(f, "  %llu graph launches of graphs instantiated before tracing began counted by the GPU's "
-		        "records of their kernels (--gpu)\n", (unsigned long long)ks.graph_from_gpu);
+		        "records of their kernels (--gpu, the names window)\n", (unsigned long long)ks.graph_from_gpu);
+	if (ks.graph_from_sibling)
+		fprintf(f, "  ... %llu of them by the records of another launch of the same graph\n",
+		        (unsigned long long)ks.graph_from_sibling);
 	if (ks.graph_unknown)
 		fprintf(f, "  %llu graph launches of graphs instantiated before tracing began: their kernels are unknown "
 		        "and left out\n", (unsigned long long)ks.graph_unknown);
@@ -337,10 +417,12 @@ int rp_kernels_write_json(FILE *f, const struct rp_view *v)
 	if (rp_kernel_stats(v, &ks))
 		return -1;
 	fprintf(f, "  \"kernels\": {\"launches\": %llu, \"direct\": %llu, \"graph_nodes\": %llu, \"graph_calls\": %llu, "
-	        "\"graph_unknown\": %llu, \"graph_from_gpu\": %llu, \"named\": %llu, \"by_name\": [",
+	        "\"graph_unknown\": %llu, \"graph_from_gpu\": %llu, \"graph_from_sibling\": %llu, \"named\": %llu, "
+	        "\"by_name\": [",
 	        (unsigned long long)ks.launches, (unsigned long long)ks.direct, (unsigned long long)ks.graph_nodes,
 	        (unsigned long long)ks.graph_calls, (unsigned long long)ks.graph_unknown,
-	        (unsigned long long)ks.graph_from_gpu, (unsigned long long)ks.named);
+	        (unsigned long long)ks.graph_from_gpu, (unsigned long long)ks.graph_from_sibling,
+	        (unsigned long long)ks.named);
 	for (uint32_t i = 0; i < ks.n; i++) {
 		const struct rp_kstat *k = &ks.k[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");

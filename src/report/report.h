@@ -686,7 +686,10 @@ struct rp_kernels {
 	uint64_t graph_unknown;    /* ... whose executable graph has no GRAPHS entry, nor GPU
 	                              kernel records linked to them */
 	uint64_t graph_from_gpu;   /* ... without a GRAPHS entry, whose kernels are counted from the
-	                              GPU's records linked to them (--gpu) */
+	                              GPU's records (--gpu, the names window): linked to them, or
+	                              (graph_from_sibling of them) to another launch of the same
+	                              executable graph */
+	uint64_t graph_from_sibling;
 	int64_t graph_call_ns;
 };
 int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out);

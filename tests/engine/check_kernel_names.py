@@ -12,7 +12,13 @@ launch and every node of graph B's launches, all of them named; graph A's launch
                        patched, refused)
   --mode gpu           as attach, with --gpu and the stand-in CUPTI: graph A's launches
                        (instantiated before tracing) are counted by the GPU's kernel records
-                       linked to them, 2 named kernels each"""
+                       linked to them, 2 named kernels each
+  --mode window        as attach, without --gpu: graph A's first launch opens the names window
+                       (the stand-in CUPTI found through $CUDA_HOME), which records the GPU's
+                       kernels for 0.5 s; every launch of graph A is counted with 2 named kernels,
+                       those before and after the window by the kernels of a launch inside it
+
+The constructor and attach modes turn the names window off (it is what they check without it)."""
 import argparse
 import os
 import subprocess
@@ -39,7 +45,7 @@ def expectations(out):
     return direct, graph, other
 
 
-def check_report(a, work, trace, target_out, problems, what, gpu=False):
+def check_report(a, work, trace, target_out, problems, what, gpu=False, window=False):
     direct, graph, other = expectations(target_out)
     if gpu:
         # graph A (fake_scale_add, fake_relu) from the GPU's records
@@ -62,6 +68,13 @@ def check_report(a, work, trace, target_out, problems, what, gpu=False):
                    f"{what}: {k['graph_unknown']} graph launches of unknown graphs, not {unknown}")
     problems.check(k["graph_from_gpu"] == other["graph_unknown"] - unknown,
                    f"{what}: {k['graph_from_gpu']} graph launches counted from GPU records")
+    # the window: graph A's first launch (before it opened) and its last (after it closed) have
+    # no GPU records of their own; the launches inside it may (the kinds are enabled one by one)
+    if window:
+        problems.check(2 <= k["graph_from_sibling"] < other["graph_unknown"],
+                       f"{what}: {k['graph_from_sibling']} graph launches counted by another launch's records")
+    else:
+        problems.check(k["graph_from_sibling"] == 0, f"{what}: {k['graph_from_sibling']} counted by another launch's")
     got = {e["name"]: e for e in k["by_name"]}
     problems.check(sorted(got) == sorted(direct), f"{what}: kernels {sorted(got)}, not {sorted(direct)}")
     for name in direct:
@@ -72,8 +85,11 @@ def check_report(a, work, trace, target_out, problems, what, gpu=False):
                        e["launches"] == direct[name] + graph[name],
                        f"{what}: {name}: {e}, want {direct[name]} direct + {graph[name]} graph nodes")
     # the relu launches (cuLaunchKernelEx) give their shape through the config DATA record
+    # (the most launched; with GPU records graph A's node adds a third, (2,1,1)x(128,1,1), which
+    # is the most launched when graph A is launched more than the 5 direct launches)
     relu = got.get("fake_relu", {})
-    problems.check(relu.get("grid") == [4, 2, 1] and relu.get("block") == [64, 1, 1] and
+    most = ([2, 1, 1], [128, 1, 1]) if gpu and other["graph_unknown"] > 5 else ([4, 2, 1], [64, 1, 1])
+    problems.check((relu.get("grid"), relu.get("block")) == most and
                    relu.get("shapes") == (3 if gpu else 2), f"{what}: fake_relu's shapes: {relu}")
     text = report(a.cuhook, trace, "text", os.path.join(work, "report.txt"))
     problems.check(f"  {total} kernel launches: {sum(direct.values())} by launch calls, {nodes} as nodes of "
@@ -84,21 +100,31 @@ def check_report(a, work, trace, target_out, problems, what, gpu=False):
 
 def mode_constructor(a, work, problems):
     trace = os.path.join(work, "names.bin")
-    env = clean_env({"CUHOOK_OUTPUT": trace})
+    env = clean_env({"CUHOOK_OUTPUT": trace, "CUHOOK_NAMES_WINDOW": "0"})
     p = subprocess.run([a.target, a.lib, "--agent", a.agent], env=env, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise Fatal(f"names_user exited with {p.returncode}:\n{p.stdout}\n{p.stderr}")
     check_report(a, work, trace, p.stdout, problems, "constructor")
 
 
-def mode_attach(a, work, problems, gpu=False):
+def mode_attach(a, work, problems, gpu=False, window=False):
     trace = os.path.join(work, "attach.bin")
-    prog = subprocess.Popen([a.target, a.lib, "--wait"], env=clean_env(), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = clean_env()
+    if window:
+        # the agent's CUPTI search finds $CUDA_HOME/extras/CUPTI/lib64/libcupti.so.13
+        lib64 = os.path.join(work, "cuda", "extras", "CUPTI", "lib64")
+        os.makedirs(lib64, exist_ok=True)
+        link = os.path.join(lib64, "libcupti.so.13")
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(a.cupti), link)
+        env["CUDA_HOME"] = os.path.join(work, "cuda")
+    prog = subprocess.Popen([a.target, a.lib, "--wait", *(["--window"] if window else [])], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         problems.check(prog.stdout.readline().strip() == "ready", "names_user did not say ready")
-        extra = ["--gpu", "--cupti", a.cupti] if gpu else []
-        att = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace, "--duration", "5" if gpu else "3", *extra,
+        extra = (["--gpu", "--cupti", a.cupti] if gpu else
+                 ["--names-window", "0.5"] if window else ["--names-window", "0"])
+        att = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace, "--duration", "5" if gpu else "8" if window else "3", *extra,
                                 str(prog.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # the window is open once cuhook says so (its last line before the wait)
         deadline = time.time() + 60
@@ -127,7 +153,8 @@ def mode_attach(a, work, problems, gpu=False):
     finally:
         if prog.poll() is None:
             prog.kill()
-    text = check_report(a, work, trace, out, problems, "gpu" if gpu else "attach", gpu)
+    text = check_report(a, work, trace, out, problems, "gpu" if gpu else "window" if window else "attach",
+                        gpu or window, window)
     notes = [line for line in text.splitlines() if line.startswith("  note ")]
     problems.check(any("functions patched, " in t and " refused" in t for t in notes),
                    f"attach trace without the 'functions patched, refused' note: {notes}")
@@ -135,7 +162,7 @@ def mode_attach(a, work, problems, gpu=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["constructor", "attach", "gpu"])
+    ap.add_argument("--mode", required=True, choices=["constructor", "attach", "gpu", "window"])
     ap.add_argument("--cupti")
     ap.add_argument("--agent", required=True)
     ap.add_argument("--cuhook", required=True)
@@ -145,8 +172,8 @@ def main():
     a = ap.parse_args()
     work = work_directory(a.workdir, "cuhook-names-")
     problems = Problems()
-    if a.mode == "gpu":
-        mode_attach(a, work, problems, gpu=True)
+    if a.mode in ("gpu", "window"):
+        mode_attach(a, work, problems, gpu=a.mode == "gpu", window=a.mode == "window")
     else:
         {"constructor": mode_constructor, "attach": mode_attach}[a.mode](a, work, problems)
     problems.exit()

@@ -31,6 +31,20 @@ EXPORT int fakecuda_initialized(void)
 	return __atomic_load_n(&fake_initialized, __ATOMIC_ACQUIRE);
 }
 
+static unsigned long profiler_kernels;
+
+/* Whether a profiler is attached, and the kernels profilers recorded
+ * (tests/targets/names_user.c waits for cuhook's names window). */
+EXPORT int fakecuda_profiler_attached(void)
+{
+	return __atomic_load_n(&profiler, __ATOMIC_ACQUIRE) != NULL;
+}
+
+EXPORT unsigned long fakecuda_profiler_kernels(void)
+{
+	return __atomic_load_n(&profiler_kernels, __ATOMIC_RELAXED);
+}
+
 EXPORT int fakecuda_profiler_attach(const struct fakecuda_profiler *ops)
 {
 	if (!ops) {
@@ -627,7 +641,8 @@ static void report_kernel(struct prof *pf, unsigned k, const unsigned dims[7], s
 		.registers = kernel_registers[k - 1],
 		.where = where,
 	};
-	pf->ops->kernel(&pf->call, &w);
+	if (pf->ops->kernel(&pf->call, &w))
+		__atomic_add_fetch(&profiler_kernels, 1, __ATOMIC_RELAXED);
 }
 
 static CUresult launch(struct prof *pf, CUfunction f, const unsigned dims[7], CUstream stream, void **params,

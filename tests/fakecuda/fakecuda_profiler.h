@@ -86,7 +86,8 @@ struct fakecuda_memset_work {
 
 struct fakecuda_profiler {
 	void (*api_enter)(struct fakecuda_api_call *call);
-	void (*kernel)(struct fakecuda_api_call *call, const struct fakecuda_kernel_work *work);
+	/* 1 when the profiler recorded the kernel (the driver counts them: fakecuda_profiler_kernels) */
+	int (*kernel)(struct fakecuda_api_call *call, const struct fakecuda_kernel_work *work);
 	void (*memcpy)(struct fakecuda_api_call *call, const struct fakecuda_memcpy_work *work);
 	void (*memset)(struct fakecuda_api_call *call, const struct fakecuda_memset_work *work);
 	void (*api_exit)(struct fakecuda_api_call *call);
@@ -95,6 +96,10 @@ struct fakecuda_profiler {
 /* Attach ops (every member set; ops must stay valid while the library is loaded), or detach
  * with NULL. 0, or -1 when another profiler is attached (detach it first) or a member is NULL. */
 int fakecuda_profiler_attach(const struct fakecuda_profiler *ops);
+/* 1 while a profiler is attached; the kernels profilers have recorded (a test program waits for
+ * them). */
+int fakecuda_profiler_attached(void);
+unsigned long fakecuda_profiler_kernels(void);
 
 /* 1 once cuInit has been called (the stand-in CUPTI models what CUPTI allows only before). */
 int fakecuda_initialized(void);

@@ -102,11 +102,11 @@ static int work_on(enum fc_work_kind k)
 	return __atomic_load_n(&fc_work_on[k], __ATOMIC_RELAXED);
 }
 
-static void kernel(struct fakecuda_api_call *call, const struct fakecuda_kernel_work *w)
+static int kernel(struct fakecuda_api_call *call, const struct fakecuda_kernel_work *w)
 {
 	uint32_t s = recording(call);
 	if (!s || !work_on(FC_KERNEL))
-		return;
+		return 0;
 	CUpti_ActivityKernel10 r;
 	memset(&r, 0, sizeof(r));
 	r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -128,6 +128,7 @@ static void kernel(struct fakecuda_api_call *call, const struct fakecuda_kernel_
 	r.name = w->name;
 	r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
 	fc_push(s, &r, sizeof(r));
+	return 1;
 }
 
 static void memcpy_work(struct fakecuda_api_call *call, const struct fakecuda_memcpy_work *w)

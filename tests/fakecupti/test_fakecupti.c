@@ -275,7 +275,7 @@ static void case_without_driver(void)
 static int (*driver_attach)(const struct fakecuda_profiler *);
 static int (*driver_initialized)(void);
 static void noop_call(struct fakecuda_api_call *c) { (void)c; }
-static void noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; }
+static int noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; return 0; }
 static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
 static void noop_memset(struct fakecuda_api_call *c, const struct fakecuda_memset_work *w) { (void)c, (void)w; }
 static const struct fakecuda_profiler other = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call};

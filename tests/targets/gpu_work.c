@@ -76,7 +76,7 @@ static void subscribe(const char *path)
 /* Is a profiler attached to the stand-in driver now? Asked by attaching one that does nothing,
  * which the driver refuses while another is attached, and detaching it at once. */
 static void noop_call(struct fakecuda_api_call *c) { (void)c; }
-static void noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; }
+static int noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; return 0; }
 static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
 static void noop_memset(struct fakecuda_api_call *c, const struct fakecuda_memset_work *w) { (void)c, (void)w; }
 static const struct fakecuda_profiler probe = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call};

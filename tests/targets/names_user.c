@@ -8,6 +8,11 @@
  *   names_user LIBCUDA --wait          print "ready", wait for a line on stdin (the caller
  *                                      attaches meanwhile), do the work, print "done", wait for
  *                                      another line, exit
+ *   names_user LIBCUDA --wait --window as --wait, for cuhook's names window (the stand-in CUPTI
+ *                                      found by the agent): graph A launched once, then again
+ *                                      every 10 ms until the stand-in CUPTI has recorded a
+ *                                      kernel (the window opened and records), then once more
+ *                                      when no profiler is attached any more (it closed)
  *
  * The work, with tracing on: N_SCALE cuLaunchKernel of fake_scale_add, N_RELU cuLaunchKernelEx
  * of fake_relu, N_FILL cuLaunchKernel of fake::fill32; graph B made of fake_scale_add, fake_relu,
@@ -17,6 +22,7 @@
 #include "fakecuda.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -59,14 +65,27 @@ static void *idle_main(void *arg)
 	return arg;
 }
 
+/* Wait at most 60 s for attached() to say `want`. */
+static bool wait_for(int (*attached)(void), int want)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (attached() == want)
+			return true;
+		struct timespec t = {0, 10000000L};
+		nanosleep(&t, NULL);
+	}
+	return false;
+}
+
 static const char image[] = FAKE_IMAGE_MAGIC "\0fake_scale_add\0fake_relu\0_ZN4fake6fill32EPjjj\0";
 
 int main(int argc, char **argv)
 {
 	if (argc < 3 || (strcmp(argv[2], "--wait") && (strcmp(argv[2], "--agent") || argc < 4))) {
-		fprintf(stderr, "usage: names_user LIBCUDA --agent AGENT | --wait\n");
+		fprintf(stderr, "usage: names_user LIBCUDA --agent AGENT | --wait [--window]\n");
 		return 2;
 	}
+	bool window = argc > 3 && !strcmp(argv[2], "--wait") && !strcmp(argv[3], "--window");
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		fprintf(stderr, "names_user: %s\n", dlerror());
@@ -151,15 +170,44 @@ int main(int argc, char **argv)
 	ok(D.cuGraphDestroy(gb), "destroy B");
 	for (int i = 0; i < M_B; i++)
 		ok(D.cuGraphLaunch(eb, NULL), "launch B");
-	for (int i = 0; i < M_A; i++)
-		ok(D.cuGraphLaunch(ea, NULL), "launch A");
+	int launches_a = M_A;
+	if (window) {
+		int (*attached)(void) = (int (*)(void))dlsym(lib, "fakecuda_profiler_attached");
+		unsigned long (*kernels)(void) = (unsigned long (*)(void))dlsym(lib, "fakecuda_profiler_kernels");
+		if (!attached || !kernels) {
+			fprintf(stderr, "names_user: no fakecuda_profiler_attached or fakecuda_profiler_kernels\n");
+			return 2;
+		}
+		/* the first launch opens the window; a launch whose kernels are recorded comes within it */
+		launches_a = 0;
+		for (int i = 0; kernels() == 0; i++) {
+			if (i == 6000) {
+				fprintf(stderr, "names_user: no kernel recorded within 60 s (no names window)\n");
+				failures++;
+				break;
+			}
+			ok(D.cuGraphLaunch(ea, NULL), "launch A");
+			launches_a++;
+			struct timespec t = {0, 10000000L};
+			nanosleep(&t, NULL);
+		}
+		ok(D.cuCtxSynchronize(), "cuCtxSynchronize");
+		if (!wait_for(attached, 0))
+			fprintf(stderr, "names_user: the profiler stayed attached for 60 s (the window did not close)\n"),
+			        failures++;
+		ok(D.cuGraphLaunch(ea, NULL), "launch A (last)");
+		launches_a++;
+	} else {
+		for (int i = 0; i < M_A; i++)
+			ok(D.cuGraphLaunch(ea, NULL), "launch A");
+	}
 	ok(D.cuCtxSynchronize(), "cuCtxSynchronize");
 
 	printf("expect fake_scale_add %d %d\n", N_SCALE, M_B);
 	printf("expect fake_relu %d %d\n", N_RELU, M_B);
 	printf("expect fake::fill32(unsigned int*, unsigned int, unsigned int) %d %d\n", N_FILL, M_B);
-	printf("expect graph_calls %d\n", M_B + M_A);
-	printf("expect graph_unknown %d\n", M_A);
+	printf("expect graph_calls %d\n", M_B + launches_a);
+	printf("expect graph_unknown %d\n", launches_a);
 	if (!strcmp(argv[2], "--agent")) {
 		/* the agent's names thread asks for names every flush_ms: let it see these launches
 		 * before the trace ends at exit */

@@ -80,9 +80,39 @@ static void flight(void)
 	CHECK(cuhook_inject_cli_options(&c, "/t.bin", buf, sizeof(buf)) < 0, "--trigger without --flight-recorder");
 }
 
+/* --names-window SEC: names_window=MS, only when given (the agent's default otherwise); 0 is a
+ * value (never), past 600 s refused. */
+static void names_window(void)
+{
+	static const struct {
+		const char *args[4];
+		const char *want; /* NULL: refused */
+	} cases[] = {
+		{{"--gpu"}, "output=/t.bin;gpu=1"},
+		{{"--names-window", "0"}, "output=/t.bin;names_window=0"},
+		{{"--names-window=2.5"}, "output=/t.bin;names_window=2500"},
+		{{"--names-window", "0.001"}, "output=/t.bin;names_window=1"},
+		{{"--names-window", "601"}, NULL},
+		{{"--names-window", "-1"}, NULL},
+		{{"--names-window"}, NULL},
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct cuhook_inject_cli c = {0};
+		char buf[512];
+		int r = parse(&c, cases[k].args);
+		if (!cases[k].want) {
+			CHECK(r < 0, "case %u refused", k);
+			continue;
+		}
+		CHECK(r == 0 && cuhook_inject_cli_options(&c, "/t.bin", buf, sizeof(buf)) == 0, "case %u", k);
+		CHECK(strcmp(buf, cases[k].want) == 0, "case %u: %s", k, buf);
+	}
+}
+
 int main(void)
 {
 	RUN(options);
 	RUN(flight);
+	RUN(names_window);
 	UNIT_EXIT();
 }
