@@ -61,37 +61,53 @@ static inline void kn_arm(struct kn_slot *s)
 		__atomic_store_n(&kn_pending, 1, __ATOMIC_RELEASE);
 }
 
+/* Handle h's slot in a table of mask + 1 slots: found, or claimed now (*claimed: the caller
+ * arms it); NULL when KN_PROBES slots are taken by others. */
+static inline struct kn_slot *kn_slot_of(struct kn_slot *table, uint32_t mask, uint64_t h, bool *claimed)
+{
+	*claimed = false;
+	uint32_t i = kn_hash(h) & mask;
+	for (uint32_t p = 0; p < KN_PROBES; p++, i = (i + 1) & mask) {
+		struct kn_slot *s = &table[i];
+		uint64_t cur = __atomic_load_n(&s->handle, __ATOMIC_ACQUIRE);
+		if (cur == 0) {
+			if (__atomic_compare_exchange_n(&s->handle, &cur, h, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+				*claimed = true;
+				return s;
+			}
+			/* another thread claimed it meanwhile: cur is its handle */
+		}
+		if (cur == h)
+			return s;
+	}
+	return NULL;
+}
+
 /* A launch of handle h succeeded. */
 static inline void kn_enqueue(uint64_t h)
 {
 	if (!h)
 		return;
-	uint32_t i = kn_hash(h) & (KN_SLOTS - 1);
-	for (uint32_t p = 0; p < KN_PROBES; p++, i = (i + 1) & (KN_SLOTS - 1)) {
-		struct kn_slot *s = &kn_table[i];
-		uint64_t cur = __atomic_load_n(&s->handle, __ATOMIC_ACQUIRE);
-		if (cur == 0) {
-			if (__atomic_compare_exchange_n(&s->handle, &cur, h, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				kn_arm(s);
-				return;
-			}
-			/* another thread claimed it meanwhile: cur is its handle */
-		}
-		if (cur == h) {
-			uint32_t st = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
-			if (st == KN_RETRY &&
-			    __atomic_compare_exchange_n(&s->state, &st, KN_ARMING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-				kn_arm(s);
-			return;
-		}
+	bool claimed;
+	struct kn_slot *s = kn_slot_of(kn_table, KN_SLOTS - 1, h, &claimed);
+	if (!s) {
+		__atomic_add_fetch(&kn_table_full, 1, __ATOMIC_RELAXED);
+		return;
 	}
-	__atomic_add_fetch(&kn_table_full, 1, __ATOMIC_RELAXED);
+	if (claimed) {
+		kn_arm(s);
+		return;
+	}
+	uint32_t st = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+	if (st == KN_RETRY &&
+	    __atomic_compare_exchange_n(&s->state, &st, KN_ARMING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		kn_arm(s);
 }
 
 /* Executable graphs launched: the names thread looks each one up once among the graphs listed
  * at their instantiation; one that was instantiated before tracing began (no listing) opens the
- * names window (kernel_names.h). A slot's handle is written once, by the launch that claims it
- * (compare-and-swap); its state moves KN_PENDING -> KN_DONE on the names thread. */
+ * names window (kernel_names.h). A slot's handle is written once, by the launch that claims it;
+ * its state moves KN_PENDING -> KN_DONE on the names thread. */
 #define KN_EXEC_SLOTS 4096u
 extern struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
 extern uint64_t kn_exec_table_full;   /* graph launches whose executable graph found no slot */
@@ -101,20 +117,12 @@ static inline void kn_exec_launched(uint64_t e)
 {
 	if (!e)
 		return;
-	uint32_t i = kn_hash(e) & (KN_EXEC_SLOTS - 1);
-	for (uint32_t p = 0; p < KN_PROBES; p++, i = (i + 1) & (KN_EXEC_SLOTS - 1)) {
-		struct kn_slot *s = &kn_exec_table[i];
-		uint64_t cur = __atomic_load_n(&s->handle, __ATOMIC_ACQUIRE);
-		if (cur == 0) {
-			if (__atomic_compare_exchange_n(&s->handle, &cur, e, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-				kn_arm(s);
-				return;
-			}
-		}
-		if (cur == e)
-			return; /* seen before: the names thread has it */
-	}
-	__atomic_add_fetch(&kn_exec_table_full, 1, __ATOMIC_RELAXED);
+	bool claimed;
+	struct kn_slot *s = kn_slot_of(kn_exec_table, KN_EXEC_SLOTS - 1, e, &claimed);
+	if (!s)
+		__atomic_add_fetch(&kn_exec_table_full, 1, __ATOMIC_RELAXED);
+	else if (claimed)
+		kn_arm(s);
 }
 
 #endif

@@ -98,12 +98,16 @@ def one(a, name, cmd, env, gpu=False):
     frac = 100.0 * k["named"] / total if total else 0.0
     print(f"NAMES {name}: named {k['named']} of {total} kernel launches ({frac:.2f} %): {k['direct']} by launch "
           f"calls, {k['graph_nodes']} graph nodes of {k['graph_calls'] - k['graph_unknown']} graph launches "
-          f"({k.get('graph_from_gpu', 0)} of them by GPU records), {k['graph_unknown']} graph launches of graphs "
+          f"({k.get('graph_from_gpu', 0)} of them by GPU records, {k.get('graph_from_sibling', 0)} by another launch's), "
+          f"{k['graph_unknown']} graph launches of graphs "
           f"instantiated before the attach with kernels unknown", flush=True)
     lines = txt.splitlines()
     if "Kernels" in txt:
         i = next(i for i, l in enumerate(lines) if l.startswith("Kernels"))
         print("\n".join(lines[i:i + 14]))
+    for l in lines:
+        if l.startswith("  note ") and ("names window" in l or "GPU:" in l):
+            print(f"{name}: {l.strip()}")
     patched = any(l.startswith("  note ") and "functions patched," in l for l in lines)
     print(f"{name}: 'functions patched, refused' note in the trace: {'yes' if patched else 'NO'}", flush=True)
     fails = []
