@@ -115,7 +115,8 @@ def one(a, wl, rnd):
         prog.kill()
         return False
     time.sleep(2)
-    cmd = [a.cuhook, "attach", "-v", "--force", "--duration", str(a.duration), "-o", out + ".bin", str(prog.pid)]
+    cmd = [a.cuhook, "attach", "-v", "--force", "--duration", str(a.duration), "-o", out + ".bin",
+           *a.attach_args.split(), str(prog.pid)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     open(out + ".cuhook.err", "w").write(r.stderr)
     prog.wait(timeout=120)
@@ -145,6 +146,7 @@ def main():
     ap.add_argument("--workload", default="both", choices=["torch", "jax", "both", "cpu"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0)
+    ap.add_argument("--attach-args", default="", help="more options for cuhook attach (space-separated)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     ok = True
