@@ -385,9 +385,7 @@ static void refuse(const char *what, cupti_result r, unsigned nkinds, unsigned n
 	disable(nkinds, ncbids);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	set_outcome(CUHOOK_GPU_FAILED, (uint32_t)r, "GPU: CUPTI refused: %s: %s", what, result_string(r));
-	if (sole_user())
-		lib.f.Finalize();
-	pool_fill(0);
+	pool_fill(0); /* CUPTI stays loaded, never finalized: stop_step says why */
 }
 
 /* Begin recording session t, or say why not. */
@@ -479,11 +477,15 @@ static void stop_step(void)
 	pthread_mutex_lock(&conv_lock);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&conv_lock);
-	bool finalized = sole_user() && lib.f.Finalize() == CUPTI_OK;
+	/* Never cuptiFinalize while the program runs: on an H200 (driver 580) a JAX program whose
+	 * CUDA graphs were launched while CUPTI recorded failed its next graph launch
+	 * (CUDA_ERROR_LAUNCH_FAILED) right after cuptiFinalize, in 4 of 4 attaches; with the
+	 * kinds disabled and CUPTI left loaded it ran on (docs/validation.md). */
 	pool_fill(0); /* the program keeps none of the session's memory */
 	S.on = false;
 	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);
-	agent_log(1, "GPU: recording stopped; CUPTI %s", finalized ? "finalized" : "left to its other user");
+	agent_log(1, "GPU: recording stopped; CUPTI left loaded with nothing enabled%s",
+	          sole_user() ? "" : " (another CUPTI user came meanwhile)");
 }
 
 /* ---- the GPU thread ---------------------------------------------------------------------------- */

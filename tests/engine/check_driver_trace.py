@@ -43,7 +43,7 @@ from tracefile import read_trace  # noqa: E402
 MUST_REFUSE = ("cuFakeLoopBack", "cuFakeLoopToStart", "cuFakeShort")
 # Exported functions of the stand-in the default filter (cu*) leaves alone: its profiler
 # interface (fakecuda_profiler.h) is no driver function and must never be hooked.
-FILTERED_OUT = ("fakecuda_initialized", "fakecuda_profiler_attach")
+FILTERED_OUT = ("fakecuda_initialized", "fakecuda_profiler_attach", "fakecuda_profiler_kernels")
 ALIASES = ("cuFakeAlias", "cuFakeAlias_v2")
 # fakecuda.h
 DPTR_BASE = 0x100000000000

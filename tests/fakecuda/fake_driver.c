@@ -33,13 +33,8 @@ EXPORT int fakecuda_initialized(void)
 
 static unsigned long profiler_kernels;
 
-/* Whether a profiler is attached, and the kernels profilers recorded
- * (tests/targets/names_user.c waits for cuhook's names window). */
-EXPORT int fakecuda_profiler_attached(void)
-{
-	return __atomic_load_n(&profiler, __ATOMIC_ACQUIRE) != NULL;
-}
-
+/* The kernels profilers recorded (tests/targets/names_user.c and gpu_work.c watch cuhook's
+ * sessions with it). */
 EXPORT unsigned long fakecuda_profiler_kernels(void)
 {
 	return __atomic_load_n(&profiler_kernels, __ATOMIC_RELAXED);

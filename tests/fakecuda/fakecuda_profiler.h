@@ -96,9 +96,7 @@ struct fakecuda_profiler {
 /* Attach ops (every member set; ops must stay valid while the library is loaded), or detach
  * with NULL. 0, or -1 when another profiler is attached (detach it first) or a member is NULL. */
 int fakecuda_profiler_attach(const struct fakecuda_profiler *ops);
-/* 1 while a profiler is attached; the kernels profilers have recorded (a test program waits for
- * them). */
-int fakecuda_profiler_attached(void);
+/* The kernels profilers have recorded (ops->kernel returned 1): a test program watches them. */
 unsigned long fakecuda_profiler_kernels(void);
 
 /* 1 once cuInit has been called (the stand-in CUPTI models what CUPTI allows only before). */

@@ -131,6 +131,17 @@ def one(a, wl, rnd):
     print("%s round %d: %d threads, %d iterations, median %.2f ms" % (wl, rnd, rec["threads"], len(durs), median))
     s1, h1, t1 = phase_report("attach", "attach", r.stderr, r.stderr[:cut], rec, median)
     s2, h2, t2 = phase_report("detach", "detach", r.stderr, r.stderr[cut:], rec, median)
+    # what the program's iterations cost before the attach and after the detach (CUPTI, once
+    # loaded, stays: is anything of its cost left?)
+    wins = [(int(x), int(y)) for x, y in re.findall(r"threads? let go, held from (\d+) to (\d+) ns", r.stderr)]
+    if len(wins) >= 2:
+        first, last = wins[0][0], wins[-1][1]
+        pre = [(y - x) / 1e6 for x, y in rec["iters"] if y < first]
+        post = [(y - x) / 1e6 for x, y in rec["iters"] if x > last + 500_000_000]
+        if pre and post:
+            print("  iterations before the attach: median %.3f ms (%d); after the detach (from 0.5 s on): median "
+                  "%.3f ms (%d), ratio %.3f" % (statistics.median(pre), len(pre), statistics.median(post), len(post),
+                                                 statistics.median(post) / statistics.median(pre)))
     worst = max(s1, s2, t1, t2)
     print("  stall <= 20 ms: %s (worst %.2f ms); working thread's spike within 2 ms of its reported hold: "
           "attach %s (%.2f vs %.2f), detach %s (%.2f vs %.2f)" %

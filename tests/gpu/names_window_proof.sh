@@ -30,7 +30,7 @@ for mode in off window gpu; do
 	esac
 	echo "== $mode: cuhook attach $args"
 	python3 tests/gpu/attach_stall.py --cuhook /tmp/build/src/cli/cuhook --out "$out/$mode" --workload jax \
-		--rounds "$rounds" --attach-args "$args" 2>&1 | cut -c1-400
+		--rounds "$rounds" --attach-args="$args" 2>&1 | cut -c1-400
 	for r in $(seq 1 "$rounds"); do
 		b="$out/$mode/jax-$r"
 		[ -f "$b.bin" ] && /tmp/build/src/cli/cuhook report "$b.bin" 2>&1 |

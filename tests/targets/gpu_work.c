@@ -73,25 +73,17 @@ static void subscribe(const char *path)
 	fflush(stdout);
 }
 
-/* Is a profiler attached to the stand-in driver now? Asked by attaching one that does nothing,
- * which the driver refuses while another is attached, and detaching it at once. */
-static void noop_call(struct fakecuda_api_call *c) { (void)c; }
-static int noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; return 0; }
-static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
-static void noop_memset(struct fakecuda_api_call *c, const struct fakecuda_memset_work *w) { (void)c, (void)w; }
-static const struct fakecuda_profiler probe = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call};
-
-static int profiler_attached(void)
+/* The kernels the stand-in CUPTI has recorded so far (the stand-in driver counts them): a
+ * session records while it is on, and nothing once its kinds are disabled. -1: not the
+ * stand-in driver. */
+static long profiler_kernels(void)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	int (*attach)(const struct fakecuda_profiler *) =
-	    h ? (int (*)(const struct fakecuda_profiler *))dlsym(h, "fakecuda_profiler_attach") : NULL;
-	int attached = attach ? attach(&probe) != 0 : -1;
-	if (attached == 0)
-		attach(NULL);
+	unsigned long (*kernels)(void) = h ? (unsigned long (*)(void))dlsym(h, "fakecuda_profiler_kernels") : NULL;
+	long n = kernels ? (long)kernels() : -1;
 	if (h)
 		dlclose(h);
-	return attached;
+	return n;
 }
 
 static volatile int stop;
@@ -147,8 +139,8 @@ static int loop(int threads, unsigned pause_us, unsigned long seconds, struct gp
 			continue;
 		}
 		if (sig == SIGUSR1) {
-			printf("progress %" PRIu64 "\nprofiler %d\n", __atomic_load_n(&progress, __ATOMIC_RELAXED),
-			       profiler_attached());
+			printf("progress %" PRIu64 "\nrecorded %ld\n", __atomic_load_n(&progress, __ATOMIC_RELAXED),
+			       profiler_kernels());
 			fflush(stdout);
 		} else {
 			break;
