@@ -10,6 +10,7 @@
 #include "gpu_queue.h"
 #include "gpu_records.h"
 #include "hooks.h"
+#include "kernel_names_hot.h"
 #include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
@@ -70,6 +71,7 @@ static struct {
 	uint64_t dropped;       /* CUPTI's drop counts this session */
 	int flushing_tid;       /* the thread flushing CUPTI now: not one of CUPTI's */
 	bool accepting;         /* buffers are converted and queued */
+	uint64_t graph_launches; /* kn_graph_launches when the session started */
 } S;
 
 static pthread_mutex_t conv_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -385,7 +387,7 @@ static void refuse(const char *what, cupti_result r, unsigned nkinds, unsigned n
 	disable(nkinds, ncbids);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	set_outcome(CUHOOK_GPU_FAILED, (uint32_t)r, "GPU: CUPTI refused: %s: %s", what, result_string(r));
-	pool_fill(0); /* CUPTI stays loaded, never finalized: stop_step says why */
+	pool_fill(0); /* CUPTI stays loaded: finalizing now could break the program's graphs (stop_step) */
 }
 
 /* Begin recording session t, or say why not. */
@@ -443,6 +445,7 @@ static void start_step(uint32_t t)
 			}
 		}
 		S.on = true;
+		S.graph_launches = __atomic_load_n(&kn_graph_launches, __ATOMIC_RELAXED);
 	}
 out:
 	push_session(S.status, S.result, S.tried, 0); /* STARTED: after the enabling */
@@ -477,15 +480,21 @@ static void stop_step(void)
 	pthread_mutex_lock(&conv_lock);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&conv_lock);
-	/* Never cuptiFinalize while the program runs: on an H200 (driver 580) a JAX program whose
-	 * CUDA graphs were launched while CUPTI recorded failed its next graph launch
-	 * (CUDA_ERROR_LAUNCH_FAILED) right after cuptiFinalize, in 4 of 4 attaches; with the
-	 * kinds disabled and CUPTI left loaded it ran on (docs/validation.md). */
+	/* cuptiFinalize takes CUPTI out of the driver (and the cost it adds to every launch), but
+	 * not after CUDA graphs were launched while it recorded: on an H200 (driver 580) a JAX
+	 * program then failed its next graph launch (CUDA_ERROR_LAUNCH_FAILED) right after
+	 * cuptiFinalize, in 4 of 4 attaches; with the kinds disabled and CUPTI left loaded it ran
+	 * on (docs/validation.md). */
+	bool graphs = __atomic_load_n(&kn_graph_launches, __ATOMIC_RELAXED) != S.graph_launches;
+	bool sole = sole_user();
+	bool finalized = sole && !graphs && lib.f.Finalize() == CUPTI_OK;
 	pool_fill(0); /* the program keeps none of the session's memory */
 	S.on = false;
 	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);
-	agent_log(1, "GPU: recording stopped; CUPTI left loaded with nothing enabled%s",
-	          sole_user() ? "" : " (another CUPTI user came meanwhile)");
+	agent_log(1, "GPU: recording stopped; CUPTI %s", finalized ? "finalized"
+	          : !sole ? "left to its other user"
+	                  : "left loaded with nothing enabled, not finalized: CUDA graphs were launched while it "
+	                    "recorded, and finalizing then breaks their next launch");
 }
 
 /* ---- the GPU thread ---------------------------------------------------------------------------- */

@@ -20,6 +20,7 @@
 struct kn_slot kn_table[KN_SLOTS];
 struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
 uint64_t kn_exec_table_full;
+uint64_t kn_graph_launches;
 uint32_t kn_unload_seq;
 uint32_t kn_pending;
 uint64_t kn_table_full;

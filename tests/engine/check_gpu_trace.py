@@ -354,6 +354,14 @@ def attach_window(a, workdir, target, pid, n, problems, killed=False):
             break
         time.sleep(0.05)
     problems.check(now == recorded, f"after window {n}: the stand-in CUPTI still records ({recorded} -> {now} kernels)")
+    if not killed:
+        # finalized (out of the driver) unless CUDA graphs were launched while it recorded: that
+        # breaks their next launch on a real driver
+        tr = read_trace(trace)
+        graphs = any(name.startswith("cuGraphLaunch") and ents for name, ents in tr.entries.items())
+        want = ("CUPTI left loaded with nothing enabled, not finalized: CUDA graphs were launched" if graphs
+                else "GPU: recording stopped; CUPTI finalized")
+        problems.check(any(want in text for _, text in tr.notes), f"window {n}: no note '{want}'")
     t = read_trace(trace)
     check_session(problems, t, a.cupti)
     if len(t.gpu_sessions) == 2:

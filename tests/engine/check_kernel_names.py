@@ -156,6 +156,12 @@ def mode_attach(a, work, problems, gpu=False, window=False):
     text = check_report(a, work, trace, out, problems, "gpu" if gpu else "window" if window else "attach",
                         gpu or window, window)
     notes = [line for line in text.splitlines() if line.startswith("  note ")]
+    if window:
+        # graph A was launched while the window recorded: CUPTI is not finalized (that breaks
+        # the next graph launch on a real driver), left loaded with nothing enabled
+        problems.check(any("names window closed" in t for t in notes), f"no 'names window closed' note: {notes}")
+        problems.check(any("CUPTI left loaded with nothing enabled, not finalized" in t for t in notes),
+                       f"window: CUPTI finalized after graph launches, or no note: {notes}")
     problems.check(any("functions patched, " in t and " refused" in t for t in notes),
                    f"attach trace without the 'functions patched, refused' note: {notes}")
 
