@@ -1,5 +1,5 @@
 #!/bin/bash
-# The names window on a GPU machine (run there through the device tool, from the repo root,
+# The names window on a GPU machine (run there from the repo root,
 # carrying .devdeps):
 #   bash tests/gpu/names_window_proof.sh OUTDIR [ROUNDS]
 # Builds cuhook (as attach_names.sh), then attaches to attach_stall.py's JAX loop (95 threads,
