@@ -17,6 +17,7 @@
 #include "glob_filter.h"
 #include "gpu_activity.h"
 #include "hooks.h"
+#include "patch_status_map.h"
 #include "injector_watch.h"
 #include "loaded_objects.h"
 #include "loader_watch.h"
@@ -313,9 +314,9 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		log_patched(l, &res);
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
-			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)
+			if (hooks_cold[id].status != PATCH_OK && hooks_cold[id].status != PATCH_FILTERED)
 				agent_log(0, "  refused %s: %s (%s)", hooks_cold[id].name,
-				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
+				          patch_status_name(hooks_cold[id].status), hooks_cold[id].detail);
 }
 
 /* This session's writer options, as cfg says. */

@@ -26,6 +26,7 @@
 #include "export_table.h"
 #include "func_extent.h"
 #include "hooks.h"
+#include "patch_status_map.h"
 #include "trace_format.h"
 
 #include <link.h>
@@ -176,11 +177,11 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		unsigned k = 0;
 		while (prev < 0 && k < nf && fv[k].addr != p)
 			k++;
-		if (prev >= 0 && hooks_cold[prev].status != CUHOOK_PATCHED) {
+		if (prev >= 0 && hooks_cold[prev].status != PATCH_OK) {
 			/* the same code as a function the agent found unsafe or was told to leave out */
 			refused_here++;
 			note_line(&note, "%s is %s, which is not traced (%s): not traced either", name, hooks_cold[prev].name,
-			          cuhook_patch_status_names[hooks_cold[prev].status]);
+			          patch_status_name(hooks_cold[prev].status));
 			continue;
 		}
 		if (prev >= 0 || k < nf) {
@@ -209,9 +210,9 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		if (res.count && nbatches < ET_MAX_TABLES)
 			batches[nbatches++] = (struct batch){res.first_id, res.count};
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
-			if (hooks_cold[id].status != CUHOOK_PATCHED)
+			if (hooks_cold[id].status != PATCH_OK)
 				note_line(&note, "%s: refused: %s (%s)", hooks_cold[id].name,
-				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
+				          patch_status_name(hooks_cold[id].status), hooks_cold[id].detail);
 	}
 	if (note.more)
 		agent_log(1, "%s: %u more slots skipped, refused or aliased, not listed", what, note.more);

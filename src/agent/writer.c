@@ -7,6 +7,7 @@
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
 #include "hooks.h"
+#include "patch_status_map.h"
 #include "kernel_names.h"
 #include "own_threads.h"
 #include "stack_table.h"
@@ -287,9 +288,9 @@ static void put_tables(void)
 				nl = 0xffff;
 			e->offset = hc->addr - base;
 			e->size = hc->size;
-			e->status = hc->status;
+			e->status = patch_status_trace(hc->status);
 			e->name_len = (uint16_t)nl;
-			e->patch_len = hc->status == CUHOOK_PATCHED ? hc->patch_len : 0;
+			e->patch_len = hc->status == PATCH_OK ? hc->patch_len : 0;
 			e->decoder = hooks_hot[id].decoder;
 			e->nregs = hooks_hot[id].nregs;   /* what its ENTRY5 records carry */
 			e->nstack = hooks_hot[id].nstack;

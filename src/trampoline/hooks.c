@@ -80,7 +80,7 @@ static int plan_into_slot(csh cs, struct hook_cold *hc, uint8_t *slot, uint32_t 
 	reloc_plan(cs, (const uint8_t *)hc->addr, hc->addr, hc->size,
 	           (uintptr_t)slot + HOOK_RELOCATED, &plan);
 	hc->status = (uint16_t)plan.status;
-	if (plan.status != CUHOOK_PATCHED) {
+	if (plan.status != PATCH_OK) {
 		memcpy(hc->detail, plan.detail, sizeof(hc->detail));
 		return -1;
 	}
@@ -160,7 +160,7 @@ static bool write_count_thunks(uint32_t first, uint32_t n)
 	for (uint32_t id = first; id < first + n; id++) {
 		struct hook_cold *hc = &hooks_cold[id];
 		const struct hook_hot *hh = &hooks_hot[id];
-		if (hc->status != CUHOOK_PATCHED || !hc->slot || hh->flags != HOOK_COUNT || hc->count_thunk)
+		if (hc->status != PATCH_OK || !hc->slot || hh->flags != HOOK_COUNT || hc->count_thunk)
 			continue;
 		uint8_t code[COUNT_THUNK_LEN];
 		if (!count_thunk_encode(code, hh->aux))
@@ -191,7 +191,7 @@ static void write_jumps(uint32_t first, uint32_t n, bool plain)
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hook_cold *hc = &hooks_cold[first + i];
-		if (hc->status != CUHOOK_PATCHED)
+		if (hc->status != PATCH_OK)
 			continue;
 		if (hc->addr < lo)
 			lo = hc->addr;
@@ -203,14 +203,14 @@ static void write_jumps(uint32_t first, uint32_t n, bool plain)
 	struct code_unlock ul;
 	if (code_unlock(&ul, lo, hi) != 0) {
 		for (uint32_t i = 0; i < n; i++)
-			if (hooks_cold[first + i].status == CUHOOK_PATCHED)
-				hooks_cold[first + i].status = CUHOOK_REFUSED_PROTECT;
+			if (hooks_cold[first + i].status == PATCH_OK)
+				hooks_cold[first + i].status = PATCH_PROTECT;
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = first + i;
 		struct hook_cold *hc = &hooks_cold[id];
-		if (hc->status != CUHOOK_PATCHED || hc->patched)
+		if (hc->status != PATCH_OK || hc->patched)
 			continue;
 		uint8_t jmp[16];
 		memcpy(jmp, hc->orig, hc->patch_len);
@@ -218,7 +218,7 @@ static void write_jumps(uint32_t first, uint32_t n, bool plain)
 		/* Bytes after the jump up to patch_len stay as they were: nothing reaches them (the
 		 * body scan proved it) and leaving them avoids a wider store. */
 		if (code_write_atomic((uint8_t *)hc->addr, jmp, RELOC_JMP_LEN, plain) != 0) {
-			hc->status = CUHOOK_REFUSED_NOT_ATOMIC;
+			hc->status = PATCH_NOT_ATOMIC;
 			continue;
 		}
 		hc->patched = true;
@@ -277,20 +277,20 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (uint32_t id = first; id < first + count; id++) {
 		struct hook_cold *hc = &hooks_cold[id];
-		if (hc->status == CUHOOK_REFUSED_ALIAS)
+		if (hc->status == PATCH_ALIAS)
 			continue;
 		if (!glob_filter_match(req->filter, hc->name)) {
-			hc->status = CUHOOK_SKIPPED_FILTER;
+			hc->status = PATCH_FILTERED;
 			continue;
 		}
 		if (hc->slot) {
-			hc->status = CUHOOK_PATCHED; /* planned before: the stub is still valid */
+			hc->status = PATCH_OK; /* planned before: the stub is still valid */
 			continue;
 		}
-		if (hc->status != CUHOOK_SKIPPED_FILTER && hc->status != CUHOOK_PATCHED &&
-		    hc->status != CUHOOK_REFUSED_OUT_OF_RANGE)
+		if (hc->status != PATCH_FILTERED && hc->status != PATCH_OK &&
+		    hc->status != PATCH_OUT_OF_RANGE)
 			continue;
-		hc->status = CUHOOK_PATCHED; /* to be planned */
+		hc->status = PATCH_OK; /* to be planned */
 		want++;
 		if (hc->addr < lo)
 			lo = hc->addr;
@@ -307,10 +307,10 @@ static void plan_ids(uint32_t first, uint32_t count, const struct patch_request 
 	for (uint32_t id = first; id < first + count; id++) {
 		struct hook_cold *hc = &hooks_cold[id];
 		struct hook_hot *hh = &hooks_hot[id];
-		if (hc->status != CUHOOK_PATCHED || hc->slot)
+		if (hc->status != PATCH_OK || hc->slot)
 			continue;
 		if (!have_cs) {
-			hc->status = CUHOOK_REFUSED_OUT_OF_RANGE;
+			hc->status = PATCH_OUT_OF_RANGE;
 			snprintf(hc->detail, sizeof(hc->detail), "no free memory within 2 GB");
 			continue;
 		}
@@ -335,9 +335,9 @@ static void count_result(struct patch_result *res)
 	res->patched = res->refused = res->filtered = 0;
 	for (uint32_t id = res->first_id; id < res->first_id + res->count; id++) {
 		uint16_t st = hooks_cold[id].status;
-		if (st == CUHOOK_PATCHED)
+		if (st == PATCH_OK)
 			res->patched++;
-		else if (st == CUHOOK_SKIPPED_FILTER)
+		else if (st == PATCH_FILTERED)
 			res->filtered++;
 		else
 			res->refused++;
@@ -370,11 +370,11 @@ static void add_hooks(const struct hook_func *v, size_t n, uint32_t lib_id, stru
 		hc->name = strdup(v[i].name);
 		hc->addr = v[i].addr;
 		hc->size = (uint32_t)v[i].size;
-		hc->status = CUHOOK_SKIPPED_FILTER;
+		hc->status = PATCH_FILTERED;
 		hh->lib_id = (uint16_t)lib_id;
 		res->count++;
 		if (i > 0 && v[i].addr == v[i - 1].addr) {
-			hc->status = CUHOOK_REFUSED_ALIAS;
+			hc->status = PATCH_ALIAS;
 			snprintf(hc->detail, sizeof(hc->detail), "same address as %s", v[i - 1].name);
 		}
 	}
@@ -448,7 +448,7 @@ int hooks_plan_internal(const char *name, uintptr_t addr, size_t size, uint8_t f
 	uint8_t *pool = near_alloc(addr, addr + size, HOOK_SLOT_SIZE);
 	csh cs;
 	if (!pool || x86_open(&cs) != 0) {
-		hc->status = CUHOOK_REFUSED_OUT_OF_RANGE;
+		hc->status = PATCH_OUT_OF_RANGE;
 		return -1;
 	}
 	int rc = plan_into_slot(cs, hc, pool, (uint32_t)id);
@@ -473,7 +473,7 @@ int hooks_rearm_internal(uint32_t id, const struct patch_request *how)
 	if (id >= hooks_count || !hooks_cold[id].slot)
 		return -1;
 	if (!hooks_cold[id].patched) {
-		hooks_cold[id].status = CUHOOK_PATCHED;
+		hooks_cold[id].status = PATCH_OK;
 		arm(id, 1, how);
 	}
 	return hooks_cold[id].patched ? 0 : -1;
@@ -523,7 +523,7 @@ uintptr_t hooks_fixup_ip(uintptr_t ip)
 {
 	for (uint32_t id = 0; id < hooks_count; id++) {
 		const struct hook_cold *hc = &hooks_cold[id];
-		if (!hc->slot || hc->status != CUHOOK_PATCHED)
+		if (!hc->slot || hc->status != PATCH_OK)
 			continue;
 		if (ip > hc->addr && ip < hc->addr + hc->patch_len) {
 			for (unsigned i = 0; i < hc->n_insns; i++)

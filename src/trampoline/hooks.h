@@ -75,7 +75,7 @@ struct hook_cold {
 	const char *name;      /* owned copy */
 	uintptr_t addr;
 	uint32_t size;
-	uint16_t status;       /* enum cuhook_patch_status */
+	uint16_t status;       /* enum patch_status */
 	uint8_t patch_len;
 	uint8_t n_insns;
 	uint8_t orig[16];      /* the bytes the jump replaced */
