@@ -16,7 +16,7 @@
 #include "freeze.h"
 #include "glob_filter.h"
 #include "gpu_activity.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "patch_status_map.h"
 #include "injector_watch.h"
 #include "loaded_objects.h"
@@ -141,9 +141,8 @@ static int count_slot(uint32_t id)
 
 /* How a function's calls are traced: recorded (HOOK_RECORD), or counted (HOOK_COUNT) when the
  * count option names it. Called under agent_lock before its jump is written. */
-uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx)
+static uint8_t agent_classify(const char *name, struct hook_hot *hh)
 {
-	(void)ctx;
 	hh->decoder = (uint16_t)cuhook_decoder_find(name);
 	hh->nregs = (uint8_t)cuhook_reg_args(name);
 	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
@@ -184,6 +183,8 @@ uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx)
 		flags |= HOOK_SLOW;
 	return flags;
 }
+
+const struct hook_classifier agent_classifier = {agent_classify};
 
 /* "libcuda.so.580.159.04" -> "580.159.04" */
 static void version_from_path(const char *path, char *out, size_t len)
@@ -228,16 +229,16 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
-/* A note of how a library's counted functions are counted: by their count thunks (hooks.c),
+/* A note of how a library's counted functions are counted: by their count thunks (hook_table.c),
  * or through the entry stub when a thunk could not be written. */
 static void log_counted(const char *path, uint32_t first, uint32_t count)
 {
 	unsigned counted = 0, in_place = 0;
 	for (uint32_t id = first; id < first + count; id++) {
-		if (!hooks_cold[id].patched || hooks_hot[id].flags != HOOK_COUNT)
+		if (!patch_sites[id].patched || hooks_hot[id].flags != HOOK_COUNT)
 			continue;
 		counted++;
-		in_place += hooks_counted_in_place(id);
+		in_place += hook_counted_in_place(id);
 	}
 	if (counted)
 		agent_log(1, "%s: %u functions counted, %u of them by their count thunks", path, counted,
@@ -261,11 +262,11 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 	char real[PATH_MAX];
 	if (!realpath(f->name, real))
 		snprintf(real, sizeof(real), "%s", f->name);
-	struct patch_request req = {
-	    .base = f->base, .phdr = f->phdr, .phnum = f->phnum, .filter = cfg.funcs,
-	    .threads_stopped = threads_stopped_now, .classify = agent_classify,
-	    .freeze = freeze_others, .thaw = thaw_others,
-	};
+	struct patch_request req = hook_request(threads_stopped_now, &agent_classifier);
+	req.base = f->base;
+	req.phdr = f->phdr;
+	req.phnum = f->phnum;
+	req.filter = cfg.funcs;
 	struct patch_result res;
 	for (unsigned i = 0; i < agent_nlibs; i++) {
 		struct agent_lib *l = &agent_libs[i];
@@ -274,17 +275,17 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		req.lib_id = l->lib_id;
 		if (plan_only) {
 			/* this session's count option may differ from the last: classified again */
-			hooks_replan(&req, l->first_id, l->count);
+			patch_replan(&req, l->first_id, l->count);
 			l->arm_at_start = true;
 			return;
 		}
 		/* Known from an earlier session: patched now? */
 		bool armed = false;
 		for (uint32_t id = l->first_id; id < l->first_id + l->count && !armed; id++)
-			armed = hooks_cold[id].patched;
+			armed = patch_sites[id].patched;
 		if (armed)
 			return;
-		hooks_rearm(&req, l->first_id, l->count, &res);
+		patch_rearm(&req, l->first_id, l->count, &res);
 		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
 		          res.patched, res.refused, res.filtered);
 		log_counted(real, l->first_id, l->count);
@@ -299,7 +300,7 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 	snprintf(l->path, sizeof(l->path), "%s", real);
 	version_from_path(real, l->version, sizeof(l->version));
 	req.lib_id = l->lib_id;
-	if ((plan_only ? hooks_plan_library(&req, &res) : hooks_patch_library(&req, &res)) != 0) {
+	if ((plan_only ? patch_plan_library(&req, &res) : patch_library(&req, &res)) != 0) {
 		agent_log(2, "%s: no dynamic symbol table; nothing patched", real);
 		return;
 	}
@@ -314,9 +315,9 @@ static void patch_one(const struct found_lib *f, bool plan_only)
 		log_patched(l, &res);
 	if (cfg.verbose >= 2)
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
-			if (hooks_cold[id].status != PATCH_OK && hooks_cold[id].status != PATCH_FILTERED)
-				agent_log(0, "  refused %s: %s (%s)", hooks_cold[id].name,
-				          patch_status_name(hooks_cold[id].status), hooks_cold[id].detail);
+			if (patch_sites[id].status != PATCH_OK && patch_sites[id].status != PATCH_FILTERED)
+				agent_log(0, "  refused %s: %s (%s)", patch_sites[id].name,
+				          patch_status_name(patch_sites[id].status), patch_sites[id].detail);
 }
 
 /* This session's writer options, as cfg says. */
@@ -356,13 +357,12 @@ static void arm_libraries(void)
 		if (!l->arm_at_start)
 			continue;
 		l->arm_at_start = false;
-		struct patch_request req = {
-		    .base = l->base, .filter = cfg.funcs, .lib_id = l->lib_id,
-		    .threads_stopped = threads_stopped_now, .classify = agent_classify,
-		    .freeze = freeze_others, .thaw = thaw_others,
-		};
+		struct patch_request req = hook_request(threads_stopped_now, &agent_classifier);
+		req.base = l->base;
+		req.filter = cfg.funcs;
+		req.lib_id = l->lib_id;
 		struct patch_result res;
-		hooks_arm(&req, l->first_id, l->count, &res);
+		patch_arm(&req, l->first_id, l->count, &res);
 		log_patched(l, &res);
 	}
 }
@@ -502,7 +502,7 @@ uintptr_t exit_watch_on_exit(void *unused)
 static void unpatch_all(bool threads_stopped)
 {
 	pthread_mutex_lock(&agent_lock);
-	hooks_unpatch_all(threads_stopped);
+	patch_unpatch_all(threads_stopped, hook_own_tid);
 	pthread_mutex_unlock(&agent_lock);
 	jumps_left = false;
 }
@@ -887,14 +887,14 @@ int cuhook_agent_stop(unsigned flags)
 
 uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
 {
-	return hooks_fixup_ip(ip);
+	return patch_fixup_ip(ip);
 }
 
 size_t cuhook_agent_fixup_ips(uintptr_t *ips, size_t n)
 {
 	size_t moved = 0;
 	for (size_t i = 0; i < n; i++) {
-		uintptr_t to = hooks_fixup_ip(ips[i]);
+		uintptr_t to = patch_fixup_ip(ips[i]);
 		moved += to != ips[i];
 		ips[i] = to;
 	}

@@ -34,10 +34,10 @@ extern unsigned agent_nlibs;
 extern uint32_t agent_count_func[RING_COUNT_SLOTS];
 extern uint32_t agent_count_slots;
 
-struct hook_hot;
+struct hook_classifier;
 /* How a traced function's calls are recorded (the count, stacks and flight options): the
- * classifier of every patch_request the agent makes (hooks.h). Under agent_lock. */
-uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx);
+ * classifier of every library the agent patches (hook_table.h). Under agent_lock. */
+extern const struct hook_classifier agent_classifier;
 
 /* Patch every loaded library that matches the configuration and is not patched yet.
  * Called at start and after every dlopen. Takes agent_lock. */

@@ -13,8 +13,7 @@
 #include "exit_watch.h"
 
 #include "agent_state.h"
-#include "freeze.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "libc_symbol.h"
 
 static int installed_id = -1;
@@ -33,13 +32,13 @@ int exit_watch_prepare(void)
 	for (unsigned i = 0; i < agent_nlibs; i++)
 		if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase)
 			lib = agent_libs[i].lib_id;
-	installed_id = hooks_plan_internal("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL);
+	installed_id = hook_plan_internal("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL);
 	pthread_mutex_unlock(&agent_lock);
 	return installed_id >= 0 ? 0 : -1;
 }
 
 int exit_watch_arm(bool threads_stopped)
 {
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
-	return installed_id >= 0 ? hooks_rearm_internal((uint32_t)installed_id, &how) : -1;
+	struct patch_request how = hook_request(threads_stopped, NULL);
+	return installed_id >= 0 ? patch_rearm_one((uint32_t)installed_id, &how) : -1;
 }

@@ -9,7 +9,7 @@
 #include "gpu_clock.h"
 #include "gpu_queue.h"
 #include "gpu_records.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
@@ -320,9 +320,9 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
  * has its driver record and no work: harmless). */
 static bool submitting_hook(uint32_t id)
 {
-	if (id >= hooks_count || !hooks_cold[id].name)
+	if (id >= patch_count || !patch_sites[id].name)
 		return false;
-	return gpu_name_submits(hooks_cold[id].name);
+	return gpu_name_submits(patch_sites[id].name);
 }
 
 static void disable(unsigned nkinds, unsigned ncbids)

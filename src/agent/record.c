@@ -8,7 +8,7 @@
 #include "decoders.h"
 #include "exit_watch.h"
 #include "flight.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "kernel_names.h"
 #include "nvfd.h"
 #include "stack_capture.h"
@@ -337,7 +337,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	}
 	if (unlikely(hh->flags & HOOK_COUNT)) {
 		/* Counted even while busy: the increment is one instruction on the thread's own
-		 * counter (as in the count thunks, hooks.c), so a signal handler's count is never lost. */
+		 * counter (as in the count thunks, hook_table.c), so a signal handler's count is never lost. */
 		if (likely(cuhook_recording) && !ts->no_record && ts->ring)
 			__asm__ volatile("incq %0" : "+m"(ts->ring->counts[hh->aux]));
 		return hh->relocated;
@@ -378,7 +378,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
 		if (nstack > hh->nstack)
 			nstack = hh->nstack;
-		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks.c, hot_layout) */
+		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hook_table.c, hot_layout) */
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
 		/* ENTRY5 when the record is what the function's FUNCS entry says; ENTRY5_X, which says

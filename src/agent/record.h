@@ -53,7 +53,7 @@ struct ring_wait_arg {
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);
 uintptr_t record_ask_populate(void *unused);
-/* A HOOK_CALLBACK function returned: its on_exit and on_return (hooks.h) run. */
+/* A HOOK_CALLBACK function returned: its on_exit and on_return (hook_table.h hooks_calls) run. */
 struct callback_arg {
 	uint32_t id;
 	const uint64_t *args; /* the first argument registers (shadow entry), or NULL if not kept */

@@ -4,7 +4,7 @@
 #include "clock_read.h"
 
 #include "flight.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "thread_state.h"
 #include "writer.h"
 
@@ -57,7 +57,7 @@ uintptr_t record_ask_populate(void *unused)
 uintptr_t record_run_callback(void *callback_arg)
 {
 	const struct callback_arg *a = callback_arg;
-	const struct hook_cold *hc = &hooks_cold[a->id];
+	const struct hook_calls *hc = &hooks_calls[a->id];
 	if (hc->on_exit)
 		hc->on_exit();
 	if (hc->on_return)

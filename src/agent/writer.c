@@ -6,7 +6,7 @@
 #include "gpu_activity.h"
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "patch_status_map.h"
 #include "kernel_names.h"
 #include "own_threads.h"
@@ -15,7 +15,6 @@
 #include "thread_state.h"
 #include "trace_format.h"
 
-#include "code_write.h"
 #include "cuhook_agent.h"
 #include "exec_maps.h"
 #include "flight.h"
@@ -264,11 +263,11 @@ static void put_tables(void)
 		memcpy(buf + b.path_len, l->version, b.version_len);
 		put_block(CUHOOK_BLOCK_LIB, &b, sizeof(b), buf, b.path_len + b.version_len);
 	}
-	while (W.funcs_written < hooks_count) {
-		uint32_t first = W.funcs_written, lib = hooks_hot[first].lib_id, n = 0;
+	while (W.funcs_written < patch_count) {
+		uint32_t first = W.funcs_written, lib = patch_sites[first].lib_id, n = 0;
 		size_t bytes = 0;
-		while (first + n < hooks_count && hooks_hot[first + n].lib_id == lib && n < 4096) {
-			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(hooks_cold[first + n].name));
+		while (first + n < patch_count && patch_sites[first + n].lib_id == lib && n < 4096) {
+			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(patch_sites[first + n].name));
 			n++;
 		}
 		uint8_t *buf = scratch(SCRATCH_FUNCS, bytes);
@@ -281,7 +280,7 @@ static void put_tables(void)
 			if (agent_libs[i].lib_id == lib)
 				base = agent_libs[i].base;
 		for (uint32_t id = first; id < first + n; id++) {
-			const struct hook_cold *hc = &hooks_cold[id];
+			const struct patch_site *hc = &patch_sites[id];
 			struct cuhook_func_entry *e = (struct cuhook_func_entry *)(buf + off);
 			size_t nl = strlen(hc->name);
 			if (nl > 0xffff)
@@ -361,7 +360,7 @@ static uint32_t walk_records(const struct ring *r, uint32_t p, uint32_t end, uin
 		unsigned type = CUHOOK_REC5_TYPE(q[0]), nargs = 0;
 		if (type == CUHOOK_REC5_ENTRY) {
 			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
-			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+			nargs = f < patch_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
 		}
 		uint32_t len = cuhook_rec5_size(q, end - p, nargs);
 		if (!len)
@@ -872,7 +871,7 @@ static void dump_ring(struct ring *r, uint64_t cut)
 		unsigned nargs = 0;
 		if (CUHOOK_REC5_TYPE(q[0]) == CUHOOK_REC5_ENTRY) {
 			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
-			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+			nargs = f < patch_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
 		}
 		uint32_t len = cuhook_rec5_size(q, n - p, nargs);
 		if (!len)
@@ -913,7 +912,7 @@ static void dump_once(void)
 	char text[CLOSE_NOTE_MAX + 128];
 	int tl = snprintf(text, sizeof(text), "flight recorder: dump %u: %s%s%s", W.dumps,
 	                  why ? why : W.stop ? "the trace ends" : "asked for (cuhook dump)",
-	                  func < hooks_count ? " in " : "", func < hooks_count ? hooks_cold[func].name : "");
+	                  func < patch_count ? " in " : "", func < patch_count ? patch_sites[func].name : "");
 	put_note(0, text, (size_t)tl < sizeof(text) ? (size_t)tl : sizeof(text) - 1);
 	put_notes();
 	put_stacks();
@@ -1007,7 +1006,7 @@ static void *writer_main(void *gen)
 {
 	own_thread_enter();
 	thread_state_mark_internal();
-	code_writer_tid = (int)gettid();
+	hook_own_tid = (int)gettid();
 	if (!wait_for_start((uint32_t)(uintptr_t)gen)) {
 		own_thread_leave(); /* as below: while this id is still ours */
 		return NULL;
