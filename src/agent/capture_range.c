@@ -20,13 +20,13 @@
  * that of an earlier owner and counts as none. */
 #include "capture_range.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 #include "clock_read.h"
 #include "config.h"
 #include "hook_table.h"
 #include "record.h"
 #include "thread_state.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -143,7 +143,7 @@ static void counts_edge(enum edge_kind kind)
 {
 	__atomic_add_fetch(&C.seq, 1, __ATOMIC_ACQ_REL);
 	if (table) {
-		uint32_t nslots = __atomic_load_n(&agent_count_slots, __ATOMIC_ACQUIRE);
+		uint32_t nslots = __atomic_load_n(&hook_count_slots, __ATOMIC_ACQUIRE);
 		for (struct ring *r = thread_rings(); r; r = r->next) {
 			if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
 				continue;

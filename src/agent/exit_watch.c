@@ -6,9 +6,10 @@
  *
  * Only the process that started the session does: a vfork or posix_spawn child shares the
  * parent's memory, agent included, and calls _exit when its exec fails; it must leave the
- * parent's trace alone (agent.c compares the pid). And the close never waits long: a writer
- * held up behind a lock that the exiting thread holds (an _exit from a signal handler that
- * interrupted the agent) must not keep the process from ending. exit() reaches _exit too,
+ * parent's trace alone (the close agent.c gives exit_watch_prepare compares the pid). And the
+ * close never waits long: a writer held up behind a lock that the exiting thread holds (an
+ * _exit from a signal handler that interrupted the agent) must not keep the process from
+ * ending. exit() reaches _exit too,
  * after the destructor closed the trace: nothing is left to do then. */
 #include "exit_watch.h"
 
@@ -17,9 +18,20 @@
 #include "libc_symbol.h"
 
 static int installed_id = -1;
+static void (*handler)(void); /* exit_watch_prepare's on_exit */
 
-int exit_watch_prepare(void)
+uintptr_t exit_watch_on_exit(void *unused)
 {
+	(void)unused;
+	void (*h)(void) = __atomic_load_n(&handler, __ATOMIC_ACQUIRE);
+	if (h)
+		h();
+	return 0;
+}
+
+int exit_watch_prepare(void (*on_exit)(void))
+{
+	__atomic_store_n(&handler, on_exit, __ATOMIC_RELEASE);
 	if (installed_id >= 0)
 		return 0;
 	uintptr_t addr;

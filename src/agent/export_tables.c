@@ -20,6 +20,7 @@
  * Everything here runs under agent_lock, on the slow path of one call per table. */
 #include "export_tables.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
 #include "export_names.h"
 #include "freeze.h"
@@ -48,14 +49,16 @@ struct batch {
 static struct batch batches[ET_MAX_TABLES]; /* the ids each table's functions got */
 static unsigned nbatches;
 static bool armed_on;                   /* this session traces them (export_tables=1) */
+static const struct hook_classifier *classifier; /* the one that classified cuGetExportTable */
 
 static void on_return(const uint64_t *args, uint64_t ret);
 
-uint8_t export_tables_classify(const char *name, uint32_t id, bool on)
+uint8_t export_tables_classify(const char *name, uint32_t id, bool on, const struct hook_classifier *how)
 {
 	if (strcmp(name, "cuGetExportTable") != 0)
 		return 0;
 	armed_on = on;
+	classifier = how;
 	if (!on) {
 		if (hooks_calls[id].on_return == on_return)
 			hooks_calls[id].on_return = NULL;
@@ -202,7 +205,7 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 	}
 	struct patch_result res = {0};
 	if (nf) {
-		struct patch_request req = hook_request(false, &agent_classifier);
+		struct patch_request req = hook_request(false, classifier);
 		req.base = o->base;
 		req.filter = "*";
 		req.lib_id = lib->lib_id;

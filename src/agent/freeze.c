@@ -14,7 +14,7 @@
  * allocation, no locks (other threads are stopped while it runs and may hold them). */
 #include "freeze.h"
 
-#include "hook_table.h"
+#include "patcher.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,6 +8,8 @@
 
 struct hook_hot hooks_hot[HOOKS_MAX];
 struct hook_calls hooks_calls[HOOKS_MAX];
+uint32_t hook_count_func[RING_COUNT_SLOTS];
+uint32_t hook_count_slots;
 int hook_own_tid;
 
 /* Fill hh's entry_hdr and entry_info (the ENTRY5 record's word without depth and time, and

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "patcher.h"
+#include "thread_state.h"
 
 #define HOOKS_MAX PATCH_SITES_MAX
 
@@ -75,6 +76,12 @@ struct hook_calls {
 
 extern struct hook_hot hooks_hot[HOOKS_MAX];
 extern struct hook_calls hooks_calls[HOOKS_MAX];
+
+/* Counted functions (HOOK_COUNT): the hook id behind each counter slot of the rings, slots
+ * [0, hook_count_slots) in use. A slot, once given to an id, stays its own (a later session
+ * may record that function again, and count it again in the same slot). Under agent_lock. */
+extern uint32_t hook_count_func[RING_COUNT_SLOTS];
+extern uint32_t hook_count_slots;
 
 /* The writer thread's id (writer.c sets it, 0 before): it never runs hooked code, so patching
  * does not count it among the threads that may run. */

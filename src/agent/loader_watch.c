@@ -12,10 +12,12 @@
 #include <string.h>
 
 static int installed_ids[2] = {-1, -1};
+static void (*on_load)(void); /* loader_watch_prepare's */
 
 static void after_dlopen(void)
 {
-	agent_scan_libraries();
+	if (on_load)
+		on_load();
 }
 
 /* Plan the hook of one loader function, the first time (its stub is reused after). */
@@ -54,8 +56,9 @@ static int plan(unsigned slot, const char *name)
 	return 0;
 }
 
-int loader_watch_prepare(void)
+int loader_watch_prepare(void (*scan)(void))
 {
+	on_load = scan;
 	pthread_mutex_lock(&agent_lock);
 	int rc = plan(0, "dlopen");
 	plan(1, "dlmopen"); /* rare; not fatal */

@@ -2,6 +2,7 @@
  * it works). */
 #include "nvfd.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
 #include "libc_symbol.h"
 

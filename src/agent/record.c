@@ -243,7 +243,7 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
 		uint32_t session = __atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE);
-		struct ring_wait_arg a = {r, want_tail};
+		struct ring_wait_arg a = {r, want_tail, &cuhook_writer_alive};
 		cuhook_call_saving_vectors(record_wait_for_space, &a);
 		/* The wait may outlast the trace it was for (the writer gone at a stop, the thread not
 		 * run again until a later attach opened a new file): this record belongs to none. */

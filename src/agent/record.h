@@ -49,6 +49,7 @@ uint8_t record_fast_out(uint16_t decoder);
 struct ring_wait_arg {
 	struct ring *ring;
 	uint64_t want_tail;  /* the writer's tail that makes room (record.c, ring_reserve) */
+	const volatile int *writer_alive; /* &cuhook_writer_alive: waiting ends when it is 0 */
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);

@@ -6,7 +6,7 @@
 #include "flight.h"
 #include "hook_table.h"
 #include "thread_state.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -22,7 +22,7 @@ uintptr_t record_wait_for_space(void *p)
 	 * outlast the wait. Give up (the record is dropped and counted) only if the writer is
 	 * gone; the timeout only bounds how long a writer that dies unseen could keep us. */
 	uint32_t *word = (uint32_t *)&r->tail; /* x86-64: the low half */
-	while (__atomic_load_n(&cuhook_writer_alive, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(a->writer_alive, __ATOMIC_ACQUIRE)) {
 		uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 		if (tail >= a->want_tail)
 			break;
