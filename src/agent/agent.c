@@ -1,32 +1,33 @@
-/* The agent's life cycle: start (configure, open the trace, patch what is loaded, watch for
- * libraries loaded later), stop (unpatch, flush), the constructor and destructor of
- * constructor mode, fork, and the exported API (cuhook_agent.h). */
+/* The agent's life cycle: start (configure, open the trace, patch what is loaded through the
+ * library registry, watch for libraries loaded later), stop (unpatch, flush), the constructor
+ * and destructor of constructor mode, fork, and the exported API (cuhook_agent.h). It drives
+ * the other parts; none of them calls back into it except through what it hands them (the
+ * scan after a dlopen, the close at _exit). */
 #include "cuhook_agent.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
-#include "arity.h"
 #include "capture_range.h"
-#include "job_env.h"
-#include "kernel_names.h"
 #include "config.h"
-#include "decoders.h"
+#include "exec_maps.h"
 #include "exit_watch.h"
 #include "export_tables.h"
 #include "flight.h"
 #include "freeze.h"
-#include "glob_filter.h"
 #include "gpu_activity.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "injector_watch.h"
+#include "job_env.h"
+#include "kernel_names.h"
+#include "lib_registry.h"
 #include "loaded_objects.h"
 #include "loader_watch.h"
 #include "nvfd.h"
 #include "own_threads.h"
+#include "py_stack.h"
 #include "record.h"
 #include "self_maps.h"
 #include "stack_capture.h"
-#include "exec_maps.h"
-#include "py_stack.h"
 #include "thread_state.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -36,7 +37,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,69 +44,24 @@
 #include <time.h>
 #include <unistd.h>
 
-pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
-struct agent_lib agent_libs[AGENT_MAX_LIBS];
-uint32_t agent_count_func[RING_COUNT_SLOTS];
-uint32_t agent_count_slots;
-unsigned agent_nlibs;
-
 /* Read by the assembly shim (stubs.S). */
 __attribute__((visibility("hidden"))) uint32_t cuhook_xsave_size;
 __attribute__((visibility("hidden"))) uint64_t cuhook_xsave_mask;
 
 static struct cuhook_config cfg;
-static int active;
-/* cuhook_agent_prepare done and no start yet: the trace file is open, its writer thread waits,
- * the libraries and the agent's own hooks are planned (stubs written, no jump). The options it
- * was made for: a start with the same ones uses it. */
-static bool prepared;
+/* A preparation (agent_prepared, agent_state.h): the trace file is open, its writer thread
+ * waits, the libraries and the agent's own hooks are planned (stubs written, no jump). The
+ * options it was made for: a start with the same ones uses it. */
 static char prepared_options[8192];
 static char trace_file[PATH_MAX];         /* this session's (or preparation's) trace */
 static bool watch_planned, exit_planned;  /* the dlopen watch and the _exit hook have stubs */
-static pid_t session_pid; /* the process that started this session (exit_watch_on_exit) */
-static bool threads_stopped_now; /* during a start/stop with every other thread stopped */
+static pid_t session_pid; /* the process that started this session (close_at_exit) */
 static bool jumps_left; /* a session ended without taking its jumps out (by itself, writer.c) */
 static char last_error[PATH_MAX + 512];
-/* The writer's failure this session (agent_trace_failed): its errno, and what it said. */
-static int trace_failed;
-static char trace_failure[256];
-
-void agent_log(int level, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* level 0: stderr with CUHOOK_VERBOSE only; 1: also an info NOTE in the trace;
-	 * 2: a warning NOTE, and stderr always. */
-	if (level >= 1 && (active || prepared)) /* a preparation's notes go into its trace */
-		writer_note(level - 1, msg, !threads_stopped_now);
-	if (!cfg.quiet && (cfg.verbose >= 1 || level >= 2)) {
-		char line[560];
-		int n = snprintf(line, sizeof(line), "cuhook: %s\n", msg);
-		if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
-		}
-	}
-}
 
 static void set_error(const char *msg)
 {
 	snprintf(last_error, sizeof(last_error), "%s", msg);
-}
-
-void agent_trace_failed(int err)
-{
-	int n = snprintf(trace_failure, sizeof(trace_failure),
-	                 "writing the trace failed (%s); tracing stopped, the program goes on", strerror(err));
-	__atomic_store_n(&trace_failed, err, __ATOMIC_RELEASE);
-	if (cfg.quiet || n <= 0)
-		return;
-	char line[sizeof(trace_failure) + 16];
-	n = snprintf(line, sizeof(line), "cuhook: %s\n", trace_failure);
-	if (write(2, line, (size_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1)) < 0) {
-		/* nothing more we can do */
-	}
 }
 
 /* The XSAVE area the shim needs: every state component the OS enabled except AMX tiles
@@ -124,200 +79,6 @@ static void detect_xsave(void)
 	cuhook_xsave_size = b + 64;
 }
 
-static unsigned count_overflow; /* functions the count option named beyond the slots, this session */
-
-/* The counter slot of hook `id` (agent_state.h), given on first use; -1 when all are taken. */
-static int count_slot(uint32_t id)
-{
-	for (uint32_t s = 0; s < agent_count_slots; s++)
-		if (agent_count_func[s] == id)
-			return (int)s;
-	if (agent_count_slots == RING_COUNT_SLOTS)
-		return -1;
-	agent_count_func[agent_count_slots] = id;
-	return (int)agent_count_slots++;
-}
-
-/* How a function's calls are traced: recorded (HOOK_RECORD), or counted (HOOK_COUNT) when the
- * count option names it. Called under agent_lock before its jump is written. */
-uint8_t agent_classify(const char *name, struct hook_hot *hh, void *ctx)
-{
-	(void)ctx;
-	hh->decoder = (uint16_t)cuhook_decoder_find(name);
-	hh->nregs = (uint8_t)cuhook_reg_args(name);
-	hh->nstack = (uint8_t)cuhook_stack_slots(name, CUHOOK_MAX_STACK_ARGS);
-	hh->fast_out = record_fast_out(hh->decoder);
-	/* kernel names: its successful exit goes to C (record_data), never the inline value */
-	hh->names_role = kernel_names_role(name);
-	if (hh->names_role)
-		hh->fast_out = 0;
-	/* a capture range's edges (capture_range.h): never counted, whatever count= says */
-	uint8_t edge = capture_classify(name, (uint32_t)(hh - hooks_hot));
-	if (edge) {
-		hh->aux = 0;
-		return edge;
-	}
-	/* cuGetExportTable with export_tables=1: recorded, and its tables read at its return */
-	if (export_tables_classify(name, (uint32_t)(hh - hooks_hot), cfg.export_tables)) {
-		hh->aux = 0;
-		uint8_t flags = HOOK_RECORD | HOOK_CALLBACK;
-		if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
-			flags |= HOOK_STACK;
-		return flags;
-	}
-	if (cfg.count[0] && glob_filter_match(cfg.count, name)) {
-		int slot = count_slot((uint32_t)(hh - hooks_hot));
-		if (slot >= 0) {
-			hh->aux = (uint8_t)slot;
-			return HOOK_COUNT;
-		}
-		if (count_overflow++ == 0)
-			agent_log(2, "count: more than %d functions to count; %s and any others beyond "
-			          "are recorded instead", RING_COUNT_SLOTS, name);
-	}
-	hh->aux = 0;
-	uint8_t flags = HOOK_RECORD;
-	if (cfg.stacks[0] && glob_filter_match(cfg.stacks, name))
-		flags |= HOOK_STACK;
-	if (cuhook_flight && flight_trigger_slow.on && glob_filter_match(flight_trigger_slow.globs, name))
-		flags |= HOOK_SLOW;
-	return flags;
-}
-
-/* "libcuda.so.580.159.04" -> "580.159.04" */
-static void version_from_path(const char *path, char *out, size_t len)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	const char *so = strstr(base, ".so.");
-	snprintf(out, len, "%s", so ? so + 4 : "");
-}
-
-struct found_lib {
-	uintptr_t base;
-	const void *phdr;
-	unsigned phnum;
-	char name[PATH_MAX];
-};
-
-struct scan {
-	struct found_lib libs[16];
-	unsigned n;
-	bool plan_only;      /* a preparation: every object goes into the snapshot the start checks */
-};
-
-static int scan_cb(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	(void)size;
-	struct scan *s = ctx;
-	const char *name = info->dlpi_name;
-	if (s->plan_only)
-		loaded_snapshot_add(info->dlpi_addr, name);
-	if (!name || !*name || s->n == 16)
-		return 0;
-	const char *base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	if (fnmatch(cfg.lib, base, 0) != 0)
-		return 0;
-	struct found_lib *f = &s->libs[s->n++];
-	f->base = info->dlpi_addr;
-	f->phdr = info->dlpi_phdr;
-	f->phnum = info->dlpi_phnum;
-	snprintf(f->name, sizeof(f->name), "%s", name);
-	return 0;
-}
-
-/* A note of how a library's counted functions are counted: by their count thunks (hooks.c),
- * or through the entry stub when a thunk could not be written. */
-static void log_counted(const char *path, uint32_t first, uint32_t count)
-{
-	unsigned counted = 0, in_place = 0;
-	for (uint32_t id = first; id < first + count; id++) {
-		if (!hooks_cold[id].patched || hooks_hot[id].flags != HOOK_COUNT)
-			continue;
-		counted++;
-		in_place += hooks_counted_in_place(id);
-	}
-	if (counted)
-		agent_log(1, "%s: %u functions counted, %u of them by their count thunks", path, counted,
-		          in_place);
-}
-
-static void log_patched(const struct agent_lib *l, const struct patch_result *res)
-{
-	agent_log(1, "%s: %u functions patched, %u refused, %u filtered out; %d other threads stopped while patching, %d moved out of overwritten bytes",
-	          l->path, res->patched, res->refused, res->filtered, freeze_stopped_threads(),
-	          freeze_moved_threads());
-	log_counted(l->path, l->first_id, l->count);
-}
-
-/* One library the scan found. plan_only (a preparation): plan it, or, known from an earlier
- * session (unpatched since its stop), plan what this session's options add and classify its
- * functions again; the start writes its jumps (arm_libraries). Else (found after a dlopen while
- * tracing): patch it at once. */
-static void patch_one(const struct found_lib *f, bool plan_only)
-{
-	char real[PATH_MAX];
-	if (!realpath(f->name, real))
-		snprintf(real, sizeof(real), "%s", f->name);
-	struct patch_request req = {
-	    .base = f->base, .phdr = f->phdr, .phnum = f->phnum, .filter = cfg.funcs,
-	    .threads_stopped = threads_stopped_now, .classify = agent_classify,
-	    .freeze = freeze_others, .thaw = thaw_others,
-	};
-	struct patch_result res;
-	for (unsigned i = 0; i < agent_nlibs; i++) {
-		struct agent_lib *l = &agent_libs[i];
-		if (l->base != f->base || strcmp(l->path, real) != 0)
-			continue;
-		req.lib_id = l->lib_id;
-		if (plan_only) {
-			/* this session's count option may differ from the last: classified again */
-			hooks_replan(&req, l->first_id, l->count);
-			l->arm_at_start = true;
-			return;
-		}
-		/* Known from an earlier session: patched now? */
-		bool armed = false;
-		for (uint32_t id = l->first_id; id < l->first_id + l->count && !armed; id++)
-			armed = hooks_cold[id].patched;
-		if (armed)
-			return;
-		hooks_rearm(&req, l->first_id, l->count, &res);
-		agent_log(0, "%s: %u functions patched again, %u refused, %u filtered", real,
-		          res.patched, res.refused, res.filtered);
-		log_counted(real, l->first_id, l->count);
-		return;
-	}
-	if (agent_nlibs == AGENT_MAX_LIBS)
-		return;
-	struct agent_lib *l = &agent_libs[agent_nlibs];
-	memset(l, 0, sizeof(*l));
-	l->lib_id = agent_nlibs + 1;
-	l->base = f->base;
-	snprintf(l->path, sizeof(l->path), "%s", real);
-	version_from_path(real, l->version, sizeof(l->version));
-	req.lib_id = l->lib_id;
-	if ((plan_only ? hooks_plan_library(&req, &res) : hooks_patch_library(&req, &res)) != 0) {
-		agent_log(2, "%s: no dynamic symbol table; nothing patched", real);
-		return;
-	}
-	l->first_id = res.first_id;
-	l->count = res.count;
-	l->arm_at_start = plan_only;
-	agent_nlibs++;
-	if (plan_only)
-		agent_log(0, "%s: %u functions planned, %u refused, %u filtered out", real, res.patched,
-		          res.refused, res.filtered);
-	else
-		log_patched(l, &res);
-	if (cfg.verbose >= 2)
-		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
-			if (hooks_cold[id].status != CUHOOK_PATCHED && hooks_cold[id].status != CUHOOK_SKIPPED_FILTER)
-				agent_log(0, "  refused %s: %s (%s)", hooks_cold[id].name,
-				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
-}
-
 /* This session's writer options, as cfg says. */
 static struct writer_opts trace_opts(void)
 {
@@ -326,82 +87,34 @@ static struct writer_opts trace_opts(void)
 	                            .stacks = cfg.stacks[0] != 0, .flight = cfg.flight != 0};
 }
 
-/* plan_only: a preparation (see patch_one); it also takes the snapshot of every loaded object
- * that the start checks (loaded_objects.h). */
-static void scan_libraries(bool plan_only)
-{
-	struct scan s;
-	s.n = 0;
-	s.plan_only = plan_only;
-	if (plan_only)
-		loaded_snapshot_begin();
-	dl_iterate_phdr(scan_cb, &s);
-	if (plan_only)
-		loaded_snapshot_end();
-	pthread_mutex_lock(&agent_lock);
-	if (plan_only)
-		for (unsigned i = 0; i < agent_nlibs; i++)
-			agent_libs[i].arm_at_start = false; /* only what is loaded now */
-	for (unsigned i = 0; i < s.n; i++)
-		patch_one(&s.libs[i], plan_only);
-	pthread_mutex_unlock(&agent_lock);
-}
-
-/* The start: write the jumps of the libraries the preparation planned. Under agent_lock. */
-static void arm_libraries(void)
-{
-	for (unsigned i = 0; i < agent_nlibs; i++) {
-		struct agent_lib *l = &agent_libs[i];
-		if (!l->arm_at_start)
-			continue;
-		l->arm_at_start = false;
-		struct patch_request req = {
-		    .base = l->base, .filter = cfg.funcs, .lib_id = l->lib_id,
-		    .threads_stopped = threads_stopped_now, .classify = agent_classify,
-		    .freeze = freeze_others, .thaw = thaw_others,
-		};
-		struct patch_result res;
-		hooks_arm(&req, l->first_id, l->count, &res);
-		log_patched(l, &res);
-	}
-}
-
 /* Tracing, as far as the API goes: started, and not ended by the writer itself (its injector is
  * gone or late: injector_watch.h). Such a session is over; its jumps, left in place, pass calls
  * through until the next start or stop takes them out. For the API's calls only (start, stop,
  * prepare: one at a time, from the injector or at exit). */
 static bool session_open(void)
 {
-	if (active && writer_ended_itself()) {
-		active = 0;
+	if (agent_active && writer_ended_itself()) {
+		agent_active = 0;
 		jumps_left = true;
 		injector_watch_end();
 	}
-	return active;
+	return agent_active;
 }
 
-/* A library the agent traces (libcuda) is patched. */
-static bool driver_patched(void)
-{
-	for (unsigned i = 0; i < agent_nlibs; i++)
-		if (!agent_libs[i].internal && !agent_libs[i].ioctl)
-			return true;
-	return false;
-}
-
-void agent_scan_libraries(void)
+/* A library was loaded (the dlopen watch, CUPTI's start): patch it if it is to be traced. */
+static void agent_scan_libraries(void)
 {
 	/* not after the writer ended the session itself: nothing would be recorded */
-	if (active && !writer_ended_itself()) {
+	if (agent_active && !writer_ended_itself()) {
 		if (cfg.stacks[0]) {
 			exec_maps_learn(); /* the build ids of what was loaded, for MAPS */
 			py_stack_setup();  /* a libpython loaded by the program */
 		}
-		scan_libraries(false);
+		registry_scan(false);
 		pthread_mutex_lock(&agent_lock);
 		kernel_names_resolve();
 		pthread_mutex_unlock(&agent_lock);
-		if (cfg.gpu && driver_patched())
+		if (cfg.gpu && registry_driver_patched())
 			gpu_driver_loaded();
 	}
 }
@@ -436,7 +149,7 @@ static void start_in_fork_child(void)
 		agent_log(2, "fork child %d: %s; the child is not traced", (int)getpid(), err);
 		return;
 	}
-	active = 1;
+	agent_active = 1;
 	session_pid = getpid();
 	__atomic_store_n(&cuhook_recording, capture_begin(true), __ATOMIC_RELEASE);
 	agent_log(1, "fork child of %d: tracing into %s", (int)getppid(), path);
@@ -453,11 +166,11 @@ static void on_fork_child(void)
 	 * the writer does not, and the trace file is the parent's. Hooks stay in place and pass
 	 * calls through. With follow, it then starts a trace of its own. */
 	int saved_errno = errno;
-	bool follow = active && cfg.follow;
+	bool follow = agent_active && cfg.follow;
 	cuhook_recording = 0;
 	cuhook_writer_alive = 0;
-	active = 0;
-	prepared = false; /* the waiting writer thread is the parent's */
+	agent_active = 0;
+	agent_prepared = false; /* the waiting writer thread is the parent's */
 	pthread_mutex_init(&agent_lock, NULL);
 	own_threads_after_fork_child();
 	thread_state_after_fork_child();
@@ -480,28 +193,27 @@ static double now_ms(void)
 /* How long an _exit waits for the writer's last round before it lets the process go. */
 #define EXIT_CLOSE_MS 2000
 
-uintptr_t exit_watch_on_exit(void *unused)
+/* _exit's entry (exit_watch.h): close this session's trace as the destructor would. */
+static void close_at_exit(void)
 {
-	(void)unused;
 	static int closing;
-	if (!active || getpid() != session_pid || __atomic_exchange_n(&closing, 1, __ATOMIC_ACQ_REL))
-		return 0; /* not tracing, a vfork/posix_spawn child in our memory, or closing already */
+	if (!agent_active || getpid() != session_pid || __atomic_exchange_n(&closing, 1, __ATOMIC_ACQ_REL))
+		return; /* not tracing, a vfork/posix_spawn child in our memory, or closing already */
 	int saved_errno = errno;
 	if (config_gpu_possible(&cfg))
 		gpu_stop(); /* the other threads still run: CUPTI can be flushed */
 	capture_end(false);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
 	if (writer_close_within(EXIT_CLOSE_MS) == 0)
-		active = 0;
+		agent_active = 0;
 	__atomic_store_n(&closing, 0, __ATOMIC_RELEASE);
 	errno = saved_errno;
-	return 0;
 }
 
 static void unpatch_all(bool threads_stopped)
 {
 	pthread_mutex_lock(&agent_lock);
-	hooks_unpatch_all(threads_stopped);
+	patch_unpatch_all(threads_stopped, hook_own_tid);
 	pthread_mutex_unlock(&agent_lock);
 	jumps_left = false;
 }
@@ -531,16 +243,17 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	 * options choose what is planned and patched. */
 	if (jumps_left)
 		unpatch_all(stopped);
-	bool same = prepared && options && strlen(options) < sizeof(prepared_options) &&
+	bool same = agent_prepared && options && strlen(options) < sizeof(prepared_options) &&
 	            !strcmp(options, prepared_options);
-	if (prepared && !same) {
+	if (agent_prepared && !same) {
 		writer_discard();
-		prepared = false;
+		agent_prepared = false;
 	}
-	if (!prepared) {
+	if (!agent_prepared) {
 		cfg = *c;
-		count_overflow = 0;
-		__atomic_store_n(&trace_failed, 0, __ATOMIC_RELEASE);
+		registry_configure(&cfg);
+		agent_log_configure(cfg.quiet, cfg.verbose);
+		agent_trace_failure_clear();
 		if (!once) {
 			detect_xsave();
 			pthread_atfork(NULL, NULL, on_fork_child);
@@ -561,7 +274,7 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 			set_error(err);
 			return rc;
 		}
-		prepared = true;
+		agent_prepared = true;
 		/* an options string too long to keep is never taken for the same as another */
 		snprintf(prepared_options, sizeof(prepared_options), "%s",
 		         options && strlen(options) < sizeof(prepared_options) ? options : "\x01");
@@ -576,17 +289,17 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	/* Before the scan: what loading CUPTI loads (a libcuda) is then planned and in the
 	 * snapshot the start checks. */
 	if (cfg.gpu)
-		gpu_prepare(&cfg, gpu_how);
+		gpu_prepare(&cfg, gpu_how, agent_scan_libraries);
 	/* Before the scan, whose classification marks the stacked functions: the unwinder and
 	 * the stack table are ready before any of their jumps. */
 	if (cfg.stacks[0])
 		prepare_stacks();
-	scan_libraries(true);
+	registry_scan(true);
 	/* the names thread, created while the program's threads run (it asks the driver for the
 	 * names of kernel handles launched: kernel_names.h) */
 	kernel_names_prepare(&cfg);
-	watch_planned = loader_watch_prepare() == 0;
-	exit_planned = exit_watch_prepare() == 0;
+	watch_planned = loader_watch_prepare(agent_scan_libraries) == 0;
+	exit_planned = exit_watch_prepare(close_at_exit) == 0;
 	if (cfg.ioctl)
 		nvfd_prepare(cfg.ioctl_paths);
 	return 0;
@@ -613,16 +326,16 @@ static int go(bool stopped)
 		set_error("a library was loaded or unloaded since the preparation; not started");
 		return -EAGAIN;
 	}
-	threads_stopped_now = stopped;
+	agent_threads_stopped = stopped;
 	/* the writer's first round waits for agent_lock: the tables it writes are then complete */
 	writer_start();
-	active = 1;
-	prepared = false;
+	agent_active = 1;
+	agent_prepared = false;
 	session_pid = getpid();
 	/* on now, or at the first cuProfilerStart, or after a delay (capture_range.h) */
 	__atomic_store_n(&cuhook_recording, capture_begin(false), __ATOMIC_RELEASE);
 	double t1 = now_ms();
-	arm_libraries();
+	registry_arm();
 	export_tables_arm(stopped);
 	double t2 = now_ms();
 	kernel_names_resolve(); /* plain reads of the hook table */
@@ -637,12 +350,12 @@ static int go(bool stopped)
 		agent_log(1, "cannot hook _exit: a process ending with _exit() will lose its last records");
 	agent_log(0, "started in %.2f ms: writer %.2f ms, libraries %.2f ms, dlopen watch %.2f ms",
 	          now_ms() - t0, t1 - t0, t2 - t1, now_ms() - t2);
-	if (!driver_patched())
+	if (!registry_driver_patched())
 		agent_log(1, "no library matching '%s' is loaded yet; it will be patched when loaded", cfg.lib);
 	/* Last, and while the other threads are still taken as stopped (agent_log): the writer must
 	 * not end a session this start has not finished opening. */
 	injector_watch_begin(cfg.injector, cfg.deadline_ms);
-	threads_stopped_now = false;
+	agent_threads_stopped = false;
 	snprintf(last_error, sizeof(last_error), "tracing to %s", trace_file);
 	return 0;
 }
@@ -667,7 +380,7 @@ static int start(const struct cuhook_config *c, const char *options, unsigned fl
 		set_error("already tracing");
 		return -EALREADY;
 	}
-	bool ready = prepared && options && !strcmp(options, prepared_options);
+	bool ready = agent_prepared && options && !strcmp(options, prepared_options);
 	/* Where CUPTI is called (gpu_activity.h): prepared beside, on the GPU thread. A start that
 	 * prepares itself calls it here where no thread can be inside the driver: in constructor
 	 * mode, or before any libcuda is loaded (cuhook run at the entry point); else (an injector
@@ -683,7 +396,7 @@ static int start(const struct cuhook_config *c, const char *options, unsigned fl
 	}
 	int rc = go(flags & CUHOOK_START_THREADS_STOPPED);
 	if (rc == 0 && cfg.gpu) {
-		gpu_start(how, driver_patched());
+		gpu_start(how, registry_driver_patched());
 		/* for cuhook attach, whose target's stderr is not the operator's: said there */
 		const char *why = gpu_problem();
 		size_t n = strlen(last_error);
@@ -695,7 +408,7 @@ static int start(const struct cuhook_config *c, const char *options, unsigned fl
 
 static void stop(bool unpatch, bool threads_stopped)
 {
-	if (!active)
+	if (!agent_active)
 		return;
 	/* CUPTI only while the program's threads run (cuhook_agent_prepare_stop did it then) */
 	if (config_gpu_possible(&cfg) && threads_stopped)
@@ -709,7 +422,7 @@ static void stop(bool unpatch, bool threads_stopped)
 	writer_close();
 	injector_watch_end();
 	kernel_names_stop(!threads_stopped);
-	active = 0;
+	agent_active = 0;
 }
 
 /* Is our tracer the cuhook injector? Then it configures us through cuhook_agent_start. Known by
@@ -799,6 +512,7 @@ __attribute__((constructor)) static void agent_constructor(void)
 	if (c.disable)
 		return;
 	cfg.verbose = c.verbose;
+	agent_log_configure(cfg.quiet, cfg.verbose);
 	if (start(&c, NULL, 0) != 0)
 		fprintf(stderr, "cuhook: %s; not tracing\n", last_error);
 }
@@ -856,10 +570,10 @@ int cuhook_agent_prepare_stop(void)
 
 int cuhook_agent_stop(unsigned flags)
 {
-	if (!session_open() && prepared) {
+	if (!session_open() && agent_prepared) {
 		/* prepared, never started (an injector that backed out, or died in between) */
 		writer_discard();
-		prepared = false;
+		agent_prepared = false;
 		set_error("not tracing: a preparation was discarded");
 		return 0;
 	}
@@ -877,8 +591,9 @@ int cuhook_agent_stop(unsigned flags)
 		stop(true, flags & CUHOOK_START_THREADS_STOPPED);
 	}
 	/* The writer has ended: what it failed to write, if anything, is for the injector to say. */
-	if (__atomic_load_n(&trace_failed, __ATOMIC_ACQUIRE)) {
-		set_error(trace_failure);
+	const char *failure = agent_trace_failure();
+	if (failure) {
+		set_error(failure);
 		return CUHOOK_STOP_TRACE_FAILED;
 	}
 	return 0;
@@ -886,14 +601,14 @@ int cuhook_agent_stop(unsigned flags)
 
 uintptr_t cuhook_agent_fixup_ip(uintptr_t ip)
 {
-	return hooks_fixup_ip(ip);
+	return patch_fixup_ip(ip);
 }
 
 size_t cuhook_agent_fixup_ips(uintptr_t *ips, size_t n)
 {
 	size_t moved = 0;
 	for (size_t i = 0; i < n; i++) {
-		uintptr_t to = hooks_fixup_ip(ips[i]);
+		uintptr_t to = patch_fixup_ip(ips[i]);
 		moved += to != ips[i];
 		ips[i] = to;
 	}
@@ -907,5 +622,5 @@ const char *cuhook_agent_last_error(void)
 
 int cuhook_agent_active(void)
 {
-	return active && !writer_ended_itself();
+	return agent_active && !writer_ended_itself();
 }

@@ -7,7 +7,7 @@
  * writer for a window. They take `edge_busy`, a flag spun on with sched_yield: two threads
  * making edges at the same instant is the only wait, and an edge is a few microseconds.
  *
- * Counted functions. A count thunk (hooks.c) adds 1 to its thread's counter whether or not
+ * Counted functions. A count thunk (hook_table.c) adds 1 to its thread's counter whether or not
  * recording is on, and the stubs are not this file's to change. So at each edge every live
  * ring's counters are read into a table kept here, by ring: `at_stop` (the counters at the last
  * closing edge) and `off` (everything counted outside the ranges until the last opening edge).
@@ -20,13 +20,13 @@
  * that of an earlier owner and counts as none. */
 #include "capture_range.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 #include "clock_read.h"
 #include "config.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "record.h"
 #include "thread_state.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -143,7 +143,7 @@ static void counts_edge(enum edge_kind kind)
 {
 	__atomic_add_fetch(&C.seq, 1, __ATOMIC_ACQ_REL);
 	if (table) {
-		uint32_t nslots = __atomic_load_n(&agent_count_slots, __ATOMIC_ACQUIRE);
+		uint32_t nslots = __atomic_load_n(&hook_count_slots, __ATOMIC_ACQUIRE);
 		for (struct ring *r = thread_rings(); r; r = r->next) {
 			if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
 				continue;
@@ -272,14 +272,14 @@ uint8_t capture_classify(const char *name, uint32_t id)
 	if (!cb)
 		return 0;
 	if (C.mode != MODE_RANGE) {
-		if (hooks_cold[id].on_exit == on_profiler_start || hooks_cold[id].on_exit == on_profiler_stop)
-			hooks_cold[id].on_exit = NULL;
+		if (hooks_calls[id].on_exit == on_profiler_start || hooks_calls[id].on_exit == on_profiler_stop)
+			hooks_calls[id].on_exit = NULL;
 		return 0;
 	}
 	/* Not recorded: they are the range's edges (their NOTEs say when and on which thread). A
 	 * recorded exit could also come without its entry: a cuProfilerStop entered outside, while
 	 * another thread's cuProfilerStart opens a range. */
-	hooks_cold[id].on_exit = cb;
+	hooks_calls[id].on_exit = cb;
 	if (cb == on_profiler_start)
 		C.start_hooked = true;
 	return HOOK_CALLBACK;

@@ -6,21 +6,32 @@
  *
  * Only the process that started the session does: a vfork or posix_spawn child shares the
  * parent's memory, agent included, and calls _exit when its exec fails; it must leave the
- * parent's trace alone (agent.c compares the pid). And the close never waits long: a writer
- * held up behind a lock that the exiting thread holds (an _exit from a signal handler that
- * interrupted the agent) must not keep the process from ending. exit() reaches _exit too,
+ * parent's trace alone (the close agent.c gives exit_watch_prepare compares the pid). And the
+ * close never waits long: a writer held up behind a lock that the exiting thread holds (an
+ * _exit from a signal handler that interrupted the agent) must not keep the process from
+ * ending. exit() reaches _exit too,
  * after the destructor closed the trace: nothing is left to do then. */
 #include "exit_watch.h"
 
 #include "agent_state.h"
-#include "freeze.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "libc_symbol.h"
 
 static int installed_id = -1;
+static void (*handler)(void); /* exit_watch_prepare's on_exit */
 
-int exit_watch_prepare(void)
+uintptr_t exit_watch_on_exit(void *unused)
 {
+	(void)unused;
+	void (*h)(void) = __atomic_load_n(&handler, __ATOMIC_ACQUIRE);
+	if (h)
+		h();
+	return 0;
+}
+
+int exit_watch_prepare(void (*on_exit)(void))
+{
+	__atomic_store_n(&handler, on_exit, __ATOMIC_RELEASE);
 	if (installed_id >= 0)
 		return 0;
 	uintptr_t addr;
@@ -33,13 +44,13 @@ int exit_watch_prepare(void)
 	for (unsigned i = 0; i < agent_nlibs; i++)
 		if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase)
 			lib = agent_libs[i].lib_id;
-	installed_id = hooks_plan_internal("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL);
+	installed_id = hook_plan_internal("_exit", addr, size, HOOK_PROC_EXIT, 0, 0, lib, NULL);
 	pthread_mutex_unlock(&agent_lock);
 	return installed_id >= 0 ? 0 : -1;
 }
 
 int exit_watch_arm(bool threads_stopped)
 {
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
-	return installed_id >= 0 ? hooks_rearm_internal((uint32_t)installed_id, &how) : -1;
+	struct patch_request how = hook_request(threads_stopped, NULL);
+	return installed_id >= 0 ? patch_rearm_one((uint32_t)installed_id, &how) : -1;
 }

@@ -20,12 +20,14 @@
  * Everything here runs under agent_lock, on the slow path of one call per table. */
 #include "export_tables.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
 #include "export_names.h"
 #include "freeze.h"
 #include "export_table.h"
 #include "func_extent.h"
-#include "hooks.h"
+#include "hook_table.h"
+#include "patch_status_map.h"
 #include "trace_format.h"
 
 #include <link.h>
@@ -47,21 +49,23 @@ struct batch {
 static struct batch batches[ET_MAX_TABLES]; /* the ids each table's functions got */
 static unsigned nbatches;
 static bool armed_on;                   /* this session traces them (export_tables=1) */
+static const struct hook_classifier *classifier; /* the one that classified cuGetExportTable */
 
 static void on_return(const uint64_t *args, uint64_t ret);
 
-uint8_t export_tables_classify(const char *name, uint32_t id, bool on)
+uint8_t export_tables_classify(const char *name, uint32_t id, bool on, const struct hook_classifier *how)
 {
 	if (strcmp(name, "cuGetExportTable") != 0)
 		return 0;
 	armed_on = on;
+	classifier = how;
 	if (!on) {
-		if (hooks_cold[id].on_return == on_return)
-			hooks_cold[id].on_return = NULL;
+		if (hooks_calls[id].on_return == on_return)
+			hooks_calls[id].on_return = NULL;
 		return 0;
 	}
-	hooks_cold[id].on_return = on_return;
-	driver_lib_id = hooks_hot[id].lib_id;
+	hooks_calls[id].on_return = on_return;
+	driver_lib_id = patch_sites[id].lib_id;
 	return HOOK_CALLBACK;
 }
 
@@ -69,10 +73,10 @@ void export_tables_arm(bool threads_stopped)
 {
 	if (!armed_on)
 		return;
-	struct patch_request req = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	struct patch_request req = hook_request(threads_stopped, NULL);
 	struct patch_result res;
 	for (unsigned i = 0; i < nbatches; i++)
-		hooks_arm(&req, batches[i].first, batches[i].count, &res);
+		patch_arm(&req, batches[i].first, batches[i].count, &res);
 }
 
 struct obj_find {
@@ -105,8 +109,8 @@ static bool is_done(const uint8_t uuid[16])
 /* The hook of an address already hooked, or -1. */
 static int hooked_at(uintptr_t addr)
 {
-	for (uint32_t id = 0; id < hooks_count; id++)
-		if (hooks_cold[id].addr == addr && hooks_cold[id].name)
+	for (uint32_t id = 0; id < patch_count; id++)
+		if (patch_sites[id].addr == addr && patch_sites[id].name)
 			return (int)id;
 	return -1;
 }
@@ -148,7 +152,7 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		          lib->path);
 		return;
 	}
-	struct hook_func *fv = calloc(end, sizeof(*fv));
+	struct patch_func *fv = calloc(end, sizeof(*fv));
 	char(*names)[EXPORT_NAME_MAX] = calloc(end, EXPORT_NAME_MAX);
 	if (!fv || !names) {
 		free(fv);
@@ -176,17 +180,17 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 		unsigned k = 0;
 		while (prev < 0 && k < nf && fv[k].addr != p)
 			k++;
-		if (prev >= 0 && hooks_cold[prev].status != CUHOOK_PATCHED) {
+		if (prev >= 0 && patch_sites[prev].status != PATCH_OK) {
 			/* the same code as a function the agent found unsafe or was told to leave out */
 			refused_here++;
-			note_line(&note, "%s is %s, which is not traced (%s): not traced either", name, hooks_cold[prev].name,
-			          cuhook_patch_status_names[hooks_cold[prev].status]);
+			note_line(&note, "%s is %s, which is not traced (%s): not traced either", name, patch_sites[prev].name,
+			          patch_status_name(patch_sites[prev].status));
 			continue;
 		}
 		if (prev >= 0 || k < nf) {
 			aliases++;
 			note_line(&note, "%s is %s: hooked once, under that name", name,
-			          prev >= 0 ? hooks_cold[prev].name : fv[k].name);
+			          prev >= 0 ? patch_sites[prev].name : fv[k].name);
 			continue;
 		}
 		size_t size;
@@ -196,22 +200,22 @@ static void read_table(const uint8_t uuid[16], const uint64_t *table, const stru
 			continue;
 		}
 		memcpy(names[nf], name, sizeof(name));
-		fv[nf] = (struct hook_func){names[nf], p, size};
+		fv[nf] = (struct patch_func){names[nf], p, size};
 		nf++;
 	}
 	struct patch_result res = {0};
 	if (nf) {
-		struct patch_request req = {
-		    .base = o->base, .filter = "*", .lib_id = lib->lib_id, .classify = agent_classify,
-		    .freeze = freeze_others, .thaw = thaw_others,
-		};
-		hooks_patch_functions(fv, nf, &req, &res);
+		struct patch_request req = hook_request(false, classifier);
+		req.base = o->base;
+		req.filter = "*";
+		req.lib_id = lib->lib_id;
+		patch_functions(fv, nf, &req, &res);
 		if (res.count && nbatches < ET_MAX_TABLES)
 			batches[nbatches++] = (struct batch){res.first_id, res.count};
 		for (uint32_t id = res.first_id; id < res.first_id + res.count; id++)
-			if (hooks_cold[id].status != CUHOOK_PATCHED)
-				note_line(&note, "%s: refused: %s (%s)", hooks_cold[id].name,
-				          cuhook_patch_status_names[hooks_cold[id].status], hooks_cold[id].detail);
+			if (patch_sites[id].status != PATCH_OK)
+				note_line(&note, "%s: refused: %s (%s)", patch_sites[id].name,
+				          patch_status_name(patch_sites[id].status), patch_sites[id].detail);
 	}
 	if (note.more)
 		agent_log(1, "%s: %u more slots skipped, refused or aliased, not listed", what, note.more);

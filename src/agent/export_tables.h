@@ -8,10 +8,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* From the agent's classifier, for every function it classifies: for cuGetExportTable, with
- * the option on, its callback is set and HOOK_CALLBACK returned (the caller adds the rest);
- * else 0 (and a callback of ours taken away). Under agent_lock. */
-uint8_t export_tables_classify(const char *name, uint32_t id, bool on);
+struct hook_classifier;
+
+/* From the agent's classifier `how`, for every function it classifies: for cuGetExportTable,
+ * with the option on, its callback is set and HOOK_CALLBACK returned (the caller adds the
+ * rest); else 0 (and a callback of ours taken away). The functions behind its tables are
+ * classified by `how` too. Under agent_lock. */
+uint8_t export_tables_classify(const char *name, uint32_t id, bool on, const struct hook_classifier *how);
 
 /* A start: write again the jumps of the table functions an earlier session of this process
  * patched (its stop took them out; the program does not ask for the tables again). Allocates

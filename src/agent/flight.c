@@ -7,7 +7,7 @@
 #include "cuhook_agent.h"
 #include "record.h"
 #include "thread_state.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <stddef.h>
 #include <stdio.h>

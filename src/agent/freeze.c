@@ -14,7 +14,7 @@
  * allocation, no locks (other threads are stopped while it runs and may hold them). */
 #include "freeze.h"
 
-#include "hooks.h"
+#include "patcher.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -255,7 +255,7 @@ void thaw_others(void)
 		return;
 	int saved_errno = errno;
 	for (int i = 0; i < S.n; i++)
-		S.new_rip[i] = hooks_fixup_ip(S.rip[i]);
+		S.new_rip[i] = patch_fixup_ip(S.rip[i]);
 	set_phase(P_PATCHED);
 	waitpid(helper_pid, NULL, __WALL);
 	helper_pid = 0;

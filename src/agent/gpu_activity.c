@@ -2,20 +2,20 @@
 #include "gpu_activity.h"
 #include "clock_read.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 #include "cupti_abi.h"
 #include "cupti_load.h"
 #include "gpu_cbids.h"
 #include "gpu_clock.h"
 #include "gpu_queue.h"
 #include "gpu_records.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "kernel_names_hot.h"
 #include "own_threads.h"
 #include "record.h"
 #include "thread_state.h"
 #include "trace_format.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -50,6 +50,7 @@ static const char *const kind_names[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET"
 /* ---- the session ------------------------------------------------------------------------------ */
 
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER; /* serialises load, start, stop */
+static void (*rescan)(void); /* gpu_prepare's scan of the loaded libraries */
 
 static struct {
 	/* the preparation's outcome, for the start */
@@ -322,9 +323,9 @@ static void push_session(uint32_t status, uint32_t result, const char *path, uin
  * has its driver record and no work: harmless). */
 static bool submitting_hook(uint32_t id)
 {
-	if (id >= hooks_count || !hooks_cold[id].name)
+	if (id >= patch_count || !patch_sites[id].name)
 		return false;
-	return gpu_name_submits(hooks_cold[id].name);
+	return gpu_name_submits(patch_sites[id].name);
 }
 
 static void disable(unsigned nkinds, unsigned ncbids)
@@ -539,8 +540,9 @@ static void *gpu_thread(void *unused)
 		pthread_mutex_unlock(&gpu_lock);
 		/* CUPTI may have loaded a libcuda while starting, which the dlopen watch does not see
 		 * on an agent thread. */
-		if (what == WANT_ON)
-			agent_scan_libraries();
+		void (*scan)(void) = __atomic_load_n(&rescan, __ATOMIC_ACQUIRE);
+		if (what == WANT_ON && scan)
+			scan();
 		__atomic_store_n(&have, w, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &have, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
@@ -580,8 +582,9 @@ static bool wait_done(uint32_t r, int ms)
 
 /* ---- the agent's side ------------------------------------------------------------------------ */
 
-void gpu_prepare(const struct cuhook_config *c, enum gpu_how how)
+void gpu_prepare(const struct cuhook_config *c, enum gpu_how how, void (*scan_libraries)(void))
 {
+	__atomic_store_n(&rescan, scan_libraries, __ATOMIC_RELEASE);
 	/* read by the GPU thread once it sees the request (after the store that makes it) */
 	snprintf(S.want_cupti, sizeof(S.want_cupti), "%s", c->cupti);
 	S.monotonic = c->monotonic;

@@ -28,8 +28,9 @@
 enum gpu_how { GPU_HERE, GPU_BESIDE_WAIT, GPU_BESIDE };
 
 /* The preparation of a session (threads running): find and load CUPTI (once per process), make
- * sure no other CUPTI user owns the process. */
-void gpu_prepare(const struct cuhook_config *c, enum gpu_how how);
+ * sure no other CUPTI user owns the process. scan_libraries: the life cycle's scan of the loaded
+ * libraries, run on the GPU thread after CUPTI started (it may have loaded a libcuda). */
+void gpu_prepare(const struct cuhook_config *c, enum gpu_how how, void (*scan_libraries)(void));
 
 /* The start, after the jumps are written: the clock map, the callbacks, the activity kinds and
  * the submitting functions' driver records; a GPU_SESSION block (STARTED, or why not, with a

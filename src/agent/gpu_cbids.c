@@ -1,6 +1,6 @@
 #include "gpu_cbids.h"
 
-#include "hooks.h"
+#include "hook_table.h"
 #include "trace_format.h"
 
 #include <stdbool.h>
@@ -79,7 +79,7 @@ const char *gpu_cbid_name(unsigned i)
 static uint32_t func_named(const char *name, uint32_t nfuncs)
 {
 	for (uint32_t id = 0; id < nfuncs; id++)
-		if (hooks_cold[id].name && !strcmp(hooks_cold[id].name, name))
+		if (patch_sites[id].name && !strcmp(patch_sites[id].name, name))
 			return id;
 	return UINT32_MAX;
 }

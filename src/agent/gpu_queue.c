@@ -1,6 +1,6 @@
 #include "gpu_queue.h"
 
-#include "writer.h"
+#include "to_writer.h"
 
 #include <sys/mman.h>
 

@@ -2,7 +2,7 @@
 #include "inbox.h"
 
 #include "cuhook_agent.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <stdint.h>
 

@@ -14,7 +14,7 @@
 #include "injector_watch.h"
 #include "clock_read.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 
 #include <errno.h>
 #include <fcntl.h>

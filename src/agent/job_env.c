@@ -10,7 +10,7 @@
  * (it may be a setuid program's, chosen by whoever started it). */
 #include "job_env.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 
 #include <fcntl.h>
 #include <stdio.h>

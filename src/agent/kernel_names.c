@@ -1,10 +1,11 @@
 /* Kernel names asked of the driver, and the kernel nodes of executable graphs (kernel_names.h). */
 #include "kernel_names.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
 #include "config.h"
 #include "gpu_activity.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "own_threads.h"
 #include "trace_format.h"
 
@@ -20,7 +21,6 @@
 struct kn_slot kn_table[KN_SLOTS];
 struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
 uint64_t kn_exec_table_full;
-uint64_t kn_graph_launches;
 uint32_t kn_unload_seq;
 uint32_t kn_pending;
 uint64_t kn_table_full;
@@ -76,12 +76,12 @@ static struct {
  * own address (not patched). 0: not in a traced library. */
 static uintptr_t untraced_entry(const char *name)
 {
-	uint32_t n = __atomic_load_n(&hooks_count, __ATOMIC_ACQUIRE);
+	uint32_t n = __atomic_load_n(&patch_count, __ATOMIC_ACQUIRE);
 	for (uint32_t id = 0; id < n; id++) {
-		const struct hook_cold *hc = &hooks_cold[id];
+		const struct patch_site *hc = &patch_sites[id];
 		if (!hc->name || strcmp(hc->name, name) != 0)
 			continue;
-		uint32_t lib = hooks_hot[id].lib_id;
+		uint32_t lib = patch_sites[id].lib_id;
 		bool traced_lib = false;
 		for (unsigned i = 0; i < agent_nlibs; i++)
 			if (agent_libs[i].lib_id == lib)

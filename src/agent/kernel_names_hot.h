@@ -111,7 +111,8 @@ static inline void kn_enqueue(uint64_t h)
 #define KN_EXEC_SLOTS 4096u
 extern struct kn_slot kn_exec_table[KN_EXEC_SLOTS];
 extern uint64_t kn_exec_table_full;   /* graph launches whose executable graph found no slot */
-extern uint64_t kn_graph_launches;    /* successful graph launches (the GPU session's stop asks) */
+extern uint64_t kn_graph_launches;    /* successful graph launches (defined in record.c: the GPU
+                                         session's stop asks) */
 
 /* A launch of executable graph e succeeded. */
 static inline void kn_exec_launched(uint64_t e)

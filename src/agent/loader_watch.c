@@ -6,17 +6,18 @@
 #include "loader_watch.h"
 
 #include "agent_state.h"
-#include "freeze.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "libc_symbol.h"
 
 #include <string.h>
 
 static int installed_ids[2] = {-1, -1};
+static void (*on_load)(void); /* loader_watch_prepare's */
 
 static void after_dlopen(void)
 {
-	agent_scan_libraries();
+	if (on_load)
+		on_load();
 }
 
 /* Plan the hook of one loader function, the first time (its stub is reused after). */
@@ -29,7 +30,7 @@ static int plan(unsigned slot, const char *name)
 	Dl_info info;
 	if (libc_symbol(name, &addr, &size, &info) != 0)
 		return -1;
-	int id = hooks_plan_internal(name, addr, size, HOOK_CALLBACK, 0, 0, 0, after_dlopen);
+	int id = hook_plan_internal(name, addr, size, HOOK_CALLBACK, 0, 0, 0, after_dlopen);
 	installed_ids[slot] = id;
 	if (id < 0)
 		return -1;
@@ -37,7 +38,7 @@ static int plan(unsigned slot, const char *name)
 	 * table stays complete. */
 	for (unsigned i = 0; i < agent_nlibs; i++)
 		if (agent_libs[i].internal && agent_libs[i].base == (uintptr_t)info.dli_fbase) {
-			hooks_hot[id].lib_id = agent_libs[i].lib_id;
+			patch_sites[id].lib_id = agent_libs[i].lib_id;
 			return 0;
 		}
 	if (agent_nlibs < AGENT_MAX_LIBS) {
@@ -49,14 +50,15 @@ static int plan(unsigned slot, const char *name)
 		l->count = 1;
 		l->internal = true;
 		strncpy(l->path, info.dli_fname ? info.dli_fname : "?", sizeof(l->path) - 1);
-		hooks_hot[id].lib_id = l->lib_id;
+		patch_sites[id].lib_id = l->lib_id;
 		agent_nlibs++;
 	}
 	return 0;
 }
 
-int loader_watch_prepare(void)
+int loader_watch_prepare(void (*scan)(void))
 {
+	on_load = scan;
 	pthread_mutex_lock(&agent_lock);
 	int rc = plan(0, "dlopen");
 	plan(1, "dlmopen"); /* rare; not fatal */
@@ -66,9 +68,9 @@ int loader_watch_prepare(void)
 
 int loader_watch_arm(bool threads_stopped)
 {
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
-	int rc = installed_ids[0] >= 0 ? hooks_rearm_internal((uint32_t)installed_ids[0], &how) : -1;
+	struct patch_request how = hook_request(threads_stopped, NULL);
+	int rc = installed_ids[0] >= 0 ? patch_rearm_one((uint32_t)installed_ids[0], &how) : -1;
 	if (installed_ids[1] >= 0)
-		hooks_rearm_internal((uint32_t)installed_ids[1], &how);
+		patch_rearm_one((uint32_t)installed_ids[1], &how);
 	return rc;
 }

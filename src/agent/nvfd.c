@@ -2,8 +2,8 @@
  * it works). */
 #include "nvfd.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
-#include "freeze.h"
 #include "libc_symbol.h"
 
 #include <dlfcn.h>
@@ -217,9 +217,9 @@ int nvfd_prepare(const char *paths)
 			continue; /* an alias (open64 = open) */
 		done[ndone++] = addr;
 		bool is_ioctl = w->op == NVFD_OP_NONE;
-		uint32_t lib = lib_for((uintptr_t)info.dli_fbase, info.dli_fname, is_ioctl, hooks_count);
-		ids[i] = is_ioctl ? hooks_plan_internal(w->name, addr, size, HOOK_RECORD | HOOK_IOCTL, 0, ioctl_decoder, lib, NULL)
-		                  : hooks_plan_internal(w->name, addr, size, HOOK_FDOP, w->op, 0, lib, NULL);
+		uint32_t lib = lib_for((uintptr_t)info.dli_fbase, info.dli_fname, is_ioctl, patch_count);
+		ids[i] = is_ioctl ? hook_plan_internal(w->name, addr, size, HOOK_RECORD | HOOK_IOCTL, 0, ioctl_decoder, lib, NULL)
+		                  : hook_plan_internal(w->name, addr, size, HOOK_FDOP, w->op, 0, lib, NULL);
 		if (ids[i] < 0) {
 			agent_log(is_ioctl ? 2 : 1, "ioctl watch: %s could not be hooked%s", w->name,
 			          is_ioctl ? ": no ioctl will be recorded" : ": descriptors it changes may be misclassified");
@@ -237,7 +237,7 @@ int nvfd_arm(bool threads_stopped)
 	if (!tried)
 		return -1; /* never prepared */
 	forget_all(); /* fds closed while the hooks were off (between a stop and this start) */
-	struct patch_request how = {.threads_stopped = threads_stopped, .freeze = freeze_others, .thaw = thaw_others};
+	struct patch_request how = hook_request(threads_stopped, NULL);
 	int rc = 0;
 	unsigned installed = 0;
 	for (unsigned i = 0; i < NWATCHED; i++) {
@@ -246,7 +246,7 @@ int nvfd_arm(bool threads_stopped)
 				rc = -1;
 			continue;
 		}
-		if (hooks_rearm_internal((uint32_t)ids[i], &how) == 0)
+		if (patch_rearm_one((uint32_t)ids[i], &how) == 0)
 			installed++;
 		else if (watched[i].op == NVFD_OP_NONE)
 			rc = -1;

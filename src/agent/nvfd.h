@@ -48,7 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hooks.h"
+#include "hook_table.h"
 #include "record.h"
 #include "stub_frame.h"
 #include "decoders.h"

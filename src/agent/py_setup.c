@@ -13,9 +13,7 @@
 #include <unistd.h>
 
 #include "symbols.h"
-#include "writer.h"
-
-struct py_runtime py_rt;
+#include "to_writer.h"
 
 struct py_found {
 	uintptr_t runtime, version, code_type, str_type, bytes_type, frame_type;

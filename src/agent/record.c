@@ -8,7 +8,7 @@
 #include "decoders.h"
 #include "exit_watch.h"
 #include "flight.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "kernel_names.h"
 #include "nvfd.h"
 #include "stack_capture.h"
@@ -70,6 +70,9 @@ FAST_CHECK(offsetof(struct ring, epoch) == RING_EPOCH && offsetof(struct ring, e
 FAST_CHECK(offsetof(struct ring, drops_reported) == 64);
 
 int cuhook_lossy;
+/* Successful graph launches (kernel_names_hot.h counts them at their exit): a GPU session's stop
+ * asks whether any came while CUPTI recorded (gpu_activity.c). */
+uint64_t kn_graph_launches;
 volatile int cuhook_writer_alive;
 volatile uint32_t cuhook_session;
 
@@ -243,7 +246,7 @@ static __attribute__((noinline, cold)) uint8_t *ring_reserve_slow(struct thread_
 	struct ring *r = ts->ring;
 	if (!cuhook_lossy && cuhook_writer_alive) {
 		uint32_t session = __atomic_load_n(&cuhook_session, __ATOMIC_ACQUIRE);
-		struct ring_wait_arg a = {r, want_tail};
+		struct ring_wait_arg a = {r, want_tail, &cuhook_writer_alive};
 		cuhook_call_saving_vectors(record_wait_for_space, &a);
 		/* The wait may outlast the trace it was for (the writer gone at a stop, the thread not
 		 * run again until a later attach opened a new file): this record belongs to none. */
@@ -337,7 +340,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 	}
 	if (unlikely(hh->flags & HOOK_COUNT)) {
 		/* Counted even while busy: the increment is one instruction on the thread's own
-		 * counter (as in the count thunks, hooks.c), so a signal handler's count is never lost. */
+		 * counter (as in the count thunks, hook_table.c), so a signal handler's count is never lost. */
 		if (likely(cuhook_recording) && !ts->no_record && ts->ring)
 			__asm__ volatile("incq %0" : "+m"(ts->ring->counts[hh->aux]));
 		return hh->relocated;
@@ -378,7 +381,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		unsigned nstack = readable_stack_slots(ts, (uintptr_t)f->stack);
 		if (nstack > hh->nstack)
 			nstack = hh->nstack;
-		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hooks.c, hot_layout) */
+		const unsigned nregs = hh->nregs; /* 6 whenever hh->nstack > 0 (hook_table.c, hot_layout) */
 		if (unlikely(d >= SHADOW_MAX))
 			rec_flags = CUHOOK_RF_NO_EXIT;
 		/* ENTRY5 when the record is what the function's FUNCS entry says; ENTRY5_X, which says

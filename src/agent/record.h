@@ -49,11 +49,12 @@ uint8_t record_fast_out(uint16_t decoder);
 struct ring_wait_arg {
 	struct ring *ring;
 	uint64_t want_tail;  /* the writer's tail that makes room (record.c, ring_reserve) */
+	const volatile int *writer_alive; /* &cuhook_writer_alive: waiting ends when it is 0 */
 };
 uintptr_t record_wait_for_space(void *ring_wait_arg);
 uintptr_t record_kick_writer(void *unused);
 uintptr_t record_ask_populate(void *unused);
-/* A HOOK_CALLBACK function returned: its on_exit and on_return (hooks.h) run. */
+/* A HOOK_CALLBACK function returned: its on_exit and on_return (hook_table.h hooks_calls) run. */
 struct callback_arg {
 	uint32_t id;
 	const uint64_t *args; /* the first argument registers (shadow entry), or NULL if not kept */

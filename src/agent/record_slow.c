@@ -4,9 +4,9 @@
 #include "clock_read.h"
 
 #include "flight.h"
-#include "hooks.h"
+#include "hook_table.h"
 #include "thread_state.h"
-#include "writer.h"
+#include "to_writer.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -22,7 +22,7 @@ uintptr_t record_wait_for_space(void *p)
 	 * outlast the wait. Give up (the record is dropped and counted) only if the writer is
 	 * gone; the timeout only bounds how long a writer that dies unseen could keep us. */
 	uint32_t *word = (uint32_t *)&r->tail; /* x86-64: the low half */
-	while (__atomic_load_n(&cuhook_writer_alive, __ATOMIC_ACQUIRE)) {
+	while (__atomic_load_n(a->writer_alive, __ATOMIC_ACQUIRE)) {
 		uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 		if (tail >= a->want_tail)
 			break;
@@ -57,7 +57,7 @@ uintptr_t record_ask_populate(void *unused)
 uintptr_t record_run_callback(void *callback_arg)
 {
 	const struct callback_arg *a = callback_arg;
-	const struct hook_cold *hc = &hooks_cold[a->id];
+	const struct hook_calls *hc = &hooks_calls[a->id];
 	if (hc->on_exit)
 		hc->on_exit();
 	if (hc->on_return)

@@ -27,7 +27,7 @@
 #include "thread_state.h"
 #include "clock_read.h"
 
-#include "agent_state.h"
+#include "agent_log.h"
 
 #include <dlfcn.h>
 #include <errno.h>

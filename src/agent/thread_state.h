@@ -122,7 +122,7 @@ struct thread_state {
 };
 
 extern __thread struct thread_state *cuhook_tls __attribute__((tls_model("initial-exec")));
-/* The thread's ring, next to its state pointer, for the counted functions' thunks (hooks.c): it
+/* The thread's ring, next to its state pointer, for the counted functions' thunks (hook_table.c): it
  * reaches the counters without the thread state's line. Set with the state; NULL before, and in
  * cuhook's own threads. */
 extern __thread struct ring *cuhook_tls_ring __attribute__((tls_model("initial-exec")));

@@ -1,20 +1,22 @@
 #include "writer.h"
 #include "clock_read.h"
 
+#include "agent_log.h"
 #include "agent_state.h"
 #include "capture_range.h"
 #include "gpu_activity.h"
 #include "gpu_cbids.h"
 #include "gpu_queue.h"
-#include "hooks.h"
+#include "hook_table.h"
+#include "patch_status_map.h"
 #include "kernel_names.h"
 #include "own_threads.h"
 #include "stack_table.h"
 #include "record.h"
 #include "thread_state.h"
+#include "to_writer.h"
 #include "trace_format.h"
 
-#include "code_write.h"
 #include "cuhook_agent.h"
 #include "exec_maps.h"
 #include "flight.h"
@@ -36,10 +38,6 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Queued NOTE payloads: a fixed buffer, so that neither the threads queueing notes nor the writer
- * taking them calls malloc (see scratch()). */
-#define NOTES_CAP 32768
 
 /* Who ends the session: the thread that stops it (writer_close_within), or the writer itself when
  * the injector that started it is gone (injector_watch.h). The first to claim it writes the last
@@ -67,7 +65,6 @@ static struct {
 	                              started (its preparation discarded) leaves when it sees this */
 	uint32_t go;               /* futex word: 1 once started (writer_start) */
 	int closer;                /* CLOSER_*: claimed once per session */
-	uint32_t wake;             /* futex word: WAKE_* bits, what the writer was woken for */
 	uint32_t done;             /* futex word: 1 once the thread has left its loop (and, when it
 	                              ended the session itself, closed the file) */
 	uint32_t seq;              /* next block sequence number */
@@ -90,10 +87,6 @@ static struct {
 	unsigned libs_written;
 	uint32_t funcs_written;
 	uint64_t last_clock_ns;
-	pthread_mutex_t notes_lock;
-	char notes[NOTES_CAP];     /* queued NOTE payloads: level byte + text + NUL, back to back */
-	size_t notes_len;
-	unsigned notes_lost;       /* did not fit: said in a note of their own */
 	void *scratch[8];          /* the writer's working memory (scratch()) */
 	size_t scratch_len[8];
 	bool flight;               /* flight=: the flight recorder (writer_opts) */
@@ -101,12 +94,7 @@ static struct {
 	uint32_t dumps;            /* flight recorder: dumps in this file */
 	size_t header_len;
 	uint8_t header[sizeof(struct cuhook_file_header) + 4096 + PATH_MAX + 8];
-} W = {.fd = -1, .notes_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Why the writer is woken before its next round is due: to drain (a ring is half full, or the
- * trace is closing), or only to populate the rings further ahead of their producers, which
- * needs no round (writing blocks while a program records flat out would compete with it). */
-enum { WAKE_DRAIN = 1, WAKE_POPULATE = 2 };
+} W = {.fd = -1};
 
 /* A round that drained at least this much is followed by another at once. */
 #define KEEP_DRAINING_BYTES (256u << 10)
@@ -263,11 +251,11 @@ static void put_tables(void)
 		memcpy(buf + b.path_len, l->version, b.version_len);
 		put_block(CUHOOK_BLOCK_LIB, &b, sizeof(b), buf, b.path_len + b.version_len);
 	}
-	while (W.funcs_written < hooks_count) {
-		uint32_t first = W.funcs_written, lib = hooks_hot[first].lib_id, n = 0;
+	while (W.funcs_written < patch_count) {
+		uint32_t first = W.funcs_written, lib = patch_sites[first].lib_id, n = 0;
 		size_t bytes = 0;
-		while (first + n < hooks_count && hooks_hot[first + n].lib_id == lib && n < 4096) {
-			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(hooks_cold[first + n].name));
+		while (first + n < patch_count && patch_sites[first + n].lib_id == lib && n < 4096) {
+			bytes += CUHOOK_ALIGN8(sizeof(struct cuhook_func_entry) + strlen(patch_sites[first + n].name));
 			n++;
 		}
 		uint8_t *buf = scratch(SCRATCH_FUNCS, bytes);
@@ -280,16 +268,16 @@ static void put_tables(void)
 			if (agent_libs[i].lib_id == lib)
 				base = agent_libs[i].base;
 		for (uint32_t id = first; id < first + n; id++) {
-			const struct hook_cold *hc = &hooks_cold[id];
+			const struct patch_site *hc = &patch_sites[id];
 			struct cuhook_func_entry *e = (struct cuhook_func_entry *)(buf + off);
 			size_t nl = strlen(hc->name);
 			if (nl > 0xffff)
 				nl = 0xffff;
 			e->offset = hc->addr - base;
 			e->size = hc->size;
-			e->status = hc->status;
+			e->status = patch_status_trace(hc->status);
 			e->name_len = (uint16_t)nl;
-			e->patch_len = hc->status == CUHOOK_PATCHED ? hc->patch_len : 0;
+			e->patch_len = hc->status == PATCH_OK ? hc->patch_len : 0;
 			e->decoder = hooks_hot[id].decoder;
 			e->nregs = hooks_hot[id].nregs;   /* what its ENTRY5 records carry */
 			e->nstack = hooks_hot[id].nstack;
@@ -313,13 +301,8 @@ static void put_notes(void)
 	char *notes = scratch(SCRATCH_NOTES, NOTES_CAP);
 	if (!notes)
 		return;
-	pthread_mutex_lock(&W.notes_lock);
-	size_t len = W.notes_len;
-	unsigned lost = W.notes_lost;
-	memcpy(notes, W.notes, len);
-	W.notes_len = 0;
-	W.notes_lost = 0;
-	pthread_mutex_unlock(&W.notes_lock);
+	unsigned lost;
+	size_t len = to_writer_take_notes(notes, &lost);
 	for (size_t off = 0; off < len;) {
 		const char *text = notes + off + 1;
 		size_t len = strlen(text);
@@ -360,7 +343,7 @@ static uint32_t walk_records(const struct ring *r, uint32_t p, uint32_t end, uin
 		unsigned type = CUHOOK_REC5_TYPE(q[0]), nargs = 0;
 		if (type == CUHOOK_REC5_ENTRY) {
 			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
-			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+			nargs = f < patch_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
 		}
 		uint32_t len = cuhook_rec5_size(q, end - p, nargs);
 		if (!len)
@@ -722,8 +705,8 @@ static bool take_snapshot(struct snapshot *v, bool dump)
 		e->pos = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		r->idle_head = e->pos;
 	}
-	v->nslots = agent_count_slots;
-	memcpy(v->count_func, agent_count_func, v->nslots * sizeof(v->count_func[0]));
+	v->nslots = hook_count_slots;
+	memcpy(v->count_func, hook_count_func, v->nslots * sizeof(v->count_func[0]));
 	if (stacks_in_use())
 		exec_maps_sync();
 	pthread_mutex_unlock(&agent_lock);
@@ -871,7 +854,7 @@ static void dump_ring(struct ring *r, uint64_t cut)
 		unsigned nargs = 0;
 		if (CUHOOK_REC5_TYPE(q[0]) == CUHOOK_REC5_ENTRY) {
 			uint32_t f = CUHOOK_REC5_FUNC(q[0]);
-			nargs = f < hooks_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
+			nargs = f < patch_count ? hooks_hot[f].nregs + hooks_hot[f].nstack : 0;
 		}
 		uint32_t len = cuhook_rec5_size(q, n - p, nargs);
 		if (!len)
@@ -912,7 +895,7 @@ static void dump_once(void)
 	char text[CLOSE_NOTE_MAX + 128];
 	int tl = snprintf(text, sizeof(text), "flight recorder: dump %u: %s%s%s", W.dumps,
 	                  why ? why : W.stop ? "the trace ends" : "asked for (cuhook dump)",
-	                  func < hooks_count ? " in " : "", func < hooks_count ? hooks_cold[func].name : "");
+	                  func < patch_count ? " in " : "", func < patch_count ? patch_sites[func].name : "");
 	put_note(0, text, (size_t)tl < sizeof(text) ? (size_t)tl : sizeof(text) - 1);
 	put_notes();
 	put_stacks();
@@ -1006,7 +989,7 @@ static void *writer_main(void *gen)
 {
 	own_thread_enter();
 	thread_state_mark_internal();
-	code_writer_tid = (int)gettid();
+	hook_own_tid = (int)gettid();
 	if (!wait_for_start((uint32_t)(uintptr_t)gen)) {
 		own_thread_leave(); /* as below: while this id is still ours */
 		return NULL;
@@ -1019,7 +1002,7 @@ static void *writer_main(void *gen)
 	bool ending = false;
 	uint64_t next_round = 0;
 	while (!W.stop) {
-		uint32_t why = __atomic_exchange_n(&W.wake, 0, __ATOMIC_ACQ_REL);
+		uint32_t why = to_writer_take_wakes();
 		uint64_t now = monotonic_ns();
 		if ((why & ~(uint32_t)WAKE_POPULATE) || now >= next_round) {
 			/* A round that moved much means threads record fast: the next one at once, so
@@ -1043,7 +1026,7 @@ static void *writer_main(void *gen)
 		uint64_t left = next_round > now ? next_round - now : 0;
 		struct timespec t = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
 		if (!W.stop && left)
-			syscall(SYS_futex, &W.wake, FUTEX_WAIT_PRIVATE, 0, &t, NULL, 0);
+			to_writer_wait(&t);
 	}
 	/* Done: threads waiting for room in a full ring stop waiting (their record is dropped and
 	 * counted) rather than depend on the closing thread's last round, which may never come if
@@ -1072,22 +1055,6 @@ static void *writer_main(void *gen)
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &W.done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	return NULL;
-}
-
-static void wake_for(uint32_t why)
-{
-	if (__atomic_fetch_or(&W.wake, why, __ATOMIC_ACQ_REL) == 0)
-		syscall(SYS_futex, &W.wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-void writer_wake(void)
-{
-	wake_for(WAKE_DRAIN);
-}
-
-void writer_wake_populate(void)
-{
-	wake_for(WAKE_POPULATE);
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap)
@@ -1246,11 +1213,7 @@ void writer_discard(void)
 	/* The notes were for that file. (Tried only: this may run with the other threads stopped;
 	 * none of them takes this lock while nothing is started, but should one hold it, its notes
 	 * go into the next file rather than this waiting for it.) */
-	if (pthread_mutex_trylock(&W.notes_lock) == 0) {
-		W.notes_len = 0;
-		W.notes_lost = 0;
-		pthread_mutex_unlock(&W.notes_lock);
-	}
+	to_writer_drop_notes();
 }
 
 int writer_open(const char *path, const struct writer_opts *o, char *err, size_t errlen)
@@ -1376,32 +1339,11 @@ bool writer_ended_itself(void)
 	       __atomic_load_n(&W.closer, __ATOMIC_ACQUIRE) == CLOSER_WRITER;
 }
 
-void writer_note(int level, const char *text, bool wait)
-{
-	size_t n = strlen(text);
-	if (!wait) {
-		if (pthread_mutex_trylock(&W.notes_lock) != 0)
-			return;
-	} else {
-		pthread_mutex_lock(&W.notes_lock);
-	}
-	if (W.notes_len + n + 2 <= NOTES_CAP) {
-		W.notes[W.notes_len] = (char)level;
-		memcpy(W.notes + W.notes_len + 1, text, n + 1);
-		W.notes_len += n + 2;
-	} else {
-		W.notes_lost++;
-	}
-	pthread_mutex_unlock(&W.notes_lock);
-}
-
 void writer_forget_after_fork(void)
 {
 	if (W.fd >= 0)
 		close(W.fd);
 	W.fd = -1;
 	W.stop = 1;
-	pthread_mutex_init(&W.notes_lock, NULL);
-	W.notes_len = 0;
-	W.notes_lost = 0;
+	to_writer_after_fork();
 }

@@ -54,17 +54,6 @@ int writer_close_within(int timeout_ms);
  * is gone or late (injector_watch.h). Its jumps are still in place and pass calls through. */
 bool writer_ended_itself(void);
 
-/* Ask the thread to drain now (a ring is full). Async-signal-safe. */
-void writer_wake(void);
-
-/* Ask the thread to populate the rings further ahead of their producers now (a ring's producer
- * came near the end of its populated part). Async-signal-safe. */
-void writer_wake_populate(void);
-
-/* Queue a NOTE block. wait false: only if its lock is free at once (a start with the other
- * threads stopped must not wait for one of them); the note is lost otherwise. */
-void writer_note(int level, const char *text, bool wait);
-
 
 /* In a fork child: the file belongs to the parent; drop it without writing. */
 void writer_forget_after_fork(void);

@@ -108,7 +108,7 @@ struct exit_frame {
 
 /* Defined in stubs.S. */
 extern uintptr_t cuhook_tls_ring_offset; /* cuhook_tls_ring's offset from the thread pointer:
-                                            the count thunks (hooks.c) */
+                                            the count thunks (src/agent/hook_table.c) */
 void cuhook_entry_stub(void);
 void cuhook_exit_stub(void);
 /* Call fn(arg) with every vector and x87 register saved and restored around it (XSAVE), for the

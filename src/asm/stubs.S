@@ -22,7 +22,7 @@
  * drops to report, shadow stack not full, all six stack slots inside the thread's stack; at exit
  * the top shadow entry matches; DATA records only for one-value, string-less decoders). It
  * saves only the registers it uses. A counted function (HOOK_COUNT) reaches the entry stub only
- * when its count thunk (hooks.c) found no ring for the thread, or could not be written: the C
+ * when its count thunk (src/agent/hook_table.c) found no ring for the thread, or could not be written: the C
  * handler counts it. Anything else takes the slow path: the C handlers in record.c with
  * the full frame (a HOOK_* flag added later is thus handled in C until a fast path learns it).
  * A fast path bails out only before its first visible side effect (or after undoing `busy`),

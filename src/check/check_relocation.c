@@ -10,6 +10,7 @@
 
 #include "elf_file.h"
 #include "glob_filter.h"
+#include "patch_status_map.h"
 #include "relocate.h"
 #include "trace_format.h"
 #include "x86_insn.h"
@@ -384,10 +385,10 @@ static void check_function(csh cs, struct emu *em, const struct opts *o, const s
 	}
 	k->planned++;
 	reloc_plan(cs, code, fn->addr, fn->size, copy, &plan);
-	if (plan.status != CUHOOK_PATCHED) {
-		k->refused[plan.status]++;
+	if (plan.status != PATCH_OK) {
+		k->refused[patch_status_trace(plan.status)]++; /* counted and named as a trace would */
 		if (o->verbose)
-			printf("  %-48s refuse: %s: %s\n", fn->name, cuhook_patch_status_names[plan.status], plan.detail);
+			printf("  %-48s refuse: %s: %s\n", fn->name, patch_status_name(plan.status), plan.detail);
 		return;
 	}
 	k->patched++;

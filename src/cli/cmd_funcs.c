@@ -6,6 +6,7 @@
 
 #include "elf_file.h"
 #include "glob_filter.h"
+#include "patch_status_map.h"
 #include "relocate.h"
 #include "text_safe.h"
 #include "trace_format.h"
@@ -101,27 +102,28 @@ int cmd_funcs(int argc, char **argv)
 	for (size_t i = 0; i < nf; i++) {
 		struct reloc_plan p;
 		if (i > 0 && fns[i].addr == fns[i - 1].addr) {
-			p.status = CUHOOK_REFUSED_ALIAS;
+			p.status = PATCH_ALIAS;
 			snprintf(p.detail, sizeof(p.detail), "same address as %s", text_safe(prev, sizeof(prev), fns[i - 1].name));
 		} else {
 			const uint8_t *code = elf_file_bytes(&ef, fns[i].addr, fns[i].size);
 			if (!code) {
-				p.status = CUHOOK_REFUSED_TOO_SMALL;
+				p.status = PATCH_TOO_SMALL;
 				snprintf(p.detail, sizeof(p.detail), "bytes not in the file");
 			} else {
 				/* Stubs go within 2 GB of the library: plan for a copy 64 KiB after it. */
 				reloc_plan(cs, code, fns[i].addr, fns[i].size, fns[i].addr + 0x10000, &p);
 			}
 		}
-		counts[p.status]++;
+		unsigned st = patch_status_trace(p.status); /* counted and named as a trace would */
+		counts[st]++;
 		text_safe(name, sizeof(name), fns[i].name);
 		if (all)
 			printf("%-48s %-8s %s%s%s\n", name,
-			       p.status == CUHOOK_PATCHED ? "patch" : "refuse",
-			       p.status == CUHOOK_PATCHED ? "" : cuhook_patch_status_names[p.status],
-			       p.status == CUHOOK_PATCHED ? "" : ": ", p.status == CUHOOK_PATCHED ? "" : p.detail);
-		else if (p.status != CUHOOK_PATCHED && p.status != CUHOOK_REFUSED_ALIAS)
-			printf("refused %-40s %s: %s\n", name, cuhook_patch_status_names[p.status], p.detail);
+			       st == CUHOOK_PATCHED ? "patch" : "refuse",
+			       st == CUHOOK_PATCHED ? "" : cuhook_patch_status_names[st],
+			       st == CUHOOK_PATCHED ? "" : ": ", st == CUHOOK_PATCHED ? "" : p.detail);
+		else if (st != CUHOOK_PATCHED && st != CUHOOK_REFUSED_ALIAS)
+			printf("refused %-40s %s: %s\n", name, cuhook_patch_status_names[st], p.detail);
 	}
 	cs_close(&cs);
 	printf("%s: %zu exported functions: %u patchable", path, nf, counts[CUHOOK_PATCHED]);

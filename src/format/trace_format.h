@@ -587,7 +587,7 @@ struct cuhook_rec_stack {
  *     bits  0-3   type
  *     bits  4-11  depth: nesting depth of traced calls on this thread, 0 = outermost (an EXIT's
  *                 is its ENTRY's)
- *     bits 12-25  func: function id (FUNCS block), below 2^14 (hooks.h: HOOKS_MAX)
+ *     bits 12-25  func: function id (FUNCS block), below 2^14 (src/agent/hook_table.h: HOOKS_MAX)
  *     bits 26-63  the low 38 bits of the timestamp
  *   TIME:
  *     bits  0-3   type; bits 4-31 zero

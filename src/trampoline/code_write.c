@@ -13,8 +13,6 @@
 
 #define PAGE 4096ul
 
-int code_writer_tid;
-
 struct prot_query {
 	uintptr_t addr, end;
 	int prot;
@@ -112,7 +110,7 @@ int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain
 	return -1;
 }
 
-bool code_single_threaded(void)
+bool code_single_threaded(int own_tid)
 {
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
@@ -120,7 +118,7 @@ bool code_single_threaded(void)
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) != code_writer_tid)
+		if (e->d_name[0] != '.' && atoi(e->d_name) != own_tid)
 			n++;
 	closedir(d);
 	return n == 1;

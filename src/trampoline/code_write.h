@@ -30,16 +30,14 @@ void code_lock(const struct code_unlock *u);
  * tracer that may die). Returns -1 when neither atomic form covers the bytes and not plain. */
 int code_write_atomic(uint8_t *dst, const uint8_t *src, unsigned len, bool plain);
 
-/* True when this process has one thread apart from cuhook's own writer thread. */
-bool code_single_threaded(void);
+/* True when this process has one thread apart from own_tid (a thread of the caller's that never
+ * runs the code being written; 0 for none). */
+bool code_single_threaded(int own_tid);
 
 /* Serialise instruction fetch on every core running a thread of this process after code was
  * modified (membarrier SYNC_CORE where the kernel has it; x86 keeps caches coherent anyway). */
 void code_sync_cores(void);
 /* The one-time (slow) registration code_sync_cores() needs; call it before stopping threads. */
 void code_sync_cores_prepare(void);
-
-/* Thread id of cuhook's writer thread, excluded by code_single_threaded(); 0 if none. */
-extern int code_writer_tid;
 
 #endif

@@ -1,6 +1,5 @@
 #include "relocate.h"
 
-#include "trace_format.h"
 #include "x86_insn.h"
 
 #include <stdarg.h>
@@ -104,7 +103,7 @@ static int scan_body(csh cs, cs_insn *ci, const uint8_t *code, uint64_t func_add
 				k++;
 			if (k == size)
 				return 0;
-			return refuse(p, CUHOOK_REFUSED_UNDECODABLE, "undecodable byte 0x%02x at +%zu",
+			return refuse(p, PATCH_UNDECODABLE, "undecodable byte 0x%02x at +%zu",
 			              code[off], off);
 		}
 		if (in.flow == FLOW_JMP || in.flow == FLOW_JCC || in.flow == FLOW_CALL ||
@@ -114,7 +113,7 @@ static int scan_body(csh cs, cs_insn *ci, const uint8_t *code, uint64_t func_add
 			 * there, so the hook would take a saved register for the return address. */
 			uint64_t lo = in.flow == FLOW_CALL ? func_addr + 1 : func_addr;
 			if (in.target >= lo && in.target < func_addr + patch_len)
-				return refuse(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH,
+				return refuse(p, PATCH_BRANCH_INTO_PATCH,
 				              "'%s' at +%zu jumps to +%u", in.text, off,
 				              (unsigned)(in.target - func_addr));
 		}
@@ -128,11 +127,11 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 {
 	memset(p, 0, sizeof(*p));
 	if (func_size < RELOC_JMP_LEN)
-		return refuse(p, CUHOOK_REFUSED_TOO_SMALL, "%zu bytes", func_size);
+		return refuse(p, PATCH_TOO_SMALL, "%zu bytes", func_size);
 
 	cs_insn *ci = cs_malloc(cs);
 	if (!ci)
-		return refuse(p, CUHOOK_REFUSED_NO_MEMORY, "capstone");
+		return refuse(p, PATCH_NO_MEMORY, "capstone");
 
 	/* 1. Decode whole instructions until the jump fits. */
 	struct decoded_insn insns[RELOC_MAX_INSNS];
@@ -140,12 +139,12 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 	bool ends_flow = false;
 	while (len < RELOC_JMP_LEN) {
 		if (n == RELOC_MAX_INSNS || len >= func_size) {
-			refuse(p, CUHOOK_REFUSED_TOO_SMALL, "%u bytes of instructions", len);
+			refuse(p, PATCH_TOO_SMALL, "%u bytes of instructions", len);
 			goto out;
 		}
 		struct decoded_insn *in = &insns[n];
 		if (!x86_decode(cs, ci, code + len, func_size - len, func_addr + len, in)) {
-			refuse(p, CUHOOK_REFUSED_UNDECODABLE, "undecodable byte 0x%02x at +%u", code[len], len);
+			refuse(p, PATCH_UNDECODABLE, "undecodable byte 0x%02x at +%u", code[len], len);
 			goto out;
 		}
 		p->orig_off[n] = (uint8_t)len;
@@ -158,14 +157,14 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 	}
 	if (len < RELOC_JMP_LEN) {
 		/* Control flow ended before 5 bytes: the jump would spill past this instruction. */
-		refuse(p, len == func_size ? CUHOOK_REFUSED_TOO_SMALL : CUHOOK_REFUSED_RET_IN_PATCH,
+		refuse(p, len == func_size ? PATCH_TOO_SMALL : PATCH_RET_IN_PATCH,
 		       "'%s' ends control flow at +%u", insns[n - 1].text, len);
 		goto out;
 	}
 	if (ends_flow && len != func_size) {
 		/* A ret/jmp inside the overwritten bytes that is not the function's own end: bytes after
 		 * it may be reached from elsewhere (a shared tail, a jump table); not provably safe. */
-		refuse(p, CUHOOK_REFUSED_RET_IN_PATCH, "'%s' at +%u before the function's end",
+		refuse(p, PATCH_RET_IN_PATCH, "'%s' at +%u before the function's end",
 		       insns[n - 1].text, p->orig_off[n - 1]);
 		goto out;
 	}
@@ -185,29 +184,29 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 		uint8_t *dst = p->code + o;
 		p->new_off[i] = (uint8_t)o;
 		if (o + 16 > RELOC_MAX_CODE - 14) {
-			refuse(p, CUHOOK_REFUSED_UNRELOCATABLE, "relocated code too long");
+			refuse(p, PATCH_UNRELOCATABLE, "relocated code too long");
 			goto out;
 		}
 		if (in->rip_unknown) {
-			refuse(p, CUHOOK_REFUSED_UNRELOCATABLE, "'%s' at +%u: RIP operand not located",
+			refuse(p, PATCH_UNRELOCATABLE, "'%s' at +%u: RIP operand not located",
 			       in->text, p->orig_off[i]);
 			goto out;
 		}
 		switch (in->flow) {
 		case FLOW_LOOP:
 		case FLOW_XBEGIN:
-			refuse(p, CUHOOK_REFUSED_UNRELOCATABLE, "'%s' at +%u", in->text, p->orig_off[i]);
+			refuse(p, PATCH_UNRELOCATABLE, "'%s' at +%u", in->text, p->orig_off[i]);
 			goto out;
 		case FLOW_JMP:
 			if (in->target > func_addr && in->target < func_addr + len) {
-				refuse(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH, "'%s' at +%u", in->text, p->orig_off[i]);
+				refuse(p, PATCH_BRANCH_INTO_PATCH, "'%s' at +%u", in->text, p->orig_off[i]);
 				goto out;
 			}
 			o += emit_jmp(dst, at, in->target);
 			break;
 		case FLOW_JCC:
 			if (in->target > func_addr && in->target < func_addr + len) {
-				refuse(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH, "'%s' at +%u", in->text, p->orig_off[i]);
+				refuse(p, PATCH_BRANCH_INTO_PATCH, "'%s' at +%u", in->text, p->orig_off[i]);
 				goto out;
 			}
 			o += emit_jcc(dst, at, in->cc, in->target);
@@ -223,7 +222,7 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 				uint64_t target = in->addr + in->len + (int64_t)disp;
 				int64_t nd = (int64_t)(target - (at + in->len));
 				if (!fits_i32(nd)) {
-					refuse(p, CUHOOK_REFUSED_OUT_OF_RANGE, "'%s' at +%u: RIP target too far",
+					refuse(p, PATCH_OUT_OF_RANGE, "'%s' at +%u: RIP target too far",
 					       in->text, p->orig_off[i]);
 					goto out;
 				}
@@ -240,7 +239,7 @@ int reloc_plan(csh cs, const uint8_t *code, uint64_t func_addr, size_t func_size
 	if (!ends_flow)
 		o += emit_jmp(p->code + o, copy_addr + o, func_addr + len);
 	p->code_len = o;
-	p->status = CUHOOK_PATCHED;
+	p->status = PATCH_OK;
 out:
 	cs_free(ci, 1);
 	return p->status;

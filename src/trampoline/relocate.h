@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "patch_status.h"
+
 #define RELOC_JMP_LEN 5        /* jmp rel32: what a patch writes at the function's start */
 #define RELOC_MAX_INSNS 8
 #define RELOC_MAX_CODE 112     /* relocated instructions + the jump back */
 
 struct reloc_plan {
-	int status;                /* enum cuhook_patch_status (trace_format.h) */
+	int status;                /* enum patch_status (patch_status.h) */
 	char detail[96];           /* for a refusal: which instruction and where */
 	unsigned patch_len;        /* bytes overwritten at the function start (>= RELOC_JMP_LEN) */
 	unsigned n_insns;          /* instructions overwritten */

@@ -4,8 +4,8 @@
  * places it, or 4 GiB after it (FAR), out of rel32 reach. */
 #include "unit.h"
 
+#include "patch_status_map.h"
 #include "relocate.h"
-#include "trace_format.h"
 #include "x86_insn.h"
 
 #define FUNC 0x00007f1200001000ull
@@ -44,7 +44,7 @@ static unsigned jmpabs(uint8_t *o, uint64_t to)
 
 static const char *status_name(int s)
 {
-	return s >= 0 && s < CUHOOK_STATUS_COUNT ? cuhook_patch_status_names[s] : "?";
+	return s >= 0 && s < PATCH_STATUS_COUNT ? patch_status_name(s) : "?";
 }
 
 #define CHECK_STATUS(p, want)                                                                      \
@@ -74,7 +74,7 @@ static void libcuda_580_prologue(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 6, "patch_len %u", p.patch_len);
 	CHECK(p.n_insns == 3, "n_insns %u", p.n_insns);
 	static const uint8_t orig_off[] = {0, 1, 4, 6};
@@ -96,7 +96,7 @@ static void mov_eax_imm_ret(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0xb8, 0x22, 0x00, 0x00, 0x00, /* mov eax, 0x22 */
@@ -116,7 +116,7 @@ static void rip_relative_mov(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 6, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0x8b, 0x05, 0x00, 0x01, 0xff, 0xff, /* mov eax, [rip-0xff00]: (FUNC+0x106) - (COPY+6) */
@@ -134,7 +134,7 @@ static void rip_relative_lea(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 7, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0x48, 0x8d, 0x05, 0x00, 0x00, 0x1f, 0x00, /* lea rax, [rip+0x1f0000]: 0x200000 - 0x10000 */
@@ -153,7 +153,7 @@ static void rip_relative_with_imm(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	static const uint8_t want[] = {
 	    0x81, 0x3d, 0x34, 0x12, 0xff, 0xff, 0x78, 0x56, 0x34, 0x12, /* [rip+0x1234-0x10000] */
 	    0xe9, 0xfb, 0xff, 0xfe, 0xff,                               /* jmp FUNC+10 */
@@ -178,7 +178,7 @@ static void jcc_rel8_widened(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0x83, 0xff, 0x01,                   /* cmp edi, 1 */
@@ -201,7 +201,7 @@ static void jcc_rel32_retargeted(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 8, "patch_len %u", p.patch_len);
 	uint8_t want[13] = {0x85, 0xff, 0x0f, 0x85};
 	put32(want + 4, (int64_t)((FUNC + 0x208) - (COPY + 8)));
@@ -221,7 +221,7 @@ static void jmp_rel8_at_start(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_RET_IN_PATCH);
+	CHECK_STATUS(p, PATCH_RET_IN_PATCH);
 }
 
 /* A tail jmp rel8 that ends a 5-byte function: widened to e9 rel32, no jump back. */
@@ -234,7 +234,7 @@ static void tail_jmp_rel8_widened(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	uint8_t want[8] = {0x31, 0xc0, 0x90};
 	jmp32(want + 3, COPY + 3, FUNC + 21);
@@ -253,7 +253,7 @@ static void call_rel32_at_start(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0xe8, 0x00, 0x01, 0xff, 0xff, /* call FUNC+0x105: 0x105 - (0x10000 + 5) = -0xff00 */
@@ -274,7 +274,7 @@ static void endbr64_first(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	uint8_t want[10];
 	memcpy(want, f, 5);
@@ -292,7 +292,7 @@ static void vex_rip_relative(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 8, "patch_len %u", p.patch_len);
 	static const uint8_t want[] = {
 	    0xc5, 0xfe, 0x6f, 0x05, 0x00, 0x10, 0xff, 0xff, /* [rip+0x1000-0x10000] */
@@ -325,7 +325,7 @@ static void opsize_prefix_rip_relative(void)
 	for (int k = 0; k < 3; k++) {
 		struct reloc_plan p;
 		plan(fs[k], lens[k], COPY, &p);
-		CHECK_STATUS(p, CUHOOK_PATCHED);
+		CHECK_STATUS(p, PATCH_OK);
 		unsigned n = lens[k] - 1;
 		CHECK(p.patch_len == n, "case %d: patch_len %u", k, p.patch_len);
 		uint8_t want[16];
@@ -349,12 +349,12 @@ static void int3_padding_at_end(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 	/* a last byte that does not decode on its own (a lone 00) is padding too */
 	static const uint8_t g[] = {0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3, 0x00};
 	plan(g, sizeof(g), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 }
 
 /* A 5-byte tail jump followed by int3 padding: refused today, although the patch would only
@@ -368,10 +368,10 @@ static void tail_jmp_then_padding(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_RET_IN_PATCH);
+	CHECK_STATUS(p, PATCH_RET_IN_PATCH);
 	/* the same jump as the whole symbol is patched, the copy is the re-aimed jump alone */
 	plan(f, 5, COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	uint8_t want[5];
 	jmp32(want, COPY, FUNC + 0x105);
 	CHECK(p.code_len == 5, "code_len %u", p.code_len);
@@ -395,14 +395,14 @@ static void loop_into_patch(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH);
+	CHECK_STATUS(p, PATCH_BRANCH_INTO_PATCH);
 	CHECK(strstr(p.detail, "+4") != NULL, "detail '%s'", p.detail);
 	/* the same with the back edge to +1 (the middle of the jump we would write) */
 	uint8_t g[sizeof(f)];
 	memcpy(g, f, sizeof(f));
 	g[12] = 0xf4; /* jne -12 (-> 1) */
 	plan(g, sizeof(g), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH);
+	CHECK_STATUS(p, PATCH_BRANCH_INTO_PATCH);
 }
 
 /* A jcc in the overwritten bytes aimed inside them. */
@@ -416,7 +416,7 @@ static void jcc_in_patch_into_patch(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH);
+	CHECK_STATUS(p, PATCH_BRANCH_INTO_PATCH);
 }
 
 /* Byte 0: a call there is recursion and goes through the hook like any call: allowed. A jump
@@ -437,7 +437,7 @@ static void branch_to_byte0(void)
 	};
 	struct reloc_plan p;
 	plan(rec, sizeof(rec), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	CHECK(p.patch_len == 5, "patch_len %u", p.patch_len);
 
 	static const uint8_t spin[] = {
@@ -453,7 +453,7 @@ static void branch_to_byte0(void)
 	    0xeb, 0xf7,             /* 23: jmp -9 (-> 16) */
 	};
 	plan(spin, sizeof(spin), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_BRANCH_INTO_PATCH);
+	CHECK_STATUS(p, PATCH_BRANCH_INTO_PATCH);
 	CHECK(strstr(p.detail, "+0") != NULL, "detail '%s'", p.detail);
 }
 
@@ -470,7 +470,7 @@ static void jrcxz_in_prologue(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_UNRELOCATABLE);
+	CHECK_STATUS(p, PATCH_UNRELOCATABLE);
 }
 
 static void too_small(void)
@@ -481,7 +481,7 @@ static void too_small(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_TOO_SMALL);
+	CHECK_STATUS(p, PATCH_TOO_SMALL);
 	CHECK(p.patch_len == 0, "patch_len %u", p.patch_len);
 }
 
@@ -496,7 +496,7 @@ static void ret_in_patch(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_RET_IN_PATCH);
+	CHECK_STATUS(p, PATCH_RET_IN_PATCH);
 }
 
 static void undecodable_in_body(void)
@@ -510,12 +510,12 @@ static void undecodable_in_body(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_UNDECODABLE);
+	CHECK_STATUS(p, PATCH_UNDECODABLE);
 	CHECK(strstr(p.detail, "+6") != NULL, "detail '%s'", p.detail);
 	/* ... and in the first bytes */
 	static const uint8_t g[] = {0x55, 0x06, 0x90, 0x90, 0x90, 0xc3};
 	plan(g, sizeof(g), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_UNDECODABLE);
+	CHECK_STATUS(p, PATCH_UNDECODABLE);
 }
 
 /* jmp/jcc/call rel with an operand-size prefix: rel16 for Capstone and AMD, rel32 for Intel.
@@ -530,7 +530,7 @@ static void opsize_prefix_branch(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), COPY, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_UNRELOCATABLE);
+	CHECK_STATUS(p, PATCH_UNRELOCATABLE);
 }
 
 /* ---- the copy out of rel32 reach (4 GiB away) -------------------------------------------- */
@@ -544,7 +544,7 @@ static void far_rip_relative_refused(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), FAR, &p);
-	CHECK_STATUS(p, CUHOOK_REFUSED_OUT_OF_RANGE);
+	CHECK_STATUS(p, PATCH_OUT_OF_RANGE);
 }
 
 /* cmp; je rel8 -> jne over an absolute jump; jump back absolute. */
@@ -563,7 +563,7 @@ static void far_jcc_absolute(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), FAR, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	uint8_t want[33] = {
 	    0x83, 0xff, 0x01, /* cmp edi, 1 */
 	    0x75, 0x0e,       /* jne +14: over the absolute jump */
@@ -586,7 +586,7 @@ static void far_call_absolute(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), FAR, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	uint8_t want[30] = {
 	    0xff, 0x15, 0x02, 0x00, 0x00, 0x00, /* call qword ptr [rip+2] */
 	    0xeb, 0x08,                         /* jmp +8: over the literal */
@@ -607,7 +607,7 @@ static void far_tail_jmp_absolute(void)
 	};
 	struct reloc_plan p;
 	plan(f, sizeof(f), FAR, &p);
-	CHECK_STATUS(p, CUHOOK_PATCHED);
+	CHECK_STATUS(p, PATCH_OK);
 	uint8_t want[17] = {0x31, 0xc0, 0x90};
 	jmpabs(want + 3, FUNC + 21);
 	CHECK(p.code_len == sizeof(want), "code_len %u", p.code_len);
