@@ -3,7 +3,6 @@
 #include "text_safe.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,19 +114,6 @@ const char *rp_safe(const char *s)
 	}
 	text_safe_n(ring[k].p, ring[k].cap, s, n);
 	return ring[k].p;
-}
-
-size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...)
-{
-	if (pos + 1 >= len)
-		return pos;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return pos;
-	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
 }
 
 uint64_t rp_str_hash(const char *s)
