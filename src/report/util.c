@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void rp_text_section(FILE *f, const struct rp_view *v, const char *title)
+{
+	fprintf(f, "\n%s%s%s\n", v->o->color ? "\033[1m" : "", title, v->o->color ? "\033[0m" : "");
+}
+
 const char *rp_fmt_dur(char *buf, size_t len, double ns)
 {
 	double a = ns < 0 ? -ns : ns;
