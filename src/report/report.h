@@ -1,4 +1,4 @@
-/* cuhook report: the pieces between a decoded trace (trace_reader.h) and the output.
+/* cuhook report: the pieces between a decoded trace (trace_data.h) and the output.
  *
  *   view.c       options applied to one trace: the selected calls in time order, each
  *                function's category, kernel handle -> name
