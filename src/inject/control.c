@@ -1,4 +1,4 @@
-/* The memory of a process whose threads run, and the agent's control object in it
+/* The agent's control object in a process whose threads run
  * (cuhook_agent_control, src/agent/cuhook_agent.h): `cuhook run` and `cuhook attach` read its
  * counters for their status line, and `cuhook dump PID` asks the agent's flight recorder for a dump
  * by adding 1 to a word of that object, found as the injector finds cuhook_agent_threads (its
@@ -16,20 +16,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define DUMP_POLL_MS 20 /* a dump takes a writer round (50 ms by default) and the copy */
-
-bool live_mem(pid_t pid, int fd, uint64_t addr, void *buf, size_t len, bool write)
-{
-	if (fd >= 0)
-		return (write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr)) == (ssize_t)len;
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-	return (write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
-	              : process_vm_readv(pid, &local, 1, &remote, 1, 0)) == (ssize_t)len;
-}
 
 /* The process has ended (or is a zombie, whose memory is gone). */
 static bool process_gone(pid_t pid)

@@ -135,9 +135,9 @@ int mem_write(struct itarget *tg, uint64_t addr, const void *buf, size_t len);
 size_t mem_read_some(struct itarget *tg, uint64_t addr, void *buf, size_t n);
 /* A NUL-terminated string of the target, cut to len-1 bytes. */
 int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len);
-/* len bytes at addr of a process whose threads may all be running (control.c): through fd
- * (/proc/PID/mem), or where that could not be opened (another user's process, cuhook with
- * CAP_SYS_PTRACE alone: mem_open) with process_vm_readv/writev, which need the ptrace right
+/* len bytes at addr of a process whose threads may all be running (control.c, loader_thread.c):
+ * through fd (/proc/PID/mem), or where that could not be opened (another user's process, cuhook
+ * with CAP_SYS_PTRACE alone: mem_open) with process_vm_readv/writev, which need the ptrace right
  * only, and no stopped thread. false with errno when not all of it could be. */
 bool live_mem(pid_t pid, int fd, uint64_t addr, void *buf, size_t len, bool write);
 
@@ -317,7 +317,7 @@ int loader_wait(struct itarget *tg, struct loader_job *j, int timeout_ms);
 /* The thread's data page unmapped on caller (stopped), unless the thread may still use it. */
 void loader_unmap(struct itarget *tg, struct ithread *caller, struct loader_job *j, int timeout_ms);
 
-/* ---- sequences shared by spawn and follow (inject.c) ------------------------------------------ */
+/* ---- sequences shared by spawn.c and follow.c (inject.c) -------------------------------------- */
 
 struct cuhook_inject_opts;
 struct cuhook_inject_times;
@@ -330,6 +330,8 @@ int entry_breakpoint(struct itarget *tg, const char *what, struct rentry *e);
  * to detach or resume; -1 with a message (the threads still in tg, if any, are stopped). */
 int inject_at_entry(struct itarget *tg, const struct rentry *e, const struct cuhook_inject_opts *o,
                     struct cuhook_inject_times *t);
+/* The times of a sequence that ends now: the detach (from detach_start) and the whole stop. */
+void inject_finish_times(struct itarget *tg, struct cuhook_inject_times *t, uint64_t detach_start);
 
 /* The address of `sym`, an object the agent in pid exports (cuhook_agent_threads,
  * cuhook_agent_control), found without stopping anything: the agent at agent_path, else any
@@ -351,6 +353,15 @@ int agent_object_at(pid_t pid, const char *agent_path, const char *sym, uint64_t
 /* Remember when following began (a trace file older than that is not one of this run's). */
 void follow_begin(void);
 
+/* ---- /proc/PID/status and comm (proc_status.c) ------------------------------------------------ */
+
+/* The value of "Key:" in /proc/PID/status (or /proc/DIR/status, DIR as "PID/task/TID") into buf,
+ * or NULL. */
+char *proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+char *proc_status_field_at(const char *dir, const char *key, char *buf, size_t len);
+/* /proc/PID/comm, or "?". */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
 /* ---- checks (checks.c) ------------------------------------------------------------------------ */
 
 /* Everything that can be refused before touching the target. 0, or -1 with a message.
@@ -358,12 +369,6 @@ void follow_begin(void);
 int check_target(pid_t pid, bool stopped_ok);
 /* "Seccomp:" of /proc/PID/status: 0 none, 1 strict, 2 filter; -1 unknown. */
 int target_seccomp_mode(pid_t pid);
-/* The value of "Key:" in /proc/PID/status (or /proc/DIR/status, DIR as "PID/task/TID") into buf,
- * or NULL. */
-char *proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
-char *proc_status_field_at(const char *dir, const char *key, char *buf, size_t len);
-/* /proc/PID/comm, or "?". */
-void proc_comm(pid_t pid, char *buf, size_t len);
 
 /* ---- refused ptrace (seize_refusal.c) ---------------------------------------------------------- */
 

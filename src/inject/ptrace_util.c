@@ -442,3 +442,12 @@ int mem_read_string(struct itarget *tg, uint64_t addr, char *buf, size_t len)
 	buf[got] = 0;
 	return got ? 0 : -1;
 }
+
+bool live_mem(pid_t pid, int fd, uint64_t addr, void *buf, size_t len, bool write)
+{
+	if (fd >= 0)
+		return (write ? pwrite(fd, buf, len, (off_t)addr) : pread(fd, buf, len, (off_t)addr)) == (ssize_t)len;
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+	return (write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+	              : process_vm_readv(pid, &local, 1, &remote, 1, 0)) == (ssize_t)len;
+}

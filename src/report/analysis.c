@@ -251,7 +251,9 @@ static int find_gaps(const struct rp_view *v, struct rp_analysis *a, const uint3
 	return 0;
 }
 
-int64_t rp_sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, int64_t to)
+/* Time a thread spent in outermost sync calls within [from, to): how much of a gap was the
+ * host waiting for the GPU rather than preparing work. */
+static int64_t sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, int64_t to)
 {
 	const struct tr_trace *t = v->t;
 	int64_t sum = 0;
@@ -282,6 +284,11 @@ int rp_analyze(const struct rp_view *v, struct rp_analysis *a)
 	find_stages(v, a, oc, n);
 	int rc = find_gaps(v, a, oc, n);
 	free(oc);
+	struct rp_gaps *g = &a->gaps;
+	for (uint32_t i = 0; !rc && i < g->ntop; i++) {
+		const struct tr_call *after = &v->t->calls[g->top_after[i]];
+		g->top_sync[i] = sync_time_in(v, after->thread, after->start_ns - g->top[i], after->start_ns);
+	}
 	return rc;
 }
 

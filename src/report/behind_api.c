@@ -16,7 +16,7 @@ struct parent {
 	uint64_t calls;
 };
 
-struct slot {
+struct rp_behind_slot {
 	uint32_t func;
 	char uuid[EXPORT_UUID_LEN + 1];
 	unsigned index;
@@ -28,22 +28,14 @@ struct slot {
 	uint64_t counted;     /* calls counted, not recorded (count=): no time, no caller */
 };
 
-struct summary {
-	struct slot *s;
-	uint32_t n;
-	uint64_t calls, counted;
-	int64_t time;
-};
-
 static int by_table_slot(const void *a, const void *b)
 {
-	const struct slot *x = a, *y = b;
+	const struct rp_behind_slot *x = a, *y = b;
 	int c = strcmp(x->uuid, y->uuid);
 	return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
-/* The slots of every table function the trace defines, with their calls; -1 on no memory. */
-static int summarize(const struct rp_view *v, struct summary *sm)
+int rp_behind_api_analyze(const struct rp_view *v, struct rp_behind_api *sm)
 {
 	const struct tr_trace *t = v->t;
 	memset(sm, 0, sizeof(*sm));
@@ -52,11 +44,12 @@ static int summarize(const struct rp_view *v, struct summary *sm)
 	if (!at || !sm->s) {
 		free(at);
 		free(sm->s);
+		sm->s = NULL;
 		return -1;
 	}
 	for (uint32_t f = 0; f < t->nfuncs; f++) {
 		at[f] = TR_NONE;
-		struct slot *s = &sm->s[sm->n];
+		struct rp_behind_slot *s = &sm->s[sm->n];
 		if (!v->fi[f].ret_unknown || !export_func_parse(tr_func_name(t, f), s->uuid, &s->index))
 			continue;
 		s->func = f;
@@ -68,7 +61,7 @@ static int summarize(const struct rp_view *v, struct summary *sm)
 		const struct tr_call *c = &t->calls[v->sel[i]];
 		if (c->func >= t->nfuncs || at[c->func] == TR_NONE)
 			continue;
-		struct slot *s = &sm->s[at[c->func]];
+		struct rp_behind_slot *s = &sm->s[at[c->func]];
 		int64_t d = tr_call_timed(c) ? c->end_ns - c->start_ns : 0;
 		s->calls++;
 		s->time = rp_sat_add(s->time, d);
@@ -96,7 +89,7 @@ static int summarize(const struct rp_view *v, struct summary *sm)
 	/* first by table, then by slot; within a slot the callers with the most calls first */
 	qsort(sm->s, sm->n, sizeof(*sm->s), by_table_slot);
 	for (uint32_t i = 0; i < sm->n; i++) {
-		struct slot *s = &sm->s[i];
+		struct rp_behind_slot *s = &sm->s[i];
 		for (unsigned a = 1; a < s->npar; a++)
 			for (unsigned b = a; b > 0 && s->par[b].calls > s->par[b - 1].calls; b--) {
 				struct parent x = s->par[b];
@@ -112,13 +105,17 @@ static const char *parent_name(const struct rp_view *v, uint32_t func)
 	return func == TR_NONE ? "(none)" : tr_func_name(v->t, func);
 }
 
-void rp_behind_api_write_text(FILE *f, const struct rp_view *v)
+void rp_behind_api_free(struct rp_behind_api *b)
 {
-	struct summary sm;
-	if (summarize(v, &sm) != 0 || !sm.n) {
-		free(sm.s);
+	free(b->s);
+	memset(b, 0, sizeof(*b));
+}
+
+void rp_behind_api_write_text(FILE *f, const struct rp_view *v, const struct rp_behind_api *b)
+{
+	if (!b->n)
 		return;
-	}
+	const struct rp_behind_api sm = *b;
 	char b1[32], b2[32];
 	int w = 22; /* the name column: as wide as the longest name */
 	for (uint32_t i = 0; i < sm.n; i++) {
@@ -136,7 +133,7 @@ void rp_behind_api_write_text(FILE *f, const struct rp_view *v)
 	fprintf(f, "  %-*s %10s %12s %10s  %s\n", w + 2, "Function (table slot)", "Calls", "Total Time", "Avg", "Under");
 	const char *table = "";
 	for (uint32_t i = 0; i < sm.n; i++) {
-		const struct slot *s = &sm.s[i];
+		const struct rp_behind_slot *s = &sm.s[i];
 		if (strcmp(table, s->uuid)) {
 			table = s->uuid;
 			const char *tn = export_table_readable(s->uuid);
@@ -158,7 +155,6 @@ void rp_behind_api_write_text(FILE *f, const struct rp_view *v)
 			fprintf(f, "%scounted %llu", s->npar ? ", " : "", (unsigned long long)s->counted);
 		fprintf(f, "%s\n", s->calls || s->counted ? "" : "-");
 	}
-	free(sm.s);
 }
 
 static void json_opt_str(FILE *f, const char *s)
@@ -169,17 +165,15 @@ static void json_opt_str(FILE *f, const char *s)
 		fprintf(f, "null");
 }
 
-void rp_behind_api_write_json(FILE *f, const struct rp_view *v)
+void rp_behind_api_write_json(FILE *f, const struct rp_view *v, const struct rp_behind_api *b)
 {
-	struct summary sm;
-	if (summarize(v, &sm) != 0 || !sm.n) {
-		free(sm.s);
+	if (!b->n)
 		return;
-	}
+	const struct rp_behind_api sm = *b;
 	fprintf(f, ",\n  \"export_tables\": {\"calls\": %llu, \"counted_calls\": %llu, \"time_ns\": %lld, \"slots\": [",
 	        (unsigned long long)sm.calls, (unsigned long long)sm.counted, (long long)sm.time);
 	for (uint32_t i = 0; i < sm.n; i++) {
-		const struct slot *s = &sm.s[i];
+		const struct rp_behind_slot *s = &sm.s[i];
 		const char *name = tr_func_name(v->t, s->func);
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
 		rp_json_str(f, name, strlen(name));

@@ -3,9 +3,7 @@
  * (categories, transfers, stages, gaps, slowest calls, findings), and for a trace with GPU blocks
  * the GPU side ("gpu", export_gpu_json.c). Stable keys: tests and
  * scripts parse it. Times are integer nanoseconds where exact, floats where averaged. */
-#include "report.h"
-#include "behind_api.h"
-#include "nvioctl.h"
+#include "result.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -136,11 +134,11 @@ static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_ana
 	fprintf(f, "],\n");
 }
 
-static void write_slowest(FILE *f, const struct rp_view *v)
+static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trace_result *r)
 {
 	const struct tr_trace *t = v->t;
-	uint32_t *idx;
-	uint32_t n = rp_slowest(v, v->o->top, &idx);
+	const uint32_t *idx = r->slowest;
+	uint32_t n = r->nslowest;
 	char d[1024];
 	fprintf(f, "  \"slowest_calls\": [");
 	for (uint32_t i = 0; i < n; i++) {
@@ -163,7 +161,6 @@ static void write_slowest(FILE *f, const struct rp_view *v)
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s],\n", n ? "\n  " : "");
-	free(idx);
 }
 
 static void write_findings(FILE *f, const struct rp_finding *fd, unsigned n)
@@ -242,19 +239,9 @@ static void json_job(FILE *f, const struct rp_view *v)
 		fprintf(f, "\"world\": %ld, ", v->world);
 }
 
-static int write_one(FILE *f, struct rp_view *v)
+static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *r)
 {
 	const struct tr_trace *t = v->t;
-	struct rp_fstat *fs;
-	uint32_t n;
-	struct rp_analysis *a = malloc(sizeof(*a));
-	struct rp_finding *fd = malloc(RP_MAX_FINDINGS * sizeof(*fd));
-	if (!a || !fd || rp_analyze(v, a) || rp_func_stats(v, &fs, &n)) {
-		free(a);
-		free(fd);
-		return -1;
-	}
-	unsigned nfd = rp_findings(v, a, fs, n, fd, RP_MAX_FINDINGS);
 	fprintf(f, "{\n  ");
 	kv_str(f, "file", t->path);
 	fprintf(f, ",\n  \"pid\": %u, \"ppid\": %u,\n  ", t->pid, t->ppid);
@@ -306,20 +293,16 @@ static int write_one(FILE *f, struct rp_view *v)
 		rp_json_str(f, t->error_msgs[i], strlen(t->error_msgs[i]));
 	}
 	fprintf(f, "],\n");
-	write_functions(f, v, fs, n);
-	write_analysis(f, v, a);
-	rp_kernels_write_json(f, v);
-	write_slowest(f, v);
-	write_findings(f, fd, nfd);
+	write_functions(f, v, r->fs, r->nfs);
+	write_analysis(f, v, &r->a);
+	rp_kernels_write_json(f, &r->kernels);
+	write_slowest(f, v, r);
+	write_findings(f, r->fd, r->nfd);
 	write_refused(f, v);
-	rp_behind_api_write_json(f, v);
+	rp_behind_api_write_json(f, v, &r->behind);
 	if (v->has_ioctl) {
-		struct rp_ioc_summary s;
-		if (rp_ioctl_summary(v, &s) == 0) {
-			fprintf(f, ",\n  ");
-			rp_ioctl_write_json(f, v, &s);
-			rp_ioctl_summary_free(&s);
-		}
+		fprintf(f, ",\n  ");
+		rp_ioctl_write_json(f, v, &r->ioctl);
 	}
 	write_memory(f, v);
 	write_streams(f, v);
@@ -332,19 +315,13 @@ static int write_one(FILE *f, struct rp_view *v)
 		rp_stacks_write_json(f, v);
 	}
 	fprintf(f, "\n}");
-	free(fs);
-	free(a);
-	free(fd);
-	return 0;
 }
 
 /* "syncs": the moments every process waited at once (sync_across.c), the processes' part in
  * them, and every episode (times on the common axis). */
-static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
+static void write_syncs(FILE *f, const struct rp_view *views, unsigned n, const struct rp_syncs *sp)
 {
-	struct rp_syncs s;
-	if (rp_sync_across(views, n, &s))
-		return -1;
+	const struct rp_syncs s = *sp;
 	fprintf(f, "  \"syncs\": {\"window_ns\": %lld, \"episodes\": %zu, \"processes\": [", (long long)s.window, s.nep);
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_sync_proc *p = &s.proc[k];
@@ -361,17 +338,13 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 		        views[e->slowest].t->pid);
 	}
 	fprintf(f, "%s]}", s.nep ? "\n  " : "");
-	rp_syncs_free(&s);
-	return 0;
 }
 
 /* "collectives": the processes' NCCL kernels matched by order (collectives.c): how they were
  * timed, each process's part, every matched collective (times on the common axis). */
-static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
+static void write_collectives(FILE *f, const struct rp_view *views, unsigned n, const struct rp_colls *sp)
 {
-	struct rp_colls s;
-	if (rp_collectives(views, n, &s))
-		return -1;
+	const struct rp_colls s = *sp;
 	fprintf(f, ",\n  \"collectives\": {\"timing\": \"%s\", \"matched\": %zu, \"mismatch_at\": ",
 	        s.gpu ? "gpu" : "host", s.n);
 	if (s.mismatch == SIZE_MAX)
@@ -395,21 +368,15 @@ static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s]}\n}", s.n ? "\n  " : "");
-	rp_colls_free(&s);
-	return 0;
 }
 
 /* "merged": the traces on one time axis: how they were lined up, each process's place and share,
  * the API summary over all of them (functions matched by name). */
-static int write_merged(FILE *f, struct rp_view *views, unsigned n)
+static void write_merged(FILE *f, struct rp_view *views, const struct rp_result *r)
 {
-	struct rp_mstat *ms;
-	uint32_t nms;
-	struct rp_analysis *a = malloc(sizeof(*a));
-	if (!a || rp_merged_stats(views, n, &ms, &nms)) {
-		free(a);
-		return -1;
-	}
+	unsigned n = r->n;
+	const struct rp_mstat *ms = r->merged->ms;
+	uint32_t nms = r->merged->nms;
 	int64_t span = 0;
 	for (unsigned k = 0; k < n; k++) {
 		int64_t e = rp_rel(&views[k], views[k].t1);
@@ -420,25 +387,15 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 	        views[0].axis_realtime ? "realtime" : "monotonic", (long long)span);
 	for (unsigned k = 0; k < n; k++) {
 		struct rp_view *v = &views[k];
-		if (rp_analyze(v, a)) {
-			free(a);
-			free(ms);
-			return -1;
-		}
 		fprintf(f, "%s\n    {\"pid\": %u, ", k ? "," : "", v->t->pid);
 		json_job(f, v);
 		kv_str(f, "file", v->t->path);
 		fprintf(f, ", \"offset_ns\": %lld, \"realtime_offset_ns\": %lld, \"duration_ns\": %lld, "
 		           "\"selected_calls\": %u, \"api_ns\": %lld}",
 		        (long long)v->shift, (long long)v->t->realtime_offset_ns, (long long)(v->t1 - v->t0), v->nsel,
-		        (long long)a->api_time);
+		        (long long)r->per[k].a.api_time);
 	}
-	struct rp_fstat *cells;
-	if (rp_by_process(views, n, ms, nms, &cells)) {
-		free(a);
-		free(ms);
-		return -1;
-	}
+	const struct rp_fstat *cells = r->merged->by_process;
 	fprintf(f, "\n  ],\n  \"functions\": [");
 	for (uint32_t i = 0; i < nms; i++) {
 		const struct rp_fstat *s = &ms[i].s;
@@ -457,18 +414,16 @@ static int write_merged(FILE *f, struct rp_view *views, unsigned n)
 		}
 		fprintf(f, "]}");
 	}
-	free(cells);
 	fprintf(f, "%s],\n", nms ? "\n  " : "");
-	free(a);
-	free(ms);
-	return write_syncs(f, views, n) || write_collectives(f, views, n) ? -1 : 0;
+	write_syncs(f, views, n, &r->merged->syncs);
+	write_collectives(f, views, n, &r->merged->colls);
 }
 
-int rp_write_json(FILE *f, struct rp_view *views, unsigned n)
+int rp_write_json(FILE *f, struct rp_view *views, const struct rp_result *r)
 {
+	unsigned n = r->n;
 	if (n == 1) {
-		if (write_one(f, &views[0]))
-			return -1;
+		write_one(f, &views[0], &r->per[0]);
 		fprintf(f, "\n");
 		return ferror(f) ? -1 : 0;
 	}
@@ -476,12 +431,11 @@ int rp_write_json(FILE *f, struct rp_view *views, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		if (i)
 			fprintf(f, ",\n");
-		if (write_one(f, &views[i]))
-			return -1;
+		write_one(f, &views[i], &r->per[i]);
 	}
 	fprintf(f, "\n]");
-	if (rp_merged(views, n) && write_merged(f, views, n))
-		return -1;
+	if (r->merged)
+		write_merged(f, views, r);
 	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
 }

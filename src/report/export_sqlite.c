@@ -2,7 +2,7 @@
  * row, for DuckDB, pandas, Spark and the sqlite3 shell. SCHEMA below is the schema, and
  * docs/report.md ("SQLite export") documents it; the two say the same.
  *
- * Everything comes from the views (rp_view_init analysed the traces once, as for every other
+ * Everything comes from the views (rp_result_build analysed the traces once, as for every other
  * format): the calls the options select (rp_view.xsel), the counted calls they select, the GPU
  * work they select (rp_gpu.sel) with the links tr_gpu_link made. Several traces give one
  * database, a processes row each, every other table naming its process.

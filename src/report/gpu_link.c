@@ -1,4 +1,4 @@
-/* tr_gpu_link (trace_reader.h): each GPU work record to the traced call that submitted it,
+/* tr_gpu_link (trace_data.h): each GPU work record to the traced call that submitted it,
  * exactly, in two steps the trace's content fixes:
  *   work -> API record: CUPTI gave both the same correlation id, unique within a GPU session;
  *   API record -> call: the agent's clock stamped both CUPTI's record and cuhook's ENTRY/EXIT,
@@ -9,7 +9,7 @@
  * A pure function of its arguments (no trace, no I/O), so that tests can feed it by hand.
  * Cost: O((calls + records) log records); only the calls of functions that some API record
  * names are indexed. */
-#include "trace_reader.h"
+#include "trace_data.h"
 
 #include <stdlib.h>
 #include <string.h>

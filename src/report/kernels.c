@@ -363,16 +363,15 @@ void rp_kernels_free(struct rp_kernels *k)
 
 #define KERNELS_SHOWN 20
 
-void rp_kernels_write_text(FILE *f, const struct rp_view *v)
+void rp_kernels_write_text(FILE *f, const struct rp_view *v, const struct rp_kernels *kp)
 {
-	struct rp_kernels ks;
-	if (rp_kernel_stats(v, &ks) || !ks.launches) {
-		if (!ks.launches && ks.graph_unknown) {
+	const struct rp_kernels ks = *kp;
+	if (!ks.launches) {
+		if (ks.graph_unknown) {
 			rp_text_section(f, v, "Kernels");
 			fprintf(f, "  %llu graph launches of graphs instantiated before tracing began: their kernels are "
 			        "unknown\n", (unsigned long long)ks.graph_unknown);
 		}
-		rp_kernels_free(&ks);
 		return;
 	}
 	rp_text_section(f, v, "Kernels (launches per kernel name; a graph launch adds a launch of each kernel node)");
@@ -408,14 +407,11 @@ void rp_kernels_write_text(FILE *f, const struct rp_view *v)
 	}
 	if (shown < ks.n)
 		fprintf(f, "  ... %u more kernels (--all lists them)\n", ks.n - shown);
-	rp_kernels_free(&ks);
 }
 
-int rp_kernels_write_json(FILE *f, const struct rp_view *v)
+void rp_kernels_write_json(FILE *f, const struct rp_kernels *kp)
 {
-	struct rp_kernels ks;
-	if (rp_kernel_stats(v, &ks))
-		return -1;
+	const struct rp_kernels ks = *kp;
 	fprintf(f, "  \"kernels\": {\"launches\": %llu, \"direct\": %llu, \"graph_nodes\": %llu, \"graph_calls\": %llu, "
 	        "\"graph_unknown\": %llu, \"graph_from_gpu\": %llu, \"graph_from_sibling\": %llu, \"named\": %llu, "
 	        "\"by_name\": [",
@@ -436,6 +432,4 @@ int rp_kernels_write_json(FILE *f, const struct rp_view *v)
 		fprintf(f, "}");
 	}
 	fprintf(f, "%s]},\n", ks.n ? "\n  " : "");
-	rp_kernels_free(&ks);
-	return 0;
 }

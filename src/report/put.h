@@ -1,5 +1,5 @@
 /* Text built up in a fixed buffer: shared by the trace reader (tr_call_format_data) and the
- * report. Defined in util.c. */
+ * report. Defined in put.c. */
 #ifndef CUHOOK_PUT_H
 #define CUHOOK_PUT_H
 

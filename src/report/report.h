@@ -1,16 +1,19 @@
-/* cuhook report: the pieces between a decoded trace (trace_reader.h) and the output.
+/* cuhook report: the pieces between a decoded trace (trace_data.h) and the output.
  *
  *   view.c       options applied to one trace: the selected calls in time order, each
  *                function's category, kernel handle -> name
+ *   result.c     everything below analysed once for the writers (result.h)
  *   stats.c      per-function statistics (the API summary table)
  *   analysis.c   categories, transfers, pipeline stages, host gaps, nesting, errors
  *   findings.c   bottleneck findings from the analysis, with the numbers behind them
  *   describe.c   one call in words: kernel name, grid, bytes, direction, returned pointer...
  *   gpu_analysis.c  the GPU side: kernels, copies, busy time, idle gaps, latency, flows
  *   stack_analysis.c  call stacks: symbolized (symbolize.c), Python and native merged, call sites
+ *   ioctls.c     the ioctls section (nvioctl.c: decoding one ioctl, the tables of names)
  *   text.c       the terminal report (text_gpu.c: its GPU sections; text_stacks.c: call sites)
  *   export_*.c   json, csv, jsonl, chrome, perfetto, folded, sqlite (export_stacks.c: the stacks' JSON)
- *   util.c       units, escaping, output helpers
+ *   util.c       units, escaping, output helpers, the text report's section titles (put.c: text
+ *                in a fixed buffer, for the reader too)
  * cmd_report.c (src/cli) parses the command line into struct rp_opts and calls rp_main(). */
 #ifndef CUHOOK_REPORT_H
 #define CUHOOK_REPORT_H
@@ -118,10 +121,11 @@ struct rp_view {
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
 	struct rp_name_slot *names;
 	uint32_t names_cap, nnames;
-	struct rp_gpu *gpu;        /* the GPU side, analysed once; NULL: no GPU block in the trace */
-	struct rp_stacks *stacks;  /* the call stacks, analysed once; NULL: the trace has none */
-	struct rp_memory *memory;  /* memory in use, analysed once; NULL: no allocation or free */
-	struct rp_streams *streams;/* the streams the calls name, analysed once; NULL: none */
+	/* analysed once for every writer by rp_result_build (result.h), freed by rp_result_free */
+	struct rp_gpu *gpu;        /* the GPU side; NULL: no GPU block in the trace */
+	struct rp_stacks *stacks;  /* the call stacks; NULL: the trace has none */
+	struct rp_memory *memory;  /* memory in use; NULL: no allocation or free */
+	struct rp_streams *streams;/* the streams the calls name; NULL: none */
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -290,6 +294,8 @@ struct rp_gaps {
 	uint32_t ntop;
 	int64_t top[RP_MAX_TOP_GAPS];
 	uint32_t top_before[RP_MAX_TOP_GAPS], top_after[RP_MAX_TOP_GAPS];  /* call indices */
+	int64_t top_sync[RP_MAX_TOP_GAPS]; /* of each, the time its next call's thread spent in
+	                                      outermost sync calls */
 };
 
 #define RP_MAX_NEST 16
@@ -315,9 +321,6 @@ struct rp_analysis {
 	int max_depth;
 };
 int rp_analyze(const struct rp_view *v, struct rp_analysis *a);
-/* Time a thread spent in outermost sync calls within [from, to): how much of a gap was the
- * host waiting for the GPU rather than preparing work. */
-int64_t rp_sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, int64_t to);
 
 /* The k slowest selected calls with a duration, slowest first (ties: earlier first). Returns
  * their count and *out (indices in calls[], caller frees); 0 and NULL when none or no memory. */
@@ -373,7 +376,7 @@ struct rp_streams {
 	                              without their configuration) */
 	uint64_t more;             /* calls on streams past RP_MAX_STREAMS */
 };
-/* The streams of a view's selected calls (rp_view_init: v->streams): NULL in *out (and 0) when
+/* The streams of a view's selected calls (rp_result_build: v->streams): NULL in *out (and 0) when
  * no call names one; -1 when out of memory. */
 int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out);
 void rp_streams_free(struct rp_streams *s);
@@ -404,7 +407,7 @@ struct rp_memory {
 	struct rp_mem_step *steps;     /* device + physical in use: a step at each change */
 	uint32_t nsteps;
 };
-/* The memory of a view's selected calls (rp_view_init: v->memory): NULL in *out (and 0) when
+/* The memory of a view's selected calls (rp_result_build: v->memory): NULL in *out (and 0) when
  * they allocate and free nothing; -1 when out of memory. */
 int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out);
 void rp_memory_free(struct rp_memory *m);
@@ -441,7 +444,7 @@ int rp_is_nccl_kernel(const char *name, size_t len);
 int rp_collectives(const struct rp_view *views, unsigned n, struct rp_colls *s);
 void rp_colls_free(struct rp_colls *s);
 
-/* ---- gpu_analysis.c: the GPU side of a view, analysed once (rp_view_init) for every writer ---- */
+/* ---- gpu_analysis.c: the GPU side of a view, analysed once (rp_result_build) for every writer ---- */
 
 /* What the program's threads were doing while a GPU ran nothing, by priority: a loading or
  * initialising call (module, library and function loading, cuInit, device queries, context
@@ -586,7 +589,7 @@ static inline uint64_t rp_gpu_flow_id(unsigned k, uint32_t wi)
 	return ((uint64_t)(k + 1) << 32) | wi;
 }
 
-/* ---- stack_analysis.c: the call stacks of a view, symbolized and merged once (rp_view_init) ---- */
+/* ---- stack_analysis.c: the call stacks of a view, symbolized and merged once (rp_result_build) ---- */
 
 enum rp_frame_kind {
 	RP_FRAME_NATIVE,           /* an address in a file mapping: symbolized, or "[path+0xoff]" */
@@ -694,8 +697,10 @@ struct rp_kernels {
 };
 int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out);
 void rp_kernels_free(struct rp_kernels *k);
-void rp_kernels_write_text(FILE *f, const struct rp_view *v);
-int rp_kernels_write_json(FILE *f, const struct rp_view *v);
+/* The text report's Kernels section and the JSON member "kernels" (with its ",\n"), from the
+ * statistics analysed once (result.h). */
+void rp_kernels_write_text(FILE *f, const struct rp_view *v, const struct rp_kernels *ks);
+void rp_kernels_write_json(FILE *f, const struct rp_kernels *ks);
 
 /* ---- demangle.cc ---- */
 /* A C++ name demangled (libstdc++'s abi::__cxa_demangle), malloc'ed; NULL when it is not a
@@ -719,20 +724,13 @@ size_t rp_describe_call(const struct rp_view *v, const struct tr_call *c, char *
 uint64_t rp_call_bytes(const struct rp_view *v, const struct tr_call *c, int *known);
 
 /* ---- outputs ---- */
-int rp_write_text(FILE *f, struct rp_view *v);
-/* A section title of the text report. */
-void rp_text_section(FILE *f, const struct rp_view *v, const char *title);
 /* text_gpu.c: the header's "gpu" line (records, linked, unlinked, sessions) and the GPU sections
  * of the text report; nothing without GPU blocks. */
 void rp_gpu_header_line(FILE *f, const struct rp_view *v);
 void rp_gpu_write_text(FILE *f, const struct rp_view *v);
-/* One text report over several traces: a header per process, the merged API summary with the
- * processes' share, one timeline, then each process's own sections. */
-int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime);
 /* The timeline section of the text report (text_timeline.c): the threads of every view, rows
  * grouped by process, on the common time axis. */
 void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n);
-int rp_write_json(FILE *f, struct rp_view *views, unsigned n);
 /* export_gpu_json.c: the "gpu" member of one trace's JSON object (v->gpu must be set). */
 void rp_gpu_write_json(FILE *f, const struct rp_view *v);
 int rp_write_csv(FILE *f, struct rp_view *views, unsigned n);
@@ -745,6 +743,8 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n);
 int rp_write_sqlite(const struct rp_opts *o, const char *hint, struct rp_view *views, unsigned n);
 
 /* ---- util.c ---- */
+/* A section title of the text report (bold with --color): every text section's first line. */
+void rp_text_section(FILE *f, const struct rp_view *v, const char *title);
 /* rp_put: put.h */
 /* "12.345 ms": 3 decimals in the largest unit that keeps the value >= 1 (ns, us, ms, s). */
 const char *rp_fmt_dur(char *buf, size_t len, double ns);

@@ -1,7 +1,7 @@
-/* rp_main: read every trace, apply the options, write the chosen format. A file that cannot be
- * read as a trace at all is reported on stderr and skipped (exit status 1); a truncated or
- * damaged one is reported on what could be read, with a warning on stderr. */
-#include "report.h"
+/* rp_main: read every trace, apply the options, analyse once (result.h), write the chosen format.
+ * A file that cannot be read as a trace at all is reported on stderr and skipped (exit status 1);
+ * a truncated or damaged one is reported on what could be read, with a warning on stderr. */
+#include "result.h"
 
 #include "out_file.h"
 
@@ -61,6 +61,7 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;
+	struct rp_result res = {0};
 	char err[4608];
 	FILE *out = NULL;
 	if (!traces || !views) {
@@ -114,6 +115,12 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	free(shift);
 	if (!nviews)
 		goto done;
+	/* the summaries are what the text report and the JSON export show */
+	if (rp_result_build(views, (unsigned)nviews, o->format == RP_FMT_TEXT || o->format == RP_FMT_JSON, &res)) {
+		fprintf(stderr, "cuhook report: out of memory\n");
+		status = RP_EXIT_ERROR;
+		goto done;
+	}
 	if (o->format == RP_FMT_SQLITE) {
 		/* a database, not a stream: the exporter creates and fills the file itself */
 		if (rp_write_sqlite(o, OUTPUT_HINT, views, (unsigned)nviews))
@@ -131,17 +138,17 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	switch (o->format) {
 	case RP_FMT_TEXT:
 		if (nviews > 1 && !o->separate) {
-			rc = rp_write_text_merged(out, views, (unsigned)nviews, realtime);
+			rc = rp_write_text_merged(out, views, &res, realtime);
 			break;
 		}
 		for (int i = 0; i < nviews && !rc; i++) {
 			if (i)
 				fprintf(out, "\n\n");
-			rc = rp_write_text(out, &views[i]);
+			rc = rp_write_text(out, &views[i], &res.per[i]);
 		}
 		break;
 	case RP_FMT_JSON:
-		rc = rp_write_json(out, views, (unsigned)nviews);
+		rc = rp_write_json(out, views, &res);
 		break;
 	case RP_FMT_CSV:
 		rc = rp_write_csv(out, views, (unsigned)nviews);
@@ -173,6 +180,7 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	if (status == RP_EXIT_OK && damaged && o->strict)
 		status = RP_EXIT_TRUNCATED;
 done:
+	rp_result_free(views, (unsigned)nviews, &res);
 	for (int i = 0; i < nviews; i++)
 		rp_view_free(&views[i]);
 	for (int i = 0; i < nfiles; i++)

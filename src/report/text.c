@@ -1,10 +1,8 @@
 /* The terminal report: header, API summary (nsys style), the GPU sections (text_gpu.c),
  * categories, transfers, pipeline stages, slowest calls, findings, host gaps, nesting, call sites
  * (text_stacks.c), timeline, functions not traced.
- * Every section reads the view and the analysis; none computes statistics itself. */
-#include "report.h"
-#include "behind_api.h"
-#include "nvioctl.h"
+ * Every section reads the view and the analysis (result.h); none computes statistics itself. */
+#include "result.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +13,6 @@
 #define YELLOW(v) ((v)->o->color ? "\033[33m" : "")
 #define RED(v) ((v)->o->color ? "\033[31m" : "")
 #define RESET(v) ((v)->o->color ? "\033[0m" : "")
-
-void rp_text_section(FILE *f, const struct rp_view *v, const char *title)
-{
-	fprintf(f, "\n%s%s%s\n", BOLD(v), title, RESET(v));
-}
 
 #define section rp_text_section
 
@@ -463,11 +456,11 @@ static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analy
 	}
 }
 
-static void write_slowest(FILE *f, const struct rp_view *v)
+static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trace_result *r)
 {
 	const struct tr_trace *t = v->t;
-	uint32_t *idx;
-	uint32_t n = rp_slowest(v, v->o->top, &idx);
+	const uint32_t *idx = r->slowest;
+	uint32_t n = r->nslowest;
 	if (!n)
 		return;
 	char b1[32], b2[32], th[32], d[512];
@@ -490,7 +483,6 @@ static void write_slowest(FILE *f, const struct rp_view *v)
 		        d[0] ? rp_safe(tr_func_name(t, c->func)) : "", d[0] ? "  " : rp_safe(tr_func_name(t, c->func)),
 		        rp_safe(d));
 	}
-	free(idx);
 }
 
 static void write_findings(FILE *f, const struct rp_view *v, const struct rp_finding *fd, unsigned n)
@@ -540,7 +532,7 @@ static void write_gaps(FILE *f, const struct rp_view *v, const struct rp_analysi
 	        rp_fmt_dur(b5, sizeof(b5), (double)g->max));
 	for (uint32_t i = 0; i < g->ntop; i++) {
 		const struct tr_call *before = &t->calls[g->top_before[i]], *after = &t->calls[g->top_after[i]];
-		int64_t sync = rp_sync_time_in(v, after->thread, after->start_ns - g->top[i], after->start_ns);
+		int64_t sync = g->top_sync[i];
 		fprintf(f, "  %12s at %10s after %s, before %s (%s)", rp_fmt_dur(b1, sizeof(b1), (double)g->top[i]),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(after->start_ns - g->top[i] - v->t0)),
 		        rp_safe(tr_func_name(t, before->func)), rp_safe(tr_func_name(t, after->func)),
@@ -567,51 +559,33 @@ static void write_nesting(FILE *f, const struct rp_view *v, const struct rp_anal
 }
 
 /* Everything after the API summary but the timeline: one trace's analysis. */
-static void write_sections(FILE *f, struct rp_view *v, const struct rp_analysis *a, const struct rp_finding *fd,
-                           unsigned nfd)
+static void write_sections(FILE *f, struct rp_view *v, const struct rp_trace_result *r)
 {
+	const struct rp_analysis *a = &r->a;
 	rp_gpu_write_text(f, v);
 	write_categories(f, v, a);
 	write_transfers(f, v, a);
 	write_memory(f, v);
 	write_streams(f, v);
 	write_stages(f, v, a);
-	rp_kernels_write_text(f, v);
-	write_slowest(f, v);
-	write_findings(f, v, fd, nfd);
+	rp_kernels_write_text(f, v, &r->kernels);
+	write_slowest(f, v, r);
+	write_findings(f, v, r->fd, r->nfd);
 	write_gaps(f, v, a);
 	write_nesting(f, v, a);
-	rp_behind_api_write_text(f, v);
+	rp_behind_api_write_text(f, v, &r->behind);
 	rp_stacks_write_text(f, v);
-	if (v->has_ioctl) {
-		struct rp_ioc_summary s;
-		if (rp_ioctl_summary(v, &s) == 0) {
-			rp_ioctl_write_text(f, v, &s);
-			rp_ioctl_summary_free(&s);
-		}
-	}
+	if (v->has_ioctl)
+		rp_ioctl_write_text(f, v, &r->ioctl);
 }
 
-int rp_write_text(FILE *f, struct rp_view *v)
+int rp_write_text(FILE *f, struct rp_view *v, const struct rp_trace_result *r)
 {
-	struct rp_fstat *fs;
-	uint32_t n;
-	struct rp_analysis *a = malloc(sizeof(*a));
-	struct rp_finding *fd = malloc(RP_MAX_FINDINGS * sizeof(*fd));
-	if (!a || !fd || rp_analyze(v, a) || rp_func_stats(v, &fs, &n)) {
-		free(a);
-		free(fd);
-		return -1;
-	}
-	unsigned nfd = rp_findings(v, a, fs, n, fd, RP_MAX_FINDINGS);
 	write_header(f, v, 0);
-	write_summary(f, v, fs, n, NULL, v->nsel != v->t->ncalls);
-	write_sections(f, v, a, fd, nfd);
+	write_summary(f, v, r->fs, r->nfs, NULL, v->nsel != v->t->ncalls);
+	write_sections(f, v, r);
 	rp_text_timeline(f, v, 1);
 	write_refused(f, v);
-	free(fs);
-	free(a);
-	free(fd);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -619,13 +593,13 @@ int rp_write_text(FILE *f, struct rp_view *v)
  * The first BYPROC_ROWS functions of the summary's order, at most BYPROC_COLS processes. */
 #define BYPROC_ROWS 15
 #define BYPROC_COLS 8
-static int write_by_process(FILE *f, const struct rp_view *views, unsigned n, const struct rp_mstat *ms, uint32_t nms)
+static void write_by_process(FILE *f, const struct rp_view *views, unsigned n, const struct rp_merged_result *m)
 {
-	struct rp_fstat *cells;
+	const struct rp_mstat *ms = m->ms;
+	const struct rp_fstat *cells = m->by_process;
+	uint32_t nms = m->nms;
 	if (!nms)
-		return 0;
-	if (rp_by_process(views, n, ms, nms, &cells))
-		return -1;
+		return;
 	unsigned cols = n < BYPROC_COLS ? n : BYPROC_COLS;
 	uint32_t rows = nms < BYPROC_ROWS ? nms : BYPROC_ROWS;
 	char label[BYPROC_COLS][64], cell[64], b[32];
@@ -659,8 +633,6 @@ static int write_by_process(FILE *f, const struct rp_view *views, unsigned n, co
 	}
 	if (n > cols)
 		fprintf(f, "  (%u more processes: json merged.functions[].by_process has them all)\n", n - cols);
-	free(cells);
-	return 0;
 }
 
 /* Whether a merged report has a rank column: some trace says its rank in a job. */
@@ -713,13 +685,11 @@ static size_t top_spreads(const void *base, size_t n, size_t size, size_t lo, si
 	}
 	return ntop;
 }
-static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
+static void write_syncs(FILE *f, const struct rp_view *views, unsigned n, const struct rp_syncs *sp)
 {
 	const struct rp_view *v0 = &views[0];
-	struct rp_syncs s;
+	const struct rp_syncs s = *sp;
 	char b1[32], b2[32];
-	if (rp_sync_across(views, n, &s))
-		return -1;
 	section(f, v0, "Waiting for each other");
 	uint64_t waits = 0;
 	for (unsigned k = 0; k < n; k++)
@@ -727,8 +697,7 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 	if (!s.nep) {
 		fprintf(f, "  no moment where every process waited at once (%llu blocking cu*Synchronize calls in all)\n",
 		        (unsigned long long)waits);
-		rp_syncs_free(&s);
-		return 0;
+		return;
 	}
 	fprintf(f, "  %zu time%s every process waited at once (one blocking cu*Synchronize call each, overlapping,\n"
 	           "  ending within %s): the one that arrived last is the one the others waited for\n",
@@ -758,8 +727,6 @@ static int write_syncs(FILE *f, const struct rp_view *views, unsigned n)
 		        rp_proc_label(&views[e->slowest], who, sizeof(who)),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(e->last_arrival - e->start)));
 	}
-	rp_syncs_free(&s);
-	return 0;
 }
 
 /* A collective's kernel for one line: demangled, without its parameter list, control
@@ -782,19 +749,15 @@ static void coll_label(const char *name, uint16_t len, char *buf, size_t size)
 /* The processes' NCCL collectives matched by order (collectives.c): per process how often it
  * arrived last, what it waited and made the others wait, then the longest waits with their
  * collective and the one that arrived last. No section when no process launched an NCCL kernel. */
-static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
+static void write_collectives(FILE *f, const struct rp_view *views, unsigned n, const struct rp_colls *sp)
 {
-	struct rp_colls s;
+	const struct rp_colls s = *sp;
 	char b1[32], b2[32];
-	if (rp_collectives(views, n, &s))
-		return -1;
 	uint64_t kernels = 0;
 	for (unsigned k = 0; k < n; k++)
 		kernels += s.proc[k].kernels;
-	if (!kernels) {
-		rp_colls_free(&s);
-		return 0;
-	}
+	if (!kernels)
+		return;
 	section(f, &views[0], "Collectives across processes");
 	fprintf(f, "  %zu NCCL collective%s matched by order (the k-th NCCL kernel of each process is one), timed by %s:\n"
 	           "  the one that arrived last is the one the others waited for\n",
@@ -829,26 +792,17 @@ static int write_collectives(FILE *f, const struct rp_view *views, unsigned n)
 		        top[i] + 1, rp_proc_label(&views[c->slowest], who, sizeof(who)),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(c->last - c->first)), name);
 	}
-	rp_colls_free(&s);
-	return 0;
 }
 
 /* Several traces, one report: what they are and how they line up, a header per process, the
  * processes side by side, the API summary over all of them, one timeline, then each process's
  * own analysis (its times there are from its own start). */
-int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime)
+int rp_write_text_merged(FILE *f, struct rp_view *views, const struct rp_result *r, int realtime)
 {
 	struct rp_view *v0 = &views[0];
-	struct rp_analysis *a = calloc(n, sizeof(*a));
-	struct rp_mstat *ms = NULL;
-	uint32_t nms = 0;
-	int rc = -1;
+	unsigned n = r->n;
+	const struct rp_merged_result *m = r->merged;
 	char b1[32], b2[32], b3[32];
-	if (!a || rp_merged_stats(views, n, &ms, &nms))
-		goto out;
-	for (unsigned k = 0; k < n; k++)
-		if (rp_analyze(&views[k], &a[k]))
-			goto out;
 	int64_t end = 0, api = 0;
 	uint64_t calls = 0, sel = 0, threads = 0, counted = 0;
 	for (unsigned k = 0; k < n; k++) {
@@ -856,7 +810,7 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 		int64_t e = rp_rel(v, v->t1);
 		if (e > end)
 			end = e;
-		api = rp_sat_add(api, a[k].api_time);
+		api = rp_sat_add(api, r->per[k].a.api_time);
 		calls += v->t->ncalls;
 		sel += v->nsel;
 		threads += v->t->nthreads;
@@ -894,34 +848,22 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtim
 			rank_cell(f, v);
 		fprintf(f, "%12s  %12s  %7u  %8u  %12s  %7.1f  %s\n", start,
 		        rp_fmt_dur(b2, sizeof(b2), (double)(v->t1 - v->t0)), t->nthreads, v->nsel,
-		        rp_fmt_dur(b3, sizeof(b3), (double)a[k].api_time),
-		        api > 0 ? 100.0 * (double)a[k].api_time / (double)api : 0.0, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
+		        rp_fmt_dur(b3, sizeof(b3), (double)r->per[k].a.api_time),
+		        api > 0 ? 100.0 * (double)r->per[k].a.api_time / (double)api : 0.0, t->cmdline[0] ? rp_safe(t->cmdline) : "?");
 	}
 
-	write_summary(f, v0, NULL, nms, ms, calls != sel);
-	if (write_by_process(f, views, n, ms, nms))
-		goto out;
+	write_summary(f, v0, NULL, m->nms, m->ms, calls != sel);
+	write_by_process(f, views, n, m);
 	rp_text_timeline(f, views, n);
-	if (write_syncs(f, views, n) || write_collectives(f, views, n))
-		goto out;
+	write_syncs(f, views, n, &m->syncs);
+	write_collectives(f, views, n, &m->colls);
 
 	for (unsigned k = 0; k < n; k++) {
 		struct rp_view *v = &views[k];
-		struct rp_fstat *fs;
-		uint32_t nfs;
-		struct rp_finding fd[RP_MAX_FINDINGS];
-		if (rp_func_stats(v, &fs, &nfs))
-			goto out;
-		unsigned nfd = rp_findings(v, &a[k], fs, nfs, fd, RP_MAX_FINDINGS);
-		free(fs);
 		fprintf(f, "\n\n%s== process %u (%s): its own analysis, times from its start ==%s\n", BOLD(v), v->t->pid,
 		        v->t->cmdline[0] ? rp_safe(v->t->cmdline) : "?", RESET(v));
-		write_sections(f, v, &a[k], fd, nfd);
+		write_sections(f, v, &r->per[k]);
 		write_refused(f, v);
 	}
-	rc = ferror(f) ? -1 : 0;
-out:
-	free(ms);
-	free(a);
-	return rc;
+	return ferror(f) ? -1 : 0;
 }

@@ -65,66 +65,6 @@ _Static_assert(sizeof(struct cuhook_count_entry) == 16, "count entry layout");
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-struct tr_arena_chunk {
-	struct tr_arena_chunk *next;
-	size_t len, cap;
-	char buf[];
-};
-
-/* A NUL-terminated copy of n bytes, control characters replaced by '?' so that names from a
- * hostile file cannot drive the terminal. */
-char *tr_arena_strndup(struct tr_trace *t, const void *src, size_t n)
-{
-	struct tr_arena_chunk *c = t->arena_;
-	if (!c || c->cap - c->len < n + 1) {
-		size_t cap = n + 1 > 65536 - sizeof(*c) ? n + 1 : 65536 - sizeof(*c);
-		c = malloc(sizeof(*c) + cap);
-		if (!c)
-			return NULL;
-		c->len = 0;
-		c->cap = cap;
-		c->next = t->arena_;
-		t->arena_ = c;
-	}
-	char *d = c->buf + c->len;
-	const unsigned char *s = src;
-	for (size_t i = 0; i < n; i++)
-		d[i] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : (char)s[i];
-	d[n] = 0;
-	c->len += n + 1;
-	return d;
-}
-
-/* Grow *arr (elements of size elt) so that index `need - 1` fits. Doubling keeps the amortized
- * cost per element constant. */
-int tr_grow(void **arr, uint32_t *cap, uint32_t need, size_t elt)
-{
-	if (need <= *cap)
-		return 0;
-	uint64_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > UINT32_MAX)
-		ncap = UINT32_MAX;
-	void *p = realloc(*arr, ncap * elt);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = (uint32_t)ncap;
-	return 0;
-}
-
-void tr_add_error(struct tr_trace *t, const char *fmt, ...)
-{
-	t->errors++;
-	if (t->nerror_msgs >= TR_MAX_ERROR_MSGS)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(t->error_msgs[t->nerror_msgs++], sizeof(t->error_msgs[0]), fmt, ap);
-	va_end(ap);
-}
-
 static void set_truncated(struct tr_trace *t, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_truncated(struct tr_trace *t, uint64_t off, const char *fmt, ...)
 {
@@ -562,23 +502,10 @@ static void setup_realtime(struct tr_trace *t, const struct clock_pairs *cp)
 	}
 }
 
-/* Times are kept within +-TR_NS_LIMIT so that the difference of any two never overflows
- * (clock_ns0 is clamped the same way by setup_clock). */
+/* tr_tsc_to_ns (trace_data.h), inlined in the event loop */
 static inline int64_t tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
 {
-	if (t->clock_source == CUHOOK_CLOCK_MONOTONIC)
-		return tsc > (uint64_t)TR_NS_LIMIT ? TR_NS_LIMIT : (int64_t)tsc;
-	const double lim = (double)TR_NS_LIMIT;
-	double d = (double)(int64_t)(tsc - t->clock_tsc0) * t->ns_per_tick;
-	if (!(d >= -lim && d <= lim)) /* also NaN */
-		d = d > 0 ? lim : -lim;
-	int64_t r = t->clock_ns0 + (int64_t)d; /* exact for integer ns below 2^53 */
-	return r > TR_NS_LIMIT ? TR_NS_LIMIT : r < -TR_NS_LIMIT ? -TR_NS_LIMIT : r;
-}
-
-int64_t tr_tsc_to_ns(const struct tr_trace *t, uint64_t tsc)
-{
-	return tsc_to_ns(t, tsc);
+	return tr_tsc_to_ns(t, tsc);
 }
 
 static const char *block_type_name(unsigned type)
@@ -1521,10 +1448,7 @@ void tr_close(struct tr_trace *t)
 	free(t->thread_call_index_);
 	tr_gpu_free(t);
 	tr_stacks_free(t);
-	for (struct tr_arena_chunk *c = t->arena_, *n; c; c = n) {
-		n = c->next;
-		free(c);
-	}
+	tr_arena_free(t);
 	free(t);
 }
 

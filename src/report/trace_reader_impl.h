@@ -1,13 +1,16 @@
 /* What the files of the trace reader share (trace_reader.c decodes the file and its call
- * events, trace_gpu.c the GPU blocks): not part of the reader's interface (trace_reader.h). */
+ * events, trace_gpu.c the GPU blocks, trace_stacks.c the stacks; trace_reader_util.c holds the
+ * helpers below): not part of the reader's interface (trace_reader.h). */
 #ifndef CUHOOK_TRACE_READER_IMPL_H
 #define CUHOOK_TRACE_READER_IMPL_H
 
-#include "trace_reader.h"
+#include "trace_data.h"
 
 /* A NUL-terminated copy of n bytes in the trace's arena, control characters replaced by '?';
  * NULL when out of memory. */
 char *tr_arena_strndup(struct tr_trace *t, const void *src, size_t n);
+/* Frees the arena (tr_close). */
+void tr_arena_free(struct tr_trace *t);
 /* Grow *arr (elements of size elt) so that index need - 1 fits; -1 when out of memory. */
 int tr_grow(void **arr, uint32_t *cap, uint32_t need, size_t elt);
 /* Count an error; the first few keep their message. */

@@ -3,10 +3,14 @@
 #include "text_safe.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void rp_text_section(FILE *f, const struct rp_view *v, const char *title)
+{
+	fprintf(f, "\n%s%s%s\n", v->o->color ? "\033[1m" : "", title, v->o->color ? "\033[0m" : "");
+}
 
 const char *rp_fmt_dur(char *buf, size_t len, double ns)
 {
@@ -115,19 +119,6 @@ const char *rp_safe(const char *s)
 	}
 	text_safe_n(ring[k].p, ring[k].cap, s, n);
 	return ring[k].p;
-}
-
-size_t rp_put(char *buf, size_t len, size_t pos, const char *fmt, ...)
-{
-	if (pos + 1 >= len)
-		return pos;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf + pos, len - pos, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return pos;
-	return pos + (size_t)n < len ? pos + (size_t)n : len - 1;
 }
 
 uint64_t rp_str_hash(const char *s)

@@ -455,8 +455,7 @@ int rp_view_init_at(struct rp_view *v, struct tr_trace *t, const struct rp_opts 
 		else
 			finfo_of(v, t->funcs[i].name, t->funcs[i].lib_id, 1, &v->fi[i]);
 	}
-	if (find_dup_names(v) || build_names(v) || build_selection(v) || rp_gpu_analyze(v, &v->gpu) ||
-	    rp_stacks_analyze(v, &v->stacks) || rp_memory_analyze(v, &v->memory) || rp_streams_analyze(v, &v->streams))
+	if (find_dup_names(v) || build_names(v) || build_selection(v))
 		goto oom;
 	return 0;
 oom:
@@ -480,10 +479,6 @@ void rp_view_free(struct rp_view *v)
 	free(v->thread_dup);
 	free(v->names);
 	free(v->func_ok);
-	rp_gpu_free(v->gpu);
-	rp_stacks_free(v->stacks);
-	rp_memory_free(v->memory);
-	rp_streams_free(v->streams);
 	memset(v, 0, sizeof(*v));
 }
 

@@ -7,7 +7,7 @@
  * --thread, width) are picked from a hash of the input, so a given input always runs the same way.
  *
  * Built by tests/fuzz/build.sh with clang -fsanitize=fuzzer,address,undefined (docs/fuzzing.md). */
-#include "report.h"
+#include "result.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,16 +54,20 @@ static void check_invariants(const struct tr_trace *t)
 
 static void all_outputs(struct rp_view *v, unsigned n)
 {
+	struct rp_result r;
+	if (rp_result_build(v, n, 1, &r))
+		return;
 	if (n == 1)
-		rp_write_text(devnull, v);
+		rp_write_text(devnull, v, &r.per[0]);
 	else
-		rp_write_text_merged(devnull, v, n, v->axis_realtime);
-	rp_write_json(devnull, v, n);
+		rp_write_text_merged(devnull, v, &r, v->axis_realtime);
+	rp_write_json(devnull, v, &r);
 	rp_write_csv(devnull, v, n);
 	rp_write_jsonl(devnull, v, n);
 	rp_write_chrome(devnull, v, n);
 	rp_write_perfetto(devnull, v, n);
 	rp_write_folded(devnull, v, n);
+	rp_result_free(v, n, &r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

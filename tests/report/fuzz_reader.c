@@ -17,7 +17,7 @@
  *
  *   fuzz_reader [--iterations N] [--seed S] seed.bin...
  * Exit status 0 when every check held; a crash or a sanitizer report fails the test. */
-#include "report.h"
+#include "result.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,15 +55,21 @@ static void run_report(struct tr_trace *t)
 	}
 	struct rp_view v;
 	char err[256];
+	struct rp_result r;
 	if (rp_view_init(&v, t, &o, err, sizeof(err)))
 		return;
-	rp_write_text(devnull, &v);
-	rp_write_json(devnull, &v, 1);
+	if (rp_result_build(&v, 1, 1, &r)) {
+		rp_view_free(&v);
+		return;
+	}
+	rp_write_text(devnull, &v, &r.per[0]);
+	rp_write_json(devnull, &v, &r);
 	rp_write_csv(devnull, &v, 1);
 	rp_write_jsonl(devnull, &v, 1);
 	rp_write_chrome(devnull, &v, 1);
 	rp_write_folded(devnull, &v, 1);
 	rp_write_perfetto(devnull, &v, 1);
+	rp_result_free(&v, 1, &r);
 	rp_view_free(&v);
 	/* several files on one axis: the trace twice, the second at an offset (its own realtime
 	 * alignment is exercised by rp_align) */
@@ -78,12 +84,18 @@ static void run_report(struct tr_trace *t)
 			rp_view_free(&vs[0]);
 			return;
 		}
-		rp_write_text_merged(devnull, vs, 2, 1);
-		rp_write_json(devnull, vs, 2);
+		if (rp_result_build(vs, 2, 1, &r)) {
+			rp_view_free(&vs[0]);
+			rp_view_free(&vs[1]);
+			return;
+		}
+		rp_write_text_merged(devnull, vs, &r, 1);
+		rp_write_json(devnull, vs, &r);
 		rp_write_csv(devnull, vs, 2);
 		rp_write_jsonl(devnull, vs, 2);
 		rp_write_chrome(devnull, vs, 2);
 		rp_write_perfetto(devnull, vs, 2);
+		rp_result_free(vs, 2, &r);
 		rp_view_free(&vs[0]);
 		rp_view_free(&vs[1]);
 	}
