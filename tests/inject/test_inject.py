@@ -1834,8 +1834,10 @@ def fd_count(pid):
 def lock_cycles(mode, what, cycles):
     """inj_target MODE 4 LIBCUDA: threads that take one of glibc's internal locks all the time
     (the agent's start must not need it). `cycles` attach/detach cycles with the real agent:
-    each works, its -v stopped times (attach and detach) stay under 500 ms, it leaves no open
-    file in the target, and the program's results hold."""
+    each works, its -v stopped times (attach and detach) stay under 5 s (a start that needed the
+    lock would wait for it without end; how long a stop takes on a loaded 2-core machine is
+    bench/attach_stall.py's business: 1,017 ms was seen once under load), it leaves no open file
+    in the target, and the program's results hold."""
     need_real("fakecuda")
     read_trace = engine_tracefile().read_trace
     t = Target(mode, 4, A.fakecuda)
@@ -1848,7 +1850,7 @@ def lock_cycles(mode, what, cycles):
             check(r.returncode == 0, "attach %d of %d failed" % (i + 1, cycles), r.stderr)
             for phase in ("attach", "detach"):
                 _, ms, _ = stopped_ms(r.stderr, phase)
-                check(ms < 500, "%s %d: threads stopped for %.1f ms" % (phase, i + 1, ms), r.stderr)
+                check(ms < 5000, "%s %d: threads stopped for %.1f ms" % (phase, i + 1, ms), r.stderr)
                 worst = max(worst, ms)
             check(fd_count(t.pid) == fds, "attach %d: %d open files in the target, %d before" %
                   (i + 1, fd_count(t.pid), fds))
