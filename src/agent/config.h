@@ -16,8 +16,11 @@
  * never ends the program) */
 enum capture_end { CAPTURE_END_REPEAT, CAPTURE_END_STOP, CAPTURE_END_NONE };
 
-/* names_window='s default: a second of kernel records after such a graph's first launch */
-#define CUHOOK_NAMES_WINDOW_DEFAULT_MS 1000u
+/* names_window='s default: off. A window loads CUPTI into the program, which stays loaded after
+ * graph launches (gpu_activity.c: finalizing then breaks them), and JAX's iterations after
+ * the detach were 1.07-1.24x those before it on an H200 (0.99-1.17x without): the user asks for
+ * it (--names-window SEC). */
+#define CUHOOK_NAMES_WINDOW_DEFAULT_MS 0u
 
 struct cuhook_config {
 	char output[AOPT_PATH_MAX + 1];       /* output: trace path; "%p" becomes the pid */

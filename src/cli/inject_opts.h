@@ -87,7 +87,7 @@ int cuhook_parse_pid(const char *v, pid_t *pid);
 	"                        loaded, next to its CUDA wheels, $CUDA_HOME, /usr/local/cuda)\n" \
 	"  --names-window SEC    without --gpu: when a CUDA graph instantiated before tracing began\n" \
 	"                        is launched, record the GPU's kernels (CUPTI) for SEC seconds to\n" \
-	"                        name that graph's kernels (default 1; 0: never)\n" \
+	"                        name that graph's kernels; CUPTI stays loaded after (default 0: never)\n" \
 	"  --capture-range cudaProfilerApi\n" \
 	"                        record (and count) only between cuProfilerStart and cuProfilerStop\n" \
 	"                        (torch.cuda.profiler.start/stop, cudaProfilerStart/Stop), as nsys does\n" \

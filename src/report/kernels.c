@@ -362,6 +362,10 @@ void rp_kernels_free(struct rp_kernels *k)
 }
 
 #define KERNELS_SHOWN 20
+/* What names them: the names window (src/agent/kernel_names.h) or --gpu. */
+#define NAMES_WINDOW_HINT                                                                          \
+	"  (cuhook attach --names-window 1 names them from a second of the GPU's kernel records; it "   \
+	"loads CUPTI into the program, where it stays: see docs/agent.md)\n"
 
 void rp_kernels_write_text(FILE *f, const struct rp_view *v, const struct rp_kernels *kp)
 {
@@ -370,7 +374,7 @@ void rp_kernels_write_text(FILE *f, const struct rp_view *v, const struct rp_ker
 		if (ks.graph_unknown) {
 			rp_text_section(f, v, "Kernels");
 			fprintf(f, "  %llu graph launches of graphs instantiated before tracing began: their kernels are "
-			        "unknown\n", (unsigned long long)ks.graph_unknown);
+			        "unknown\n%s", (unsigned long long)ks.graph_unknown, NAMES_WINDOW_HINT);
 		}
 		return;
 	}
@@ -388,7 +392,7 @@ void rp_kernels_write_text(FILE *f, const struct rp_view *v, const struct rp_ker
 		        (unsigned long long)ks.graph_from_sibling);
 	if (ks.graph_unknown)
 		fprintf(f, "  %llu graph launches of graphs instantiated before tracing began: their kernels are unknown "
-		        "and left out\n", (unsigned long long)ks.graph_unknown);
+		        "and left out\n%s", (unsigned long long)ks.graph_unknown, NAMES_WINDOW_HINT);
 	fprintf(f, "   Launches     Direct  Graph nodes  Launch-call time  Grid (most launched) x block  Shapes  Name\n");
 	fprintf(f, "   --------     ------  -----------  ----------------  ---------------------------  ------  ----\n");
 	uint32_t shown = v->o->all || ks.n <= KERNELS_SHOWN ? ks.n : KERNELS_SHOWN;

@@ -92,6 +92,8 @@ def check_report(a, work, trace, target_out, problems, what, gpu=False, window=F
     problems.check((relu.get("grid"), relu.get("block")) == most and
                    relu.get("shapes") == (3 if gpu else 2), f"{what}: fake_relu's shapes: {relu}")
     text = report(a.cuhook, trace, "text", os.path.join(work, "report.txt"))
+    problems.check(("--names-window 1 names them" in text) == (unknown > 0),
+                   f"{what}: the Kernels section's hint on --names-window (for {unknown} unknown graph launches)")
     problems.check(f"  {total} kernel launches: {sum(direct.values())} by launch calls, {nodes} as nodes of "
                    f"{other['graph_calls'] - unknown} graph launches; {total} named (100.0 %)"
                    in text.splitlines(), f"{what}: the text report's Kernels line:\n{tail(text, 4000)}")
