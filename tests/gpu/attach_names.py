@@ -10,8 +10,9 @@ window, and `cuhook report --format json` gives "kernels": named / (launches + g
 whose graph was instantiated before the attach, which count as unnamed). Prints one line per
 loop, "NAMES torch: named N of M kernel launches (P %) ...", the Kernels table's first lines,
 whether the trace carries the "functions patched, refused" note, and PASS when every loop
-reaches 99 %. The JAX loop is then attached to once more with --gpu (unless --no-gpu): launches
-of graphs instantiated before the attach are counted by CUPTI's kernel records (an INFO line). A loop whose framework is not installed is skipped (said). Exits 1 on a failure.
+reaches 99 %. The JAX loop is attached to with --names-window 1 (its graphs were instantiated
+before the attach: the window's GPU records name them), then, said apart as INFO lines, plainly
+(the window off: those launches stay unknown) and with --gpu (unless --no-gpu). A loop whose framework is not installed is skipped (said). Exits 1 on a failure.
 
     python3 attach_names.py --jax-loop --seconds S    (the JAX loop itself)"""
 import argparse
@@ -71,16 +72,18 @@ def start_loop(cmd, log, env):
     return None
 
 
-def one(a, name, cmd, env, gpu=False):
-    tag = name + (" --gpu" if gpu else "")
-    log = os.path.join(a.out, f"names-{name}{'-gpu' if gpu else ''}.log")
+def one(a, name, cmd, env, gpu=False, window=False):
+    tag = name + (" --gpu" if gpu else " --names-window 1" if window else "")
+    suffix = "-gpu" if gpu else "-window" if window else ""
+    log = os.path.join(a.out, f"names-{name}{suffix}.log")
     p = start_loop(cmd, log, env)
     if not p:
         return f"{tag}: the loop did not start (see {log})"
-    trace = os.path.join(a.out, f"names-{name}{'-gpu' if gpu else ''}.bin")
+    trace = os.path.join(a.out, f"names-{name}{suffix}.bin")
     try:
         r = subprocess.run([a.cuhook, "attach", "-v", "--force", "--duration", str(a.duration), "-o", trace,
-                            *(["--gpu"] if gpu else []), str(p.pid)], capture_output=True, text=True, timeout=300)
+                            *(["--gpu"] if gpu else ["--names-window", "1"] if window else []), str(p.pid)],
+                           capture_output=True, text=True, timeout=300)
         print(f"{tag}: cuhook attach status {r.returncode}\n{r.stderr.strip()}", flush=True)
     finally:
         p.kill()
@@ -148,10 +151,12 @@ def main():
             print(f"{name}: SKIPPED ({module} is not installed)", flush=True)
             continue
         loops.append((name, cmd))
-    fails = [f for f in (one(a, name, cmd, env) for name, cmd in loops) if f]
-    # JAX's graphs are instantiated before any attach: with --gpu, CUPTI's kernel records of
-    # their launches count them (said apart; the target is the plain attach's)
-    info = [one(a, name, cmd, env, gpu=True) for name, cmd in loops if name == "jax" and not a.no_gpu]
+    # JAX's graphs are instantiated before any attach: the names window (--names-window 1)
+    # names them, and is what the target is checked on for JAX; the plain attach (no CUPTI)
+    # and --gpu are said apart
+    fails = [f for f in (one(a, name, cmd, env, window=name == "jax") for name, cmd in loops) if f]
+    info = [one(a, name, cmd, env) for name, cmd in loops if name == "jax"]
+    info += [one(a, name, cmd, env, gpu=True) for name, cmd in loops if name == "jax" and not a.no_gpu]
     for f in info:
         if f:
             print("INFO (not counted as a failure) " + f)
