@@ -43,6 +43,9 @@ enum rp_sort {
 	RP_SORT_NAME,
 };
 
+/* --stream / --no-stream (rp_opts.stream). */
+enum rp_stream_mode { RP_STREAM_AUTO, RP_STREAM_ON, RP_STREAM_OFF };
+
 struct rp_opts {
 	enum rp_format format;
 	enum rp_sort sort;
@@ -63,6 +66,7 @@ struct rp_opts {
 	                              each on its own time axis (the behaviour before merging) */
 	int align_monotonic;       /* --align monotonic: line files up by CLOCK_MONOTONIC (one
 	                              machine) instead of CLOCK_REALTIME (default) */
+	enum rp_stream_mode stream;/* --stream / --no-stream: the text report in bounded memory */
 };
 
 /* Functions whose DATA records name kernels (view.c builds handle -> name from them). */
@@ -122,6 +126,14 @@ struct rp_view {
 	struct rp_stacks *stacks;  /* the call stacks, analysed once; NULL: the trace has none */
 	struct rp_memory *memory;  /* memory in use, analysed once; NULL: no allocation or free */
 	struct rp_streams *streams;/* the streams the calls name, analysed once; NULL: none */
+	const struct rp_stream_counts *streamed; /* the streaming report's (text_stream.c): the calls
+	                              were counted as they were read, none is in t->calls; NULL */
+};
+
+/* The calls a streaming report counted (it keeps none): all, ioctls among them, selected (xsel)
+ * and selected API calls (sel). */
+struct rp_stream_counts {
+	uint64_t calls, ioctls, xsel, sel;
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -226,6 +238,8 @@ struct rp_fstat {
 /* Statistics of every function with at least one selected call, sorted by opts->sort. The
  * caller frees *out. Returns 0, -1 when out of memory. */
 int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *n);
+/* Sort s[0..n) by opts->sort as rp_func_stats() does (the streaming report's order too). */
+void rp_sort_fstats(const struct rp_view *v, struct rp_fstat *s, uint32_t n);
 /* The middle value(s) of d[0..n), n > 0, in O(n) (reorders d): *lo == *hi for an odd n, the
  * two middle values for an even n. */
 void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi);
@@ -315,6 +329,9 @@ struct rp_analysis {
 	int max_depth;
 };
 int rp_analyze(const struct rp_view *v, struct rp_analysis *a);
+/* What rp_analyze() adds up for one selected call: categories, transfers, allocations, nesting
+ * (c->parent read in v->t->calls), failures. The streaming report calls it as calls finish. */
+void rp_tally_call(const struct rp_view *v, struct rp_analysis *a, const struct tr_call *c);
 /* Time a thread spent in outermost sync calls within [from, to): how much of a gap was the
  * host waiting for the GPU rather than preparing work. */
 int64_t rp_sync_time_in(const struct rp_view *v, uint32_t thread, int64_t from, int64_t to);
@@ -726,6 +743,31 @@ void rp_gpu_write_text(FILE *f, const struct rp_view *v);
 /* One text report over several traces: a header per process, the merged API summary with the
  * processes' share, one timeline, then each process's own sections. */
 int rp_write_text_merged(FILE *f, struct rp_view *views, unsigned n, int realtime);
+/* The text report's sections the streaming report (text_stream.c) shares: header, API summary
+ * (none_selected: the options left calls out), categories and transfers, slowest calls (in
+ * order), nesting, functions not traced. */
+void rp_text_header(FILE *f, const struct rp_view *v);
+void rp_text_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n, int none_selected);
+void rp_text_categories(FILE *f, const struct rp_view *v, const struct rp_analysis *a);
+void rp_text_slowest(FILE *f, const struct rp_view *v, const struct tr_call *const *calls, uint32_t n);
+void rp_text_nesting(FILE *f, const struct rp_view *v, const struct rp_analysis *a);
+void rp_text_refused(FILE *f, const struct rp_view *v);
+
+/* The streaming text report (text_stream.c): rp_stream_read() reads the file at `path` once
+ * (trace_stream.h), keeping per-function aggregates, a quantile sketch per function, the --top
+ * slowest calls and the per-call tallies, never the calls, so its memory does not grow with the
+ * trace; NULL with a reason in err as tr_open(). rp_stream_write_text() writes the sections it
+ * can give and names those it leaves out (0, or -1 when out of memory or the write failed).
+ * rp_stream_free() before tr_close(). */
+struct rp_stream_report;
+struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_stream_report **r, char *err,
+                                size_t errlen);
+int rp_stream_write_text(FILE *f, struct rp_stream_report *r);
+void rp_stream_free(struct rp_stream_report *r);
+/* Whether rp_main streams: --stream; by default (RP_STREAM_AUTO) a text report of one regular
+ * file (or several with --separate) of which one has RP_STREAM_AUTO_BYTES or more. */
+#define RP_STREAM_AUTO_BYTES (512ull << 20)
+int rp_should_stream(const struct rp_opts *o, char **files, int nfiles);
 /* The timeline section of the text report (text_timeline.c): the threads of every view, rows
  * grouped by process, on the common time axis. */
 void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n);

@@ -54,10 +54,62 @@ static FILE *open_output(const struct rp_opts *o)
 	return f;
 }
 
+/* The text report in bounded memory (text_stream.c): each file read once, reported, and let go
+ * before the next one (--separate or one file; cmd_report refuses the rest). */
+static int stream_main(const struct rp_opts *o, char **files, int nfiles)
+{
+	char err[4608];
+	int status = RP_EXIT_OK, damaged = 0, written = 0;
+	FILE *out = NULL;
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
+		return RP_EXIT_ERROR;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		struct rp_stream_report *r;
+		struct tr_trace *t = rp_stream_read(o, files[i], &r, err, sizeof(err));
+		if (!t) {
+			fprintf(stderr, "cuhook report: %s\n", err);
+			status = RP_EXIT_ERROR;
+			continue;
+		}
+		warn_damage(t);
+		damaged |= t->truncated || t->errors;
+		if (!out && !(out = open_output(o)))
+			status = RP_EXIT_ERROR;
+		int rc = 0;
+		if (out) {
+			if (written++)
+				fprintf(out, "\n\n");
+			rc = rp_stream_write_text(out, r);
+		}
+		rp_stream_free(r);
+		tr_close(t);
+		if (!out)
+			break;
+		if (rc || fflush(out)) {
+			fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout",
+			        errno ? strerror(errno) : "out of memory");
+			status = RP_EXIT_ERROR;
+			break;
+		}
+	}
+	if (out && out != stdout && fclose(out)) {
+		fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (status == RP_EXIT_OK && damaged && o->strict)
+		status = RP_EXIT_TRUNCATED;
+	return status;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
 		tr_progress = show_progress;
+	if (rp_should_stream(o, files, nfiles))
+		return stream_main(o, files, nfiles);
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;

@@ -386,6 +386,7 @@ struct tr_trace {
 	uint32_t stacks_cap_, pyframes_cap_, maps_cap_, map_sets_cap_;
 	struct tr_id_hash *stack_ids_, *pyframe_ids_;  /* file id -> index */
 	uint32_t *call_stack_;    /* per call: index in stacks[], TR_NONE; NULL without STACK records */
+	struct tr_stream_state *stream_; /* streaming mode (trace_stream.h), NULL otherwise */
 };
 
 /* Open and decode a trace file: a regular file (read up to the size it had when opened) or a
