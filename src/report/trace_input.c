@@ -45,7 +45,7 @@
 #define CHUNK (1u << 20)
 #define READER_THREAD_MIN (8u << 20)
 /* Streaming (tr_input_release): how far the reader thread reads ahead of the decoder. */
-#define AHEAD (32u << 20)
+#define AHEAD (16u << 20)
 
 /* ---- the buffer ---------------------------------------------------------------------------- */
 

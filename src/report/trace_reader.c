@@ -861,9 +861,20 @@ struct call_rec {
 
 /* The two matchers are inlined into both decoders' loops: the reading speed of a big trace is
  * theirs (bench/run.sh). Return 0, or -1 when out of memory. */
+/* Streaming: the thread's finished call waiting for its DATA records goes to the sink. */
+static inline void stream_flush(struct tr_trace *t, struct tr_thread *th)
+{
+	if (th->pending_) {
+		tr_stream_done(t, th->pending_ - 1);
+		th->pending_ = 0;
+	}
+}
+
 static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t, uint32_t ti, struct tr_thread *th,
                                                               const struct call_rec *e)
 {
+	if (t->stream_)
+		stream_flush(t, th);
 	if (unknown_func(t, e->func, "ENTRY")) {
 		th->last_rec_ = LAST_SKIPPED;
 		return 0;
@@ -900,7 +911,7 @@ static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t,
 	if (t->stream_) {
 		tr_stream_opened(t, ci);
 		if (c->flags & TR_CALL_NO_EXIT)
-			tr_stream_done(t, ci); /* finished already; DATA records are not kept */
+			th->pending_ = ci + 1; /* finished, but its DATA records are still to come */
 	}
 	return 0;
 }
@@ -908,6 +919,8 @@ static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t,
 static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, struct tr_thread *th,
                                                              const struct call_rec *x)
 {
+	if (t->stream_)
+		stream_flush(t, th);
 	if (x->func >= t->nfuncs || !t->funcs[x->func].defined) {
 		t->unknown_funcs++;
 		t->errors++;
@@ -941,11 +954,14 @@ static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, 
 	th->last_exit_ = (uint32_t)(c - t->calls);
 	th->last_rec_ = LAST_EXIT;
 	if (t->stream_) {
+		/* handed over at the thread's next ENTRY or EXIT: DATA records after the EXIT are
+		 * checked against it as in a whole read */
+		th->pending_ = th->last_exit_ + 1;
 		if (x->flags & CUHOOK_RF_VALUE) {
 			t->ndata_recs++;
 			tr_stream_skips(t)->data_recs++;
+			c->ndata++;
 		}
-		tr_stream_done(t, th->last_exit_);
 		return 0;
 	}
 	if (x->flags & CUHOOK_RF_VALUE) {
@@ -971,10 +987,6 @@ static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, 
 			tr_add_error(t, "corrupt DATA record (size %u)", size);
 			return 0;
 		}
-		if (t->stream_) {
-			tr_stream_skips(t)->data_recs++; /* its call may be gone already */
-			return 0;
-		}
 		uint32_t ci = TR_NONE;
 		if (d->at_exit && th->last_rec_ == LAST_EXIT)
 			ci = th->last_exit_;
@@ -985,6 +997,12 @@ static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, 
 		if (ci == TR_NONE || t->calls[ci].func != r->func || t->calls[ci].ndata == UINT8_MAX) {
 			t->orphan_data++;
 			t->errors++;
+			return 0;
+		}
+		if (t->stream_) {
+			/* counted on its call (open, or pending: trace_stream.c), its values not kept */
+			tr_stream_skips(t)->data_recs++;
+			t->calls[ci].ndata++;
 			return 0;
 		}
 		return add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len);
@@ -1322,7 +1340,7 @@ static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, u
 			if (tr_stream_failed(t))
 				return -1;
 			/* decoded: the bytes go (slots keep their own copy of the arguments) */
-			if (off - released >= (16u << 20)) {
+			if (off - released >= (4u << 20)) {
 				tr_input_release(in, off);
 				released = off;
 			}
@@ -1434,6 +1452,8 @@ static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t err
 	/* Calls still open at the end never got their EXIT. */
 	for (uint32_t i = 0; i < t->nthreads; i++) {
 		struct tr_thread *th = &t->threads[i];
+		if (t->stream_)
+			stream_flush(t, th);
 		stack_unwind(t, th, 0, 1);
 		if (tr_stream_failed(t))
 			goto oom;

@@ -85,6 +85,8 @@ struct tr_thread {
 	uint32_t last_entry_, last_exit_;   /* calls DATA records attach to */
 	uint8_t last_rec_;                  /* type of the last ENTRY/EXIT record, for DATA */
 	uint32_t epoch_;                    /* version 5: the epoch its last TIME record set */
+	uint32_t pending_;                  /* streaming: 1 + the slot of its finished call whose
+	                                       DATA records may still come, 0: none */
 	uint32_t *calls_;
 };
 

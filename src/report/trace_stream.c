@@ -99,7 +99,11 @@ void tr_stream_done(struct tr_trace *t, uint32_t ci)
 	if (s->failed)
 		return;
 	s->skipped.calls++;
-	if (s->sink.call(s->sink.ctx, t, &t->calls[ci], s->ordinal[ci])) {
+	/* its DATA records were counted on it, not kept: the sink sees none */
+	struct tr_call c = t->calls[ci];
+	c.ndata = 0;
+	c.data_first = TR_NONE;
+	if (s->sink.call(s->sink.ctx, t, &c, s->ordinal[ci])) {
 		s->failed = 1;
 		return;
 	}

@@ -15,12 +15,15 @@
 #include "trace_reader.h"
 
 struct tr_stream_sink {
-	/* A finished call, in the order calls finish: its EXIT matched (end_ns set), or an
-	 * entry-only call at its ENTRY (TR_CALL_NO_EXIT), or one whose EXIT never came, when a later
-	 * record of its thread or the end of the trace shows it lost (TR_CALL_UNFINISHED). `ordinal`
+	/* A finished call: its EXIT matched (end_ns set), or an entry-only call
+	 * (TR_CALL_NO_EXIT), or one whose EXIT never came, when a later record of its thread or the
+	 * end of the trace shows it lost (TR_CALL_UNFINISHED); handed over at its thread's next
+	 * ENTRY or EXIT (the DATA records that follow a call are checked against it as a whole read
+	 * does), or at the end. `ordinal`
 	 * is the index the call has in calls[] when tr_open() reads the same file (the order of the
 	 * ENTRY records), for ordering ties the same way. The call is valid during the callback only:
-	 * its arguments are a copy of its own (tr_call_arg works); ndata is 0; c->parent, when not
+	 * its arguments are a copy of its own (tr_call_arg works); ndata is 0 (its
+	 * DATA records were checked and counted, not kept); c->parent, when not
 	 * TR_NONE, names a call still open, readable with tr_stream_open_call(). Returns 0, or -1
 	 * to stop reading (out of memory: tr_open_stream fails). */
 	int (*call)(void *ctx, const struct tr_trace *t, const struct tr_call *c, uint64_t ordinal);
