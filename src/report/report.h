@@ -675,6 +675,22 @@ void rp_stacks_write_text(FILE *f, const struct rp_view *v);
  * object (v->stacks must be set); a frame name for the folded export. */
 void rp_stacks_write_json(FILE *f, const struct rp_view *v);
 size_t rp_folded_frame(char *buf, size_t len, size_t pos, const char *name);
+/* --format folded's stacks (export_trace.c), shared with the streaming report (text_stream.c):
+ * the distinct stacks with their self times, summed by rp_folded_add (0, -1 out of memory);
+ * rp_folded_key writes a call's key: "pid PID;" with_pid, its thread, the frames of its native
+ * stack sf (or NULL), then funcs[nf - 1] (outermost) .. funcs[0] (the call); rp_folded_finish
+ * writes them sorted (unless rc) and frees them, returning -1 on rc or a write error. */
+#define RP_FOLDED_MAX_FRAMES 64
+#define RP_FOLDED_KEY_MAX 16384 /* deep stacks with long C++ names */
+struct rp_folded_slot;
+struct rp_folded {
+	struct rp_folded_slot *slot;
+	uint32_t cap, n;
+};
+int rp_folded_add(struct rp_folded *st, const char *key, int64_t value);
+size_t rp_folded_key(char *key, size_t len, const struct rp_view *v, int with_pid, uint32_t thread,
+                     const struct rp_stack_frames *sf, const uint32_t *funcs, uint32_t nf);
+int rp_folded_finish(FILE *f, struct rp_folded *st, int rc);
 /* The merged frames of call ci's stack, outermost first: NULL when it has none. */
 static inline const struct rp_stack_frames *rp_call_frames(const struct rp_view *v, uint32_t ci)
 {
@@ -760,12 +776,17 @@ void rp_text_refused(FILE *f, const struct rp_view *v);
  * can give and names those it leaves out (0, or -1 when out of memory or the write failed).
  * rp_stream_free() before tr_close(). */
 struct rp_stream_report;
-struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_stream_report **r, char *err,
-                                size_t errlen);
+struct tr_stream_skipped;
+/* folded: for --format folded, each selected call's self time is added there (rp_folded_add,
+ * "pid PID;" first with with_pid) instead of the text report's aggregates. */
+struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_folded *folded, int with_pid,
+                                struct rp_stream_report **r, char *err, size_t errlen);
+const struct tr_stream_skipped *rp_stream_skipped(const struct rp_stream_report *r);
 int rp_stream_write_text(FILE *f, struct rp_stream_report *r);
 void rp_stream_free(struct rp_stream_report *r);
 /* Whether rp_main streams: --stream; by default (RP_STREAM_AUTO) a text report of one regular
- * file (or several with --separate) of which one has RP_STREAM_AUTO_BYTES or more. */
+ * file (or several with --separate), or folded stacks of any number of files, when one of them
+ * has RP_STREAM_AUTO_BYTES or more. */
 #define RP_STREAM_AUTO_BYTES (512ull << 20)
 int rp_should_stream(const struct rp_opts *o, char **files, int nfiles);
 /* The timeline section of the text report (text_timeline.c): the threads of every view, rows

@@ -57,6 +57,8 @@ struct rp_stream_report {
 	struct rp_analysis *a;
 	struct nest_first first[RP_MAX_NEST];
 	struct tr_stream_skipped skipped;
+	struct rp_folded *folded; /* --format folded: the stacks go there */
+	int folded_pid;
 };
 
 /* Ready at the first call (every function is known then: FUNCS blocks are read in pass 1), or
@@ -174,9 +176,26 @@ static void note_nest(struct rp_stream_report *r, const struct tr_trace *t, cons
 	}
 }
 
-static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c, uint64_t ordinal)
+/* --format folded: the call's self time under its stack of traced calls (rp_write_folded's key;
+ * no native stack: call stacks are not read when streaming). Its ancestors are open calls. */
+static int fold(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c,
+                const struct tr_stream_info *info)
+{
+	if (!tr_call_timed(c) || tr_call_dur(c) - info->child_ns <= 0)
+		return 0;
+	uint32_t funcs[RP_FOLDED_MAX_FRAMES], nf = 0;
+	funcs[nf++] = c->func;
+	for (uint32_t p = c->parent; p != TR_NONE && nf < RP_FOLDED_MAX_FRAMES; p = t->calls[p].parent)
+		funcs[nf++] = t->calls[p].func;
+	char key[RP_FOLDED_KEY_MAX];
+	rp_folded_key(key, sizeof(key), &r->sel, r->folded_pid, c->thread, NULL, funcs, nf);
+	return rp_folded_add(r->folded, key, tr_call_dur(c) - info->child_ns);
+}
+
+static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c, const struct tr_stream_info *info)
 {
 	struct rp_stream_report *r = ctx;
+	const uint64_t ordinal = info->ordinal;
 	struct tr_trace *t = (struct tr_trace *)ct; /* the view reads it; nothing here writes it */
 	if (!r->ready && prepare(r, t))
 		return -1;
@@ -187,6 +206,8 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	if (sel <= 0)
 		return sel;
 	r->n.xsel++;
+	if (r->folded)
+		return fold(r, t, c, info);
 	if (io)
 		return 0; /* the sections below are about API calls (the ioctl section is left out) */
 	r->n.sel++;
@@ -219,8 +240,8 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	return 0;
 }
 
-struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_stream_report **out, char *err,
-                                size_t errlen)
+struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_folded *folded, int with_pid,
+                                struct rp_stream_report **out, char *err, size_t errlen)
 {
 	struct rp_stream_report *r = calloc(1, sizeof(*r));
 	*out = NULL;
@@ -229,6 +250,8 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
 		return NULL;
 	}
 	r->o = o;
+	r->folded = folded;
+	r->folded_pid = with_pid;
 	const struct tr_stream_sink sink = {on_call, r};
 	struct tr_trace *t = tr_open_stream(path, &sink, err, errlen);
 	if (t && !r->ready && prepare(r, t)) {
@@ -244,6 +267,11 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
 	r->t = t;
 	*out = r;
 	return t;
+}
+
+const struct tr_stream_skipped *rp_stream_skipped(const struct rp_stream_report *r)
+{
+	return &r->skipped;
 }
 
 void rp_stream_free(struct rp_stream_report *r)
@@ -379,7 +407,8 @@ int rp_should_stream(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (o->stream != RP_STREAM_AUTO)
 		return o->stream == RP_STREAM_ON;
-	if (o->format != RP_FMT_TEXT || (nfiles > 1 && !o->separate))
+	/* folded stacks add up across files; a text report of several files is one report */
+	if (o->format != RP_FMT_FOLDED && (o->format != RP_FMT_TEXT || (nfiles > 1 && !o->separate)))
 		return 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct stat st;

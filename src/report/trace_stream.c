@@ -23,6 +23,7 @@ struct tr_stream_state {
 	uint32_t nfree, free_cap;
 	uint32_t nslots, cap;     /* slots [0, nslots) were handed out at least once */
 	uint64_t *ordinal;        /* per slot: the call's index in a whole read */
+	int64_t *child_ns;        /* per slot: its finished children's durations */
 	uint64_t *args;           /* per slot: SLOT_ARGS values */
 	uint64_t next_ordinal;
 	int failed;               /* the sink returned -1, or out of memory */
@@ -54,6 +55,10 @@ static int grow(struct tr_trace *t, struct tr_stream_state *s)
 	if (!ord)
 		return -1;
 	s->ordinal = ord;
+	int64_t *child = realloc(s->child_ns, (size_t)ncap * sizeof(*child));
+	if (!child)
+		return -1;
+	s->child_ns = child;
 	uint64_t *args = realloc(s->args, (size_t)ncap * SLOT_ARGS * sizeof(*args));
 	if (!args)
 		return -1;
@@ -77,6 +82,7 @@ uint32_t tr_stream_new_call(struct tr_trace *t)
 		ci = s->nslots++;
 	}
 	s->ordinal[ci] = s->next_ordinal++;
+	s->child_ns[ci] = 0;
 	return ci;
 }
 
@@ -103,7 +109,14 @@ void tr_stream_done(struct tr_trace *t, uint32_t ci)
 	struct tr_call c = t->calls[ci];
 	c.ndata = 0;
 	c.data_first = TR_NONE;
-	if (s->sink.call(s->sink.ctx, t, &c, s->ordinal[ci])) {
+	const struct tr_stream_info info = {s->ordinal[ci], s->child_ns[ci]};
+	if (c.parent != TR_NONE && tr_call_timed(&c)) {
+		int64_t sum;
+		if (__builtin_add_overflow(s->child_ns[c.parent], tr_call_dur(&c), &sum))
+			sum = INT64_MAX; /* only a hostile file: durations are below 2^48 */
+		s->child_ns[c.parent] = sum;
+	}
+	if (s->sink.call(s->sink.ctx, t, &c, &info)) {
 		s->failed = 1;
 		return;
 	}
@@ -134,9 +147,11 @@ void tr_stream_finish(struct tr_trace *t)
 	t->calls_cap_ = 0;
 	free(s->free_slots);
 	free(s->ordinal);
+	free(s->child_ns);
 	free(s->args);
 	s->free_slots = NULL;
 	s->ordinal = s->args = NULL;
+	s->child_ns = NULL;
 	s->nfree = s->free_cap = s->nslots = s->cap = 0;
 }
 

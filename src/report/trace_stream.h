@@ -14,19 +14,25 @@
 
 #include "trace_reader.h"
 
+/* What the streaming reader knows of a finished call besides the call itself. */
+struct tr_stream_info {
+	uint64_t ordinal;         /* its index in calls[] when tr_open() reads the same file (the
+	                             order of the ENTRY records), for ordering ties the same way */
+	int64_t child_ns;         /* the durations of its timed direct children, summed (saturating):
+	                             every child is handed over before its parent */
+};
+
 struct tr_stream_sink {
 	/* A finished call: its EXIT matched (end_ns set), or an entry-only call
 	 * (TR_CALL_NO_EXIT), or one whose EXIT never came, when a later record of its thread or the
 	 * end of the trace shows it lost (TR_CALL_UNFINISHED); handed over at its thread's next
 	 * ENTRY or EXIT (the DATA records that follow a call are checked against it as a whole read
-	 * does), or at the end. `ordinal`
-	 * is the index the call has in calls[] when tr_open() reads the same file (the order of the
-	 * ENTRY records), for ordering ties the same way. The call is valid during the callback only:
+	 * does), or at the end. The call is valid during the callback only:
 	 * its arguments are a copy of its own (tr_call_arg works); ndata is 0 (its
 	 * DATA records were checked and counted, not kept); c->parent, when not
 	 * TR_NONE, names a call still open, readable with tr_stream_open_call(). Returns 0, or -1
 	 * to stop reading (out of memory: tr_open_stream fails). */
-	int (*call)(void *ctx, const struct tr_trace *t, const struct tr_call *c, uint64_t ordinal);
+	int (*call)(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info);
 	void *ctx;
 };
 

@@ -147,13 +147,15 @@ static int same_as_file(const struct tr_trace *m, const char *merr, const uint8_
 /* The streaming reader's calls against the whole read's. */
 struct stream_check {
 	const struct tr_trace *m;
+	int64_t *child;         /* per call of the whole read: its timed children's durations */
 	uint64_t seen;
 	int bad;
 };
 
-static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call *c, uint64_t ordinal)
+static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info)
 {
 	struct stream_check *sc = ctx;
+	const uint64_t ordinal = info->ordinal;
 	const struct tr_trace *m = sc->m;
 	sc->seen++;
 	if (ordinal >= m->ncalls) {
@@ -168,6 +170,8 @@ static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call
 		bad = tr_call_arg(a, k) != tr_call_arg(c, k);
 	if (!bad && a->parent != TR_NONE)
 		bad = m->calls[a->parent].func != tr_stream_open_call(t, c->parent)->func;
+	/* the children's time, as a whole read sums it */
+	bad |= sc->child[ordinal] != info->child_ns;
 	sc->bad |= bad;
 	return 0;
 }
@@ -175,8 +179,16 @@ static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call
 /* The file the memfd holds (same_as_file wrote it), read by the streaming reader. */
 static int same_streamed(const struct tr_trace *m, const char *merr, const char *what)
 {
-	struct stream_check sc = {m, 0, 0};
+	struct stream_check sc = {m, NULL, 0, 0};
 	const struct tr_stream_sink sink = {stream_call, &sc};
+	if (m) {
+		sc.child = calloc((size_t)m->ncalls + 1, sizeof(*sc.child));
+		if (!sc.child)
+			return -1;
+		for (uint32_t i = 0; i < m->ncalls; i++)
+			if (m->calls[i].parent != TR_NONE && tr_call_timed(&m->calls[i]))
+				sc.child[m->calls[i].parent] = rp_sat_add(sc.child[m->calls[i].parent], tr_call_dur(&m->calls[i]));
+	}
 	char err[512] = "";
 	struct tr_trace *s = tr_open_stream(memfd_path, &sink, err, sizeof(err));
 	int bad;
@@ -201,15 +213,22 @@ static int same_streamed(const struct tr_trace *m, const char *merr, const char 
 			o.top = 3;
 			struct rp_stream_report *r;
 			tr_close(s);
-			s = rp_stream_read(&o, memfd_path, &r, err, sizeof(err));
+			struct rp_folded folded = {0};
+			s = rp_stream_read(&o, memfd_path, NULL, 0, &r, err, sizeof(err));
 			if (s)
 				rp_stream_write_text(devnull, r);
 			rp_stream_free(r);
+			tr_close(s);
+			/* and the folded stacks */
+			s = rp_stream_read(&o, memfd_path, &folded, 1, &r, err, sizeof(err));
+			rp_stream_free(r);
+			rp_folded_finish(devnull, &folded, 0);
 		}
 	}
 	if (bad)
 		fprintf(stderr, "FAIL %s: the streaming reader disagrees with the whole read (%s | %s)\n", what,
 		        m ? m->truncated_reason : merr, s ? s->truncated_reason : err);
+	free(sc.child);
 	tr_close(s);
 	return bad ? -1 : 0;
 }

@@ -179,7 +179,7 @@ def test_options():
     tr.A = A
     b = gen("basic", "basic")
     _, err = tr.run(["report", "--stream", "--format", "json", b], rc=2)
-    check("--stream gives the text report only" in err, "why --stream --format json is refused")
+    check("--stream gives the text report and --format folded only" in err, "why --stream --format json is refused")
     _, err = tr.run(["report", "--stream", b, b], rc=2)
     check("add --separate" in err, "why --stream with two merged files is refused")
     out, _ = tr.run(["report", "--stream", "--separate", "--no-color", b, b])
@@ -193,6 +193,35 @@ def test_options():
     check(LEFT_OUT not in out, "a small file is read whole by default")
     _, err = tr.run(["report", "--stream", "--strict", "--no-color", gen("cut", "basic", "--no-end")], rc=3)
     check("truncated" in err, "--strict with a truncated trace: exit 3 and the warning")
+
+
+def test_folded():
+    """--format folded streamed: the whole read's output byte for byte (one file, several files
+    added up, filters); a trace with call stacks is folded without them, with a warning."""
+    tr.A = A
+    vary = gen("vary", "big", "--calls", "80000", "--threads", "4", "--vary", "--tsc", "--v5")
+    paths = [vary, gen("basic", "basic"), gen("kernels", "kernels"), gen("counts", "hot", "--count", "--tsc"),
+             gen("unfinished", "basic", "--unfinished", "--no-end")]
+    for args in [[p] for p in paths] + [paths[:3], ["--thread", "w1,main", "--funcs", "-cuMemAlloc*", *paths[:2]],
+                                        ["--time-range", "1ms:100ms", vary]]:
+        whole, _ = tr.run(["report", "-f", "folded", "--no-stream", *args], rc=None)
+        stream, _ = tr.run(["report", "-f", "folded", "--stream", *args], rc=None)
+        check(whole.count("\n") > 2, f"folded {args}: stacks to compare")
+        eq(stream, whole, f"folded {args} streamed")
+    import stacktrace as st
+    t = st.Trace()
+    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+    t.funcs(0, ["cuInit", "cuCtxSynchronize"])
+    t.thread(100, "main")
+    t.clock(0)
+    t.stacks([(1, [0x401000, 0x402000])])
+    t.thread_events(100, [(0, 1000, 500, 1), (1, 2000, 700, None)])
+    t.end()
+    path = os.path.join(TMP, "stacks.bin")
+    t.write(path)
+    out, err = tr.run(["report", "-f", "folded", "--stream", path])
+    eq(out, "main;cuCtxSynchronize 700\nmain;cuInit 500\n", "folded stacks of a trace with call stacks, streamed")
+    check("call stacks are not read when streaming" in err, f"the warning: {err}")
 
 
 def main():
