@@ -176,6 +176,8 @@ static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call
 	return 0;
 }
 
+static unsigned long stream_reports;
+
 /* The file the memfd holds (same_as_file wrote it), read by the streaming reader. */
 static int same_streamed(const struct tr_trace *m, const char *merr, const char *what)
 {
@@ -206,8 +208,9 @@ static int same_streamed(const struct tr_trace *m, const char *merr, const char 
 		      s->counted_calls != m->counted_calls || s->nthreads != m->nthreads || s->truncated != m->truncated ||
 		      s->truncated_at != m->truncated_at || s->first_ns != m->first_ns || s->last_ns != m->last_ns ||
 		      !same_errors;
-		if (!bad) {
-			/* the streaming report on it, into /dev/null */
+		if (!bad && stream_reports++ % 4 == 0) {
+			/* the streaming report on it, into /dev/null (one input in four: the reading
+			 * above is what differs from a whole read) */
 			struct rp_opts o;
 			memset(&o, 0, sizeof(o));
 			o.top = 3;
