@@ -859,8 +859,6 @@ struct call_rec {
 	const uint64_t *value;  /* EXIT with CUHOOK_RF_VALUE: the decoded value */
 };
 
-/* The two matchers are inlined into both decoders' loops: the reading speed of a big trace is
- * theirs (bench/run.sh). Return 0, or -1 when out of memory. */
 /* Streaming: the thread's finished call waiting for its DATA records goes to the sink. */
 static inline void stream_flush(struct tr_trace *t, struct tr_thread *th)
 {
@@ -870,6 +868,8 @@ static inline void stream_flush(struct tr_trace *t, struct tr_thread *th)
 	}
 }
 
+/* The two matchers are inlined into both decoders' loops: the reading speed of a big trace is
+ * theirs (bench/run.sh). Return 0, or -1 when out of memory. */
 static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t, uint32_t ti, struct tr_thread *th,
                                                               const struct call_rec *e)
 {
