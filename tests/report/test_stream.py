@@ -191,6 +191,18 @@ def test_options():
     check("not a cuhook trace" in err, f"a non-trace refused: {err}")
     out, _ = tr.run(["report", "--no-color", b])
     check(LEFT_OUT not in out, "a small file is read whole by default")
+    # a file of 512 MiB or more streams by default: the trace, then sparse zeros (read as far as
+    # the first bad block, so the test costs neither disk nor time)
+    big = os.path.join(TMP, "sparse.bin")
+    with open(b, "rb") as f, open(big, "wb") as g:
+        g.write(f.read())
+        g.truncate(512 << 20)
+    out, err = tr.run(["report", "--no-color", big])
+    check(LEFT_OUT in out and "bad block magic" in err, "a 512 MiB file streams by default")
+    out, _ = tr.run(["report", "--no-color", "--no-stream", big])
+    check(LEFT_OUT not in out and "Timeline" in out, "--no-stream reads it whole")
+    out, _ = tr.run(["report", "-f", "folded", big])
+    eq(out, tr.run(["report", "-f", "folded", "--no-stream", big])[0], "folded streams by default too, the same")
     _, err = tr.run(["report", "--stream", "--strict", "--no-color", gen("cut", "basic", "--no-end")], rc=3)
     check("truncated" in err, "--strict with a truncated trace: exit 3 and the warning")
 
