@@ -7,7 +7,8 @@
  *  - the --top slowest calls in a bounded heap, ordered as rp_slowest orders them (duration,
  *    then start, then the call's index in a whole read), each with a copy of its arguments;
  *  - the per-call tallies of rp_analyze (categories, transfers, nesting) through rp_tally_call,
- *    the nesting pairs put back in the order a whole read finds them (by their first call);
+ *    every nesting pair kept with the place of its first call, so that the RP_MAX_NEST pairs a
+ *    whole read lists (the first it meets, in start order) are listed, in its order;
  *  - the calls counted, for the header.
  * Sections that need every call at once (GPU, memory over time, streams, pipeline stages,
  * kernels, findings, host gaps, call sites, ioctls, timeline) are named as left out. */
@@ -43,6 +44,12 @@ struct nest_first {
 	uint64_t ordinal;
 };
 
+/* A (parent function, child function) pair of the calls nested in another, all of them. */
+struct nest_pair {
+	struct rp_nest n;
+	struct nest_first first;
+};
+
 struct rp_stream_report {
 	const struct rp_opts *o;
 	struct tr_trace *t;
@@ -55,7 +62,8 @@ struct rp_stream_report {
 	uint32_t nheap;
 	struct rp_stream_counts n;
 	struct rp_analysis *a;
-	struct nest_first first[RP_MAX_NEST];
+	struct nest_pair *pairs;  /* open addressing by (parent, child); n.count 0: free */
+	uint32_t npairs, pairs_cap;
 	struct tr_stream_skipped skipped;
 	struct rp_folded *folded; /* --format folded: the stacks go there */
 	int folded_pid;
@@ -161,19 +169,47 @@ static int nest_before(const struct nest_first *a, const struct nest_first *b)
 	return a->ordinal < b->ordinal;
 }
 
-/* A nested call was tallied: its pair's first call is the earliest in selection order. */
-static void note_nest(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c,
-                      uint64_t ordinal, uint32_t nnest_before)
+static uint32_t pair_slot(uint32_t parent, uint32_t child, uint32_t mask)
 {
-	uint32_t pf = t->calls[c->parent].func;
-	struct nest_first key = {c->start_ns, c->thread, ordinal};
-	for (uint32_t i = 0; i < r->a->nnest; i++) {
-		if (r->a->nest[i].parent_func != pf || r->a->nest[i].child_func != c->func)
-			continue;
-		if (i >= nnest_before || nest_before(&key, &r->first[i]))
-			r->first[i] = key;
-		return;
+	return ((parent * 2654435761u) ^ (child * 40503u)) & mask;
+}
+
+/* A nested call: its pair's count, children's time and first call (the earliest in the whole
+ * read's selection order). Returns 0, -1 when out of memory. */
+static int note_nest(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c, uint64_t ordinal)
+{
+	if ((r->npairs + 1) * 2 > r->pairs_cap) {
+		uint32_t ncap = r->pairs_cap ? r->pairs_cap * 2 : 64;
+		struct nest_pair *np = calloc(ncap, sizeof(*np));
+		if (!np)
+			return -1;
+		for (uint32_t i = 0; i < r->pairs_cap; i++) {
+			if (!r->pairs[i].n.count)
+				continue;
+			uint32_t k = pair_slot(r->pairs[i].n.parent_func, r->pairs[i].n.child_func, ncap - 1);
+			while (np[k].n.count)
+				k = (k + 1) & (ncap - 1);
+			np[k] = r->pairs[i];
+		}
+		free(r->pairs);
+		r->pairs = np;
+		r->pairs_cap = ncap;
 	}
+	const uint32_t pf = t->calls[c->parent].func, mask = r->pairs_cap - 1;
+	const struct nest_first key = {c->start_ns, c->thread, ordinal};
+	uint32_t k = pair_slot(pf, c->func, mask);
+	while (r->pairs[k].n.count && (r->pairs[k].n.parent_func != pf || r->pairs[k].n.child_func != c->func))
+		k = (k + 1) & mask;
+	struct nest_pair *p = &r->pairs[k];
+	if (!p->n.count) {
+		*p = (struct nest_pair){{pf, c->func, 0, 0}, key};
+		r->npairs++;
+	} else if (nest_before(&key, &p->first)) {
+		p->first = key;
+	}
+	p->n.count++;
+	p->n.child_time = rp_sat_add(p->n.child_time, tr_call_timed(c) ? tr_call_dur(c) : 0);
+	return 0;
 }
 
 /* --format folded: the call's self time under its stack of traced calls (rp_write_folded's key;
@@ -211,10 +247,9 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	if (io)
 		return 0; /* the sections below are about API calls (the ioctl section is left out) */
 	r->n.sel++;
-	uint32_t nnest = r->a->nnest;
 	rp_tally_call(&r->sel, r->a, c);
-	if (c->parent != TR_NONE)
-		note_nest(r, t, c, ordinal, nnest);
+	if (c->parent != TR_NONE && note_nest(r, t, c, ordinal))
+		return -1;
 	struct fagg *a = &r->f[c->func];
 	a->calls++;
 	if (!tr_call_timed(c))
@@ -287,6 +322,7 @@ void rp_stream_free(struct rp_stream_report *r)
 	free(r->heap);
 	free(r->a);
 	free(r->thread_sel);
+	free(r->pairs);
 	free(r);
 }
 
@@ -323,19 +359,25 @@ static struct rp_fstat *summary_rows(const struct rp_stream_report *r, const str
 	return fs;
 }
 
-/* The nesting pairs in the order a whole read lists them. */
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct nest_pair *x = a, *y = b;
+	return nest_before(&x->first, &y->first) ? -1 : nest_before(&y->first, &x->first) ? 1 : 0;
+}
+
+/* The nesting pairs a whole read lists: the first RP_MAX_NEST it meets, in that order. */
 static void order_nest(struct rp_stream_report *r)
 {
-	struct rp_analysis *a = r->a;
-	for (uint32_t i = 1; i < a->nnest; i++)
-		for (uint32_t j = i; j > 0 && nest_before(&r->first[j], &r->first[j - 1]); j--) {
-			struct rp_nest tn = a->nest[j];
-			a->nest[j] = a->nest[j - 1];
-			a->nest[j - 1] = tn;
-			struct nest_first tf = r->first[j];
-			r->first[j] = r->first[j - 1];
-			r->first[j - 1] = tf;
-		}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < r->pairs_cap; i++)
+		if (r->pairs[i].n.count)
+			r->pairs[n++] = r->pairs[i];
+	if (n)
+		qsort(r->pairs, n, sizeof(*r->pairs), cmp_pair);
+	r->a->nnest = n < RP_MAX_NEST ? n : RP_MAX_NEST;
+	for (uint32_t i = 0; i < r->a->nnest; i++)
+		r->a->nest[i] = r->pairs[i].n;
+	r->npairs = r->pairs_cap = 0; /* compacted: no longer a table */
 }
 
 static void write_left_out(FILE *f, const struct rp_view *v, const struct rp_stream_report *r)
