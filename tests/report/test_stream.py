@@ -11,6 +11,7 @@ Exit 0 pass, 1 fail."""
 import argparse
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -138,6 +139,48 @@ def test_same_numbers():
     compare(gen("basic", "basic"))
     compare(gen("unfinished", "basic", "--unfinished", "--no-end"))
     compare(gen("kernels", "kernels"))
+
+
+def nest_trace(path):
+    """Two threads making 24 distinct (caller, callee) pairs of traced calls: the later-starting
+    thread's EVENTS block first in the file, so the pairs finish in another order than they
+    start, and more pairs than the report lists (16)."""
+    import stacktrace as st
+    names = [f"cuParent{i}" for i in range(6)] + [f"cuChild{i}" for i in range(4)]
+    t = st.Trace()
+    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+    t.funcs(0, names)
+    t.thread(100, "early")
+    t.thread(200, "late")
+    t.clock(0)
+
+    def nested(parents, t0):
+        recs, now = b"", t0
+        for p in parents:
+            recs += struct.pack("<BBHIQHBB4s", st.REC_ENTRY, 0, 24, p, st.START_NS + now, 0, 0, 6, b"")
+            for c in range(6, 10):
+                recs += struct.pack("<BBHIQHBB4s", st.REC_ENTRY, 0, 24, c, st.START_NS + now + 10 * c, 1, 0, 6, b"")
+                recs += struct.pack("<BBHIQH6sQ", st.REC_EXIT, 0, 32, c, st.START_NS + now + 10 * c + 5 + p, 1, b"", 0)
+            recs += struct.pack("<BBHIQH6sQ", st.REC_EXIT, 0, 32, p, st.START_NS + now + 200, 0, b"", 0)
+            now += 1000
+        return recs
+    late = nested([4, 5], 50_000)
+    early = nested([0, 1, 2, 3, 4], 1_000)
+    t.block(st.EVENTS, struct.pack("<II", 200, len(late) // 28) + late)   # record counts: 24 + 32 bytes per pair
+    t.block(st.EVENTS, struct.pack("<II", 100, len(early) // 28) + early)
+    t.events += (len(late) + len(early)) // 28
+    t.end(2)
+    t.write(path)
+    return path
+
+
+def test_nesting():
+    """More nesting pairs than listed, finishing in another order than they start: the streaming
+    report lists the whole read's pairs, with their counts and times."""
+    w, s = compare(nest_trace(os.path.join(TMP, "nest.bin")))
+    pairs = [ln for ln in s["Call nesting"] if " > " in ln]
+    eq(len(pairs), 16, "pairs listed")
+    check(pairs[0].startswith("  cuParent0 > cuChild0: 1 call"), f"the earliest pair first: {pairs[0]}")
 
 
 def test_filters():
