@@ -15,7 +15,7 @@ _cuhook_options()
 	attach) echo "--duration --stop -q --quiet $_cuhook_inject_opts" ;;
 	dump) echo '--timeout --agent -h --help -V --version' ;;
 	report) echo '-f --format -o --output --force --top --sort --funcs --functions --thread --time-range --width
-		--all --color --no-color --strict --separate --align -h --help -V --version' ;;
+		--all --color --no-color --strict --separate --align --stream --no-stream -h --help -V --version' ;;
 	funcs) echo '--funcs --functions --all -h --help -V --version' ;;
 	esac
 }

@@ -44,6 +44,10 @@ static void usage(FILE *f)
 	        "                        time axis (default: one report over all processes)\n"
 	        "      --align CLOCK     several files: line them up by realtime (default: each\n"
 	        "                        trace's realtime - monotonic offset) or monotonic (one machine)\n"
+	        "      --stream          text report or folded stacks in bounded memory: the trace is\n"
+	        "                        read once and no call is kept; sections that need every call\n"
+	        "                        are left out, and named (default for a file of 512 MiB or more)\n"
+	        "      --no-stream       keep every call in memory (about 200 bytes each): every section\n"
 	        "  -h, --help\n"
 	        "  -V, --version\n"
 	        "\n"
@@ -129,7 +133,7 @@ static int check_globs(const char *opt, const char *list)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN, O_FORCE, O_FUNCTIONS };
+	enum { O_TOP = 256, O_SORT, O_FUNCS, O_THREAD, O_RANGE, O_WIDTH, O_ALL, O_COLOR, O_NOCOLOR, O_STRICT, O_SEPARATE, O_ALIGN, O_FORCE, O_FUNCTIONS, O_STREAM, O_NOSTREAM };
 	static const struct option longopts[] = {
 		{"format", required_argument, 0, 'f'},
 		{"output", required_argument, 0, 'o'},
@@ -148,6 +152,8 @@ int cmd_report(int argc, char **argv)
 		{"separate", no_argument, 0, O_SEPARATE},
 		{"align", required_argument, 0, O_ALIGN},
 		{"force", no_argument, 0, O_FORCE},
+		{"stream", no_argument, 0, O_STREAM},
+		{"no-stream", no_argument, 0, O_NOSTREAM},
 		{"help", no_argument, 0, 'h'},
 		{"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0},
@@ -226,6 +232,12 @@ int cmd_report(int argc, char **argv)
 		case O_FORCE:
 			o.force = 1;
 			break;
+		case O_STREAM:
+			o.stream = RP_STREAM_ON;
+			break;
+		case O_NOSTREAM:
+			o.stream = RP_STREAM_OFF;
+			break;
 		case O_ALIGN:
 			if (!strcmp(optarg, "realtime"))
 				o.align_monotonic = 0;
@@ -269,6 +281,16 @@ int cmd_report(int argc, char **argv)
 	if (o.format == RP_FMT_SQLITE && (!o.output || !strcmp(o.output, "-"))) {
 		/* a database is a file SQLite seeks in, not a stream */
 		fprintf(stderr, "cuhook report: --format sqlite writes a database file: give -o FILE.sqlite\n");
+		return RP_EXIT_USAGE;
+	}
+	if (o.stream == RP_STREAM_ON && o.format != RP_FMT_TEXT && o.format != RP_FMT_FOLDED) {
+		fprintf(stderr, "cuhook report: --stream gives the text report and --format folded only; the other "
+		                "formats read the whole trace (leave out --stream)\n");
+		return RP_EXIT_USAGE;
+	}
+	if (o.stream == RP_STREAM_ON && o.format == RP_FMT_TEXT && nfiles > 1 && !o.separate) {
+		fprintf(stderr, "cuhook report: --stream reports one file at a time: add --separate, or leave out "
+		                "--stream for one report over all processes\n");
 		return RP_EXIT_USAGE;
 	}
 	if (color < 0) {

@@ -37,51 +37,54 @@ static void add_nest(struct rp_analysis *a, uint32_t parent, uint32_t child, int
 		a->nest[a->nnest++] = (struct rp_nest){parent, child, 1, d};
 }
 
-static void tally(const struct rp_view *v, struct rp_analysis *a)
+void rp_tally_call(const struct rp_view *v, struct rp_analysis *a, const struct tr_call *c)
 {
 	const struct tr_trace *t = v->t;
-	for (uint32_t i = 0; i < v->nsel; i++) {
-		const struct tr_call *c = &t->calls[v->sel[i]];
-		const struct rp_finfo *fi = &v->fi[c->func];
-		int64_t d = dur(c);
-		if (c->depth > a->max_depth)
-			a->max_depth = c->depth;
-		if (rp_call_failed(v, c))
-			a->failed_calls++;
-		if (!outermost(c)) {
-			a->nested_calls++;
-			add_nest(a, t->calls[c->parent].func, c->func, d);
-			continue;
-		}
-		a->outer_calls++;
-		a->api_time = rp_sat_add(a->api_time, d);
-		a->cat[fi->cat].calls++;
-		a->cat[fi->cat].total = rp_sat_add(a->cat[fi->cat].total, d);
-		if (fi->kind == RP_KIND_LAUNCH)
-			a->launches++;
-		if (fi->kind == RP_KIND_XFER) {
-			struct rp_dir_stat *ds = &a->dir[fi->x.dir];
-			int known;
-			uint64_t bytes = rp_call_bytes(v, c, &known);
-			ds->calls++;
-			ds->total = rp_sat_add(ds->total, d);
-			if (fi->x.async)
-				ds->async_calls++;
-			if (known) {
-				ds->bytes += bytes;
-				if (!fi->x.async && tr_call_timed(c)) {
-					ds->sync_bytes += bytes;
-					ds->sync_time = rp_sat_add(ds->sync_time, d);
-				}
-			}
-		} else if (fi->kind == RP_KIND_ALLOC) {
-			int known;
-			a->alloc_calls++;
-			a->alloc_bytes += rp_call_bytes(v, c, &known);
-		} else if (fi->kind == RP_KIND_RELEASE && fi->cat == RP_CAT_MEMORY) {
-			a->free_calls++;
-		}
+	const struct rp_finfo *fi = &v->fi[c->func];
+	int64_t d = dur(c);
+	if (c->depth > a->max_depth)
+		a->max_depth = c->depth;
+	if (rp_call_failed(v, c))
+		a->failed_calls++;
+	if (!outermost(c)) {
+		a->nested_calls++;
+		add_nest(a, t->calls[c->parent].func, c->func, d);
+		return;
 	}
+	a->outer_calls++;
+	a->api_time = rp_sat_add(a->api_time, d);
+	a->cat[fi->cat].calls++;
+	a->cat[fi->cat].total = rp_sat_add(a->cat[fi->cat].total, d);
+	if (fi->kind == RP_KIND_LAUNCH)
+		a->launches++;
+	if (fi->kind == RP_KIND_XFER) {
+		struct rp_dir_stat *ds = &a->dir[fi->x.dir];
+		int known;
+		uint64_t bytes = rp_call_bytes(v, c, &known);
+		ds->calls++;
+		ds->total = rp_sat_add(ds->total, d);
+		if (fi->x.async)
+			ds->async_calls++;
+		if (known) {
+			ds->bytes += bytes;
+			if (!fi->x.async && tr_call_timed(c)) {
+				ds->sync_bytes += bytes;
+				ds->sync_time = rp_sat_add(ds->sync_time, d);
+			}
+		}
+	} else if (fi->kind == RP_KIND_ALLOC) {
+		int known;
+		a->alloc_calls++;
+		a->alloc_bytes += rp_call_bytes(v, c, &known);
+	} else if (fi->kind == RP_KIND_RELEASE && fi->cat == RP_CAT_MEMORY) {
+		a->free_calls++;
+	}
+}
+
+static void tally(const struct rp_view *v, struct rp_analysis *a)
+{
+	for (uint32_t i = 0; i < v->nsel; i++)
+		rp_tally_call(v, a, &v->t->calls[v->sel[i]]);
 }
 
 /* ---- pipeline stages --------------------------------------------------------------------------- */

@@ -327,21 +327,16 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
  * each stack starts with "pid PID;". A call with a stack (agent option stacks=), or inside one
  * that has one, has the frames of that stack, outermost first, between the thread and that call
  * (the traced calls around it are in its native stack already). */
-struct stack_slot {
+struct rp_folded_slot {
 	char *key;
 	int64_t value;
 };
 
-struct stacks {
-	struct stack_slot *slot;
-	uint32_t cap, n;
-};
-
-static int stacks_add(struct stacks *st, const char *key, int64_t value)
+int rp_folded_add(struct rp_folded *st, const char *key, int64_t value)
 {
 	if ((st->n + 1) * 2 > st->cap) {
 		uint32_t ncap = st->cap ? st->cap * 2 : 1024;
-		struct stack_slot *ns = calloc(ncap, sizeof(*ns));
+		struct rp_folded_slot *ns = calloc(ncap, sizeof(*ns));
 		if (!ns)
 			return -1;
 		for (uint32_t i = 0; i < st->cap; i++) {
@@ -371,7 +366,7 @@ static int stacks_add(struct stacks *st, const char *key, int64_t value)
 
 static int cmp_slot(const void *a, const void *b)
 {
-	return strcmp(((const struct stack_slot *)a)->key, ((const struct stack_slot *)b)->key);
+	return strcmp(((const struct rp_folded_slot *)a)->key, ((const struct rp_folded_slot *)b)->key);
 }
 
 /* A frame name without the separators of the format. */
@@ -383,13 +378,58 @@ static size_t put_frame(char *buf, size_t len, size_t pos, const char *s)
 	return pos;
 }
 
-#define MAX_FRAMES 64
+size_t rp_folded_key(char *key, size_t len, const struct rp_view *v, int with_pid, uint32_t thread,
+                     const struct rp_stack_frames *sf, const uint32_t *funcs, uint32_t nf)
+{
+	const struct tr_trace *t = v->t;
+	size_t pos = 0;
+	if (with_pid)
+		pos += (size_t)snprintf(key, len, "pid %u;", t->pid);
+	const struct tr_thread *th = &t->threads[thread];
+	if (th->name[0])
+		pos = put_frame(key, len, pos, th->name);
+	else
+		pos += (size_t)snprintf(key + pos, len - pos, "%u", th->tid);
+	for (uint32_t k = 0; sf && k < sf->n && pos + 2 < len; k++) {
+		key[pos++] = ';';
+		pos = rp_folded_frame(key, len, pos, v->stacks->frames[sf->first + k].label);
+	}
+	while (nf-- > 0 && pos + 2 < len) {
+		key[pos++] = ';';
+		pos = put_frame(key, len, pos, tr_func_name(t, funcs[nf]));
+	}
+	key[pos < len ? pos : len - 1] = 0;
+	return pos;
+}
+
+int rp_folded_finish(FILE *f, struct rp_folded *st, int rc)
+{
+	if (!rc) {
+		/* compact and sort for a deterministic output */
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < st->cap; i++)
+			if (st->slot[i].key)
+				st->slot[m++] = st->slot[i];
+		if (m)
+			qsort(st->slot, m, sizeof(*st->slot), cmp_slot);
+		for (uint32_t i = 0; i < m; i++)
+			fprintf(f, "%s %lld\n", st->slot[i].key, (long long)st->slot[i].value);
+		for (uint32_t i = 0; i < m; i++)
+			free(st->slot[i].key);
+	} else {
+		for (uint32_t i = 0; i < st->cap; i++)
+			free(st->slot[i].key);
+	}
+	free(st->slot);
+	memset(st, 0, sizeof(*st));
+	return rc || ferror(f) ? -1 : 0;
+}
 
 int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 {
-	struct stacks st = {0};
+	struct rp_folded st = {0};
 	int rc = 0;
-	char key[16384]; /* deep stacks with long C++ names */
+	char key[RP_FOLDED_KEY_MAX];
 	for (unsigned k = 0; k < n && !rc; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
@@ -414,49 +454,16 @@ int rp_write_folded(FILE *f, struct rp_view *views, unsigned n)
 			if (self <= 0)
 				continue;
 			/* frames, innermost first */
-			uint32_t frames[MAX_FRAMES], nf = 0;
+			uint32_t funcs[RP_FOLDED_MAX_FRAMES], nf = 0;
 			const struct rp_stack_frames *sf = NULL;
-			for (uint32_t p = ci; p != TR_NONE && nf < MAX_FRAMES && !sf; p = t->calls[p].parent) {
-				frames[nf++] = p;
+			for (uint32_t p = ci; p != TR_NONE && nf < RP_FOLDED_MAX_FRAMES && !sf; p = t->calls[p].parent) {
+				funcs[nf++] = t->calls[p].func;
 				sf = rp_call_frames(v, p); /* its native stack holds the traced calls outside it */
 			}
-			size_t pos = 0;
-			if (n > 1)
-				pos += (size_t)snprintf(key, sizeof(key), "pid %u;", t->pid);
-			const struct tr_thread *th = &t->threads[c->thread];
-			if (th->name[0])
-				pos = put_frame(key, sizeof(key), pos, th->name);
-			else
-				pos += (size_t)snprintf(key + pos, sizeof(key) - pos, "%u", th->tid);
-			for (uint32_t k = 0; sf && k < sf->n && pos + 2 < sizeof(key); k++) {
-				key[pos++] = ';';
-				pos = rp_folded_frame(key, sizeof(key), pos, v->stacks->frames[sf->first + k].label);
-			}
-			while (nf-- > 0 && pos + 2 < sizeof(key)) {
-				key[pos++] = ';';
-				pos = put_frame(key, sizeof(key), pos, tr_func_name(t, t->calls[frames[nf]].func));
-			}
-			key[pos < sizeof(key) ? pos : sizeof(key) - 1] = 0;
-			rc = stacks_add(&st, key, self);
+			rp_folded_key(key, sizeof(key), v, n > 1, c->thread, sf, funcs, nf);
+			rc = rp_folded_add(&st, key, self);
 		}
 		free(child);
 	}
-	if (!rc) {
-		/* compact and sort for a deterministic output */
-		uint32_t m = 0;
-		for (uint32_t i = 0; i < st.cap; i++)
-			if (st.slot[i].key)
-				st.slot[m++] = st.slot[i];
-		if (m)
-			qsort(st.slot, m, sizeof(*st.slot), cmp_slot);
-		for (uint32_t i = 0; i < m; i++)
-			fprintf(f, "%s %lld\n", st.slot[i].key, (long long)st.slot[i].value);
-		for (uint32_t i = 0; i < m; i++)
-			free(st.slot[i].key);
-	} else {
-		for (uint32_t i = 0; i < st.cap; i++)
-			free(st.slot[i].key);
-	}
-	free(st.slot);
-	return rc || ferror(f) ? -1 : 0;
+	return rp_folded_finish(f, &st, rc);
 }

@@ -46,6 +46,9 @@ enum rp_sort {
 	RP_SORT_NAME,
 };
 
+/* --stream / --no-stream (rp_opts.stream). */
+enum rp_stream_mode { RP_STREAM_AUTO, RP_STREAM_ON, RP_STREAM_OFF };
+
 struct rp_opts {
 	enum rp_format format;
 	enum rp_sort sort;
@@ -66,6 +69,7 @@ struct rp_opts {
 	                              each on its own time axis (the behaviour before merging) */
 	int align_monotonic;       /* --align monotonic: line files up by CLOCK_MONOTONIC (one
 	                              machine) instead of CLOCK_REALTIME (default) */
+	enum rp_stream_mode stream;/* --stream / --no-stream: the text report in bounded memory */
 };
 
 /* Functions whose DATA records name kernels (view.c builds handle -> name from them). */
@@ -126,6 +130,14 @@ struct rp_view {
 	struct rp_stacks *stacks;  /* the call stacks; NULL: the trace has none */
 	struct rp_memory *memory;  /* memory in use; NULL: no allocation or free */
 	struct rp_streams *streams;/* the streams the calls name; NULL: none */
+	const struct rp_stream_counts *streamed; /* the streaming report's (text_stream.c): the calls
+	                              were counted as they were read, none is in t->calls; NULL */
+};
+
+/* The calls a streaming report counted (it keeps none): all, ioctls among them, selected (xsel)
+ * and selected API calls (sel). */
+struct rp_stream_counts {
+	uint64_t calls, ioctls, xsel, sel;
 };
 
 int rp_view_init(struct rp_view *v, struct tr_trace *t, const struct rp_opts *o, char *err, size_t errlen);
@@ -230,6 +242,8 @@ struct rp_fstat {
 /* Statistics of every function with at least one selected call, sorted by opts->sort. The
  * caller frees *out. Returns 0, -1 when out of memory. */
 int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *n);
+/* Sort s[0..n) by opts->sort as rp_func_stats() does (the streaming report's order too). */
+void rp_sort_fstats(const struct rp_view *v, struct rp_fstat *s, uint32_t n);
 /* The middle value(s) of d[0..n), n > 0, in O(n) (reorders d): *lo == *hi for an odd n, the
  * two middle values for an even n. */
 void rp_middle(int64_t *d, size_t n, int64_t *lo, int64_t *hi);
@@ -321,6 +335,9 @@ struct rp_analysis {
 	int max_depth;
 };
 int rp_analyze(const struct rp_view *v, struct rp_analysis *a);
+/* What rp_analyze() adds up for one selected call: categories, transfers, allocations, nesting
+ * (c->parent read in v->t->calls), failures. The streaming report calls it as calls finish. */
+void rp_tally_call(const struct rp_view *v, struct rp_analysis *a, const struct tr_call *c);
 
 /* The k slowest selected calls with a duration, slowest first (ties: earlier first). Returns
  * their count and *out (indices in calls[], caller frees); 0 and NULL when none or no memory. */
@@ -661,6 +678,22 @@ void rp_stacks_write_text(FILE *f, const struct rp_view *v);
  * object (v->stacks must be set); a frame name for the folded export. */
 void rp_stacks_write_json(FILE *f, const struct rp_view *v);
 size_t rp_folded_frame(char *buf, size_t len, size_t pos, const char *name);
+/* --format folded's stacks (export_trace.c), shared with the streaming report (text_stream.c):
+ * the distinct stacks with their self times, summed by rp_folded_add (0, -1 out of memory);
+ * rp_folded_key writes a call's key: "pid PID;" with_pid, its thread, the frames of its native
+ * stack sf (or NULL), then funcs[nf - 1] (outermost) .. funcs[0] (the call); rp_folded_finish
+ * writes them sorted (unless rc) and frees them, returning -1 on rc or a write error. */
+#define RP_FOLDED_MAX_FRAMES 64
+#define RP_FOLDED_KEY_MAX 16384 /* deep stacks with long C++ names */
+struct rp_folded_slot;
+struct rp_folded {
+	struct rp_folded_slot *slot;
+	uint32_t cap, n;
+};
+int rp_folded_add(struct rp_folded *st, const char *key, int64_t value);
+size_t rp_folded_key(char *key, size_t len, const struct rp_view *v, int with_pid, uint32_t thread,
+                     const struct rp_stack_frames *sf, const uint32_t *funcs, uint32_t nf);
+int rp_folded_finish(FILE *f, struct rp_folded *st, int rc);
 /* The merged frames of call ci's stack, outermost first: NULL when it has none. */
 static inline const struct rp_stack_frames *rp_call_frames(const struct rp_view *v, uint32_t ci)
 {
@@ -728,6 +761,36 @@ uint64_t rp_call_bytes(const struct rp_view *v, const struct tr_call *c, int *kn
  * of the text report; nothing without GPU blocks. */
 void rp_gpu_header_line(FILE *f, const struct rp_view *v);
 void rp_gpu_write_text(FILE *f, const struct rp_view *v);
+/* The text report's sections the streaming report (text_stream.c) shares: header, API summary
+ * (none_selected: the options left calls out), categories and transfers, slowest calls (in
+ * order), nesting, functions not traced. */
+void rp_text_header(FILE *f, const struct rp_view *v);
+void rp_text_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n, int none_selected);
+void rp_text_categories(FILE *f, const struct rp_view *v, const struct rp_analysis *a);
+void rp_text_slowest(FILE *f, const struct rp_view *v, const struct tr_call *const *calls, uint32_t n);
+void rp_text_nesting(FILE *f, const struct rp_view *v, const struct rp_analysis *a);
+void rp_text_refused(FILE *f, const struct rp_view *v);
+
+/* The streaming text report (text_stream.c): rp_stream_read() reads the file at `path` once
+ * (trace_stream.h), keeping per-function aggregates, a quantile sketch per function, the --top
+ * slowest calls and the per-call tallies, never the calls, so its memory does not grow with the
+ * trace; NULL with a reason in err as tr_open(). rp_stream_write_text() writes the sections it
+ * can give and names those it leaves out (0, or -1 when out of memory or the write failed).
+ * rp_stream_free() before tr_close(). */
+struct rp_stream_report;
+struct tr_stream_skipped;
+/* folded: for --format folded, each selected call's self time is added there (rp_folded_add,
+ * "pid PID;" first with with_pid) instead of the text report's aggregates. */
+struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_folded *folded, int with_pid,
+                                struct rp_stream_report **r, char *err, size_t errlen);
+const struct tr_stream_skipped *rp_stream_skipped(const struct rp_stream_report *r);
+int rp_stream_write_text(FILE *f, struct rp_stream_report *r);
+void rp_stream_free(struct rp_stream_report *r);
+/* Whether rp_main streams: --stream; by default (RP_STREAM_AUTO) a text report of one regular
+ * file (or several with --separate), or folded stacks of any number of files, when one of them
+ * has RP_STREAM_AUTO_BYTES or more. */
+#define RP_STREAM_AUTO_BYTES (512ull << 20)
+int rp_should_stream(const struct rp_opts *o, char **files, int nfiles);
 /* The timeline section of the text report (text_timeline.c): the threads of every view, rows
  * grouped by process, on the common time axis. */
 void rp_text_timeline(FILE *f, struct rp_view *views, unsigned n);

@@ -4,6 +4,7 @@
 #include "result.h"
 
 #include "out_file.h"
+#include "trace_stream.h"
 
 #include <unistd.h>
 
@@ -54,10 +55,72 @@ static FILE *open_output(const struct rp_opts *o)
 	return f;
 }
 
+/* The text report or the folded stacks in bounded memory (text_stream.c): each file read once
+ * and let go before the next one. Text: a report per file (--separate or one file; cmd_report
+ * refuses the rest). Folded: the stacks of every file added up, written at the end. */
+static int stream_main(const struct rp_opts *o, char **files, int nfiles)
+{
+	char err[4608];
+	int status = RP_EXIT_OK, damaged = 0, written = 0, rc = 0;
+	const int folded = o->format == RP_FMT_FOLDED;
+	struct rp_folded stacks = {0};
+	FILE *out = NULL;
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
+		return RP_EXIT_ERROR;
+	}
+	for (int i = 0; i < nfiles && !rc; i++) {
+		struct rp_stream_report *r;
+		struct tr_trace *t = rp_stream_read(o, files[i], folded ? &stacks : NULL, nfiles > 1, &r, err, sizeof(err));
+		if (!t) {
+			fprintf(stderr, "cuhook report: %s\n", err);
+			status = RP_EXIT_ERROR;
+			continue;
+		}
+		warn_damage(t);
+		damaged |= t->truncated || t->errors;
+		if (folded && rp_stream_skipped(r)->stack_recs)
+			fprintf(stderr, "cuhook report: warning: %s: call stacks are not read when streaming: its folded stacks "
+			        "hold the traced calls only (--no-stream reads them)\n", rp_safe(t->path));
+		if (!out && !(out = open_output(o)))
+			status = RP_EXIT_ERROR;
+		if (out && !folded) {
+			if (written++)
+				fprintf(out, "\n\n");
+			rc = rp_stream_write_text(out, r) || fflush(out);
+		}
+		rp_stream_free(r);
+		tr_close(t);
+		if (!out)
+			break;
+	}
+	if (folded) {
+		if (out)
+			rc = rp_folded_finish(out, &stacks, rc) || fflush(out);
+		else
+			rp_folded_finish(stdout, &stacks, -1); /* frees them */
+	}
+	if (rc) {
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout",
+		        errno ? strerror(errno) : "out of memory");
+		status = RP_EXIT_ERROR;
+	}
+	if (out && out != stdout && fclose(out)) {
+		fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (status == RP_EXIT_OK && damaged && o->strict)
+		status = RP_EXIT_TRUNCATED;
+	return status;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
 		tr_progress = show_progress;
+	if (rp_should_stream(o, files, nfiles))
+		return stream_main(o, files, nfiles);
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;

@@ -152,6 +152,13 @@ static int cmp_fstat(const void *pa, const void *pb)
 	return r;
 }
 
+void rp_sort_fstats(const struct rp_view *v, struct rp_fstat *s, uint32_t n)
+{
+	sort_key = v->o->sort;
+	sort_trace = v->t;
+	qsort(s, n, sizeof(*s), cmp_fstat);
+}
+
 int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout)
 {
 	const struct tr_trace *t = v->t;
@@ -200,9 +207,7 @@ int rp_func_stats(const struct rp_view *v, struct rp_fstat **out, uint32_t *nout
 	}
 	free(pos);
 	free(durs);
-	sort_key = v->o->sort;
-	sort_trace = t;
-	qsort(all, n, sizeof(*all), cmp_fstat);
+	rp_sort_fstats(v, all, n);
 	*out = all;
 	*nout = n;
 	return 0;

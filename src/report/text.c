@@ -98,15 +98,18 @@ static void write_header(FILE *f, const struct rp_view *v, int merged)
 		fprintf(f, "%s%u%s%s", i ? ", " : ": ", t->threads[i].tid, t->threads[i].name[0] ? " " : "",
 		        rp_safe(t->threads[i].name));
 	fprintf(f, "%s\n", t->nthreads > 8 ? ", ..." : "");
-	fprintf(f, "  events     %llu (%u calls", (unsigned long long)(t->nentry + t->nexit), t->ncalls);
+	/* streamed: the calls were counted as they went by (text_stream.c) */
+	const struct rp_stream_counts *sc = v->streamed;
+	uint64_t ncalls = sc ? sc->calls : t->ncalls, nxsel = sc ? sc->xsel : v->nxsel;
+	fprintf(f, "  events     %llu (%llu calls", (unsigned long long)(t->nentry + t->nexit), (unsigned long long)ncalls);
 	if (v->has_ioctl) {
-		uint32_t nio = 0;
-		for (uint32_t i = 0; i < t->ncalls; i++)
+		uint64_t nio = sc ? sc->ioctls : 0;
+		for (uint32_t i = 0; !sc && i < t->ncalls; i++)
 			nio += v->fi[t->calls[i].func].ioctl;
-		fprintf(f, ", of which %u ioctl%s", nio, nio == 1 ? "" : "s");
+		fprintf(f, ", of which %llu ioctl%s", (unsigned long long)nio, nio == 1 ? "" : "s");
 	}
-	if (v->nxsel != t->ncalls)
-		fprintf(f, ", %u selected", v->nxsel);
+	if (nxsel != ncalls)
+		fprintf(f, ", %llu selected", (unsigned long long)nxsel);
 	fprintf(f, ")\n");
 	if (t->ncounts) {
 		uint32_t nf = 0;
@@ -456,26 +459,24 @@ static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analy
 	}
 }
 
-static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trace_result *r)
+void rp_text_slowest(FILE *f, const struct rp_view *v, const struct tr_call *const *calls, uint32_t n)
 {
 	const struct tr_trace *t = v->t;
-	const uint32_t *idx = r->slowest;
-	uint32_t n = r->nslowest;
 	if (!n)
 		return;
 	char b1[32], b2[32], th[32], d[512];
 	int tw = 6, fw = 8;
 	for (uint32_t i = 0; i < n; i++) {
-		int l = (int)strlen(rp_safe(rp_thread_label(v, t->calls[idx[i]].thread, th, sizeof(th))));
+		int l = (int)strlen(rp_safe(rp_thread_label(v, calls[i]->thread, th, sizeof(th))));
 		tw = l > tw ? l : tw;
-		l = (int)strlen(rp_safe(tr_func_name(t, t->calls[idx[i]].func)));
+		l = (int)strlen(rp_safe(tr_func_name(t, calls[i]->func)));
 		fw = l > fw ? l : fw;
 	}
 	section(f, v, "Slowest calls");
 	fprintf(f, "  %s%12s %12s  %-*s  %-*s  %s%s\n", BOLD(v), "Duration", "Start", tw, "Thread", fw, "Function",
 	        "Details", RESET(v));
 	for (uint32_t i = 0; i < n; i++) {
-		const struct tr_call *c = &t->calls[idx[i]];
+		const struct tr_call *c = calls[i];
 		rp_describe_call(v, c, d, sizeof(d));
 		fprintf(f, "  %12s %12s  %-*s  %-*s%s%s\n", rp_fmt_dur(b1, sizeof(b1), (double)tr_call_dur(c)),
 		        rp_fmt_dur(b2, sizeof(b2), (double)(c->start_ns - v->t0)), tw,
@@ -483,6 +484,18 @@ static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trac
 		        d[0] ? rp_safe(tr_func_name(t, c->func)) : "", d[0] ? "  " : rp_safe(tr_func_name(t, c->func)),
 		        rp_safe(d));
 	}
+}
+
+/* The slowest calls the analysis found (r->slowest: indices in calls[]). */
+static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trace_result *r)
+{
+	uint32_t n = r->nslowest;
+	const struct tr_call **calls = n ? malloc(n * sizeof(*calls)) : NULL;
+	for (uint32_t i = 0; calls && i < n; i++)
+		calls[i] = &v->t->calls[r->slowest[i]];
+	if (calls)
+		rp_text_slowest(f, v, calls, n);
+	free(calls);
 }
 
 static void write_findings(FILE *f, const struct rp_view *v, const struct rp_finding *fd, unsigned n)
@@ -866,4 +879,32 @@ int rp_write_text_merged(FILE *f, struct rp_view *views, const struct rp_result 
 		write_refused(f, v);
 	}
 	return ferror(f) ? -1 : 0;
+}
+
+/* ---- the streaming report's sections (text_stream.c): the same writers ------------------------ */
+
+void rp_text_header(FILE *f, const struct rp_view *v)
+{
+	write_header(f, v, 0);
+}
+
+void rp_text_summary(FILE *f, const struct rp_view *v, const struct rp_fstat *fs, uint32_t n, int none_selected)
+{
+	write_summary(f, v, fs, n, NULL, none_selected);
+}
+
+void rp_text_categories(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	write_categories(f, v, a);
+	write_transfers(f, v, a);
+}
+
+void rp_text_nesting(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	write_nesting(f, v, a);
+}
+
+void rp_text_refused(FILE *f, const struct rp_view *v)
+{
+	write_refused(f, v);
 }

@@ -60,6 +60,8 @@ struct tr_thread {
 	uint32_t last_entry_, last_exit_;   /* calls DATA records attach to */
 	uint8_t last_rec_;                  /* type of the last ENTRY/EXIT record, for DATA */
 	uint32_t epoch_;                    /* version 5: the epoch its last TIME record set */
+	uint32_t pending_;                  /* streaming: 1 + the slot of its finished call whose
+	                                       DATA records may still come, 0: none */
 	uint32_t *calls_;
 };
 
@@ -361,6 +363,7 @@ struct tr_trace {
 	uint32_t stacks_cap_, pyframes_cap_, maps_cap_, map_sets_cap_;
 	struct tr_id_hash *stack_ids_, *pyframe_ids_;  /* file id -> index */
 	uint32_t *call_stack_;    /* per call: index in stacks[], TR_NONE; NULL without STACK records */
+	struct tr_stream_state *stream_; /* streaming mode (trace_stream.h), NULL otherwise */
 };
 
 /* A raw timestamp from the file in CLOCK_MONOTONIC nanoseconds. Times are kept within

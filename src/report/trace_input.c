@@ -44,6 +44,8 @@
  * a thread, as the decoder asks for it. */
 #define CHUNK (1u << 20)
 #define READER_THREAD_MIN (8u << 20)
+/* Streaming (tr_input_release): how far the reader thread reads ahead of the decoder. */
+#define AHEAD (16u << 20)
 
 /* ---- the buffer ---------------------------------------------------------------------------- */
 
@@ -271,6 +273,7 @@ struct tr_reader {
 	int finished;         /* nothing more will come */
 	int stop;             /* the decoder needs no more */
 	int short_end;        /* a read came short: the file ended (or failed) before `to` */
+	uint64_t released;    /* streaming: read no further than AHEAD past this; 0 unlimited */
 	int end_errno;        /* and how, for ended_early() */
 };
 
@@ -305,6 +308,8 @@ static void *reader_main(void *arg)
 	struct tr_reader *rd = arg;
 	for (;;) {
 		pthread_mutex_lock(&rd->mu);
+		while (rd->released && rd->done >= rd->released + AHEAD && !rd->finished && !rd->stop)
+			pthread_cond_wait(&rd->cv, &rd->mu);
 		int more = !rd->finished && !rd->stop;
 		pthread_mutex_unlock(&rd->mu);
 		if (!more)
@@ -372,6 +377,26 @@ uint64_t tr_input_wait(struct tr_input *in, uint64_t end)
 	while (rd->done < end && !rd->finished)
 		reader_step(rd, end);
 	return rd->done;
+}
+
+void tr_input_release(struct tr_input *in, uint64_t upto)
+{
+	struct tr_reader *rd = in->rd;
+	if (!in->buf)
+		return;
+	/* whole pages only: the one holding `upto` is still being read */
+	uint64_t from = in->released > in->from ? in->released : in->from;
+	uint64_t lo = (from + 4095) & ~(uint64_t)4095, hi = upto & ~(uint64_t)4095;
+	if (hi > lo) {
+		madvise(in->buf + lo, (size_t)(hi - lo), MADV_DONTNEED);
+		in->released = hi;
+	}
+	if (rd && rd->threaded) {
+		pthread_mutex_lock(&rd->mu);
+		rd->released = upto;
+		pthread_cond_broadcast(&rd->cv);
+		pthread_mutex_unlock(&rd->mu);
+	}
 }
 
 void tr_input_stop(struct tr_input *in)

@@ -61,6 +61,7 @@ struct tr_input {
 	/* seekable, pass 2 */
 	struct tr_reader *rd;
 	uint64_t from;
+	uint64_t released;    /* streaming: the pages before this were given back */
 };
 
 /* A file descriptor, read up to `limit` bytes; seekable: a regular file whose size is known. */
@@ -82,6 +83,11 @@ int tr_input_load(struct tr_input *in, uint64_t from, uint64_t to);
 /* Pass 2: wait until [from, end) is in in->buf; returns the end of what is there, < end when the
  * input ended first (in->shrank, in->read_errno). */
 uint64_t tr_input_wait(struct tr_input *in, uint64_t end);
+
+/* Pass 2, streaming (trace_stream.h): the bytes before `upto` are decoded and not needed any
+ * more. Their pages are given back, and the reader thread reads at most a window ahead of
+ * `upto` from then on, so that a file of any size costs a window of memory. */
+void tr_input_release(struct tr_input *in, uint64_t upto);
 
 /* Stops the reader thread; the bytes read stay (in->size: where they end). Then the trace takes
  * the buffer (tr_input_take; tr_input_free_buf() frees it) and tr_input_close() frees the rest

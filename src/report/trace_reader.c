@@ -26,6 +26,7 @@
 #include "put.h"
 #include "trace_input.h"
 #include "trace_reader_impl.h"
+#include "trace_stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -648,6 +649,8 @@ static uint64_t pass_blocks(struct tr_trace *t, struct tr_input *in, struct cloc
  * instead of 140000. */
 static int reserve_calls(struct tr_trace *t)
 {
+	if (t->stream_)
+		return 0; /* slots come as calls open (trace_stream.c) */
 	uint64_t n = t->events_bytes_ / (t->version >= CUHOOK_TRACE_VERSION_REC5 ? 8 : sizeof(struct cuhook_rec_entry)) + 1;
 	if (n > UINT32_MAX - 1)
 		n = UINT32_MAX - 1;
@@ -672,6 +675,8 @@ static int reserve_calls(struct tr_trace *t)
  * above rules out). */
 static inline uint32_t new_call(struct tr_trace *t)
 {
+	if (t->stream_)
+		return tr_stream_new_call(t);
 	if (t->ncalls == t->calls_cap_)
 		return TR_NONE;
 	return t->ncalls++;
@@ -697,6 +702,8 @@ static inline void stack_unwind(struct tr_trace *t, struct tr_thread *th, uint16
 		c->flags |= TR_CALL_UNFINISHED;
 		t->lost_exits++;
 		th->stack_len_--;
+		if (t->stream_)
+			tr_stream_done(t, th->stack_[th->stack_len_]);
 	}
 }
 
@@ -779,11 +786,22 @@ struct call_rec {
 	const uint64_t *value;  /* EXIT with CUHOOK_RF_VALUE: the decoded value */
 };
 
+/* Streaming: the thread's finished call waiting for its DATA records goes to the sink. */
+static inline void stream_flush(struct tr_trace *t, struct tr_thread *th)
+{
+	if (th->pending_) {
+		tr_stream_done(t, th->pending_ - 1);
+		th->pending_ = 0;
+	}
+}
+
 /* The two matchers are inlined into both decoders' loops: the reading speed of a big trace is
  * theirs (bench/run.sh). Return 0, or -1 when out of memory. */
 static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t, uint32_t ti, struct tr_thread *th,
                                                               const struct call_rec *e)
 {
+	if (t->stream_)
+		stream_flush(t, th);
 	if (unknown_func(t, e->func, "ENTRY")) {
 		th->last_rec_ = LAST_SKIPPED;
 		return 0;
@@ -812,17 +830,24 @@ static inline __attribute__((always_inline)) int match_entry(struct tr_trace *t,
 			return -1;
 	}
 	note_time(t, c->start_ns);
-	th->ncalls++;
+	th->ncalls += !t->stream_; /* streaming: calls[] holds none of them */
 	th->events++;
 	t->nentry++;
 	th->last_entry_ = ci;
 	th->last_rec_ = LAST_ENTRY;
+	if (t->stream_) {
+		tr_stream_opened(t, ci);
+		if (c->flags & TR_CALL_NO_EXIT)
+			th->pending_ = ci + 1; /* finished, but its DATA records are still to come */
+	}
 	return 0;
 }
 
 static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, struct tr_thread *th,
                                                              const struct call_rec *x)
 {
+	if (t->stream_)
+		stream_flush(t, th);
 	if (x->func >= t->nfuncs || !t->funcs[x->func].defined) {
 		t->unknown_funcs++;
 		t->errors++;
@@ -855,6 +880,17 @@ static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, 
 	t->nexit++;
 	th->last_exit_ = (uint32_t)(c - t->calls);
 	th->last_rec_ = LAST_EXIT;
+	if (t->stream_) {
+		/* handed over at the thread's next ENTRY or EXIT: DATA records after the EXIT are
+		 * checked against it as in a whole read */
+		th->pending_ = th->last_exit_ + 1;
+		if (x->flags & CUHOOK_RF_VALUE) {
+			t->ndata_recs++;
+			tr_stream_skips(t)->data_recs++;
+			c->ndata++;
+		}
+		return 0;
+	}
 	if (x->flags & CUHOOK_RF_VALUE) {
 		/* The same as a DATA record of one value after this EXIT. */
 		t->ndata_recs++;
@@ -890,6 +926,12 @@ static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, 
 			t->errors++;
 			return 0;
 		}
+		if (t->stream_) {
+			/* counted on its call (open, or pending: trace_stream.c), its values not kept */
+			tr_stream_skips(t)->data_recs++;
+			t->calls[ci].ndata++;
+			return 0;
+		}
 		return add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len);
 	}
 	case CUHOOK_REC_DROP: {
@@ -906,6 +948,10 @@ static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, 
 		return 0;
 	}
 	case CUHOOK_REC_STACK:
+		if (t->stream_) {
+			tr_stream_skips(t)->stack_recs++;
+			return 0;
+		}
 		return rec_stack(t, th, q);
 	default:
 		t->bad_records++;
@@ -1147,6 +1193,34 @@ static int block_counts(struct tr_trace *t, const uint8_t *p, uint32_t size, uin
 
 void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
 
+/* The GPU and call stack blocks of pass 2. Returns 0, or -1 when out of memory. */
+static int other_block(struct tr_trace *t, unsigned type, const uint8_t *p, uint32_t size, uint64_t off)
+{
+	switch (type) {
+	case CUHOOK_BLOCK_GPU_SESSION:
+		return tr_gpu_session_block(t, p, size, off);
+	case CUHOOK_BLOCK_GPU:
+		return tr_gpu_block(t, p, size, off);
+	case CUHOOK_BLOCK_STACKS:
+	case CUHOOK_BLOCK_PYFRAMES:
+	case CUHOOK_BLOCK_MAPS:
+		return tr_stacks_block(t, type, p, size, off);
+	default:
+		return 0;
+	}
+}
+
+/* Streaming: GPU records and call stacks are tied to calls that are not kept, so their blocks
+ * are counted and skipped. */
+static void stream_block(struct tr_trace *t, unsigned type)
+{
+	struct tr_stream_skipped *sk = tr_stream_skips(t);
+	if (type == CUHOOK_BLOCK_GPU_SESSION || type == CUHOOK_BLOCK_GPU)
+		sk->gpu_blocks++;
+	if (type == CUHOOK_BLOCK_STACKS || type == CUHOOK_BLOCK_PYFRAMES || type == CUHOOK_BLOCK_MAPS)
+		sk->stack_blocks++;
+}
+
 /* Pass 2 over [header_size, stop), which pass 1 found readable. The bytes come as they are read
  * (tr_input_wait), and each block header is checked again: a regular file is read a second time
  * here and may have shrunk or changed since pass 1. Sets *cut to where decoding stopped (stop, or
@@ -1154,8 +1228,10 @@ void (*tr_progress)(const char *path, uint64_t done, uint64_t total);
  * when out of memory. */
 static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, uint64_t *cut, int *changed)
 {
-	uint64_t off = t->header_size_, have = 0;
+	uint64_t off = t->header_size_, have = 0, released = off;
 	uint64_t next_report = 64ull << 20;
+	if (t->stream_)
+		tr_input_release(in, off); /* from here on the reader thread keeps a window ahead */
 	const uint64_t bh = sizeof(struct cuhook_block);
 	*cut = stop;
 	*changed = 0;
@@ -1182,14 +1258,20 @@ static int pass_events(struct tr_trace *t, struct tr_input *in, uint64_t stop, u
 			return -1;
 		if (b->type == CUHOOK_BLOCK_COUNTS && block_counts(t, in->buf + off + bh, b->size, off))
 			return -1;
-		if (b->type == CUHOOK_BLOCK_GPU_SESSION && tr_gpu_session_block(t, in->buf + off + bh, b->size, off))
-			return -1;
-		if (b->type == CUHOOK_BLOCK_GPU && tr_gpu_block(t, in->buf + off + bh, b->size, off))
-			return -1;
-		if ((b->type == CUHOOK_BLOCK_STACKS || b->type == CUHOOK_BLOCK_PYFRAMES || b->type == CUHOOK_BLOCK_MAPS) &&
-		    tr_stacks_block(t, b->type, in->buf + off + bh, b->size, off))
+		if (t->stream_)
+			stream_block(t, b->type);
+		else if (other_block(t, b->type, in->buf + off + bh, b->size, off))
 			return -1;
 		off += bh + b->size;
+		if (t->stream_) {
+			if (tr_stream_failed(t))
+				return -1;
+			/* decoded: the bytes go (slots keep their own copy of the arguments) */
+			if (off - released >= (4u << 20)) {
+				tr_input_release(in, off);
+				released = off;
+			}
+		}
 		if (tr_progress && off >= next_report) {
 			tr_progress(t->path, off, stop);
 			next_report = off + (64ull << 20);
@@ -1297,11 +1379,17 @@ static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t err
 	/* Calls still open at the end never got their EXIT. */
 	for (uint32_t i = 0; i < t->nthreads; i++) {
 		struct tr_thread *th = &t->threads[i];
+		if (t->stream_)
+			stream_flush(t, th);
 		stack_unwind(t, th, 0, 1);
+		if (tr_stream_failed(t))
+			goto oom;
 		free(th->stack_);
 		th->stack_ = NULL;
 		th->stack_cap_ = 0;
 	}
+	if (t->stream_)
+		tr_stream_finish(t);
 	if (sort_data(t) || tr_gpu_finish(t))
 		goto oom;
 	return 0;
@@ -1361,7 +1449,7 @@ static struct tr_trace *finish(struct tr_trace *t, struct tr_input *in, char *er
 	return t;
 }
 
-struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
+static struct tr_trace *open_path(const char *path, const struct tr_stream_sink *sink, char *err, size_t errlen)
 {
 	/* Look before opening: opening a device can act (a watchdog starts counting, a tape
 	 * rewinds), and a FIFO is opened blocking only when it is one, to wait for its writer. */
@@ -1393,8 +1481,9 @@ struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	struct tr_trace *t = trace_new(path);
-	if (!t) {
+	if (!t || (sink && tr_stream_init(t, sink))) {
 		fail(err, errlen, "%s: out of memory", path);
+		tr_close(t);
 		close(fd);
 		return NULL;
 	}
@@ -1409,11 +1498,23 @@ struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
 	return finish(t, &in, err, errlen);
 }
 
-struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen)
+struct tr_trace *tr_open(const char *path, char *err, size_t errlen)
+{
+	return open_path(path, NULL, err, errlen);
+}
+
+struct tr_trace *tr_open_stream(const char *path, const struct tr_stream_sink *sink, char *err, size_t errlen)
+{
+	return open_path(path, sink, err, errlen);
+}
+
+static struct tr_trace *open_mem(const void *buf, size_t len, const char *name, const struct tr_stream_sink *sink,
+                                 char *err, size_t errlen)
 {
 	struct tr_trace *t = trace_new(name ? name : "<memory>");
-	if (!t) {
+	if (!t || (sink && tr_stream_init(t, sink))) {
 		fail(err, errlen, "%s: out of memory", name ? name : "<memory>");
+		tr_close(t);
 		return NULL;
 	}
 	/* Copied as a pipe is read, behind the validation: the fuzzers run that code. */
@@ -1422,10 +1523,22 @@ struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char
 	return finish(t, &in, err, errlen);
 }
 
+struct tr_trace *tr_open_mem(const void *buf, size_t len, const char *name, char *err, size_t errlen)
+{
+	return open_mem(buf, len, name, NULL, err, errlen);
+}
+
+struct tr_trace *tr_open_stream_mem(const void *buf, size_t len, const char *name, const struct tr_stream_sink *sink,
+                                    char *err, size_t errlen)
+{
+	return open_mem(buf, len, name, sink, err, errlen);
+}
+
 void tr_close(struct tr_trace *t)
 {
 	if (!t)
 		return;
+	tr_stream_free(t);
 	tr_input_free_buf(t->map_, t->map_cap_);
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		free(t->threads[i].stack_);

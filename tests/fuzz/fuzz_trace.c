@@ -3,11 +3,14 @@
  * tr_open_mem() on the input; when it opens, the invariants the report relies on are checked
  * (abort() = a finding), then every output is written to /dev/null: text, json, csv, jsonl,
  * chrome, perfetto, folded, on one view and on two views of the trace merged on one time axis
- * (several files, docs/report.md). The report options (sort key, --time-range, --functions,
+ * (several files, docs/report.md). The streaming reader (trace_stream.h) reads the input too and
+ * must hand over the whole read's calls, each by its index in the whole read, with the same
+ * counts. The report options (sort key, --time-range, --functions,
  * --thread, width) are picked from a hash of the input, so a given input always runs the same way.
  *
  * Built by tests/fuzz/build.sh with clang -fsanitize=fuzzer,address,undefined (docs/fuzzing.md). */
 #include "result.h"
+#include "trace_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,41 @@ static void check_invariants(const struct tr_trace *t)
 		abort();
 }
 
+/* The streaming reader's calls against the whole read's (abort on a difference). */
+static int stream_call(void *ctx, const struct tr_trace *st, const struct tr_call *c, const struct tr_stream_info *info)
+{
+	const struct tr_trace *t = ctx;
+	const uint64_t ordinal = info->ordinal;
+	if (ordinal >= t->ncalls)
+		abort();
+	const struct tr_call *a = &t->calls[ordinal];
+	if (a->start_ns != c->start_ns || a->end_ns != c->end_ns || a->ret != c->ret || a->func != c->func ||
+	    a->thread != c->thread || a->flags != c->flags || c->ndata || tr_call_nargs(a) != tr_call_nargs(c) ||
+	    (a->parent == TR_NONE) != (c->parent == TR_NONE) ||
+	    (a->parent != TR_NONE && t->calls[a->parent].func != tr_stream_open_call(st, c->parent)->func))
+		abort();
+	for (unsigned k = 0; k < tr_call_nargs(a); k++)
+		if (tr_call_arg(a, k) != tr_call_arg(c, k))
+			abort();
+	return 0;
+}
+
+static void check_streamed(const struct tr_trace *t, const uint8_t *data, size_t size)
+{
+	const struct tr_stream_sink sink = {stream_call, (void *)t};
+	char err[512];
+	struct tr_trace *s = tr_open_stream_mem(data, size, "fuzz", &sink, err, sizeof(err));
+	struct tr_stream_skipped sk;
+	if (!s)
+		abort(); /* the whole read opened it */
+	tr_stream_get_skipped(s, &sk);
+	if (sk.calls != t->ncalls || s->ncalls || s->nentry != t->nentry || s->nexit != t->nexit ||
+	    s->lost_exits != t->lost_exits || s->ndata_recs != t->ndata_recs || s->truncated != t->truncated ||
+	    s->counted_calls != t->counted_calls || s->first_ns != t->first_ns || s->last_ns != t->last_ns)
+		abort();
+	tr_close(s);
+}
+
 static void all_outputs(struct rp_view *v, unsigned n)
 {
 	struct rp_result r;
@@ -85,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	check_invariants(t);
+	check_streamed(t, data, size);
 	uint64_t h = hash(data, size);
 	static const enum rp_sort sorts[] = {RP_SORT_TOTAL, RP_SORT_CALLS, RP_SORT_AVG, RP_SORT_MED,
 	                                     RP_SORT_MIN, RP_SORT_MAX, RP_SORT_NAME};

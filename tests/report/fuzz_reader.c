@@ -11,13 +11,17 @@
  * csv, jsonl, chrome, folded, perfetto) into /dev/null. Every input is also read as a file (a
  * memfd opened by its /proc path): tr_open() reads a regular file otherwise than tr_open_mem()
  * reads memory (trace_input.h: pass 1 skips EVENTS payloads, pass 2 reads them again), and both
- * must give the same trace or the same error. Built with AddressSanitizer and UBSan
+ * must give the same trace or the same error. The streaming reader (trace_stream.h) reads it
+ * too, from the file, and must hand over exactly the calls of the whole read (same times,
+ * return values, functions, threads, flags, arguments, parent's function) with the same counts
+ * and damage, then the streaming text report runs on it. Built with AddressSanitizer and UBSan
  * when the compiler has them, so an out-of-bounds read fails the test even when it does not
  * crash.
  *
  *   fuzz_reader [--iterations N] [--seed S] seed.bin...
  * Exit status 0 when every check held; a crash or a sanitizer report fails the test. */
 #include "result.h"
+#include "trace_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,12 +156,104 @@ static int same_as_file(const struct tr_trace *m, const char *merr, const uint8_
 	return bad ? -1 : 0;
 }
 
+/* The streaming reader's calls against the whole read's. */
+struct stream_check {
+	const struct tr_trace *m;
+	int64_t *child;         /* per call of the whole read: its timed children's durations */
+	uint64_t seen;
+	int bad;
+};
+
+static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info)
+{
+	struct stream_check *sc = ctx;
+	const uint64_t ordinal = info->ordinal;
+	const struct tr_trace *m = sc->m;
+	sc->seen++;
+	if (ordinal >= m->ncalls) {
+		sc->bad = 1;
+		return 0;
+	}
+	const struct tr_call *a = &m->calls[ordinal];
+	int bad = a->start_ns != c->start_ns || a->end_ns != c->end_ns || a->ret != c->ret || a->func != c->func ||
+	          a->thread != c->thread || a->flags != c->flags || a->depth != c->depth || c->ndata ||
+	          tr_call_nargs(a) != tr_call_nargs(c) || (a->parent == TR_NONE) != (c->parent == TR_NONE);
+	for (unsigned k = 0; !bad && k < tr_call_nargs(a); k++)
+		bad = tr_call_arg(a, k) != tr_call_arg(c, k);
+	if (!bad && a->parent != TR_NONE)
+		bad = m->calls[a->parent].func != tr_stream_open_call(t, c->parent)->func;
+	/* the children's time, as a whole read sums it */
+	bad |= sc->child[ordinal] != info->child_ns;
+	sc->bad |= bad;
+	return 0;
+}
+
+static unsigned long stream_reports;
+
+/* The file the memfd holds (same_as_file wrote it), read by the streaming reader. */
+static int same_streamed(const struct tr_trace *m, const char *merr, const char *what)
+{
+	struct stream_check sc = {m, NULL, 0, 0};
+	const struct tr_stream_sink sink = {stream_call, &sc};
+	if (m) {
+		sc.child = calloc((size_t)m->ncalls + 1, sizeof(*sc.child));
+		if (!sc.child)
+			return -1;
+		for (uint32_t i = 0; i < m->ncalls; i++)
+			if (m->calls[i].parent != TR_NONE && tr_call_timed(&m->calls[i]))
+				sc.child[m->calls[i].parent] = rp_sat_add(sc.child[m->calls[i].parent], tr_call_dur(&m->calls[i]));
+	}
+	char err[512] = "";
+	struct tr_trace *s = tr_open_stream(memfd_path, &sink, err, sizeof(err));
+	int bad;
+	if (!m || !s) {
+		bad = !m != !s || strcmp(after_name(merr), after_name(err));
+	} else {
+		struct tr_stream_skipped sk;
+		tr_stream_get_skipped(s, &sk);
+		/* GPU and stack blocks are skipped, so the errors in them are not counted */
+		int same_errors = sk.gpu_blocks || sk.stack_blocks || sk.stack_recs ||
+		                  (s->errors == m->errors && s->orphan_data == m->orphan_data);
+		bad = sc.bad || sc.seen != m->ncalls || sk.calls != m->ncalls || s->ncalls || s->nentry != m->nentry ||
+		      s->nexit != m->nexit || s->ndata_recs != m->ndata_recs || s->lost_exits != m->lost_exits ||
+		      s->orphan_exits != m->orphan_exits || s->ncounts != m->ncounts ||
+		      s->counted_calls != m->counted_calls || s->nthreads != m->nthreads || s->truncated != m->truncated ||
+		      s->truncated_at != m->truncated_at || s->first_ns != m->first_ns || s->last_ns != m->last_ns ||
+		      !same_errors;
+		if (!bad && stream_reports++ % 4 == 0) {
+			/* the streaming report on it, into /dev/null (one input in four: the reading
+			 * above is what differs from a whole read) */
+			struct rp_opts o;
+			memset(&o, 0, sizeof(o));
+			o.top = 3;
+			struct rp_stream_report *r;
+			tr_close(s);
+			struct rp_folded folded = {0};
+			s = rp_stream_read(&o, memfd_path, NULL, 0, &r, err, sizeof(err));
+			if (s)
+				rp_stream_write_text(devnull, r);
+			rp_stream_free(r);
+			tr_close(s);
+			/* and the folded stacks */
+			s = rp_stream_read(&o, memfd_path, &folded, 1, &r, err, sizeof(err));
+			rp_stream_free(r);
+			rp_folded_finish(devnull, &folded, 0);
+		}
+	}
+	if (bad)
+		fprintf(stderr, "FAIL %s: the streaming reader disagrees with the whole read (%s | %s)\n", what,
+		        m ? m->truncated_reason : merr, s ? s->truncated_reason : err);
+	free(sc.child);
+	tr_close(s);
+	return bad ? -1 : 0;
+}
+
 /* Open len bytes; a prefix shorter than the file must never be reported as complete. */
 static int check(const uint8_t *buf, size_t len, int is_prefix, const char *what)
 {
 	char err[512] = "";
 	struct tr_trace *t = tr_open_mem(buf, len, "fuzz", err, sizeof(err));
-	if (same_as_file(t, err, buf, len, what)) {
+	if (same_as_file(t, err, buf, len, what) || same_streamed(t, err, what)) {
 		tr_close(t);
 		return -1;
 	}

@@ -8,8 +8,10 @@
  *       functions, known pipeline stages (see the timeline in scenario_basic()); --unfinished:
  *       the last call (cuCtxDestroy_v2) has no EXIT, as when the program is killed inside it;
  *       --zero-call: cuDeviceGet returns in the nanosecond it was called
- *   gen_trace big OUT [--calls N] [--threads T] [--tsc]
- *       N calls (default 1000000) over T threads, for the speed test and the fuzzer's seeds
+ *   gen_trace big OUT [--calls N] [--threads T] [--tsc] [--vary]
+ *       N calls (default 1000000) over T threads, for the speed test and the fuzzer's seeds;
+ *       --vary: each repetition's durations multiplied by 1..997 (a fixed pseudo-random
+ *       sequence), so that medians and spreads are not trivial (the streaming report's test)
  *   gen_trace kernels OUT
  *       kernel names through every lookup path, memsets, an async copy, a pitched allocation
  *   gen_trace nocalls OUT
@@ -906,6 +908,8 @@ static void scenario_basic(int one_clock, int no_end, const char *expect)
 
 /* Many calls, for speed and fuzzing: per thread a repeating pattern of a launch with a nested
  * call, an allocation with DATA, a copy, and a sync. */
+static int big_vary;
+
 static void scenario_big(uint64_t ncalls, uint32_t nthreads, const char *expect)
 {
 	static const char *const argv[] = {"./big", NULL};
@@ -928,36 +932,38 @@ static void scenario_big(uint64_t ncalls, uint32_t nthreads, const char *expect)
 	uint64_t lr[6] = {0xf00d, 64, 1, 1, 256, 1};
 	uint64_t tnow = 1000, per_thread = ncalls / nthreads, made = 0;
 	for (uint64_t k = 0; made < per_thread; k++) {
+		/* --vary: durations times m; a thread's calls stay apart (5 * 997 < 6000 - 10 * 31) */
+		uint64_t m = big_vary ? 1 + ((k * 2654435761u) >> 7) % 997 : 1;
 		for (uint32_t i = 0; i < nthreads; i++) {
 			struct thr *t = &th[i];
 			uint64_t base = tnow + i * 10;
 			switch (k % 4) {
 			case 0:
 				entry(t, 0, base, lr, 5, stack, 0);
-				entry(t, 1, base + 1, lr, 0, NULL, 0);
-				exit_rec(t, 1, base + 2, 0);
-				exit_rec(t, 0, base + 3, 0);
-				exp_calls[0]++, exp_timed[0]++, exp_total[0] += 3;
-				exp_calls[1]++, exp_timed[1]++, exp_total[1] += 1;
+				entry(t, 1, base + 1 * m, lr, 0, NULL, 0);
+				exit_rec(t, 1, base + 2 * m, 0);
+				exit_rec(t, 0, base + 3 * m, 0);
+				exp_calls[0]++, exp_timed[0]++, exp_total[0] += 3 * m;
+				exp_calls[1]++, exp_timed[1]++, exp_total[1] += 1 * m;
 				break;
 			case 1:
 				entry(t, 2, base, (uint64_t[6]){0x7ffc0000, 4096}, 0, NULL, 0);
-				exit_rec(t, 2, base + 4, 0);
+				exit_rec(t, 2, base + 4 * m, 0);
 				data_rec(t, 2, fs[2].name, 1, 1, (uint64_t[]){0x7f0000000000ull + k}, NULL);
-				exp_calls[2]++, exp_timed[2]++, exp_total[2] += 4;
+				exp_calls[2]++, exp_timed[2]++, exp_total[2] += 4 * m;
 				break;
 			case 2:
-				call(t, 3, base, 2, (uint64_t[6]){0x7f00, 0x1000, 4096, 7}, 0, NULL, 0);
+				call(t, 3, base, 2 * m, (uint64_t[6]){0x7f00, 0x1000, 4096, 7}, 0, NULL, 0);
 				break;
 			default:
-				call(t, 4, base, 5, (uint64_t[6]){7}, 0, NULL, 0);
+				call(t, 4, base, 5 * m, (uint64_t[6]){7}, 0, NULL, 0);
 				break;
 			}
 			if (t->recs.len > 60000)
 				flush(t);
 		}
 		made += (k % 4 == 0) ? 2 : 1;
-		tnow += 100;
+		tnow += big_vary ? 6000 : 100;
 	}
 	for (uint32_t i = 0; i < nthreads; i++) {
 		flush(&th[i]);
@@ -1663,7 +1669,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory|streams OUT [--tsc] [--one-clock] [--no-end] "
-		                "[--expect FILE] [--calls N] [--threads T] [--count | --count-capture] [--iterations N] [--agent-regs] "
+		                "[--expect FILE] [--calls N] [--threads T] [--vary] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S [--gpu] [--coll-mismatch S]]\n");
 		return 2;
 	}
@@ -1699,6 +1705,8 @@ int main(int argc, char **argv)
 			regs_mode = REGS_AGENT;
 		else if (!strcmp(argv[i], "--v3-reserved"))
 			regs_mode = REGS_V3_RESERVED;
+		else if (!strcmp(argv[i], "--vary"))
+			big_vary = 1;
 		else if (!strcmp(argv[i], "--v5"))
 			v5 = 1;
 		else if (!strcmp(argv[i], "--v5-long-exits"))

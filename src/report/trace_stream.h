@@ -1,0 +1,62 @@
+/* Reading a trace without keeping its calls (cuhook report --stream): the reader decodes and
+ * matches the events exactly as tr_open() does (trace_reader.h), but hands each call to a sink
+ * as soon as it is finished instead of keeping it, and lets go of the file's bytes once they are
+ * decoded. Memory then grows with the calls open at one time (per-thread stacks), the threads,
+ * the functions and the COUNTS entries, never with the number of calls.
+ *
+ * The trace it returns has every table tr_open() fills (header, clock, libraries, functions,
+ * threads, notes, kernel names, graphs, COUNTS entries, the totals and the damage counters), but
+ * no calls (ncalls == 0, and each thread's ncalls 0), no DATA records, no GPU records and no call stacks: those blocks and
+ * records are counted (struct tr_stream_skipped) and skipped. A pipe's bytes are still all read
+ * before pass 2 (trace_input.h): only a regular file is read in bounded memory. */
+#ifndef CUHOOK_TRACE_STREAM_H
+#define CUHOOK_TRACE_STREAM_H
+
+#include "trace_reader.h"
+
+/* What the streaming reader knows of a finished call besides the call itself. */
+struct tr_stream_info {
+	uint64_t ordinal;         /* its index in calls[] when tr_open() reads the same file (the
+	                             order of the ENTRY records), for ordering ties the same way */
+	int64_t child_ns;         /* the durations of its timed direct children, summed (saturating):
+	                             every child is handed over before its parent */
+};
+
+struct tr_stream_sink {
+	/* A finished call: its EXIT matched (end_ns set), or an entry-only call
+	 * (TR_CALL_NO_EXIT), or one whose EXIT never came, when a later record of its thread or the
+	 * end of the trace shows it lost (TR_CALL_UNFINISHED); handed over at its thread's next
+	 * ENTRY or EXIT (the DATA records that follow a call are checked against it as a whole read
+	 * does), or at the end. The call is valid during the callback only:
+	 * its arguments are a copy of its own (tr_call_arg works); ndata is 0 (its
+	 * DATA records were checked and counted, not kept); c->parent, when not
+	 * TR_NONE, names a call still open, readable with tr_stream_open_call(). Returns 0, or -1
+	 * to stop reading (out of memory: tr_open_stream fails). */
+	int (*call)(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info);
+	void *ctx;
+};
+
+/* What the streaming reader counted and skipped. */
+struct tr_stream_skipped {
+	uint64_t data_recs;       /* DATA records (and EXIT records carrying a value) */
+	uint64_t stack_recs;      /* STACK records */
+	uint64_t gpu_blocks;      /* GPU_SESSION and GPU blocks */
+	uint64_t stack_blocks;    /* STACKS, PYFRAMES and MAPS blocks */
+	uint64_t calls;           /* calls handed to the sink */
+};
+
+/* tr_open() with the calls handed to `sink` (called while the file is read). NULL with a reason
+ * in err as tr_open(), also when the sink returned -1 ("out of memory"). */
+struct tr_trace *tr_open_stream(const char *path, const struct tr_stream_sink *sink, char *err, size_t errlen);
+
+/* The same for bytes in memory (tests, fuzzers); the buffer is copied. */
+struct tr_trace *tr_open_stream_mem(const void *buf, size_t len, const char *name, const struct tr_stream_sink *sink,
+                                    char *err, size_t errlen);
+
+/* During a callback: the open call c->parent names. */
+const struct tr_call *tr_stream_open_call(const struct tr_trace *t, uint32_t ci);
+
+/* After tr_open_stream: what was skipped; all zero for a trace read by tr_open(). */
+void tr_stream_get_skipped(const struct tr_trace *t, struct tr_stream_skipped *out);
+
+#endif
