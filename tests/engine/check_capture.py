@@ -35,10 +35,9 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, report, report_json,  # noqa: E402
+from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, report, report_json,
                         run, run_main, tail, work_directory)
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
 
 RECORDED = ("cuCtxSynchronize", "cuFakeOuter", "cuFakeInner")
 COUNTED = "cuCtxGetDevice"

@@ -12,9 +12,8 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import end_work_directories, work_directory  # noqa: E402
-from tracefile import read_trace  # noqa: E402
+from cuhooktest import end_work_directories, work_directory
+from cuhooktest.tracefile import read_trace
 
 FN = "cuFakeRegProbe"
 

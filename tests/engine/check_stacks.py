@@ -36,9 +36,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tracefile as tf  # noqa: E402
-from cuhooktest import Problems, clean_env, run, run_main, tail, work_directory  # noqa: E402
+from cuhooktest import tracefile as tf
+from cuhooktest import Problems, clean_env, run, run_main, tail, work_directory
 
 CHAIN = ["inner", "middle", "outer", "main"]
 

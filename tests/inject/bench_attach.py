@@ -25,8 +25,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
 
 
 STALE = [0]

@@ -18,9 +18,7 @@ import shutil
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import (SKIP, Fatal, Problems, check_trace_health, clean_env,  # noqa: E402
+from cuhooktest import (SKIP, Fatal, Problems, check_trace_health, clean_env,
                         need_file, report, run_main, tail, work_directory)
 
 TIMEOUT = 60

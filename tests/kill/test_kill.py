@@ -45,9 +45,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import SKIP, Fatal, Problems, need_file, run_main  # noqa: E402
-import tracefile  # noqa: E402
+from cuhooktest import SKIP, Fatal, Problems, need_file, run_main
+from cuhooktest import tracefile
 
 A = None
 THREADS = 12

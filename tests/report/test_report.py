@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import perfetto_decode
+from cuhooktest import tracefile as tf
 
 A = None          # parsed arguments
 TMP = None        # scratch directory
@@ -2117,12 +2118,6 @@ REC5_ENTRY, REC5_EXIT, REC_DATA, REC_DROP = 1, 2, 3, 4
 REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
 
 
-def tracefile():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-    import tracefile as tf
-    return tf
-
-
 def same_outputs(a, b, what, fmts=("text", "json", "csv", "jsonl")):
     """Each format of `cuhook report` gives the same bytes for traces a and b, paths aside."""
     for fmt in fmts:
@@ -2146,7 +2141,6 @@ def test_v5():
     EXIT5_ZERO, EXIT5_ZERO_VALUE, with --v5-long-exits EXIT5 and EXIT5_VALUE for rax 0, TIME,
     DATA, DROP records; an epoch that changes inside a call in the middle of a block) gives the
     report of its version 4 twin in every format, and the known numbers."""
-    tf = tracefile()
     for opts in (["--v5"], ["--v5-long-exits"], ["--v5", "--agent-regs"]):
         what = " ".join(opts)
         base = ["basic", "--tsc", "--tsc-start", str(EPOCH_TSC)] + [o for o in opts if o == "--agent-regs"]
@@ -2221,7 +2215,6 @@ def test_v5():
 def test_v5_damage():
     """Damaged version 5 records: each counted and reported, what can still be read is read
     exactly, never a crash."""
-    tf = tracefile()
     p5 = gen("v5", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5")
     with open(p5, "rb") as f:
         good = f.read()

@@ -26,9 +26,7 @@ import sys
 import tempfile
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health,  # noqa: E402
+from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health,
                         clean_env, need_file, num, run_main, tail, work_directory)
 
 TIMEOUT = 60

@@ -26,7 +26,8 @@ class Fatal(Exception):
 
 
 # The agent's count list when no count= option is given, read from where the agent gets it.
-AGENT_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "agent", "cuhook_agent.h")
+SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+AGENT_H = os.path.join(SOURCE_ROOT, "src", "agent", "cuhook_agent.h")
 
 
 def default_count():
