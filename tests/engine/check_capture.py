@@ -31,13 +31,13 @@ import argparse
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 
 from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, report, report_json,
                         run, run_main, tail, work_directory)
 from cuhooktest import tracefile
+from cuhooktest.traceformat import CLOCK_MONOTONIC
 
 RECORDED = ("cuCtxSynchronize", "cuFakeOuter", "cuFakeInner")
 COUNTED = "cuCtxGetDevice"
@@ -229,11 +229,9 @@ def mode_window(a, work, problems):
     out = target_output(p.stdout)
     problems.check(not out["bad"], f"the target saw wrong results: {out['bad'][:3]}")
     rounds = out["calls"]
-    with open(trace, "rb") as f:
-        header = f.read(64)
-    start = struct.unpack_from("<Q", header, 48)[0]  # start_monotonic_ns: the agent's start, before main
     t = tracefile.read_trace(trace)
-    problems.check(t.clock_source == 1, "clock=monotonic: the events' clock is CLOCK_MONOTONIC")
+    start = t.header.start_monotonic_ns  # the agent's start, before main
+    problems.check(t.clock_source == CLOCK_MONOTONIC, "clock=monotonic: the events' clock is CLOCK_MONOTONIC")
     problems.check(t.has_end, "the trace was not closed (END) at the end of the window")
     problems.check(rounds and rounds[-1][1] - start >= (seconds - 0.5) * 1e9,
                    "the program ran on to its end after the window")

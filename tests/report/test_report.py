@@ -22,11 +22,16 @@ import time
 
 import perfetto_decode
 from cuhooktest import tracefile as tf
+from cuhooktest.traceformat import (
+    BLOCK_COUNTS, BLOCK_EVENTS, BLOCK_GPU, BLOCK_GPU_SESSION, BLOCK_HEADER_SIZE, BLOCK_MAGIC, FILE_HEADER_SIZE,
+    REC5_ENTRY, REC5_ENTRY_X, REC5_EXIT, REC5_EXIT_VALUE, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE, REC5_TIME, REC_DATA,
+    REC_DROP, LAYOUTS, fmt, offset, unpack)
 
 A = None          # parsed arguments
 TMP = None        # scratch directory
 
 MiB = 1 << 20
+HEADER_AT = {name: offset("cuhook_file_header", name) for name, _ in LAYOUTS["cuhook_file_header"]}
 
 # What scenario_basic() in gen_trace.c writes (the generator's --expect file says the same; the
 # constants here keep the test independent of the generator's own bookkeeping).
@@ -1115,15 +1120,15 @@ def test_sparse_and_garbage():
         eq((rc, j["truncated"], j["calls"], j["events"], j["truncated_reason"]),
            (0, True, 27, 53, f"bad block magic at offset {end_block}"), "a trace, garbage, 5 GiB of zeros")
         # a header whose command line would be 2 GiB long
-        hdr = bytearray(good[:72])
-        struct.pack_into("<I", hdr, 12, 72 + (2 << 30) - 8)  # header_size
-        struct.pack_into("<I", hdr, 28, (2 << 30) - 8)       # cmdline_len
-        struct.pack_into("<I", hdr, 32, 0)                   # exe_len
+        hdr = bytearray(good[:FILE_HEADER_SIZE])
+        struct.pack_into("<I", hdr, HEADER_AT["header_size"], FILE_HEADER_SIZE + (2 << 30) - 8)
+        struct.pack_into("<I", hdr, HEADER_AT["cmdline_len"], (2 << 30) - 8)
+        struct.pack_into("<I", hdr, HEADER_AT["exe_len"], 0)
         with open(sparse, "wb") as f:
             f.write(hdr)
         os.truncate(sparse, big)
         rc, _, err, _ = run_rss(["report", sparse])
-        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {72 + (2 << 30) - 8}, "
+        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {FILE_HEADER_SIZE + (2 << 30) - 8}, "
                           "more than the 1048576 bytes a header can have)\n"), "a 2 GiB header")
     finally:
         os.unlink(sparse)
@@ -1308,13 +1313,13 @@ def hot_first_round():
 
 def blocks(data):
     """(offset, type, payload offset, payload size) of each block, up to the first bad one."""
-    off, out = int.from_bytes(data[12:16], "little"), []
-    while off + 16 <= len(data):
-        magic, typ, _, size, _ = struct.unpack_from("<IHHII", data, off)
-        if magic != 0x4b424843 or off + 16 + size > len(data):
+    off, out = tf.read_header(data).header_size, []
+    while off + BLOCK_HEADER_SIZE <= len(data):
+        magic, typ, _, size, _ = struct.unpack_from(fmt("cuhook_block"), data, off)
+        if magic != BLOCK_MAGIC or off + BLOCK_HEADER_SIZE + size > len(data):
             break
-        out.append((off, typ, off + 16, size))
-        off += 16 + size
+        out.append((off, typ, off + BLOCK_HEADER_SIZE, size))
+        off += BLOCK_HEADER_SIZE + size
     return out
 
 
@@ -1322,8 +1327,8 @@ def counts_blocks(data):
     """Every COUNTS block: (offset, payload offset, size, tid, [(func, calls)...])."""
     out = []
     for off, typ, p, size in blocks(data):
-        if typ == 8:
-            tid, n, _ = struct.unpack_from("<IIQ", data, p)
+        if typ == BLOCK_COUNTS:
+            tid, n, _ = struct.unpack_from(fmt("cuhook_counts_block"), data, p)
             out.append((off, p, size, tid, [struct.unpack_from("<IIQ", data, p + 16 + 16 * i)[::2] for i in range(n)]))
     return out
 
@@ -1489,7 +1494,7 @@ def test_counts_damage():
         for n in HOT_RECORDED:
             eq(funcs_by_name(j)[n], funcs_by_name(base)[n], f"{what}: {n}")
 
-    shrunk = good[:off] + struct.pack("<IHHII", 0x4b424843, 8, 0, 8, struct.unpack_from("<I", good, off + 12)[0]) + \
+    shrunk = good[:off] + struct.pack(fmt("cuhook_block"), BLOCK_MAGIC, BLOCK_COUNTS, 0, 8, struct.unpack_from("<I", good, off + 12)[0]) + \
         good[p:p + 8] + good[p + size:]
     for what, data in [("count + 1", patched(p + 4, "<I", 3)), ("count 2^32 - 1", patched(p + 4, "<I", 0xffffffff)),
                        ("count 0", patched(p + 4, "<I", 0)), ("payload of 8 bytes", shrunk)]:
@@ -2033,8 +2038,8 @@ def test_gpu_refused():
 
 
 def gpu_blocks(data):
-    """(offset, type, payload offset, size) of the GPU_SESSION (9) and GPU (10) blocks."""
-    return [b for b in blocks(data) if b[1] in (9, 10)]
+    """(offset, type, payload offset, size) of the GPU_SESSION and GPU blocks."""
+    return [b for b in blocks(data) if b[1] in (BLOCK_GPU_SESSION, BLOCK_GPU)]
 
 
 def gpu_records(data, p):
@@ -2114,8 +2119,6 @@ def test_gpu_damage():
 # inside cuGetProcAddress_v2 (1301000..1302000), nested in cuLaunchKernel (1300000..1305000), in
 # the middle of one EVENTS block of the main thread.
 EPOCH_TSC = (1 << 38) - 2 * 1301500
-REC5_ENTRY, REC5_EXIT, REC_DATA, REC_DROP = 1, 2, 3, 4
-REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
 
 
 def same_outputs(a, b, what, fmts=("text", "json", "csv", "jsonl")):
@@ -2150,7 +2153,7 @@ def test_v5():
             d4 = f.read()
         with open(p5, "rb") as f:
             d5 = f.read()
-        eq((struct.unpack_from("<I", d4, 8)[0], struct.unpack_from("<I", d5, 8)[0]), (4, 5), f"{what}: versions")
+        eq((tf.read_header(d4).version, tf.read_header(d5).version), (4, 5), f"{what}: versions")
         check(len(d5) < len(d4), f"{what}: the version 5 file ({len(d5)} bytes) is not smaller ({len(d4)})")
         same_outputs(p4, p5, what)
         j, _ = report_json(p5)
@@ -2253,9 +2256,9 @@ def test_v5_damage():
     last_main = max(blk for _, tid, _, blk in recs if tid == 1000)
     i = next(k for k, x in enumerate(recs) if x[3] == last_main)
     eq((recs[i][2].raw, word(i) >> 32), (REC5_TIME, 1), "the last main block starts with TIME epoch 1")
-    hdr = last_main - 16
-    size = struct.unpack_from("<I", good, hdr + 8)[0]
-    b = bytearray(good[:hdr]) + struct.pack("<IHHII", 0x4b424843, 5, 0, size - 8, struct.unpack_from("<I", good, hdr + 12)[0])
+    hdr = last_main - BLOCK_HEADER_SIZE
+    block = unpack("cuhook_block", good, hdr)
+    b = bytearray(good[:hdr]) + struct.pack(fmt("cuhook_block"), BLOCK_MAGIC, BLOCK_EVENTS, 0, block["size"] - 8, block["seq"])
     b += good[last_main:last_main + 8] + good[last_main + 16:]
     j = report(b, "v5-no-time")
     eq((j["errors"], j["calls"], j["corrupt_records"]), (1, 27, 0), "no TIME: counts")
