@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of `cuhook run` and `cuhook attach` against the dummy agent (tests/inject/dummy_agent.c)
 and the test target (tests/inject/inj_target.c). Each case is a function case_NAME; meson runs
-one process per case (--case NAME), or all of them without --case.
+one process per case (--case NAME; tests/inject/meson.build lists them).
 
 The dummy agent writes "start ... others_stopped=1 ..." / "tick" / "stop" lines into the trace
 file it is given, which is what these tests look at; the checks of real traces are the engine's
@@ -18,23 +18,11 @@ import sys
 import tempfile
 import time
 
+from cuhooktest import Fail, Skip, check, run_case
 from cuhooktest import tracefile
 
 A = None  # the parsed arguments
 TMP = None
-
-
-class Fail(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise Fail(what + (": " + detail if detail else ""))
 
 
 def as_user(uid):
@@ -2090,34 +2078,14 @@ def main():
     ap.add_argument("--follow-target")
     ap.add_argument("--prepare-target")
     ap.add_argument("--stall-probe")
-    ap.add_argument("--case", action="append")
+    ap.add_argument("--case", required=True, help="case_CASE below (tests/inject/meson.build lists them)")
     A = ap.parse_args()
     for k in ("cuhook", "agent", "agent_noprep", "target", "static_target", "slowctor", "real_agent", "park_lib",
               "driver_user", "fakecuda", "follow_target", "prepare_target", "stall_probe"):
         if getattr(A, k):
             setattr(A, k, os.path.abspath(getattr(A, k)))
-    names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))
-    passed = failed = skipped = 0
-    for n in names:
-        TMP = tempfile.mkdtemp(prefix="cuhook-inject-")
-        os.chmod(TMP, 0o777)
-        t0 = time.time()
-        try:
-            globals()["case_" + n]()
-            passed += 1
-            print("ok   %s (%.2f s)" % (n, time.time() - t0), flush=True)
-        except Skip as e:
-            skipped += 1
-            print("skip %s: %s" % (n, e), flush=True)
-        except Exception as e:  # a failed check or anything unexpected
-            failed += 1
-            print("FAIL %s: %s: %s" % (n, type(e).__name__, e), flush=True)
-            print("     work files kept for diagnosis in %s" % TMP, flush=True)
-            continue
-        shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else (77 if skipped and not passed else 0)
+    run_case(globals(), "case_", A.case, "cuhook-inject-", mode=0o777)  # some cases run as another user
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -3,8 +3,9 @@
 
     test_report.py --cuhook EXE --gen GEN_TRACE --fuzz FUZZ_READER --bench BENCH_READER TEST
 
-TEST is one of the functions below named test_TEST. Every test asserts exact values: a wrong
-count, total, argument or exit status fails it. Exit status 0 = pass, 1 = fail, 77 = skipped.
+TEST is one of the functions below named test_TEST (tests/report/meson.build lists those run).
+Every test asserts exact values: a wrong count, total, argument or exit status fails it. Exit
+status and last line as every Python test's (cuhooktest.run_main).
 """
 import argparse
 import json
@@ -21,6 +22,7 @@ import tempfile
 import time
 
 import perfetto_decode
+from cuhooktest import Fail, check, eq, run_case
 from cuhooktest import tracefile as tf
 from cuhooktest.traceformat import (
     BLOCK_COUNTS, BLOCK_EVENTS, BLOCK_GPU, BLOCK_GPU_SESSION, BLOCK_HEADER_SIZE, BLOCK_MAGIC, FILE_HEADER_SIZE,
@@ -48,20 +50,6 @@ BASIC_REFUSED = [
     {"name": "cuProfilerStart", "reason": "undecodable instruction", "status": 2},
     {"name": "cuMemcpy2D_v2", "reason": "a branch targets the overwritten bytes", "status": 3},
 ]
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail(f"{what}: got {got!r}, want {want!r}")
 
 
 def run(args, rc=0, env=None):
@@ -2917,27 +2905,8 @@ def main():
     ap.add_argument("--truncate-at-read")
     ap.add_argument("test")
     A = ap.parse_args()
-    return run_test(globals(), A.test, "cuhook-report-test-")
-
-
-def run_test(scope, name, prefix):
-    """Run test_NAME of the module whose globals are scope, in a scratch directory (the module's
-    TMP) removed afterwards: the exit status (0 pass, 1 fail, 2 no such test)."""
-    fn = scope.get("test_" + name)
-    if not fn:
-        print(f"unknown test {name}", file=sys.stderr)
-        return 2
-    scope["TMP"] = tempfile.mkdtemp(prefix=prefix)
-    try:
-        fn()
-    except Fail as e:
-        print(f"FAIL {name}: {e}")
-        print(f"work files kept for diagnosis in {scope['TMP']}")
-        return 1
-    shutil.rmtree(scope["TMP"], ignore_errors=True)  # kept on a failure, as above
-    print(f"ok {name}")
-    return 0
+    run_case(globals(), "test_", A.test, "cuhook-report-test-")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

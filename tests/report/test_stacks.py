@@ -15,12 +15,12 @@ import struct
 import subprocess
 import sys
 
-from cuhooktest import clean_env
+from cuhooktest import Fail, check, clean_env, eq, run_case
 from cuhooktest import tracefile as tf
 from cuhooktest import tracewriter as st
 import perfetto_decode
 import test_report as tr
-from test_report import Fail, check, eq, parse_protobuf
+from test_report import parse_protobuf
 
 A = None
 TMP = None
@@ -464,7 +464,7 @@ def main():
     ap.add_argument("--chain", help="tests/targets/stack_chain (e2e)")
     ap.add_argument("test")
     A = ap.parse_args()
-    return tr.run_test(globals(), A.test, "cuhook-stacks-test-")
+    run_case(globals(), "test_", A.test, "cuhook-stacks-test-")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
