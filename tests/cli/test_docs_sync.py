@@ -30,7 +30,8 @@ from cuhooktest import Problems, clean_env, need_file, run_main, work_directory
 COMMANDS = ["run", "attach", "dump", "report", "funcs"]
 LONG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # options README names that belong to other programs
-FOREIGN = {"--cuda-trace-all-apis": "Nsight Systems' option", "--pollute": "build/bench/bench_overhead's option"}
+FOREIGN = {"--cuda-trace-all-apis": "Nsight Systems' option", "--pollute": "build/bench/bench_overhead's option",
+           "--suite": "meson test's option", "--list": "meson test's option"}
 
 
 class Cli:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Call stacks (agent option stacks=, cuhook run/attach --stacks) on tests/targets/stack_chain.c,
-read back with tests/engine/tracefile.py (which checks the order trace_format.h requires as it
+read back with tests/lib/cuhooktest/tracefile.py (which checks the order trace_format.h requires as it
 reads: MAPS before STACKS, STACKS before the EVENTS naming them, each STACK record right after
 its call's ENTRY) and symbolized from the ELF symbols of the files the MAPS block names.
 

@@ -5,7 +5,7 @@
                        [--min-kernels N] [--expect-other-user]
 
 Always: every GPU work record (kernel, copy, memset) must be linked to the recorded call that
-submitted it (tests/engine/tracefile.py gpu_link: correlation id, then same thread, same
+submitted it (tests/lib/cuhooktest/tracefile.py gpu_link: correlation id, then same thread, same
 function, CUPTI's API interval inside the call): 0 unlinked. Prints the sessions, the counts and
 the functions that submitted the work.
 --torch: kernels per name must equal torch.profiler's (torch_kernels.py; kineto demangles, so

@@ -34,7 +34,7 @@ STALE = [0]
 
 def first_event_monotonic(path):
     """The first ENTRY's time, CLOCK_MONOTONIC ns; None without one. The records, of any version,
-    are decoded by tests/engine/tracefile.py."""
+    are decoded by tests/lib/cuhooktest/tracefile.py."""
     try:
         t = tracefile.read_trace(path, growing=True, records=True)
     except (tracefile.TraceError, struct.error):

@@ -2127,7 +2127,7 @@ def call_attrs(calls):
 
 
 def test_v5():
-    """Version 5's compact records read exactly, by the report and by tests/engine/tracefile.py:
+    """Version 5's compact records read exactly, by the report and by tests/lib/cuhooktest/tracefile.py:
     the basic scenario written with them (ENTRY5, ENTRY5_X for the entry-only call, EXIT5,
     EXIT5_ZERO, EXIT5_ZERO_VALUE, with --v5-long-exits EXIT5 and EXIT5_VALUE for rax 0, TIME,
     DATA, DROP records; an epoch that changes inside a call in the middle of a block) gives the

@@ -311,7 +311,7 @@ def folded_calls(line):
 def test_e2e():
     """A real trace: cuhook run --stacks cuMemAlloc_v2 of tests/targets/stack_chain (main -> outer
     -> middle -> inner -> cuMemAlloc_v2 through the stand-in libcuda), its folded export exact:
-    each frame as tests/engine/tracefile.py names its function from the ELF symbols, with the
+    each frame as tests/lib/cuhooktest/tracefile.py names its function from the ELF symbols, with the
     file:line binutils' addr2line gives in the program itself, "[path+0xoffset]" where no symbol
     holds the address; the value the function's total time."""
     trace = os.path.join(TMP, "chain.bin")
