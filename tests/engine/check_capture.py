@@ -34,7 +34,7 @@ import signal
 import subprocess
 import sys
 
-from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, report, report_json,
+from cuhooktest import (Fatal, Problems, case_function, check_trace_health, clean_env, need_files, report, report_json,
                         run, run_main, tail, work_directory)
 from cuhooktest import tracefile
 from cuhooktest.traceformat import CLOCK_MONOTONIC
@@ -297,7 +297,7 @@ def mode_refusals(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["run", "attach", "env", "fork", "window", "refusals"])
+    ap.add_argument("--mode", required=True, help="mode_MODE below (tests/engine/meson.build lists them)")
     ap.add_argument("--end", default="repeat", choices=sorted(KEPT))
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--agent", required=True)
@@ -309,10 +309,10 @@ def main():
     a = ap.parse_args()
     need_files([(a.cuhook, "cuhook"), (a.agent, "agent"), (a.lib, "stand-in libcuda"),
                 (a.target, "profiler_ranges"), (a.timed, "timed_calls")])
+    check_mode = case_function(globals(), "mode_", a.mode)
     work = work_directory(a.workdir, "capture-")
     problems = Problems()
-    {"run": mode_run, "attach": mode_attach, "env": mode_env, "fork": mode_fork, "window": mode_window,
-     "refusals": mode_refusals}[a.mode](a, work, problems)
+    check_mode(a, work, problems)
     problems.exit()
 
 

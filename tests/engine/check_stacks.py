@@ -37,7 +37,7 @@ import sys
 import time
 
 from cuhooktest import tracefile as tf
-from cuhooktest import Problems, clean_env, run, run_main, tail, work_directory
+from cuhooktest import Problems, case_function, clean_env, run, run_main, tail, work_directory
 
 CHAIN = ["inner", "middle", "outer", "main"]
 
@@ -282,16 +282,17 @@ def mode_options(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["chain", "signal", "sites", "jit", "fork", "attach", "options"])
+    ap.add_argument("--mode", required=True, help="mode_MODE below (tests/engine/meson.build lists them)")
     ap.add_argument("--target", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--workdir")
     a = ap.parse_args()
+    check_mode = case_function(globals(), "mode_", a.mode)
     work = work_directory(a.workdir, "cuhook-stacks-")
     problems = Problems()
-    globals()["mode_" + a.mode](a, work, problems)
+    check_mode(a, work, problems)
     problems.exit()
 
 

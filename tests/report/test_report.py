@@ -1108,15 +1108,16 @@ def test_sparse_and_garbage():
         eq((rc, j["truncated"], j["calls"], j["events"], j["truncated_reason"]),
            (0, True, 27, 53, f"bad block magic at offset {end_block}"), "a trace, garbage, 5 GiB of zeros")
         # a header whose command line would be 2 GiB long
+        header_size = FILE_HEADER_SIZE + (2 << 30) - 8
         hdr = bytearray(good[:FILE_HEADER_SIZE])
-        struct.pack_into("<I", hdr, HEADER_AT["header_size"], FILE_HEADER_SIZE + (2 << 30) - 8)
+        struct.pack_into("<I", hdr, HEADER_AT["header_size"], header_size)
         struct.pack_into("<I", hdr, HEADER_AT["cmdline_len"], (2 << 30) - 8)
         struct.pack_into("<I", hdr, HEADER_AT["exe_len"], 0)
         with open(sparse, "wb") as f:
             f.write(hdr)
         os.truncate(sparse, big)
         rc, _, err, _ = run_rss(["report", sparse])
-        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {FILE_HEADER_SIZE + (2 << 30) - 8}, "
+        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {header_size}, "
                           "more than the 1048576 bytes a header can have)\n"), "a 2 GiB header")
     finally:
         os.unlink(sparse)

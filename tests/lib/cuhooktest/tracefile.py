@@ -1,6 +1,7 @@
 """A second, independent reader of trace.bin for the tests (the authority is
-src/format/trace_format.h; the numbers are traceformat.py's, checked against it): just enough to count what the agent wrote, so that a test of the
-agent does not trust `cuhook report` for the numbers it checks.
+src/format/trace_format.h; the numbers are traceformat.py's, checked against it): just enough to
+count what the agent wrote, so that a test of the agent does not trust `cuhook report` for the
+numbers it checks.
 
 read_trace(path) -> Trace with
   header:  the file header (read_header: struct cuhook_file_header's fields by name)
