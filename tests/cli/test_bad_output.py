@@ -16,10 +16,8 @@ import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, parse_target_output, run_main, work_directory  # noqa: E402
-from clitest import cuhook, path_args  # noqa: E402
+from cuhooktest import Problems, clean_env, parse_target_output, run_main, work_directory
+from cuhooktest.cli import cuhook, path_args
 
 MISSING = "No such file or directory"
 

@@ -13,9 +13,7 @@ import re
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, calls_by_name, clean_env, need_file, report_json, run_main, work_directory  # noqa: E402
+from cuhooktest import Problems, calls_by_name, clean_env, need_file, report_json, run_main, work_directory
 
 COMMANDS = ["run", "attach", "report", "funcs", "dump", "help"]
 

@@ -25,14 +25,13 @@ import re
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, need_file, run_main, work_directory  # noqa: E402
+from cuhooktest import Problems, clean_env, need_file, run_main, work_directory
 
 COMMANDS = ["run", "attach", "dump", "report", "funcs"]
 LONG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # options README names that belong to other programs
-FOREIGN = {"--cuda-trace-all-apis": "Nsight Systems' option", "--pollute": "build/bench/bench_overhead's option"}
+FOREIGN = {"--cuda-trace-all-apis": "Nsight Systems' option", "--pollute": "build/bench/bench_overhead's option",
+           "--suite": "meson test's option", "--list": "meson test's option"}
 
 
 class Cli:

@@ -11,11 +11,9 @@ usage: test_exec_shim.py --cuhook PATH --sample PATH --timed PATH --lib LIBCUDA"
 import os
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, run_main, work_directory  # noqa: E402
-import tracefile  # noqa: E402
-from clitest import cuhook, path_args  # noqa: E402
+from cuhooktest import Problems, run_main, work_directory
+from cuhooktest import tracefile
+from cuhooktest.cli import cuhook, path_args
 
 
 def exec_line(became):

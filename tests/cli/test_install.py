@@ -16,10 +16,8 @@ import shutil
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Fatal, Problems, clean_env, need_file, run, run_main, work_directory  # noqa: E402
-import tracefile  # noqa: E402
+from cuhooktest import Fatal, Problems, clean_env, need_file, run, run_main, work_directory
+from cuhooktest import tracefile
 
 
 def main():

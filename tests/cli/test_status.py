@@ -16,11 +16,9 @@ import sys
 import threading
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import Problems, clean_env, run_main, work_directory  # noqa: E402
-import tracefile  # noqa: E402
-from clitest import path_args  # noqa: E402
+from cuhooktest import Problems, clean_env, run_main, work_directory
+from cuhooktest import tracefile
+from cuhooktest.cli import path_args
 
 LINE = re.compile(r"\r(cuhook (?:run|attach)): (\d+):(\d\d), (\d+) calls \((\d+) counted\), ([\d.]+) (B|KiB|MiB|GiB) "
                   r"written, (\d+) dropped\x1b\[K")

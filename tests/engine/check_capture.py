@@ -31,14 +31,13 @@ import argparse
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, report, report_json,  # noqa: E402
+from cuhooktest import (Fatal, Problems, case_function, check_trace_health, clean_env, need_files, report, report_json,
                         run, run_main, tail, work_directory)
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
+from cuhooktest.traceformat import CLOCK_MONOTONIC
 
 RECORDED = ("cuCtxSynchronize", "cuFakeOuter", "cuFakeInner")
 COUNTED = "cuCtxGetDevice"
@@ -230,11 +229,9 @@ def mode_window(a, work, problems):
     out = target_output(p.stdout)
     problems.check(not out["bad"], f"the target saw wrong results: {out['bad'][:3]}")
     rounds = out["calls"]
-    with open(trace, "rb") as f:
-        header = f.read(64)
-    start = struct.unpack_from("<Q", header, 48)[0]  # start_monotonic_ns: the agent's start, before main
     t = tracefile.read_trace(trace)
-    problems.check(t.clock_source == 1, "clock=monotonic: the events' clock is CLOCK_MONOTONIC")
+    start = t.header.start_monotonic_ns  # the agent's start, before main
+    problems.check(t.clock_source == CLOCK_MONOTONIC, "clock=monotonic: the events' clock is CLOCK_MONOTONIC")
     problems.check(t.has_end, "the trace was not closed (END) at the end of the window")
     problems.check(rounds and rounds[-1][1] - start >= (seconds - 0.5) * 1e9,
                    "the program ran on to its end after the window")
@@ -300,7 +297,7 @@ def mode_refusals(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["run", "attach", "env", "fork", "window", "refusals"])
+    ap.add_argument("--mode", required=True, help="mode_MODE below (tests/engine/meson.build lists them)")
     ap.add_argument("--end", default="repeat", choices=sorted(KEPT))
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--agent", required=True)
@@ -312,10 +309,10 @@ def main():
     a = ap.parse_args()
     need_files([(a.cuhook, "cuhook"), (a.agent, "agent"), (a.lib, "stand-in libcuda"),
                 (a.target, "profiler_ranges"), (a.timed, "timed_calls")])
+    check_mode = case_function(globals(), "mode_", a.mode)
     work = work_directory(a.workdir, "capture-")
     problems = Problems()
-    {"run": mode_run, "attach": mode_attach, "env": mode_env, "fork": mode_fork, "window": mode_window,
-     "refusals": mode_refusals}[a.mode](a, work, problems)
+    check_mode(a, work, problems)
     problems.exit()
 
 

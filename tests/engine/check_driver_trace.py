@@ -31,13 +31,11 @@ import re
 import struct
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
+from cuhooktest import (MASK32, Fatal, Problems, calls_by_name, check_trace_health, clean_env,
                         counted_names, default_count, need_file, num, parse_target_output,
                         refused_by_name, report_csv, report_json, run, run_main,
                         work_directory)
-from tracefile import read_trace  # noqa: E402
+from cuhooktest.tracefile import read_trace
 
 # Functions of the stand-in the engine must refuse, in both builds (fake_entry.S says why).
 MUST_REFUSE = ("cuFakeLoopBack", "cuFakeLoopToStart", "cuFakeShort")

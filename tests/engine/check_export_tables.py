@@ -25,7 +25,7 @@ import sys
 
 from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, need_files, parse_target_output,
                         report, report_json, run, run_main, work_directory)
-from tracefile import read_trace
+from cuhooktest.tracefile import read_trace
 
 T1 = "6bd5fb6c-5bf4-e74a-8987-d93912fd9df9"
 T2 = "c0ffee00-1122-4344-8566-778899aabbcc"

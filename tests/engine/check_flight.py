@@ -30,10 +30,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, check_trace_health, need_files, report_json, run,  # noqa: E402
+from cuhooktest import (Fatal, Problems, check_trace_health, need_files, report_json, run,
                         run_main, tail, work_directory)
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
 
 STEP_FAIL = 0xFFFFFFFF
 ERROR_ILLEGAL_ADDRESS = 700

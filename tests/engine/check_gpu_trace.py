@@ -54,11 +54,9 @@ import sys
 import threading
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, clean_env, need_files, parse_target_output, run,  # noqa: E402
+from cuhooktest import (Fatal, Problems, clean_env, need_files, parse_target_output, run,
                         run_main, tail, work_directory)
-from tracefile import gpu_link, read_trace  # noqa: E402
+from cuhooktest.tracefile import gpu_link, read_trace
 
 # gpu_workload.h: one iteration of one thread. Kernels: the function that launches each directly,
 # its grid, block, dynamic shared memory and stream (None: the thread's own); fakecuda.h: its

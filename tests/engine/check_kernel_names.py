@@ -25,8 +25,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import Fatal, Problems, clean_env, report, report_json, run_main, tail, work_directory  # noqa: E402
+from cuhooktest import Fatal, Problems, clean_env, report, report_json, run_main, tail, work_directory
 
 
 def expectations(out):

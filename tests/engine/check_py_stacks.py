@@ -20,9 +20,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tracefile as tf  # noqa: E402
-from cuhooktest import Problems, clean_env, run, run_main, work_directory  # noqa: E402
+from cuhooktest import tracefile as tf
+from cuhooktest import Problems, clean_env, run, run_main, work_directory
 
 N = 5
 

@@ -10,11 +10,9 @@ to have gone through the path it checks.
 import argparse
 import os
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import end_work_directories, work_directory  # noqa: E402
-from tracefile import read_trace  # noqa: E402
+from cuhooktest import Fail, run_main, work_directory
+from cuhooktest.tracefile import read_trace
 
 FN = "cuFakeRegProbe"
 
@@ -56,9 +54,9 @@ def main():
             print("     " + p.stderr.strip().replace("\n", "\n     "))
         failed += not ok
     print(f"{len(runs) - failed} of {len(runs)} runs ok")
-    end_work_directories(not failed)
-    return 1 if failed else 0
+    if failed:
+        raise Fail(f"{failed} of {len(runs)} runs failed (above)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

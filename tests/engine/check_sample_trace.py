@@ -10,9 +10,7 @@ import argparse
 import os
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, calls_by_name, check_trace_health, clean_env, need_file,  # noqa: E402
+from cuhooktest import (Fatal, Problems, calls_by_name, check_trace_health, clean_env, need_file,
                         report_json, run, run_main, work_directory)
 
 

@@ -19,11 +19,9 @@ import os
 import re
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (Fatal, Problems, clean_env, need_file, need_files, parse_target_output,  # noqa: E402
+from cuhooktest import (Fatal, Problems, clean_env, need_file, need_files, parse_target_output,
                         report_json, run, run_main, work_directory)
-from tracefile import read_trace  # noqa: E402
+from cuhooktest.tracefile import read_trace
 
 FILL_SLACK = 2048
 CAP_NOTE = re.compile(r"trace size cap of (\d+) bytes reached: (\d+) event records \(counted as dropped\) "

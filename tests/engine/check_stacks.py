@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Call stacks (agent option stacks=, cuhook run/attach --stacks) on tests/targets/stack_chain.c,
-read back with tests/engine/tracefile.py (which checks the order trace_format.h requires as it
+read back with tests/lib/cuhooktest/tracefile.py (which checks the order trace_format.h requires as it
 reads: MAPS before STACKS, STACKS before the EVENTS naming them, each STACK record right after
 its call's ENTRY) and symbolized from the ELF symbols of the files the MAPS block names.
 
@@ -36,9 +36,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tracefile as tf  # noqa: E402
-from cuhooktest import Problems, clean_env, run, run_main, tail, work_directory  # noqa: E402
+from cuhooktest import tracefile as tf
+from cuhooktest import Problems, case_function, clean_env, run, run_main, tail, work_directory
 
 CHAIN = ["inner", "middle", "outer", "main"]
 
@@ -283,16 +282,17 @@ def mode_options(a, work, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", required=True, choices=["chain", "signal", "sites", "jit", "fork", "attach", "options"])
+    ap.add_argument("--mode", required=True, help="mode_MODE below (tests/engine/meson.build lists them)")
     ap.add_argument("--target", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--workdir")
     a = ap.parse_args()
+    check_mode = case_function(globals(), "mode_", a.mode)
     work = work_directory(a.workdir, "cuhook-stacks-")
     problems = Problems()
-    globals()["mode_" + a.mode](a, work, problems)
+    check_mode(a, work, problems)
     problems.exit()
 
 

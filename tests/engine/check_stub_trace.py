@@ -19,9 +19,7 @@ import os
 import struct
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuhooktest import (SKIP, Fatal, Problems, calls_by_name, check_trace_health, clean_env,  # noqa: E402
+from cuhooktest import (SKIP, Fatal, Problems, calls_by_name, check_trace_health, clean_env,
                         counted_by_name, counted_names, default_count, need_file,
                         parse_target_output, refused_by_name, report_json, run, run_main,
                         work_directory)

@@ -8,6 +8,7 @@
 # and cuProfilerStop's entry, on any thread) with what the capture-range trace recorded and
 # counted. The checksums must be equal.
 set -u
+export PYTHONPATH="$PWD/tests/lib${PYTHONPATH:+:$PYTHONPATH}"  # the tests' helper library (cuhooktest)
 out=${1:-/tmp/capture}
 mkdir -p "$out"
 log() { echo "== $*"; }
@@ -32,8 +33,8 @@ $cuhook report "$out/range.bin" > "$out/range_report.txt" 2>&1
 grep -E "note    (capture|traced)|events|counted" "$out/range_report.txt"
 python3 - "$out" <<'PY'
 import collections, os, sys
-sys.path.insert(0, "tests/engine")
-import cuhooktest, tracefile
+import cuhooktest
+from cuhooktest import tracefile
 out = sys.argv[1]
 def checksum(name):
     return [l for l in open(os.path.join(out, name)) if l.startswith("checksum")]

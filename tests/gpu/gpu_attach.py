@@ -21,7 +21,6 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "engine"))
 GPT2 = os.path.join(HERE, "gpt2_infer.py")
 TORCHK = os.path.join(HERE, "torch_kernels.py")
 CHECK = os.path.join(HERE, "gpu_check.py")

@@ -5,7 +5,7 @@
                        [--min-kernels N] [--expect-other-user]
 
 Always: every GPU work record (kernel, copy, memset) must be linked to the recorded call that
-submitted it (tests/engine/tracefile.py gpu_link: correlation id, then same thread, same
+submitted it (tests/lib/cuhooktest/tracefile.py gpu_link: correlation id, then same thread, same
 function, CUPTI's API interval inside the call): 0 unlinked. Prints the sessions, the counts and
 the functions that submitted the work.
 --torch: kernels per name must equal torch.profiler's (torch_kernels.py; kineto demangles, so
@@ -21,8 +21,7 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
 
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
              9: "HtoH", 10: "PtoP"}

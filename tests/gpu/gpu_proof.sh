@@ -6,6 +6,7 @@
 # records a run. Needs PyTorch, transformers and CuPy, and CUPTI (the toolkit's, for the
 # ground-truth counter).
 set -u
+export PYTHONPATH="$PWD/tests/lib${PYTHONPATH:+:$PYTHONPATH}"  # the tests' helper library (cuhooktest)
 OUT=${1:?output directory}; shift
 mkdir -p "$OUT"
 STEPS=${*:-"build gpt2 report matmul cupy attach cost"}

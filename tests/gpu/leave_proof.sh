@@ -12,6 +12,7 @@
 #   burst      the burst cost of the old agent and this one, alternating (burst_ab.sh)
 # docs/validation.md records a run.
 set -u
+export PYTHONPATH="$PWD/tests/lib${PYTHONPATH:+:$PYTHONPATH}"  # the tests' helper library (cuhooktest)
 OUT=${1:?output directory}; shift
 mkdir -p "$OUT"
 STEPS=${*:-"build gpt2 ab bytes sustained burst"}
@@ -40,8 +41,7 @@ bytes)
 	step "bytes: trace bytes per recorded call (whole file / ENTRY records), GPT-2 traces of 'ab'"
 	python3 - "$OUT/ab" <<'PY'
 import glob, os, sys, statistics
-sys.path.insert(0, "tests/engine")
-import tracefile
+from cuhooktest import tracefile
 names = {"0": "defaults", "1": "recorded in full", "2": "flight recorder (exit dump)"}
 per = {}
 for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-*.bin"))):

@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-import tracefile  # noqa: E402
+from cuhooktest import tracefile
+from cuhooktest.traceformat import CLOCK_MONOTONIC
 
 
 STALE = [0]
@@ -34,27 +34,23 @@ STALE = [0]
 
 def first_event_monotonic(path):
     """The first ENTRY's time, CLOCK_MONOTONIC ns; None without one. The records, of any version,
-    are decoded by tests/engine/tracefile.py."""
-    with open(path, "rb") as f:
-        head = f.read(72)
-    if len(head) < 72 or head[:8] != b"CUHOOKTR":
-        return None
-    clock_source = struct.unpack_from("<I", head, 24)[0]
-    start_mono, start_tsc = struct.unpack_from("<QQ", head, 48)
+    are decoded by tests/lib/cuhooktest/tracefile.py."""
     try:
         t = tracefile.read_trace(path, growing=True, records=True)
     except (tracefile.TraceError, struct.error):
         return None
+    clock_source = t.header.clock_source
+    start_mono, start_tsc = t.header.start_monotonic_ns, t.header.start_tsc
     first = None
     for _, _, r in t.records:
         if r.kind == tracefile.REC_ENTRY:
-            if clock_source == 1 or r.ts >= start_tsc:
+            if clock_source == CLOCK_MONOTONIC or r.ts >= start_tsc:
                 first = r.ts if first is None else min(first, r.ts)
             else:
                 STALE[0] += 1  # older than the trace itself: left over from a previous one
     if first is None:
         return None
-    if clock_source == 1:  # timestamps are CLOCK_MONOTONIC ns already
+    if clock_source == CLOCK_MONOTONIC:  # timestamps are CLOCK_MONOTONIC ns already
         return first
     clocks = [(start_tsc, start_mono)] + t.clocks
     (t0, m0), (t1, m1) = clocks[0], clocks[-1]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of `cuhook run` and `cuhook attach` against the dummy agent (tests/inject/dummy_agent.c)
 and the test target (tests/inject/inj_target.c). Each case is a function case_NAME; meson runs
-one process per case (--case NAME), or all of them without --case.
+one process per case (--case NAME; tests/inject/meson.build lists them).
 
 The dummy agent writes "start ... others_stopped=1 ..." / "tick" / "stop" lines into the trace
 file it is given, which is what these tests look at; the checks of real traces are the engine's
@@ -18,21 +18,11 @@ import sys
 import tempfile
 import time
 
+from cuhooktest import Fail, Skip, check, run_case
+from cuhooktest import tracefile
+
 A = None  # the parsed arguments
 TMP = None
-
-
-class Fail(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def check(cond, what, detail=""):
-    if not cond:
-        raise Fail(what + (": " + detail if detail else ""))
 
 
 def as_user(uid):
@@ -294,7 +284,7 @@ def case_job_rank():
     # in a NOTE of every process's trace, the fork child's included, and the report shows it;
     # only decimal numbers are taken, RANK before Open MPI's variables
     need_real("follow_target", "fakecuda")
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     cases = [({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "OMPI_COMM_WORLD_RANK": "7"},
               "job: rank=3 world=4 local_rank=1 (from RANK)", "rank 3 of 4"),
              ({"RANK": "3x", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "8"},
@@ -325,7 +315,7 @@ def case_follow_fork_count():
     # --count across fork: the child inherits the forking thread's counters (cuFakeConstA was
     # counted 100 times before the fork) and must start its own file from them, not report them
     need_real("follow_target", "fakecuda")
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     d = os.path.join(TMP, "follow")
     os.makedirs(d, exist_ok=True)
     r = cuhook("run", "--follow", "--count", "cuFakeConstA,cuFakeConstB", "--agent", A.real_agent,
@@ -350,13 +340,6 @@ def case_follow_quit():
     # posix_spawn also calls _exit, in the parent's memory, and must leave the parent's trace
     # alone (the parent's calls after it are in the parent's file)
     follow_parent_child("quit", {"cuFakeConstB": 50}, "its 50 calls before _exit")
-
-
-def engine_tracefile():
-    """tests/engine/tracefile.py: a second reader of trace.bin."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-    import tracefile
-    return tracefile
 
 
 def case_follow_exec():
@@ -1507,12 +1490,12 @@ def need_real(*what):
 
 def trace_end_events(path):
     """ENTRY + EXIT records per the END block of a trace.bin, None if absent."""
-    return engine_tracefile().read_end(path)[1]
+    return tracefile.read_end(path)[1]
 
 
 def trace_closed(path):
     """Whether a trace.bin has its END block (block headers only: attach traces are large)."""
-    return engine_tracefile().read_end(path)[0]
+    return tracefile.read_end(path)[0]
 
 
 def case_real_park(env=None):
@@ -1568,7 +1551,7 @@ def case_real_attach_flight():
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=30)
         check(p.returncode == 0, "detach", err)
-        tr = engine_tracefile().read_trace(out)
+        tr = tracefile.read_trace(out)
         notes = [n for _, n in tr.notes if n.startswith("flight recorder: dump")]
         check(notes == ["flight recorder: dump 1: asked for (cuhook dump)", "flight recorder: dump 2: the trace ends"],
               "two dumps: asked for, then the end", repr(notes))
@@ -1661,7 +1644,7 @@ def case_real_attach_count():
     # three sessions in one process: recorded, counted (--count), recorded again; the functions
     # planned in the first session are classified again at each attach
     need_real("driver_user", "fakecuda")
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     base = driver_run(600000)
     outs = [os.path.join(TMP, "cnt%d.bin" % i) for i in range(3)]
     res = []
@@ -1722,7 +1705,7 @@ def case_real_attach_sigint_early():
     check(any(rc == 0 for _, rc, _ in runs), "some SIGINT came during or after the injection", repr(runs))
     check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged")
     check(last["r"].returncode == 0, "a later attach works", last["r"].stderr)
-    t = engine_tracefile().read_trace(out)
+    t = tracefile.read_trace(out)
     check(t.has_end and sum(t.entries.values()) > 0, "the later session recorded and closed its trace",
           "%s entries, END %s" % (sum(t.entries.values()), t.has_end))
     print("  SIGINT delays and exits: %s" % [(d, rc) for d, rc, _ in runs])
@@ -1771,7 +1754,7 @@ def jobctl_cycles(signals, want_stopped):
     recovered, and all of them reported at the end."""
     need_real()
     base = baseline(4)
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     t = Target("loop", 4)
     out = os.path.join(TMP, "jobctl.bin")
     fails = []
@@ -1839,7 +1822,7 @@ def lock_cycles(mode, what, cycles):
     bench/attach_stall.py's business: 1,017 ms was seen once under load), it leaves no open file
     in the target, and the program's results hold."""
     need_real("fakecuda")
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     t = Target(mode, 4, A.fakecuda)
     out = os.path.join(TMP, "lock.bin")
     try:
@@ -1882,7 +1865,7 @@ def case_real_prepare_api():
     # a second preparation traces it; a preparation that is replaced, or ended by a stop without
     # a start, closes its file
     need_real("prepare_target", "fakecuda")
-    read_trace = engine_tracefile().read_trace
+    read_trace = tracefile.read_trace
     r = subprocess.run([A.prepare_target, A.real_agent, A.fakecuda, TMP], capture_output=True, text=True,
                        timeout=60)
     check(r.returncode == 0, "inj_prepare failed", r.stdout + r.stderr)
@@ -1982,7 +1965,7 @@ def stall_felt(threads, period_us=1000):
         check("on a thread of the agent's own" in r.stderr, "the agent loaded on its own thread", r.stderr)
         at, de = held_per_thread(r.stderr, "attach"), held_per_thread(r.stderr, "detach")
         # the trace tells the attach's figures too, exactly as -v did
-        notes = [t for _, t in engine_tracefile().read_trace(os.path.join(TMP, "s.bin")).notes
+        notes = [t for _, t in tracefile.read_trace(os.path.join(TMP, "s.bin")).notes
                  if t.startswith("cuhook attach held the program's threads: ")]
         check(len(notes) == 1, "one NOTE of the threads held at the attach", repr(notes))
         in_note = {int(t): (float(a), float(b)) for t, a, b in
@@ -2097,34 +2080,14 @@ def main():
     ap.add_argument("--follow-target")
     ap.add_argument("--prepare-target")
     ap.add_argument("--stall-probe")
-    ap.add_argument("--case", action="append")
+    ap.add_argument("--case", required=True, help="case_CASE below (tests/inject/meson.build lists them)")
     A = ap.parse_args()
     for k in ("cuhook", "agent", "agent_noprep", "target", "static_target", "slowctor", "real_agent", "park_lib",
               "driver_user", "fakecuda", "follow_target", "prepare_target", "stall_probe"):
         if getattr(A, k):
             setattr(A, k, os.path.abspath(getattr(A, k)))
-    names = A.case or sorted(n[5:] for n in globals() if n.startswith("case_"))
-    passed = failed = skipped = 0
-    for n in names:
-        TMP = tempfile.mkdtemp(prefix="cuhook-inject-")
-        os.chmod(TMP, 0o777)
-        t0 = time.time()
-        try:
-            globals()["case_" + n]()
-            passed += 1
-            print("ok   %s (%.2f s)" % (n, time.time() - t0), flush=True)
-        except Skip as e:
-            skipped += 1
-            print("skip %s: %s" % (n, e), flush=True)
-        except Exception as e:  # a failed check or anything unexpected
-            failed += 1
-            print("FAIL %s: %s: %s" % (n, type(e).__name__, e), flush=True)
-            print("     work files kept for diagnosis in %s" % TMP, flush=True)
-            continue
-        shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else (77 if skipped and not passed else 0)
+    run_case(globals(), "case_", A.case, "cuhook-inject-", mode=0o777)  # some cases run as another user
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -45,9 +45,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import SKIP, Fatal, Problems, need_file, run_main  # noqa: E402
-import tracefile  # noqa: E402
+from cuhooktest import SKIP, Fatal, Problems, need_file, run_case
+from cuhooktest import tracefile
 
 A = None
 THREADS = 12
@@ -704,8 +703,7 @@ def main():
     ap.add_argument("--target", required=True, help="kill_target")
     ap.add_argument("--fakecuda", required=True)
     ap.add_argument("--fork-delay", help="fork_delay.so (run_orphan)")
-    ap.add_argument("--case", required=True, choices=["harness", "run_orphan", "watch_killed", "watch_deadline",
-                                                          "watch_deadline_full", "watch_probe"])
+    ap.add_argument("--case", required=True, help="case_CASE below (tests/kill/meson.build lists them)")
     ap.add_argument("--per-phase", type=int, default=3, help="kills per phase (run_orphan: 10 runs)")
     ap.add_argument("--full", action="store_true", help="36 kills per phase: >= 500 landed in all")
     ap.add_argument("--seed", type=int, default=None)
@@ -717,7 +715,7 @@ def main():
             need_file(getattr(A, k), k)
     if A.seed is None:
         A.seed = random.randrange(1 << 30)
-    run_main(globals()["case_" + A.case])
+    run_case(globals(), "case_", A.case)  # each case makes and deletes its own directories
 
 
 if __name__ == "__main__":

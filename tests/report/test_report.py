@@ -3,8 +3,9 @@
 
     test_report.py --cuhook EXE --gen GEN_TRACE --fuzz FUZZ_READER --bench BENCH_READER TEST
 
-TEST is one of the functions below named test_TEST. Every test asserts exact values: a wrong
-count, total, argument or exit status fails it. Exit status 0 = pass, 1 = fail, 77 = skipped.
+TEST is one of the functions below named test_TEST (tests/report/meson.build lists those run).
+Every test asserts exact values: a wrong count, total, argument or exit status fails it. Exit
+status and last line as every Python test's (cuhooktest.run_main).
 """
 import argparse
 import json
@@ -21,11 +22,18 @@ import tempfile
 import time
 
 import perfetto_decode
+from cuhooktest import Fail, check, eq, run_case
+from cuhooktest import tracefile as tf
+from cuhooktest.traceformat import (
+    BLOCK_COUNTS, BLOCK_EVENTS, BLOCK_GPU, BLOCK_GPU_SESSION, BLOCK_HEADER_SIZE, BLOCK_MAGIC, FILE_HEADER_SIZE,
+    REC5_ENTRY, REC5_ENTRY_X, REC5_EXIT, REC5_EXIT_VALUE, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE, REC5_TIME, REC_DATA,
+    REC_DROP, LAYOUTS, fmt, offset, unpack)
 
 A = None          # parsed arguments
 TMP = None        # scratch directory
 
 MiB = 1 << 20
+HEADER_AT = {name: offset("cuhook_file_header", name) for name, _ in LAYOUTS["cuhook_file_header"]}
 
 # What scenario_basic() in gen_trace.c writes (the generator's --expect file says the same; the
 # constants here keep the test independent of the generator's own bookkeeping).
@@ -42,20 +50,6 @@ BASIC_REFUSED = [
     {"name": "cuProfilerStart", "reason": "undecodable instruction", "status": 2},
     {"name": "cuMemcpy2D_v2", "reason": "a branch targets the overwritten bytes", "status": 3},
 ]
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail(f"{what}: got {got!r}, want {want!r}")
 
 
 def run(args, rc=0, env=None):
@@ -1114,15 +1108,16 @@ def test_sparse_and_garbage():
         eq((rc, j["truncated"], j["calls"], j["events"], j["truncated_reason"]),
            (0, True, 27, 53, f"bad block magic at offset {end_block}"), "a trace, garbage, 5 GiB of zeros")
         # a header whose command line would be 2 GiB long
-        hdr = bytearray(good[:72])
-        struct.pack_into("<I", hdr, 12, 72 + (2 << 30) - 8)  # header_size
-        struct.pack_into("<I", hdr, 28, (2 << 30) - 8)       # cmdline_len
-        struct.pack_into("<I", hdr, 32, 0)                   # exe_len
+        header_size = FILE_HEADER_SIZE + (2 << 30) - 8
+        hdr = bytearray(good[:FILE_HEADER_SIZE])
+        struct.pack_into("<I", hdr, HEADER_AT["header_size"], header_size)
+        struct.pack_into("<I", hdr, HEADER_AT["cmdline_len"], (2 << 30) - 8)
+        struct.pack_into("<I", hdr, HEADER_AT["exe_len"], 0)
         with open(sparse, "wb") as f:
             f.write(hdr)
         os.truncate(sparse, big)
         rc, _, err, _ = run_rss(["report", sparse])
-        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {72 + (2 << 30) - 8}, "
+        eq((rc, err), (1, f"cuhook report: {sparse}: corrupt file header (header_size {header_size}, "
                           "more than the 1048576 bytes a header can have)\n"), "a 2 GiB header")
     finally:
         os.unlink(sparse)
@@ -1307,13 +1302,13 @@ def hot_first_round():
 
 def blocks(data):
     """(offset, type, payload offset, payload size) of each block, up to the first bad one."""
-    off, out = int.from_bytes(data[12:16], "little"), []
-    while off + 16 <= len(data):
-        magic, typ, _, size, _ = struct.unpack_from("<IHHII", data, off)
-        if magic != 0x4b424843 or off + 16 + size > len(data):
+    off, out = tf.read_header(data).header_size, []
+    while off + BLOCK_HEADER_SIZE <= len(data):
+        magic, typ, _, size, _ = struct.unpack_from(fmt("cuhook_block"), data, off)
+        if magic != BLOCK_MAGIC or off + BLOCK_HEADER_SIZE + size > len(data):
             break
-        out.append((off, typ, off + 16, size))
-        off += 16 + size
+        out.append((off, typ, off + BLOCK_HEADER_SIZE, size))
+        off += BLOCK_HEADER_SIZE + size
     return out
 
 
@@ -1321,8 +1316,8 @@ def counts_blocks(data):
     """Every COUNTS block: (offset, payload offset, size, tid, [(func, calls)...])."""
     out = []
     for off, typ, p, size in blocks(data):
-        if typ == 8:
-            tid, n, _ = struct.unpack_from("<IIQ", data, p)
+        if typ == BLOCK_COUNTS:
+            tid, n, _ = struct.unpack_from(fmt("cuhook_counts_block"), data, p)
             out.append((off, p, size, tid, [struct.unpack_from("<IIQ", data, p + 16 + 16 * i)[::2] for i in range(n)]))
     return out
 
@@ -1488,7 +1483,7 @@ def test_counts_damage():
         for n in HOT_RECORDED:
             eq(funcs_by_name(j)[n], funcs_by_name(base)[n], f"{what}: {n}")
 
-    shrunk = good[:off] + struct.pack("<IHHII", 0x4b424843, 8, 0, 8, struct.unpack_from("<I", good, off + 12)[0]) + \
+    shrunk = good[:off] + struct.pack(fmt("cuhook_block"), BLOCK_MAGIC, BLOCK_COUNTS, 0, 8, struct.unpack_from("<I", good, off + 12)[0]) + \
         good[p:p + 8] + good[p + size:]
     for what, data in [("count + 1", patched(p + 4, "<I", 3)), ("count 2^32 - 1", patched(p + 4, "<I", 0xffffffff)),
                        ("count 0", patched(p + 4, "<I", 0)), ("payload of 8 bytes", shrunk)]:
@@ -2032,8 +2027,8 @@ def test_gpu_refused():
 
 
 def gpu_blocks(data):
-    """(offset, type, payload offset, size) of the GPU_SESSION (9) and GPU (10) blocks."""
-    return [b for b in blocks(data) if b[1] in (9, 10)]
+    """(offset, type, payload offset, size) of the GPU_SESSION and GPU blocks."""
+    return [b for b in blocks(data) if b[1] in (BLOCK_GPU_SESSION, BLOCK_GPU)]
 
 
 def gpu_records(data, p):
@@ -2113,14 +2108,6 @@ def test_gpu_damage():
 # inside cuGetProcAddress_v2 (1301000..1302000), nested in cuLaunchKernel (1300000..1305000), in
 # the middle of one EVENTS block of the main thread.
 EPOCH_TSC = (1 << 38) - 2 * 1301500
-REC5_ENTRY, REC5_EXIT, REC_DATA, REC_DROP = 1, 2, 3, 4
-REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
-
-
-def tracefile():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-    import tracefile as tf
-    return tf
 
 
 def same_outputs(a, b, what, fmts=("text", "json", "csv", "jsonl")):
@@ -2141,12 +2128,11 @@ def call_attrs(calls):
 
 
 def test_v5():
-    """Version 5's compact records read exactly, by the report and by tests/engine/tracefile.py:
+    """Version 5's compact records read exactly, by the report and by tests/lib/cuhooktest/tracefile.py:
     the basic scenario written with them (ENTRY5, ENTRY5_X for the entry-only call, EXIT5,
     EXIT5_ZERO, EXIT5_ZERO_VALUE, with --v5-long-exits EXIT5 and EXIT5_VALUE for rax 0, TIME,
     DATA, DROP records; an epoch that changes inside a call in the middle of a block) gives the
     report of its version 4 twin in every format, and the known numbers."""
-    tf = tracefile()
     for opts in (["--v5"], ["--v5-long-exits"], ["--v5", "--agent-regs"]):
         what = " ".join(opts)
         base = ["basic", "--tsc", "--tsc-start", str(EPOCH_TSC)] + [o for o in opts if o == "--agent-regs"]
@@ -2156,7 +2142,7 @@ def test_v5():
             d4 = f.read()
         with open(p5, "rb") as f:
             d5 = f.read()
-        eq((struct.unpack_from("<I", d4, 8)[0], struct.unpack_from("<I", d5, 8)[0]), (4, 5), f"{what}: versions")
+        eq((tf.read_header(d4).version, tf.read_header(d5).version), (4, 5), f"{what}: versions")
         check(len(d5) < len(d4), f"{what}: the version 5 file ({len(d5)} bytes) is not smaller ({len(d4)})")
         same_outputs(p4, p5, what)
         j, _ = report_json(p5)
@@ -2221,7 +2207,6 @@ def test_v5():
 def test_v5_damage():
     """Damaged version 5 records: each counted and reported, what can still be read is read
     exactly, never a crash."""
-    tf = tracefile()
     p5 = gen("v5", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5")
     with open(p5, "rb") as f:
         good = f.read()
@@ -2260,9 +2245,9 @@ def test_v5_damage():
     last_main = max(blk for _, tid, _, blk in recs if tid == 1000)
     i = next(k for k, x in enumerate(recs) if x[3] == last_main)
     eq((recs[i][2].raw, word(i) >> 32), (REC5_TIME, 1), "the last main block starts with TIME epoch 1")
-    hdr = last_main - 16
-    size = struct.unpack_from("<I", good, hdr + 8)[0]
-    b = bytearray(good[:hdr]) + struct.pack("<IHHII", 0x4b424843, 5, 0, size - 8, struct.unpack_from("<I", good, hdr + 12)[0])
+    hdr = last_main - BLOCK_HEADER_SIZE
+    block = unpack("cuhook_block", good, hdr)
+    b = bytearray(good[:hdr]) + struct.pack(fmt("cuhook_block"), BLOCK_MAGIC, BLOCK_EVENTS, 0, block["size"] - 8, block["seq"])
     b += good[last_main:last_main + 8] + good[last_main + 16:]
     j = report(b, "v5-no-time")
     eq((j["errors"], j["calls"], j["corrupt_records"]), (1, 27, 0), "no TIME: counts")
@@ -2315,22 +2300,39 @@ def test_v5_damage():
     eq((j["corrupt_records"], j["calls"], j["dropped"]), (1, 27 - entries_after(i), 5), "DROP of a bad size")
 
 
-def test_fuzz():
-    seeds = [gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
-             gen("small", "big", "--calls", "200", "--threads", "3"),
-             gen("counts", "hot", "--count", "--iterations", "48", "--tsc"),
-             gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved"),
-             gen("gpu", "gpu"), gen("gpu-tsc", "gpu", "--tsc"), gen("gpu-refused", "basic", "--gpu-session", "other-user"),
-             # version 5's compact records: every type, an epoch change inside a block
-             gen("v5-epoch", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5"),
-             gen("v5-long", "basic", "--v5-long-exits", "--agent-regs"), gen("v5-kernels", "kernels", "--v5"),
-             gen("v5-counts", "hot", "--count", "--iterations", "48", "--tsc", "--v5"), gen("v5-gpu", "gpu", "--v5"),
-             gen("names", "names"), gen("v5-names", "names", "--v5")]
-    p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
+# fuzz_reader (ASan/UBSan: every prefix of each seed, then CUHOOK_FUZZ_ITERATIONS mutations) on
+# the seeds in three tests of about a third of the work each rather than one: on a loaded
+# machine (2 cores, load 13) one test of all of them took 235 s of its 280 s limit; the three
+# took 77-108 s at load 6.
+def fuzz(*seeds):
+    p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + list(seeds),
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())
     if p.returncode:
         raise Fail(f"fuzz_reader failed (status {p.returncode}):\n{p.stderr.decode()[-4000:]}")
+
+
+def test_fuzz():
+    """Version 1-4 records: the basic scenario in each clock and register form, kernels, and a
+    larger trace of several threads."""
+    fuzz(gen("basic"), gen("tsc", "basic", "--tsc", "--no-end"), gen("kernels", "kernels"),
+         gen("small", "big", "--calls", "200", "--threads", "3"),
+         gen("short-regs", "basic", "--agent-regs"), gen("v3", "basic", "--v3-reserved"))
+
+
+def test_fuzz_counts_gpu():
+    """COUNTS blocks, the GPU side (its records, a refused session) and kernel names."""
+    fuzz(gen("counts", "hot", "--count", "--iterations", "48", "--tsc"),
+         gen("gpu", "gpu"), gen("gpu-tsc", "gpu", "--tsc"), gen("gpu-refused", "basic", "--gpu-session", "other-user"),
+         gen("names", "names"))
+
+
+def test_fuzz_v5():
+    """Version 5's compact records: every type, an epoch change inside a block."""
+    fuzz(gen("v5-epoch", "basic", "--tsc", "--tsc-start", str(EPOCH_TSC), "--v5"),
+         gen("v5-long", "basic", "--v5-long-exits", "--agent-regs"), gen("v5-kernels", "kernels", "--v5"),
+         gen("v5-counts", "hot", "--count", "--iterations", "48", "--tsc", "--v5"), gen("v5-gpu", "gpu", "--v5"),
+         gen("v5-names", "names", "--v5"))
 
 
 def test_big():
@@ -2921,27 +2923,8 @@ def main():
     ap.add_argument("--truncate-at-read")
     ap.add_argument("test")
     A = ap.parse_args()
-    return run_test(globals(), A.test, "cuhook-report-test-")
-
-
-def run_test(scope, name, prefix):
-    """Run test_NAME of the module whose globals are scope, in a scratch directory (the module's
-    TMP) removed afterwards: the exit status (0 pass, 1 fail, 2 no such test)."""
-    fn = scope.get("test_" + name)
-    if not fn:
-        print(f"unknown test {name}", file=sys.stderr)
-        return 2
-    scope["TMP"] = tempfile.mkdtemp(prefix=prefix)
-    try:
-        fn()
-    except Fail as e:
-        print(f"FAIL {name}: {e}")
-        print(f"work files kept for diagnosis in {scope['TMP']}")
-        return 1
-    shutil.rmtree(scope["TMP"], ignore_errors=True)  # kept on a failure, as above
-    print(f"ok {name}")
-    return 0
+    run_case(globals(), "test_", A.test, "cuhook-report-test-")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

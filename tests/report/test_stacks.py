@@ -15,11 +15,12 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stacktrace as st  # noqa: E402
-import perfetto_decode  # noqa: E402
-import test_report as tr  # noqa: E402
-from test_report import Fail, check, eq, parse_protobuf  # noqa: E402
+from cuhooktest import Fail, check, clean_env, eq, run_case
+from cuhooktest import tracefile as tf
+from cuhooktest import tracewriter as st
+import perfetto_decode
+import test_report as tr
+from test_report import parse_protobuf
 
 A = None
 TMP = None
@@ -310,12 +311,9 @@ def folded_calls(line):
 def test_e2e():
     """A real trace: cuhook run --stacks cuMemAlloc_v2 of tests/targets/stack_chain (main -> outer
     -> middle -> inner -> cuMemAlloc_v2 through the stand-in libcuda), its folded export exact:
-    each frame as tests/engine/tracefile.py names its function from the ELF symbols, with the
+    each frame as tests/lib/cuhooktest/tracefile.py names its function from the ELF symbols, with the
     file:line binutils' addr2line gives in the program itself, "[path+0xoffset]" where no symbol
     holds the address; the value the function's total time."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-    import tracefile as tf
-    from cuhooktest import clean_env
     trace = os.path.join(TMP, "chain.bin")
     p = subprocess.run([A.cuhook, "run", "--agent", A.agent, "--stacks", "cuMemAlloc_v2", "-o", trace, "--", A.chain,
                         A.lib, "chain", "3"], capture_output=True, text=True, env=clean_env(), timeout=120)
@@ -466,7 +464,7 @@ def main():
     ap.add_argument("--chain", help="tests/targets/stack_chain (e2e)")
     ap.add_argument("test")
     A = ap.parse_args()
-    return tr.run_test(globals(), A.test, "cuhook-stacks-test-")
+    run_case(globals(), "test_", A.test, "cuhook-stacks-test-")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

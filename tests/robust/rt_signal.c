@@ -7,7 +7,8 @@
  * --via itimer: setitimer(ITIMER_REAL) every --interval-us microseconds (SIGALRM).
  * --altstack: the handler runs on a sigaltstack.
  * --siglongjmp: the handler ends with siglongjmp back to the main loop's head (the interrupted
- * iteration is abandoned, wherever it was: in a traced call, or in the agent's own code).
+ * iteration is abandoned, wherever it was: in a traced call, or in the agent's own code), which
+ * unblocks the signal once there.
  * After the loop, with the signal blocked: FINAL x cuFakeConstC() (999) on the main thread.
  * The main loop makes at least ITERS iterations, and goes on until MIN handlers have run (or
  * 10 s have passed). Every result is checked (in the handler too); the counts of calls made
@@ -151,7 +152,18 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	static volatile long i; /* survives siglongjmp */
 	if (jump_mode) {
-		sigsetjmp(loop_env, 1); /* the handler comes back here, signal mask restored */
+		/* The handler comes back here with its signal still blocked (the mask is not saved, so
+		 * siglongjmp leaves it as it is), and only here, its frames gone, is the signal unblocked.
+		 * Had siglongjmp restored the mask, it would unblock the signal on the handler's stack
+		 * before jumping: a signal pending by then (the sender's next one, sent as soon as the
+		 * handler posted) runs the handler again on top of it, which does the same, until the
+		 * stack overflows. That crashed rt_signal in about half its runs, with cuhook or without. */
+		if (sigsetjmp(loop_env, 0)) {
+			sigset_t sig;
+			sigemptyset(&sig);
+			sigaddset(&sig, itimer ? SIGALRM : SIGUSR1);
+			sigprocmask(SIG_UNBLOCK, &sig, NULL);
+		}
 		jump_armed = 1;
 	}
 	for (; (i < iters || handler_runs < min_signals) && i < max_iters; i++) {

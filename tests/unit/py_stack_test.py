@@ -12,6 +12,8 @@ import sys
 import threading
 import types
 
+from cuhooktest import Fail, run_main
+
 SRC = __file__
 LINES = {}
 with open(SRC, encoding="utf-8") as f:
@@ -302,5 +304,12 @@ def main():
 
 
 main()  # @module
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+
+
+def verdict():
+    print(f"{passed} checks passed, {len(failures)} failed")
+    if failures:
+        raise Fail(f"{len(failures)} checks failed (above)")
+
+
+run_main(verdict)

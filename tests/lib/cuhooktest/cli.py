@@ -4,11 +4,8 @@ they run cuhook from other directories) and running cuhook."""
 import argparse
 import os
 import subprocess
-import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine"))
-from cuhooktest import clean_env, need_file  # noqa: E402
+from cuhooktest import clean_env, need_file
 
 
 def path_args(*names):

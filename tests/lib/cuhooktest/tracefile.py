@@ -1,8 +1,10 @@
-"""A second, independent reader of trace.bin for the engine tests (the authority is
-src/format/trace_format.h): just enough to count what the agent wrote, so that a test of the
-agent does not trust `cuhook report` for the numbers it checks.
+"""A second, independent reader of trace.bin for the tests (the authority is
+src/format/trace_format.h; the numbers are traceformat.py's, checked against it): just enough to
+count what the agent wrote, so that a test of the agent does not trust `cuhook report` for the
+numbers it checks.
 
 read_trace(path) -> Trace with
+  header:  the file header (read_header: struct cuhook_file_header's fields by name)
   funcs:   {id: name}
   patched: names of the functions patched (status 0)
   entries: {name: ENTRY records}
@@ -57,20 +59,16 @@ of the same thread and function with entry <= start <= end <= exit."""
 import bisect
 import struct
 
-BLOCK_MAGIC = 0x4B424843
-BLOCK_CLOCK, BLOCK_FUNCS, BLOCK_EVENTS, BLOCK_NOTE, BLOCK_END, BLOCK_COUNTS = 1, 3, 5, 6, 7, 8
-BLOCK_GPU_SESSION, BLOCK_GPU = 9, 10
-BLOCK_STACKS, BLOCK_PYFRAMES, BLOCK_MAPS = 11, 12, 13
-REC_ENTRY, REC_EXIT, REC_DATA, REC_DROP, REC_STACK = 1, 2, 3, 4, 5
-REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_TIME, REC5_EXIT_ZERO, REC5_EXIT_ZERO_VALUE = 6, 7, 8, 9, 10
-REC5_TSC_BITS = 38
-VERSION_REC5 = 5
-STACK_NONE = 0xFFFFFFFF
-STACK_END = {0: "DONE", 1: "DEPTH", 2: "NO_INFO", 3: "BAD", 4: "NONE", 5: "UNSUPPORTED"}
-PYFRAME_ENTRY, PYFRAME_ID_MASK = 0x80000000, 0x7FFFFFFF
-RF_NO_EXIT, RF_VALUE = 1, 2
-GPU_STATUS = {0: "STARTED", 1: "STOPPED", 2: "NO_CUPTI", 3: "OTHER_USER", 4: "FAILED"}
-GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME = 1, 2, 3, 4, 5
+from cuhooktest.traceformat import (  # the numbers, checked against trace_format.h
+    BLOCK_CLOCK, BLOCK_COUNTS, BLOCK_END, BLOCK_EVENTS, BLOCK_FUNCS, BLOCK_GPU, BLOCK_GPU_SESSION,
+    BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_MAPS, BLOCK_NOTE, BLOCK_PYFRAMES, BLOCK_STACKS, CLOCK_MONOTONIC,
+    FILE_HEADER_SIZE, GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME,
+    GPU_STATUS_NAMES, PATCHED, PYFRAME_ENTRY, PYFRAME_ID_MASK, REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_EXIT_ZERO,
+    REC5_EXIT_ZERO_VALUE, REC5_TIME, REC5_TSC_BITS, REC_DATA, REC_DROP, REC_ENTRY, REC_EXIT, REC_STACK,
+    RF_NO_EXIT, RF_VALUE, STACK_END_NAMES, STACK_NONE, TRACE_MAGIC, TRACE_VERSION_REC5, fmt, size, unpack)
+
+__all__ = ["PYFRAME_ENTRY", "PYFRAME_ID_MASK", "STACK_NONE", "REC_ENTRY", "REC_EXIT", "Header", "Trace",
+           "TraceError", "read_header", "read_trace", "read_end", "gpu_link", "symbolize"]
 
 
 class TraceError(Exception):
@@ -123,9 +121,10 @@ class GpuSession:
 
     def __init__(self, p):
         (status, self.cupti_version, self.result, path_len, self.tsc, self.records,
-         self.dropped) = struct.unpack_from("<IIIIQQQ", p, 0)
-        self.status = GPU_STATUS.get(status, f"#{status}")
-        self.path = p[40:40 + path_len].decode(errors="replace")
+         self.dropped) = struct.unpack_from(fmt("cuhook_gpu_session_block"), p, 0)
+        self.status = GPU_STATUS_NAMES.get(status, f"#{status}")
+        start = size("cuhook_gpu_session_block")
+        self.path = p[start:start + path_len].decode(errors="replace")
 
     def __repr__(self):
         return f"GpuSession({self.status} {self.path!r} records {self.records} dropped {self.dropped})"
@@ -133,6 +132,7 @@ class GpuSession:
 
 class Trace:
     def __init__(self):
+        self.header = None
         self.version = 0
         self.funcs = {}
         self.patched = set()
@@ -171,16 +171,17 @@ class Trace:
 
 
 def _funcs(t, p):
-    lib_id, first, count, _ = struct.unpack_from("<IIII", p, 0)
-    off = 16
+    lib_id, first, count, _ = struct.unpack_from(fmt("cuhook_funcs_block"), p, 0)
+    off = size("cuhook_funcs_block")
+    entry = size("cuhook_func_entry")
     for i in range(count):
-        _offset, _size, status, name_len, _patch, _dec, nregs, nstack = struct.unpack_from("<QIHHHHBB", p, off)
-        name = p[off + 24:off + 24 + name_len].decode()
+        e = unpack("cuhook_func_entry", p, off)
+        name = p[off + entry:off + entry + e["name_len"]].decode()
         t.funcs[first + i] = name
-        t.func_args[first + i] = (nregs, nstack)
-        if status == 0:
+        t.func_args[first + i] = (e["nregs"], e["nstack"])
+        if e["status"] == PATCHED:
             t.patched.add(name)
-        off += (24 + name_len + 7) & ~7
+        off += (entry + e["name_len"] + 7) & ~7
 
 
 def _pair(t, tid, r):
@@ -324,7 +325,7 @@ def _records_v5(t, tid, p):
 
 def _events(t, p, base):
     tid, nrec = struct.unpack_from("<II", p, 0)
-    if t.version >= VERSION_REC5:
+    if t.version >= TRACE_VERSION_REC5:
         if nrec:
             raise TraceError(f"version 5 EVENTS block with nrecords {nrec} (0 expected)")
         records = _records_v5(t, tid, p)
@@ -386,7 +387,7 @@ def _stacks(t, p):
         st.id = sid
         st.native = list(struct.unpack_from(f"<{nn}Q", p, off + 16))
         st.python = list(struct.unpack_from(f"<{npy}I", p, off + 16 + 8 * nn))
-        st.native_end, st.python_end = STACK_END.get(ne, f"#{ne}"), STACK_END.get(pe, f"#{pe}")
+        st.native_end, st.python_end = STACK_END_NAMES.get(ne, f"#{ne}"), STACK_END_NAMES.get(pe, f"#{pe}")
         st.maps = len(t.maps_blocks) - 1
         for f in st.python:
             if f & PYFRAME_ID_MASK not in t.pyframes:
@@ -570,38 +571,62 @@ def gpu_link(t):
     return links, unlinked
 
 
+class Header:
+    """The file header (struct cuhook_file_header): its fields as attributes, by their names."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+
+def read_header(data, path="trace"):
+    """The Header at the start of a trace's bytes; TraceError if they do not begin with one."""
+    if len(data) < FILE_HEADER_SIZE or data[:len(TRACE_MAGIC)] != TRACE_MAGIC:
+        raise TraceError(f"{path}: not a trace")
+    return Header(unpack("cuhook_file_header", data))
+
+
+def _blocks(data, path, growing=False):
+    """(file offset of the payload, block type, payload) of each block after the file header,
+    checked: a damaged block header or one past the end is a TraceError, except a last block
+    not complete yet when the file is still growing, which ends the blocks."""
+    off = read_header(data, path).header_size
+    while off + BLOCK_HEADER_SIZE <= len(data):
+        magic, btype, _flags, payload, _seq = struct.unpack_from(fmt("cuhook_block"), data, off)
+        start, end = off + BLOCK_HEADER_SIZE, off + BLOCK_HEADER_SIZE + payload
+        if growing and magic == BLOCK_MAGIC and end > len(data):
+            return
+        if magic != BLOCK_MAGIC or end > len(data):
+            raise TraceError(f"{path}: damaged block at offset {off}")
+        yield start, btype, data[start:end]
+        off = end
+    if off != len(data) and not growing:
+        raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
+
+
 def read_trace(path, growing=False, records=False):
     """growing: the file is being written; a last block not complete yet ends the reading.
     records: keep every EVENTS record in t.records as (offset in the file, tid, Rec)."""
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != b"CUHOOKTR":
-        raise TraceError(f"{path}: not a trace")
     t = Trace()
     t.records = [] if records else None
-    t.version, header_size = struct.unpack_from("<II", data, 8)
-    t.clock_source = struct.unpack_from("<I", data, 24)[0]
-    off = header_size
-    while off + 16 <= len(data):
-        magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
-        if growing and magic == BLOCK_MAGIC and off + 16 + size > len(data):
-            return t
-        if magic != BLOCK_MAGIC or off + 16 + size > len(data):
-            raise TraceError(f"{path}: damaged block at offset {off}")
-        p = data[off + 16:off + 16 + size]
+    t.header = read_header(data, path)
+    t.version, t.clock_source = t.header.version, t.header.clock_source
+    for start, btype, p in _blocks(data, path, growing):
         if btype == BLOCK_CLOCK:
-            tsc, mono = struct.unpack_from("<QQ", p, 0)
-            t.last_clock = mono if t.clock_source == 1 else tsc
+            tsc, mono = struct.unpack_from(fmt("cuhook_clock_block", last="monotonic_ns"), p, 0)
+            t.last_clock = mono if t.clock_source == CLOCK_MONOTONIC else tsc
             t.clocks.append((tsc, mono))
         elif btype == BLOCK_FUNCS:
             _funcs(t, p)
         elif btype == BLOCK_EVENTS:
-            _events(t, p, off + 16)
+            _events(t, p, start)
         elif btype == BLOCK_COUNTS:
             _counts(t, p)
         elif btype == BLOCK_NOTE:
-            level, length = struct.unpack_from("<II", p, 0)
-            t.notes.append((level, p[8:8 + length].decode(errors="replace")))
+            level, length = struct.unpack_from(fmt("cuhook_note_block"), p, 0)
+            text_at = size("cuhook_note_block")
+            t.notes.append((level, p[text_at:text_at + length].decode(errors="replace")))
         elif btype == BLOCK_GPU_SESSION:
             t.gpu_sessions.append(GpuSession(p))
         elif btype == BLOCK_GPU:
@@ -614,10 +639,7 @@ def read_trace(path, growing=False, records=False):
             _maps(t, p)
         elif btype == BLOCK_END:
             t.has_end = True
-            t.end_events, t.end_dropped = struct.unpack_from("<QQ", p, 0)
-        off += 16 + size
-    if off != len(data) and not growing:
-        raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
+            t.end_events, t.end_dropped = struct.unpack_from(fmt("cuhook_end_block", last="dropped"), p, 0)
     return t
 
 
@@ -627,17 +649,8 @@ def read_end(path):
     events. Checks every block header as read_trace does."""
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != b"CUHOOKTR":
-        raise TraceError(f"{path}: not a trace")
-    off = struct.unpack_from("<I", data, 12)[0]
     end = (False, None, None)
-    while off + 16 <= len(data):
-        magic, btype, _flags, size, _seq = struct.unpack_from("<IHHII", data, off)
-        if magic != BLOCK_MAGIC or off + 16 + size > len(data):
-            raise TraceError(f"{path}: damaged block at offset {off}")
+    for _start, btype, p in _blocks(data, path):
         if btype == BLOCK_END:
-            end = (True,) + struct.unpack_from("<QQ", data, off + 16)
-        off += 16 + size
-    if off != len(data):
-        raise TraceError(f"{path}: {len(data) - off} bytes after the last block")
+            end = (True,) + struct.unpack_from(fmt("cuhook_end_block", last="dropped"), p, 0)
     return end

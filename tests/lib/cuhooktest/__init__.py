@@ -1,10 +1,14 @@
-"""Helpers shared by the engine tests: run a target with or without the agent, read what it
-printed, and read a trace back through `cuhook report --format json|csv`.
+"""The tests' Python helper library (tests/lib, on PYTHONPATH for every test; README, "Tests"):
+run a target with or without the agent, read what it printed, read a trace back through
+`cuhook report --format json|csv` (tracefile: without it), and the runner convention.
 
-A check collects its problems in a Problems object and ends with problems.exit(): 0 when there
-were none, 1 otherwise. SKIP (77, meson's "skipped") is only for something truly absent from the
-machine, never for a failure. A check's work files live in its work_directory(); run_main deletes
-it when the check passes or is skipped, and keeps it (and says where) when it fails."""
+The runner convention of every Python test: the script runs under run_main (or run_case, which
+picks the function a test's meson.build names); it exits 0 (pass), 1 (fail) or 77 (SKIP,
+meson's "skipped": only for something absent from the machine, never for a failure), and its
+last line says which: "PASS", "FAIL: why" or "SKIP: why". A check either collects its problems
+in a Problems object and ends with problems.exit(), or stops at the first with Fail (check, eq)
+or Fatal; Skip skips. Its work files live in its work_directory(): deleted when the check passes
+or is skipped, kept (and named) when it fails."""
 
 import csv
 import fnmatch
@@ -15,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 
 SKIP = 77
 MASK64 = (1 << 64) - 1
@@ -25,8 +30,27 @@ class Fatal(Exception):
     """A problem after which the rest of the checks make no sense."""
 
 
+class Fail(Exception):
+    """A failed check (check, eq): the test stops there."""
+
+
+class Skip(Exception):
+    """Something the test needs is absent from the machine: skipped (77)."""
+
+
+def check(cond, msg, detail=""):
+    if not cond:
+        raise Fail(msg + (": " + detail if detail else ""))
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Fail(f"{what}: got {got!r}, want {want!r}")
+
+
 # The agent's count list when no count= option is given, read from where the agent gets it.
-AGENT_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "agent", "cuhook_agent.h")
+SOURCE_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+AGENT_H = os.path.join(SOURCE_ROOT, "src", "agent", "cuhook_agent.h")
 
 
 def default_count():
@@ -59,8 +83,9 @@ class Problems:
         return cond
 
     def exit(self):
+        """Ends the check: exit 0 without problems (run_main says PASS), else 1 after one line
+        for each problem."""
         if not self.items:
-            print("PASS")
             sys.exit(0)
         for msg in self.items[: self.limit]:
             print("FAIL: " + msg)
@@ -70,18 +95,55 @@ class Problems:
 
 
 def run_main(fn):
-    """Runs fn() (which calls Problems.exit or sys.exit), turning Fatal into a failure; then
-    deletes the work directories on a pass or a skip, keeps them on a failure."""
+    """Runs fn() (it returns, or calls Problems.exit or sys.exit, or raises); deletes the work
+    directories on a pass or a skip, keeps them on a failure; exits 0, 1 or 77 after the last
+    line: PASS, FAIL: why, or SKIP: why (the runner convention above)."""
+    why = ""
     try:
         fn()
         code = 0
-    except Fatal as e:
-        print("FAIL: " + str(e))
-        code = 1
+    except (Fatal, Fail) as e:
+        code, why = 1, str(e)
+    except Skip as e:
+        code, why = SKIP, str(e)
     except SystemExit as e:
         code = 0 if e.code is None else e.code
+        code = code if isinstance(code, int) else 1
+    except Exception as e:  # a bug in the test, or anything unexpected: a failure, with its traceback
+        traceback.print_exc(file=sys.stdout)
+        code, why = 1, f"{type(e).__name__}: {e}"
     end_work_directories(code in (0, SKIP))
+    if code == 0:
+        print("PASS")
+    elif code == SKIP:
+        print("SKIP" + (": " + why if why else ""))
+    else:
+        print("FAIL: " + (why or "the problems above"))
+    sys.stdout.flush()
     sys.exit(code)
+
+
+def case_function(scope, prefix, name):
+    """The test function scope[prefix + NAME] (NAME: the case a meson.build passes, '-' read as
+    '_'). The list of cases is the meson.build's alone: an unknown name is a Fatal."""
+    fn = scope.get(prefix + name.replace("-", "_"))
+    if not callable(fn):
+        raise Fatal(f"no test {name!r} ({prefix}{name.replace('-', '_')} is not defined)")
+    return fn
+
+
+def run_case(scope, prefix, name, work_prefix=None, mode=None):
+    """Runs case_function(scope, prefix, name) under run_main; with work_prefix, in a new work
+    directory set as scope["TMP"] (made with mode when given: tests that run programs as another
+    user need 0o777)."""
+    def case():
+        fn = case_function(scope, prefix, name)
+        if work_prefix:
+            scope["TMP"] = work_directory(None, work_prefix)
+            if mode is not None:
+                os.chmod(scope["TMP"], mode)
+        fn()
+    run_main(case)
 
 
 def need_file(path, what):

@@ -1,19 +1,19 @@
 """Writes trace.bin files with call stacks (STACKS, PYFRAMES, MAPS blocks and STACK records),
-straight from src/format/trace_format.h, for the report's tests (test_stacks.py): every byte is
+by the layouts of src/format/trace_format.h (the numbers are traceformat.py's), for the report's
+tests (tests/report/test_stacks.py): every byte is
 chosen here, so what the report must print is known exactly. The layouts are those of the
 header's structs; a test that needs a damaged file changes the bytes this writes."""
 import struct
 
-MAGIC = b"CUHOOKTR"
-BLOCK_MAGIC = 0x4b424843
+from cuhooktest.traceformat import (  # the numbers, checked against trace_format.h
+    BLOCK_CLOCK as CLOCK, BLOCK_END as END, BLOCK_EVENTS as EVENTS, BLOCK_FUNCS as FUNCS, BLOCK_LIB as LIB,
+    BLOCK_MAGIC, BLOCK_MAPS as MAPS, BLOCK_NOTE as NOTE, BLOCK_PYFRAMES as PYFRAMES, BLOCK_STACKS as STACKS,
+    BLOCK_THREAD as THREAD, FILE_HEADER_SIZE, PYFRAME_ENTRY, REC5_EXIT_ZERO, REC5_TIME, REC5_TSC_BITS,
+    REC_ENTRY, REC_EXIT, REC_STACK, STACK_END_BAD as END_BAD, STACK_END_DEPTH as END_DEPTH,
+    STACK_END_DONE as END_DONE, STACK_END_NO_INFO as END_NO_INFO, STACK_END_NONE as END_NONE,
+    STACK_END_UNSUPPORTED as END_UNSUPPORTED, STACK_NONE, TRACE_MAGIC as MAGIC, fmt)
+
 VERSION = 4  # Trace(version=5): version 5's compact records (ENTRY5 of no argument, EXIT5_ZERO)
-CLOCK, LIB, FUNCS, THREAD, EVENTS, NOTE, END = 1, 2, 3, 4, 5, 6, 7
-STACKS, PYFRAMES, MAPS = 11, 12, 13
-REC_ENTRY, REC_EXIT, REC_STACK = 1, 2, 5
-REC5_TIME, REC5_EXIT_ZERO, REC5_TSC_BITS = 8, 9, 38
-PYFRAME_ENTRY = 0x80000000
-STACK_NONE = 0xffffffff
-END_DONE, END_DEPTH, END_NO_INFO, END_BAD, END_NONE, END_UNSUPPORTED = range(6)
 START_NS = 5_000_000_000
 
 
@@ -26,10 +26,10 @@ class Trace:
         self.version = version
         cmdline = b"".join(a.encode() + b"\0" for a in argv)
         exe = exe.encode()
-        hsize = (72 + len(cmdline) + len(exe) + 7) & ~7
-        self.out = bytearray(struct.pack("<8sIIIIIIIIQQQII", MAGIC, version, hsize, pid, 1, 1, len(cmdline),
+        hsize = (FILE_HEADER_SIZE + len(cmdline) + len(exe) + 7) & ~7
+        self.out = bytearray(struct.pack(fmt("cuhook_file_header"), MAGIC, version, hsize, pid, 1, 1, len(cmdline),
                                           len(exe), 0, 1_700_000_000_000_000_000, START_NS, 0, 1 << 20, 0))
-        self.out += pad8(cmdline + exe)[: hsize - 72]
+        self.out += pad8(cmdline + exe)[: hsize - FILE_HEADER_SIZE]
         self.seq = 0
         self.events = 0
         self.block_at = {}   # block type -> file offsets of its blocks, in order
@@ -37,7 +37,7 @@ class Trace:
     def block(self, btype, payload):
         payload = pad8(bytes(payload))
         self.block_at.setdefault(btype, []).append(len(self.out))
-        self.out += struct.pack("<IHHII", BLOCK_MAGIC, btype, 0, len(payload), self.seq) + payload
+        self.out += struct.pack(fmt("cuhook_block"), BLOCK_MAGIC, btype, 0, len(payload), self.seq) + payload
         self.seq += 1
 
     def clock(self, rel_ns=0):
