@@ -147,6 +147,24 @@ def check_links(src, problems):
                            f"{rel} names {t}: {'not in the repository' if not inside else 'no such file'}")
 
 
+def check_tree_map(src, problems):
+    """docs/how-it-works.md's map of the tree names only files that exist: every source file it
+    names (name.c, name.h, name.S, name.cc) is one of the repository's (headers of other projects
+    excepted)."""
+    text = open(os.path.join(src, "docs/how-it-works.md")).read()
+    have = set()
+    for root, _dirs, files in os.walk(src):
+        if "/.git" in root or "/build" in root:
+            continue
+        have.update(files)
+    for name in sorted(set(re.findall(r"[A-Za-z0-9_]+\.(?:c|h|S|cc)\b", text))):
+        problems.check(name in have or name in FOREIGN_HEADERS,
+                       f"docs/how-it-works.md names {name}, which the tree does not have")
+
+
+FOREIGN_HEADERS = {"cuda.h", "cupti.h", "libunwind.h", "capstone.h", "elf.h", "sqlite3.h"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuhook", required=True)
@@ -186,6 +204,7 @@ def main():
             problems.check(o in taken or o in top or o in FOREIGN, f"README.md names {o} ({code!r}), which no command takes")
     check_numbers(src, readme, cli_md, problems)
     check_links(src, problems)
+    check_tree_map(src, problems)
     problems.exit()
 
 

@@ -15,9 +15,9 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_report as tr  # noqa: E402
-from test_report import Fail, check, eq  # noqa: E402
+import test_report as tr  # the report tests' helpers: this file's directory is on sys.path
+from cuhooktest import run_case
+from test_report import Fail, check, eq
 
 A = None
 TMP = None
@@ -145,7 +145,7 @@ def nest_trace(path):
     """Two threads making 24 distinct (caller, callee) pairs of traced calls: the later-starting
     thread's EVENTS block first in the file, so the pairs finish in another order than they
     start, and more pairs than the report lists (16)."""
-    import stacktrace as st
+    from cuhooktest import tracewriter as st
     names = [f"cuParent{i}" for i in range(6)] + [f"cuChild{i}" for i in range(4)]
     t = st.Trace()
     t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
@@ -263,7 +263,7 @@ def test_folded():
         stream, _ = tr.run(["report", "-f", "folded", "--stream", *args], rc=None)
         check(whole.count("\n") > 2, f"folded {args}: stacks to compare")
         eq(stream, whole, f"folded {args} streamed")
-    import stacktrace as st
+    from cuhooktest import tracewriter as st
     t = st.Trace()
     t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
     t.funcs(0, ["cuInit", "cuCtxSynchronize"])
@@ -286,8 +286,8 @@ def main():
     ap.add_argument("--gen", required=True)
     ap.add_argument("test")
     A = ap.parse_args()
-    return tr.run_test(globals(), A.test, "cuhook-stream-test-")
+    run_case(globals(), "test_", A.test, "cuhook-stream-test-")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
