@@ -1622,14 +1622,18 @@ def case_real_cuhook_app():
     # it), the results unchanged, the trace closed with calls in it
     need_real("driver_user", "fakecuda")
     exe = renamed_copy(A.driver_user, "cuhook_app")
-    base = driver_run(300000, exe=exe)
+    # long enough that no worker has finished by the detach: 300,000 iterations took 0.84 s on
+    # an idle machine, about when the detach comes (0.3 s, the agent's loading, the 0.3 s
+    # window), and a clean-clone CI run saw 4 threads at the detach
+    iters = 1500000
+    base = driver_run(iters, exe=exe)
     out = os.path.join(TMP, "app.bin")
     res = {}
 
     def att(pid):
         res["r"] = cuhook("attach", "-v", "--agent", A.real_agent, "-o", out, "--duration", 0.3, pid)
 
-    got = driver_run(300000, att, exe=exe)
+    got = driver_run(iters, att, exe=exe)
     r = res["r"]
     check(r.returncode == 0, "attach failed", r.stderr)
     for what in ("attach", "detach"):
