@@ -582,15 +582,22 @@ static bool wait_done(uint32_t r, int ms)
 
 /* ---- the agent's side ------------------------------------------------------------------------ */
 
-void gpu_prepare(const struct cuhook_config *c, enum gpu_how how, void (*scan_libraries)(void))
+/* A new session's ticket, with what its preparation reads (the GPU thread reads them once it
+ * sees the request, after the store that makes it): a preparation's, or a names window's. */
+static uint32_t new_ticket(const struct cuhook_config *c)
 {
-	__atomic_store_n(&rescan, scan_libraries, __ATOMIC_RELEASE);
-	/* read by the GPU thread once it sees the request (after the store that makes it) */
 	snprintf(S.want_cupti, sizeof(S.want_cupti), "%s", c->cupti);
 	S.monotonic = c->monotonic;
 	__atomic_store_n(&S.known, false, __ATOMIC_RELEASE);
-	ticket++;
-	__atomic_store_n(&S.file_gen, ticket, __ATOMIC_RELEASE);
+	uint32_t t = __atomic_add_fetch(&ticket, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&S.file_gen, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+void gpu_prepare(const struct cuhook_config *c, enum gpu_how how, void (*scan_libraries)(void))
+{
+	__atomic_store_n(&rescan, scan_libraries, __ATOMIC_RELEASE);
+	new_ticket(c);
 	if (how != GPU_HERE && make_thread()) {
 		ask(ticket, WANT_LOADED);
 		if (how == GPU_BESIDE_WAIT)
@@ -666,13 +673,9 @@ bool gpu_window_open(const struct cuhook_config *c)
 		return true;
 	if (__atomic_load_n(&windows_closed, __ATOMIC_SEQ_CST) || !make_thread())
 		return false;
-	snprintf(S.want_cupti, sizeof(S.want_cupti), "%s", c->cupti);
-	S.monotonic = c->monotonic;
-	__atomic_store_n(&S.known, false, __ATOMIC_RELEASE);
 	/* the driver is initialised: CUPTI keeps its driver records from every API's */
 	__atomic_store_n(&S.driver_fresh, false, __ATOMIC_RELEASE);
-	uint32_t t = __atomic_add_fetch(&ticket, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&S.file_gen, t, __ATOMIC_RELEASE);
+	uint32_t t = new_ticket(c);
 	ask(t, WANT_ON); /* the GPU thread loads CUPTI for the new ticket, then starts */
 	window_on = true;
 	if (__atomic_load_n(&windows_closed, __ATOMIC_SEQ_CST)) {

@@ -612,7 +612,8 @@ void kernel_names_put(kn_put_fn put)
 
 void kernel_names_losses(uint64_t *table_full, uint64_t *unlisted, uint64_t *failed, int *last_error)
 {
-	*table_full = __atomic_load_n(&kn_table_full, __ATOMIC_RELAXED);
+	*table_full = __atomic_load_n(&kn_table_full, __ATOMIC_RELAXED) +
+	              __atomic_load_n(&kn_exec_table_full, __ATOMIC_RELAXED);
 	*unlisted = __atomic_load_n(&graphs_unlisted, __ATOMIC_RELAXED);
 	*failed = __atomic_load_n(&names_failed, __ATOMIC_RELAXED);
 	*last_error = __atomic_load_n(&names_last_error, __ATOMIC_RELAXED);

@@ -60,9 +60,9 @@ uintptr_t kernel_names_graph(void *kn_graph_arg);
 typedef bool (*kn_put_fn)(uint16_t type, const void *a, size_t alen, const void *b, size_t blen);
 void kernel_names_put(kn_put_fn put);
 
-/* For the closing note, over the process's life so far: launches whose handle found no slot,
- * graphs not listed, handles the driver named by neither query (and the CUresult of the last
- * refused cuFuncGetName). */
+/* For the closing note, over the process's life so far: launches whose handle (or graph
+ * launches whose executable graph) found no slot, graphs not listed, handles the driver named
+ * by neither query (and the CUresult of the last refused cuFuncGetName). */
 void kernel_names_losses(uint64_t *table_full, uint64_t *graphs_unlisted, uint64_t *names_failed, int *last_error);
 
 #endif

@@ -165,21 +165,21 @@ static struct sibling *sibling_slot(struct siblings *sb, uint64_t exec)
 			return &sb->s[i];
 }
 
-static bool is_graph_launch(const struct tr_trace *t, const struct tr_call *c)
+static bool is_graph_launch(const struct rp_view *v, const struct tr_call *c)
 {
-	char base[128];
-	return !strcmp(rp_base_name(t->funcs[c->func].name, base, sizeof(base)), "cuGraphLaunch");
+	return v->fi[c->func].graph_launch;
 }
 
 /* The models: 0, or -1 out of memory. */
-static int siblings_find(const struct tr_trace *t, const uint8_t *gpu_of_call, struct siblings *sb)
+static int siblings_find(const struct rp_view *v, const uint8_t *gpu_of_call, struct siblings *sb)
 {
+	const struct tr_trace *t = v->t;
 	memset(sb, 0, sizeof(*sb));
 	if (!gpu_of_call)
 		return 0;
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < t->ncalls; i++)
-		n += gpu_of_call[i] && is_graph_launch(t, &t->calls[i]);
+		n += gpu_of_call[i] && is_graph_launch(v, &t->calls[i]);
 	if (!n)
 		return 0;
 	uint32_t slots = 16;
@@ -190,7 +190,7 @@ static int siblings_find(const struct tr_trace *t, const uint8_t *gpu_of_call, s
 	sb->mask = slots - 1;
 	for (uint32_t i = 0; i < t->ncalls; i++) {
 		const struct tr_call *c = &t->calls[i];
-		if (!gpu_of_call[i] || !is_graph_launch(t, c) || !tr_call_arg(c, 0) || graph_of(t, tr_call_arg(c, 0)))
+		if (!gpu_of_call[i] || !is_graph_launch(v, c) || !tr_call_arg(c, 0) || graph_of(t, tr_call_arg(c, 0)))
 			continue;
 		struct sibling *s = sibling_slot(sb, tr_call_arg(c, 0));
 		if (!s->exec)
@@ -215,7 +215,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			if (t->gpu_work[w].kind == TR_GPU_KERNEL && t->gpu_work[w].call < t->ncalls)
 				gpu_of_call[t->gpu_work[w].call] = 1;
 	}
-	if (siblings_find(t, gpu_of_call, &sb) < 0)
+	if (siblings_find(v, gpu_of_call, &sb) < 0)
 		goto oom;
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
@@ -252,7 +252,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 			}
 			continue;
 		}
-		if (!is_graph_launch(t, c))
+		if (!is_graph_launch(v, c))
 			continue;
 		if (timed && (uint32_t)c->ret != 0)
 			continue;
@@ -289,7 +289,7 @@ int rp_kernel_stats(const struct rp_view *v, struct rp_kernels *out)
 		if (gw->kind != TR_GPU_KERNEL || gw->call >= t->ncalls)
 			continue;
 		uint64_t n = gpu_of_call[gw->call] == 2; /* its own launch, selected */
-		if (sb.mask && is_graph_launch(t, &t->calls[gw->call])) {
+		if (sb.mask && is_graph_launch(v, &t->calls[gw->call])) {
 			const struct sibling *s = sibling_slot(&sb, tr_call_arg(&t->calls[gw->call], 0));
 			if (s->exec && s->model == gw->call)
 				n += s->copies;

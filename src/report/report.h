@@ -82,6 +82,7 @@ struct rp_finfo {
 	uint8_t cat;               /* enum rp_cat */
 	uint8_t kind;              /* enum rp_kind */
 	uint8_t submission;        /* hands work to the GPU */
+	uint8_t graph_launch;      /* cuGraphLaunch (_ptsz): its argument 0 is the executable graph */
 	uint8_t oneoff;            /* enum rp_oneoff: loading or initialization, done once */
 	uint8_t names_kernel;      /* enum rp_namer: gives a kernel handle its name */
 	uint8_t ioctl;             /* libc's ioctl on NVIDIA device files (a CUHOOK_LIB_IOCTL

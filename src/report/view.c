@@ -347,6 +347,8 @@ static void finfo_of(struct rp_view *v, const char *name, uint32_t lib_id, int d
 	memset(fi, 0, sizeof(*fi));
 	fi->cat = (uint8_t)rp_cat_of(name);
 	fi->submission = (uint8_t)rp_is_submission(name);
+	char base[128];
+	fi->graph_launch = !strcmp(rp_base_name(name, base, sizeof(base)), "cuGraphLaunch");
 	fi->oneoff = (uint8_t)rp_oneoff_of(name);
 	if (rp_xfer_of(name, &fi->x))
 		fi->kind = RP_KIND_XFER;
