@@ -27,12 +27,14 @@ enum {                                    /* CUpti_ActivityKind */
 	CUPTI_KIND_MEMSET = 2,
 	CUPTI_KIND_KERNEL = 3,
 	CUPTI_KIND_DRIVER = 4,
+	CUPTI_KIND_RUNTIME = 5,
 	CUPTI_KIND_CONCURRENT_KERNEL = 10,
 };
 
 #define CUPTI_THREAD_ID_SYSTEM 1          /* CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM */
 #define CUPTI_FLUSH_FORCED 1u             /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */
 #define CUPTI_DOMAIN_DRIVER_API 1         /* CUPTI_CB_DOMAIN_DRIVER_API */
+#define CUPTI_DOMAIN_RUNTIME_API 2        /* CUPTI_CB_DOMAIN_RUNTIME_API */
 
 typedef void *cupti_subscriber;           /* CUpti_SubscriberHandle */
 typedef void (*cupti_callback_fn)(void *userdata, int domain, uint32_t cbid, const void *cbdata);
@@ -69,7 +71,7 @@ struct CUPTI_RECORD cupti_record {       /* CUpti_Activity: every record begins 
 	uint32_t kind;
 };
 
-struct CUPTI_RECORD cupti_api {          /* CUpti_ActivityAPI (kind DRIVER) */
+struct CUPTI_RECORD cupti_api {          /* CUpti_ActivityAPI (kinds DRIVER and RUNTIME) */
 	uint32_t kind;
 	uint32_t cbid;
 	uint64_t start, end;

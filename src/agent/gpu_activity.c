@@ -9,6 +9,7 @@
 #include "gpu_clock.h"
 #include "gpu_queue.h"
 #include "gpu_records.h"
+#include "gpu_submit.h"
 #include "hook_table.h"
 #include "kernel_names_hot.h"
 #include "own_threads.h"
@@ -65,6 +66,7 @@ static struct {
 	bool driver_fresh;      /* the start comes right after the program loaded its driver
 	                           (atomic: set by gpu_start / gpu_driver_loaded, read by the start) */
 	bool all_driver;        /* this session enabled every driver API's records (enable_driver_records) */
+	bool runtime;           /* ... and the CUDA runtime API's records */
 	uint32_t gen;           /* the running session's ticket: its blocks are marked so */
 	uint32_t file_gen;      /* the ticket of the trace file being written (gpu_session_gen) */
 	bool known;             /* the outcome of the current ticket's preparation is in */
@@ -325,7 +327,7 @@ static bool submitting_hook(uint32_t id)
 {
 	if (id >= patch_count || !patch_sites[id].name)
 		return false;
-	return gpu_name_submits(patch_sites[id].name);
+	return cuhook_driver_submits(patch_sites[id].name);
 }
 
 static void disable(unsigned nkinds, unsigned ncbids)
@@ -339,6 +341,8 @@ static void disable(unsigned nkinds, unsigned ncbids)
 	if (nkinds && S.on)
 		thread_calls_wait_left(submitting_hook, GPU_STOP_CALLS_MS);
 	if (S.all_driver) {
+		if (S.runtime)
+			lib.f.ActivityDisable(CUPTI_KIND_RUNTIME);
 		lib.f.ActivityDisable(CUPTI_KIND_DRIVER);
 		return;
 	}
@@ -355,7 +359,11 @@ static void disable(unsigned nkinds, unsigned ncbids)
  * keeps the submitting ones when converting, at CUPTI's cost on every driver call while the
  * session lasts; CUPTI 13.0.1 then records only the calls made through the driver's exported
  * entry points (a program calling the driver itself, or through cuGetProcAddress), not those
- * the CUDA runtime makes through its internal ones: that work is recorded, unlinked. */
+ * the CUDA runtime makes through its internal ones. For those the session also enables the
+ * runtime API's records: the work of a runtime call carries the runtime record's correlation id
+ * (measured on an H200, docs/validation.md), and the reader links the work to the submitting
+ * driver call that cuhook traced inside that record (report/gpu_link.c). Without them (CUPTI
+ * refused the kind) that work is recorded, unlinked. */
 static cupti_result enable_driver_records(unsigned *nc)
 {
 	cupti_result r = CUPTI_OK;
@@ -363,8 +371,12 @@ static cupti_result enable_driver_records(unsigned *nc)
 	if (S.all_driver) {
 		pthread_mutex_lock(&conv_lock);
 		conv.keep_cbid = gpu_cbids_bitmap(&conv.keep_ncbids);
+		conv.keep_runtime = gpu_runtime_cbids_bitmap(&conv.keep_nruntime);
 		pthread_mutex_unlock(&conv_lock);
-		return lib.f.ActivityEnable(CUPTI_KIND_DRIVER);
+		if ((r = lib.f.ActivityEnable(CUPTI_KIND_DRIVER)) != CUPTI_OK)
+			return r;
+		S.runtime = lib.f.ActivityEnable(CUPTI_KIND_RUNTIME) == CUPTI_OK;
+		return CUPTI_OK;
 	}
 	for (; *nc < gpu_cbids_count(); ++*nc)
 		if ((r = lib.f.ActivityEnableDriverApi(gpu_cbid(*nc), 1)) != CUPTI_OK)
@@ -428,6 +440,7 @@ static void start_step(uint32_t t)
 		/* The driver records before the work's kinds: no work is recorded without the record
 		 * of the call that submitted it (its link) while the session is being started. */
 		S.all_driver = !__atomic_load_n(&S.driver_fresh, __ATOMIC_ACQUIRE);
+		S.runtime = false;
 		if ((r = enable_driver_records(&nc)) != CUPTI_OK) {
 			char what[96];
 			if (S.all_driver)
@@ -459,7 +472,11 @@ out:
 		agent_log(1, "GPU: recording the GPU's work with CUPTI %u (%s): kernels, copies, memsets, "
 		          "and the driver records of %u submitting functions%s",
 		          lib.version, lib.path, gpu_cbids_count(),
-		          S.all_driver ? " (kept from every driver API's records: the driver was initialised)" : "");
+		          !S.all_driver ? ""
+		          : S.runtime ? " (kept from every driver API's records: the driver was initialised), and the CUDA "
+		                        "runtime's submitting calls"
+		                      : " (kept from every driver API's records: the driver was initialised); CUPTI refused the "
+		                        "runtime's records: work the CUDA runtime submits stays unlinked");
 	} else {
 		char line[sizeof(S.message) + 64];
 		snprintf(line, sizeof(line), "%s; the GPU's work is not recorded, API tracing goes on", S.message);

@@ -1,5 +1,6 @@
 #include "gpu_cbids.h"
 
+#include "gpu_submit.h"
 #include "hook_table.h"
 #include "trace_format.h"
 
@@ -20,15 +21,20 @@ static struct {
 	uint8_t bits[CBID_LIMIT / 8]; /* the same set as a bitmap, for the converter's filter */
 } T;
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return strncmp(s, p, strlen(p)) == 0;
-}
+/* The CUDA runtime's submitting functions (cudaLaunch*, cudaMemcpy*...), a bitmap by runtime
+ * callback id: the converter keeps their CUPTI records in a session that enables the runtime's
+ * (gpu_activity.c, enable_driver_records). */
+static uint8_t runtime_bits[CBID_LIMIT / 8];
 
-bool gpu_name_submits(const char *name)
+/* Ask CUPTI for the runtime's callback names (the driver's: gpu_cbids_learn). */
+static void learn_runtime(const struct cupti_fns *f)
 {
-	return has_prefix(name, "cuLaunch") || has_prefix(name, "cuMemcpy") || has_prefix(name, "cuMemset") ||
-	       has_prefix(name, "cuGraphLaunch");
+	for (uint32_t cbid = 1; cbid < CBID_LIMIT; cbid++) {
+		const char *name = NULL;
+		if (f->GetCallbackName(CUPTI_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_OK && name &&
+		    cuhook_runtime_submits(name))
+			runtime_bits[cbid / 8] |= (uint8_t)(1u << (cbid % 8));
+	}
 }
 
 void gpu_cbids_learn(const struct cupti_fns *f)
@@ -41,7 +47,7 @@ void gpu_cbids_learn(const struct cupti_fns *f)
 		if (f->GetCallbackName(CUPTI_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_OK || !name ||
 		    strlen(name) >= sizeof(T.name[0]))
 			continue;
-		if (!gpu_name_submits(name))
+		if (!cuhook_driver_submits(name))
 			continue;
 		T.cbid[T.n] = cbid;
 		snprintf(T.name[T.n], sizeof(T.name[0]), "%s", name);
@@ -49,6 +55,7 @@ void gpu_cbids_learn(const struct cupti_fns *f)
 		T.slot_of[cbid] = (int16_t)T.n++;
 		T.bits[cbid / 8] |= (uint8_t)(1u << (cbid % 8));
 	}
+	learn_runtime(f);
 	/* published to the writer by the queue of GPU blocks (a release there) */
 	T.known = true;
 }
@@ -57,6 +64,12 @@ const uint8_t *gpu_cbids_bitmap(uint32_t *ncbids)
 {
 	*ncbids = CBID_LIMIT;
 	return T.bits;
+}
+
+const uint8_t *gpu_runtime_cbids_bitmap(uint32_t *ncbids)
+{
+	*ncbids = CBID_LIMIT;
+	return runtime_bits;
 }
 
 unsigned gpu_cbids_count(void)
@@ -90,7 +103,7 @@ void gpu_api_resolve(uint8_t *data, uint32_t len, uint32_t nfuncs)
 		struct cuhook_gpu_rec *h = (struct cuhook_gpu_rec *)(data + off);
 		if (h->size < sizeof(*h) || off + h->size > len)
 			return;
-		if (h->type == CUHOOK_GPU_REC_API) {
+		if (h->type == CUHOOK_GPU_REC_API && !(h->flags & CUHOOK_GPU_API_RUNTIME)) {
 			struct cuhook_gpu_api *a = (struct cuhook_gpu_api *)h;
 			int slot = a->cbid < CBID_LIMIT && T.known ? T.slot_of[a->cbid] : -1;
 			if (slot >= 0) {

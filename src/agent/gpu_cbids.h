@@ -10,9 +10,6 @@
 
 #include "cupti_abi.h"
 
-/* Whether a driver function of this name submits GPU work (the set above, by name). */
-bool gpu_name_submits(const char *name);
-
 /* Ask CUPTI for the names once (a session's start, every other thread free to run). */
 void gpu_cbids_learn(const struct cupti_fns *f);
 
@@ -24,6 +21,11 @@ const char *gpu_cbid_name(unsigned i);
 /* The same set as a bitmap (bit cbid of byte cbid / 8) over cbids below *ncbids, for
  * gpu_conv's filter (gpu_records.h). */
 const uint8_t *gpu_cbids_bitmap(uint32_t *ncbids);
+
+/* The CUDA runtime's submitting functions (cudaLaunch*, cudaMemcpy*, cudaMemset*,
+ * cudaGraphLaunch*: src/format/gpu_submit.h) as a bitmap of runtime callback ids, learnt with the
+ * driver's. */
+const uint8_t *gpu_runtime_cbids_bitmap(uint32_t *ncbids);
 
 /* Writer: fill the func field of the API records in data (len bytes of GPU records) with
  * cuhook's id of the function of the same name, among ids below nfuncs (those whose FUNCS

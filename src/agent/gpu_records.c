@@ -28,6 +28,8 @@ void gpu_conv_reset(struct gpu_conv *cv, const struct gpu_clock *clock)
 	cv->next_id = 1;
 	cv->keep_cbid = NULL;
 	cv->keep_ncbids = 0;
+	cv->keep_runtime = NULL;
+	cv->keep_nruntime = 0;
 }
 
 static uint64_t hash_of(const char *s, size_t len)
@@ -85,11 +87,17 @@ static uint64_t back(const struct gpu_conv *cv, uint64_t ns)
 	return gpu_clock_to_trace(&cv->clock, ns);
 }
 
-static int api(struct gpu_conv *cv, const struct cupti_api *a, uint8_t *out, size_t cap, size_t *len)
+static bool kept(const uint8_t *bits, uint32_t nbits, uint32_t cbid)
+{
+	return cbid < nbits && (bits[cbid / 8] & (1u << (cbid % 8)));
+}
+
+static int api(struct gpu_conv *cv, const struct cupti_api *a, uint8_t flags, uint8_t *out, size_t cap, size_t *len)
 {
 	if (*len + sizeof(struct cuhook_gpu_api) > cap)
 		return -1;
 	struct cuhook_gpu_api *r = put(out, len, CUHOOK_GPU_REC_API, sizeof(*r), a->correlation_id);
+	r->h.flags = flags;
 	r->start = back(cv, a->start);
 	r->end = back(cv, a->end);
 	r->tid = a->thread_id;
@@ -192,9 +200,15 @@ int gpu_conv_record(struct gpu_conv *cv, const struct cupti_record *rec, uint8_t
 	switch (rec->kind) {
 	case CUPTI_KIND_DRIVER: {
 		uint32_t cbid = ((const struct cupti_api *)rec)->cbid;
-		if (cv->keep_cbid && (cbid >= cv->keep_ncbids || !(cv->keep_cbid[cbid / 8] & (1u << (cbid % 8)))))
+		if (cv->keep_cbid && !kept(cv->keep_cbid, cv->keep_ncbids, cbid))
 			return 0;
-		return api(cv, (const struct cupti_api *)rec, out, cap, len);
+		return api(cv, (const struct cupti_api *)rec, 0, out, cap, len);
+	}
+	case CUPTI_KIND_RUNTIME: {
+		uint32_t cbid = ((const struct cupti_api *)rec)->cbid;
+		if (!cv->keep_runtime || !kept(cv->keep_runtime, cv->keep_nruntime, cbid))
+			return 0;
+		return api(cv, (const struct cupti_api *)rec, CUHOOK_GPU_API_RUNTIME, out, cap, len);
 	}
 	case CUPTI_KIND_CONCURRENT_KERNEL:
 	case CUPTI_KIND_KERNEL:

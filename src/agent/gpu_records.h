@@ -29,6 +29,10 @@ struct gpu_conv {
 	 * to enable every driver API's records (gpu_activity.c) keeps the submitting ones. */
 	const uint8_t *keep_cbid;
 	uint32_t keep_ncbids;
+	/* The CUDA runtime API's records (kind RUNTIME) of the cbids whose bit is set, the same way;
+	 * NULL: none kept. Written as API records flagged CUHOOK_GPU_API_RUNTIME. */
+	const uint8_t *keep_runtime;
+	uint32_t keep_nruntime;
 };
 
 /* A new trace file: no name known yet, ids from 1 again; timestamps converted with clock; every

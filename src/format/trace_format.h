@@ -271,17 +271,26 @@ enum cuhook_gpu_rec_type {
 
 struct cuhook_gpu_rec {
 	uint8_t type;             /* enum cuhook_gpu_rec_type */
-	uint8_t flags;            /* 0 */
+	uint8_t flags;            /* API records: CUHOOK_GPU_API_*; others 0 */
 	uint16_t size;            /* bytes of the whole record including this header, multiple of 8 */
 	uint32_t correlation;     /* CUPTI's correlation id (0 in NAME records) */
 };
+
+/* An API record's flags. RUNTIME: CUPTI's record of a CUDA runtime call (kind RUNTIME; cbid is a
+ * runtime callback id, func UINT32_MAX), kept in a session that started after the driver was
+ * initialised, when CUPTI records the driver calls the runtime makes no more (gpu_activity.c).
+ * The work of that runtime call carries its correlation id, and the runtime record holds the
+ * submitting driver call cuhook traced for it: on the same thread, start <= entry tsc and exit tsc
+ * <= end, the first such call of a function that submits work (src/format/gpu_submit.h) is the
+ * one the reader links the work to. A driver record of the same correlation id comes first. */
+#define CUHOOK_GPU_API_RUNTIME 0x01u
 
 struct cuhook_gpu_api {
 	struct cuhook_gpu_rec h;
 	uint64_t start, end;      /* CUPTI's API record, on the trace clock */
 	uint32_t tid;             /* the calling thread (system thread id) */
 	uint32_t func;            /* cuhook's function id of the same name (FUNCS), or UINT32_MAX */
-	uint32_t cbid;            /* CUPTI's driver callback id */
+	uint32_t cbid;            /* CUPTI's driver callback id (runtime callback id: RUNTIME flag) */
 	uint32_t ret;             /* CUresult the call returned */
 };
 

@@ -244,7 +244,7 @@ void rp_gpu_write_json(FILE *f, const struct rp_view *v)
 	sessions(f, v);
 	fprintf(f, "    \"work_records\": %u, \"api_records\": %u, ", t->ngpu_work, t->ngpu_api);
 	links(f, "links", t->gpu_links.work);
-	fprintf(f, ", ");
+	fprintf(f, ", \"links_via_runtime\": %llu, ", (unsigned long long)t->gpu_links.via_runtime);
 	links(f, "api_links", t->gpu_links.api);
 	fprintf(f, ",\n    \"selected\": {\"work\": %u, \"kernels\": %llu, \"memcpy\": %llu, \"memset\": %llu, ", g->nsel,
 	        (unsigned long long)g->nkind[TR_GPU_KERNEL], (unsigned long long)g->nkind[TR_GPU_MEMCPY],

@@ -329,8 +329,11 @@ void rp_gpu_header_line(FILE *f, const struct rp_view *v)
 		started += t->gpu_sessions[i].status == CUHOOK_GPU_STARTED;
 	const struct tr_gpu_link_stats *l = &t->gpu_links;
 	uint64_t unlinked = t->ngpu_work - l->work[TR_GPU_LINKED];
-	fprintf(f, "  gpu        %u work records, %llu linked to their call, %llu unlinked", t->ngpu_work,
-	        (unsigned long long)l->work[TR_GPU_LINKED], (unsigned long long)unlinked);
+	fprintf(f, "  gpu        %u work records, %llu linked to their call", t->ngpu_work,
+	        (unsigned long long)l->work[TR_GPU_LINKED]);
+	if (l->via_runtime)
+		fprintf(f, " (%llu through the CUDA runtime's records)", (unsigned long long)l->via_runtime);
+	fprintf(f, ", %llu unlinked", (unsigned long long)unlinked);
 	if (unlinked) {
 		fprintf(f, " (");
 		for (int r = TR_GPU_NO_API, first = 1; r < TR_GPU_LINK_COUNT; r++)

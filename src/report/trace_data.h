@@ -172,8 +172,11 @@ struct tr_gpu_api {
 	uint32_t tid;
 	uint32_t func;            /* function id (FUNCS), UINT32_MAX: none of that name */
 	uint32_t cbid, ret;
-	uint32_t call;            /* index in calls[] of the call it lies in, TR_NONE */
+	uint32_t call;            /* index in calls[] of the call it lies in (runtime: the call
+	                             that lies in it), TR_NONE */
 	uint8_t link;             /* enum tr_gpu_link (never TR_GPU_NO_API) */
+	uint8_t runtime;          /* CUPTI's record of a CUDA runtime call (CUHOOK_GPU_API_RUNTIME):
+	                             cbid is the runtime's, func UINT32_MAX */
 };
 
 enum tr_gpu_kind { TR_GPU_KERNEL, TR_GPU_MEMCPY, TR_GPU_MEMSET, TR_GPU_KIND_COUNT };
@@ -207,8 +210,10 @@ struct tr_gpu_work {
 struct tr_gpu_link_stats {
 	uint64_t work[TR_GPU_LINK_COUNT];   /* work records by link status */
 	uint64_t api[TR_GPU_LINK_COUNT];    /* API records by link status */
-	uint64_t duplicate_api;             /* API records repeating a (session, correlation) pair:
-	                                       the first in the file is the one work links to */
+	uint64_t duplicate_api;             /* API records repeating a (session, correlation) pair
+	                                       of their kind (driver, runtime): the first in the
+	                                       file is the one work links to */
+	uint64_t via_runtime;               /* work linked through a runtime API record */
 };
 
 /* ---- call stacks (STACKS, PYFRAMES and MAPS blocks, STACK records: trace_stacks.c) ------------ */
@@ -439,15 +444,19 @@ const uint32_t *tr_thread_calls(struct tr_trace *t, uint32_t thread, uint32_t *n
  * the API record with its (session, correlation id); API record -> the call of the same thread
  * (by tid) and function whose ENTRY is at or before the record's start and whose EXIT is at or
  * after its end. Calls of one function on one thread never overlap, so the latest such call to
- * start is the only candidate. Sets api[].call/link and work[].api/call/link, and *st; reads
+ * start is the only candidate. A runtime API record (api.runtime) is the other way round: the
+ * call it holds, the first on its thread to start at or after the record's start, of a function
+ * that submits work (submits[func] nonzero, func < nfuncs; submits NULL: none does), linked when
+ * its EXIT is at or before the record's end. Work whose correlation id has both a driver and a
+ * runtime record goes by the driver's. Sets api[].call/link and work[].api/call/link, and *st; reads
  * nothing else (threads: tid and dropped; calls: times, func, thread, flags), writes nothing
  * else. lost_unattributed: the trace lost records that no DROP record places on a thread (the
  * END block counts more), which makes a missing call "dropped" on any thread. Returns 0, or -1
  * when out of memory (nothing linked then). tr_open() calls it; tests call it on their own
  * arrays. */
 int tr_gpu_link(const struct tr_call *calls, uint32_t ncalls, const struct tr_thread *threads, uint32_t nthreads,
-                int lost_unattributed, struct tr_gpu_api *api, uint32_t napi, struct tr_gpu_work *work,
-                uint32_t nwork, struct tr_gpu_link_stats *st);
+                const uint8_t *submits, uint32_t nfuncs, int lost_unattributed, struct tr_gpu_api *api, uint32_t napi,
+                struct tr_gpu_work *work, uint32_t nwork, struct tr_gpu_link_stats *st);
 
 /* 1 when the GPU records hold what the report relies on (the fuzzers check it on every input):
  * indices in range, each link pointing to an API record of the work's session and correlation id

@@ -8,6 +8,7 @@
  * type or too short for its type is skipped alone (its size is sound), and each is counted as an
  * error; a kernel naming a NAME id no record defined keeps no name (an error too). */
 #include "trace_reader_impl.h"
+#include "gpu_submit.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -115,7 +116,8 @@ static int gpu_rec_api(struct tr_trace *t, uint32_t session, const void *rec)
 	a->session = session;
 	a->correlation = r->h.correlation;
 	a->tid = r->tid;
-	a->func = r->func;
+	a->runtime = (r->h.flags & CUHOOK_GPU_API_RUNTIME) != 0;
+	a->func = a->runtime ? UINT32_MAX : r->func; /* a runtime function is none of the driver's */
 	a->cbid = r->cbid;
 	a->ret = r->ret;
 	a->call = TR_NONE;
@@ -335,8 +337,16 @@ int tr_gpu_finish(struct tr_trace *t)
 	for (uint32_t i = 0; i < t->nthreads; i++)
 		drop_sum = tr_sat_add_u64(drop_sum, t->threads[i].dropped);
 	int lost_unattributed = t->dropped > drop_sum;
-	if (tr_gpu_link(t->calls, t->ncalls, t->threads, t->nthreads, lost_unattributed, t->gpu_api, t->ngpu_api,
-	                t->gpu_work, t->ngpu_work, &t->gpu_links))
+	/* the driver functions a runtime record may hold (src/format/gpu_submit.h) */
+	uint8_t *submits = calloc((size_t)t->nfuncs + 1, 1);
+	if (!submits)
+		return -1;
+	for (uint32_t f = 0; f < t->nfuncs; f++)
+		submits[f] = t->funcs[f].defined && cuhook_driver_submits(t->funcs[f].name);
+	int rc = tr_gpu_link(t->calls, t->ncalls, t->threads, t->nthreads, submits, t->nfuncs, lost_unattributed,
+	                     t->gpu_api, t->ngpu_api, t->gpu_work, t->ngpu_work, &t->gpu_links);
+	free(submits);
+	if (rc)
 		return -1;
 	if (t->gpu_links.duplicate_api)
 		tr_add_error(t, "%llu GPU API records repeat a correlation id of their session (the first kept)",
@@ -357,8 +367,11 @@ int tr_gpu_consistent(const struct tr_trace *t)
 			return 0;
 		if (a->call != TR_NONE) {
 			const struct tr_call *c = &t->calls[a->call];
-			if (c->func != a->func || t->threads[c->thread].tid != a->tid || c->start_ns > a->start_ns ||
-			    c->end_ns < a->end_ns || !tr_call_timed(c))
+			if (t->threads[c->thread].tid != a->tid || !tr_call_timed(c))
+				return 0;
+			if (a->runtime ? c->func >= t->nfuncs || !cuhook_driver_submits(t->funcs[c->func].name) ||
+			                     c->start_ns < a->start_ns || c->end_ns > a->end_ns
+			               : c->func != a->func || c->start_ns > a->start_ns || c->end_ns < a->end_ns)
 				return 0;
 		}
 		api[a->link]++;

@@ -32,7 +32,7 @@ cflags="-g -O1 -std=gnu11 -fno-omit-frame-pointer $san ${FUZZ_CFLAGS:-}"
 	-o "$out/demangle.o"
 "$cc" $cflags -D_GNU_SOURCE -I"$root/src/report" -I"$root/src/format" -I"$root/src/common" \
 	"$root/tests/fuzz/fuzz_trace.c" "$root"/src/report/*.c "$out/demangle.o" "$root/src/format/decoders.c" \
-	"$root/src/format/out_file.c" "$root/src/format/export_names.c" "$root/src/common/text_safe.c" "$root/src/common/glob_filter.c" \
+	"$root/src/format/out_file.c" "$root/src/format/export_names.c" "$root/src/format/gpu_submit.c" "$root/src/common/text_safe.c" "$root/src/common/glob_filter.c" \
 	$(pkg-config --libs libdw libelf sqlite3) -lm -lstdc++ -pthread -o "$out/fuzz_trace.tmp"
 mv "$out/fuzz_trace.tmp" "$out/fuzz_trace"
 # the ELF reader of cuhook funcs and the relocation planner it feeds

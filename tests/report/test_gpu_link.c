@@ -5,7 +5,10 @@
 
 #include "../unit/unit.h"
 
-enum { F_LAUNCH = 3, F_MEMCPY = 4 };
+enum { F_LAUNCH = 3, F_MEMCPY = 4, F_OTHER = 5 };
+
+/* which functions submit work (runtime records hold one of those): launch and memcpy */
+static const uint8_t submits[6] = {[F_LAUNCH] = 1, [F_MEMCPY] = 1};
 
 /* Calls of two threads (index 0: tid 100, index 1: tid 200). */
 static struct tr_thread threads[2];
@@ -45,6 +48,14 @@ static uint32_t add_api(uint32_t session, uint32_t corr, uint32_t tid, uint32_t 
 	return napi++;
 }
 
+/* A CUDA runtime call's record (cudaLaunchKernel, cudaMemcpy): no driver function of its own. */
+static uint32_t add_runtime_api(uint32_t session, uint32_t corr, uint32_t tid, int64_t start, int64_t end)
+{
+	uint32_t a = add_api(session, corr, tid, UINT32_MAX, start, end);
+	api[a].runtime = 1;
+	return a;
+}
+
 static uint32_t add_work(uint32_t session, uint32_t corr, int64_t start)
 {
 	work[nwork] = (struct tr_gpu_work){.start_ns = start, .end_ns = start + 10, .kind = TR_GPU_KERNEL,
@@ -54,7 +65,8 @@ static uint32_t add_work(uint32_t session, uint32_t corr, int64_t start)
 
 static void run_link(int lost_unattributed)
 {
-	int rc = tr_gpu_link(calls, ncalls, threads, 2, lost_unattributed, api, napi, work, nwork, &st);
+	int rc = tr_gpu_link(calls, ncalls, threads, 2, submits, sizeof(submits), lost_unattributed, api, napi, work,
+	                     nwork, &st);
 	CHECK(rc == 0, "tr_gpu_link returned %d", rc);
 }
 
@@ -206,6 +218,61 @@ static void the_right_call_among_many(void)
 		CHECK_LINK(i, TR_GPU_LINKED, c[i]);
 }
 
+/* A runtime record holds the driver call the runtime made: the first submitting call of its
+ * thread that starts in it and ends in it; not a call of another thread, not one that is not a
+ * submitting function, not one that outlasts it. */
+static void runtime_record_holds_the_call(void)
+{
+	reset();
+	add_call(0, F_LAUNCH, 500, 900, 0);             /* before the runtime call */
+	add_call(0, F_OTHER, 1100, 1200, 0);            /* in it, not submitting */
+	uint32_t c = add_call(0, F_LAUNCH, 1300, 1400, 0);
+	add_call(0, F_LAUNCH, 1500, 1600, 0);           /* a second one in it: the first is the one */
+	add_call(1, F_LAUNCH, 1050, 1100, 0);           /* another thread */
+	uint32_t d = add_call(0, F_MEMCPY, 3000, 3500, 0);
+	uint32_t late = add_call(1, F_LAUNCH, 5100, 6000, 0);
+	add_runtime_api(0, 7, 100, 1000, 2000);
+	add_runtime_api(0, 8, 100, 3000, 3500);         /* bounds included */
+	add_runtime_api(0, 9, 200, 5000, 5500);         /* its call outlasts the record: not linked */
+	add_runtime_api(0, 10, 100, 7000, 8000);        /* nothing in it */
+	uint32_t w1 = add_work(0, 7, 2500), w2 = add_work(0, 8, 3600), w3 = add_work(0, 9, 5600),
+	         w4 = add_work(0, 10, 8100);
+	run_link(0);
+	CHECK_LINK(w1, TR_GPU_LINKED, c);
+	CHECK_LINK(w2, TR_GPU_LINKED, d);
+	CHECK_LINK(w3, TR_GPU_NO_CALL, TR_NONE);
+	CHECK_LINK(w4, TR_GPU_NO_CALL, TR_NONE);
+	CHECK(late != c && st.via_runtime == 2, "linked through runtime records: %llu, want 2",
+	      (unsigned long long)st.via_runtime);
+	CHECK(st.api[TR_GPU_LINKED] == 2 && st.api[TR_GPU_NO_CALL] == 2, "API links %llu linked, %llu none",
+	      (unsigned long long)st.api[TR_GPU_LINKED], (unsigned long long)st.api[TR_GPU_NO_CALL]);
+}
+
+/* Work with both a driver and a runtime record of its correlation id goes by the driver's, in
+ * either file order; a driver record next to a runtime one is no duplicate. A runtime record
+ * holding an entry-only call is a dropped call. */
+static void driver_record_before_runtime(void)
+{
+	reset();
+	uint32_t outer = add_call(0, F_LAUNCH, 1000, 1800, 0);
+	uint32_t inner = add_call(0, F_LAUNCH, 1100, 1200, 0); /* nested: the driver record's */
+	add_runtime_api(0, 7, 100, 900, 1900);
+	add_api(0, 7, 100, F_LAUNCH, 1110, 1190);
+	add_call(1, F_LAUNCH, 3000, 3000, TR_CALL_NO_EXIT);
+	add_runtime_api(0, 8, 200, 2900, 3100);
+	uint32_t w = add_work(0, 7, 2000), w2 = add_work(0, 8, 3200);
+	run_link(0);
+	CHECK_LINK(w, TR_GPU_LINKED, inner);
+	CHECK(api[0].call == outer, "the runtime record holds call %u, want %u", api[0].call, outer);
+	CHECK_LINK(w2, TR_GPU_CALL_DROPPED, TR_NONE);
+	CHECK(st.duplicate_api == 0 && st.via_runtime == 0, "duplicates %llu, via runtime %llu",
+	      (unsigned long long)st.duplicate_api, (unsigned long long)st.via_runtime);
+	/* no submitting functions known: a runtime record holds nothing */
+	int rc = tr_gpu_link(calls, ncalls, threads, 2, NULL, 0, 0, api, napi, work, nwork, &st);
+	CHECK(rc == 0 && api[0].link == TR_GPU_NO_CALL && work[w].call == inner, "without submits: rc %d link %u", rc,
+	      api[0].link);
+}
+
 int main(void)
 {
 	RUN(linked_inside_the_call);
@@ -217,5 +284,7 @@ int main(void)
 	RUN(dropped_calls);
 	RUN(duplicate_api_records);
 	RUN(the_right_call_among_many);
+	RUN(runtime_record_holds_the_call);
+	RUN(driver_record_before_runtime);
 	UNIT_EXIT();
 }

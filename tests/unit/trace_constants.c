@@ -37,6 +37,7 @@ int main(void)
 	C(PYFRAME_ENTRY); C(PYFRAME_ID_MASK); C(MAP_BUILD_ID_MAX);
 	C(GPU_STARTED); C(GPU_STOPPED); C(GPU_NO_CUPTI); C(GPU_OTHER_USER); C(GPU_FAILED);
 	C(GPU_REC_API); C(GPU_REC_KERNEL); C(GPU_REC_MEMCPY); C(GPU_REC_MEMSET); C(GPU_REC_NAME);
+	C(GPU_API_RUNTIME);
 
 	S(cuhook_file_header);
 	F(cuhook_file_header, magic); F(cuhook_file_header, version); F(cuhook_file_header, header_size);

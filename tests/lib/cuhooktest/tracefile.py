@@ -62,7 +62,7 @@ import struct
 from cuhooktest.traceformat import (  # the numbers, checked against trace_format.h
     BLOCK_CLOCK, BLOCK_COUNTS, BLOCK_END, BLOCK_EVENTS, BLOCK_FUNCS, BLOCK_GPU, BLOCK_GPU_SESSION,
     BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_MAPS, BLOCK_NOTE, BLOCK_PYFRAMES, BLOCK_STACKS, CLOCK_MONOTONIC,
-    FILE_HEADER_SIZE, GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME,
+    FILE_HEADER_SIZE, GPU_API_RUNTIME, GPU_REC_API, GPU_REC_KERNEL, GPU_REC_MEMCPY, GPU_REC_MEMSET, GPU_REC_NAME,
     GPU_STATUS_NAMES, PATCHED, PYFRAME_ENTRY, PYFRAME_ID_MASK, REC5_ENTRY_X, REC5_EXIT_VALUE, REC5_EXIT_ZERO,
     REC5_EXIT_ZERO_VALUE, REC5_TIME, REC5_TSC_BITS, REC_DATA, REC_DROP, REC_ENTRY, REC_EXIT, REC_STACK,
     RF_NO_EXIT, RF_VALUE, STACK_END_NAMES, STACK_NONE, TRACE_MAGIC, TRACE_VERSION_REC5, fmt, size, unpack)
@@ -493,13 +493,14 @@ def _gpu(t, p):
     for _ in range(nrec):
         if off + 8 > len(p):
             raise TraceError("GPU block shorter than its records")
-        rtype, _flags, size, corr = struct.unpack_from("<BBHI", p, off)
+        rtype, rflags, size, corr = struct.unpack_from("<BBHI", p, off)
         if size < 8 or size % 8 or off + size > len(p):
             raise TraceError(f"bad GPU record size {size}")
         r = {"session": session, "correlation": corr}
         if rtype == GPU_REC_API:
             r["start"], r["end"], r["tid"], r["func"], r["cbid"], r["ret"] = struct.unpack_from("<QQIIII", p, off + 8)
-            r["name"] = t.funcs.get(r["func"]) if r["func"] != 0xFFFFFFFF else None
+            r["runtime"] = bool(rflags & GPU_API_RUNTIME)
+            r["name"] = t.funcs.get(r["func"]) if r["func"] != 0xFFFFFFFF and not r["runtime"] else None
             t.gpu_api.append(r)
         elif rtype == GPU_REC_KERNEL:
             v = struct.unpack_from("<QQIIII3i3iIIHHIQ", p, off + 8)
@@ -534,27 +535,49 @@ def _gpu(t, p):
     t.gpu_blocks += 1
 
 
+SUBMITTING = ("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")  # src/format/gpu_submit.h
+
+
 def gpu_link(t):
     """Links every GPU work record (kernel, memcpy, memset) to the recorded call that submitted
     it, by trace_format.h's rule, never by time alone. Returns (links, unlinked): links a list of
-    (kind, record, api_record, Call), unlinked a list of (kind, record, why)."""
+    (kind, record, api_record, Call), unlinked a list of (kind, record, why). A runtime API record
+    links to the first submitting call of its thread that lies inside it; a driver record of the
+    same correlation id goes first."""
     api = {}
     for a in t.gpu_api:
-        key = (a["session"], a["correlation"])
+        key = (a["session"], a["correlation"], a["runtime"])
         if key in api:
             raise TraceError(f"correlation id {a['correlation']} on two API records of one session")
         api[key] = a
     by_thread_func = {}
+    submitting = {}
     for c in t.calls:
         by_thread_func.setdefault((c.tid, c.func), []).append(c)
+        if (t.funcs.get(c.func) or "").startswith(SUBMITTING):
+            submitting.setdefault(c.tid, []).append(c)
     starts = {}
     for k, cs in by_thread_func.items():
         cs.sort(key=lambda c: c.entry)
         starts[k] = [c.entry for c in cs]
+    sub_starts = {}
+    for tid, cs in submitting.items():
+        cs.sort(key=lambda c: c.entry)
+        sub_starts[tid] = [c.entry for c in cs]
     links, unlinked = [], []
     for kind, recs in (("kernel", t.gpu_kernels), ("memcpy", t.gpu_memcpys), ("memset", t.gpu_memsets)):
         for r in recs:
-            a = api.get((r["session"], r["correlation"]))
+            a = api.get((r["session"], r["correlation"], False))
+            if a is None and (r["session"], r["correlation"], True) in api:
+                a = api[(r["session"], r["correlation"], True)]
+                cs = submitting.get(a["tid"], [])
+                i = bisect.bisect_left(sub_starts.get(a["tid"], []), a["start"])
+                first = cs[i] if i < len(cs) else None
+                if first is None or first.exit is None or first.entry > a["end"] or first.exit > a["end"]:
+                    unlinked.append((kind, r, "its runtime API record holds no recorded call"))
+                else:
+                    links.append((kind, r, a, first))
+                continue
             if a is None:
                 unlinked.append((kind, r, "no API record of its correlation id"))
                 continue
