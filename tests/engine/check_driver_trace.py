@@ -41,7 +41,8 @@ from cuhooktest.tracefile import read_trace
 MUST_REFUSE = ("cuFakeLoopBack", "cuFakeLoopToStart", "cuFakeShort")
 # Exported functions of the stand-in the default filter (cu*) leaves alone: its profiler
 # interface (fakecuda_profiler.h) is no driver function and must never be hooked.
-FILTERED_OUT = ("fakecuda_initialized", "fakecuda_profiler_attach", "fakecuda_profiler_kernels")
+FILTERED_OUT = ("fakecuda_initialized", "fakecuda_profiler_attach", "fakecuda_profiler_kernels", "fakecuda_runtime_enter",
+                "fakecuda_runtime_exit")
 ALIASES = ("cuFakeAlias", "cuFakeAlias_v2")
 # fakecuda.h
 DPTR_BASE = 0x100000000000

@@ -39,9 +39,19 @@
   and ends with `cuhook attach --gpu` (no --cupti) to gpu_work --loop --subscribe STAND-IN: the
   libcupti the process loaded is taken (the search's rule 2), OTHER_USER, said on its stderr.
 
+--runtime (modes run and attach): gpu_work --runtime makes every submitting call inside a call of
+  the stand-in CUDA runtime (gpu_workload.h), as PyTorch's launches are made. Under cuhook run the
+  session starts before cuInit and asks for the submitting functions' driver records one by one:
+  CUPTI records the runtime's driver calls, and every work record links through a driver record,
+  as without --runtime. Under cuhook attach the driver was initialised first: CUPTI records none
+  of the runtime's driver calls, so the session also enables the runtime's records; every work
+  record links through the runtime record holding its call (trace_format.h, CUHOOK_GPU_API_RUNTIME),
+  every API record is a runtime one, and `cuhook report --format json` counts every work record
+  linked and linked through the runtime.
+
 usage: check_gpu_trace.py --mode MODE --gpu-work PATH --lib LIBCUDA --cupti LIBCUPTI
-           --agent LIBCUHOOK --cuhook CUHOOK [--inj-follow PATH] [--old-cupti PATH] [--threads N]
-           [--iters M] [--workdir DIR]"""
+           --agent LIBCUHOOK --cuhook CUHOOK [--runtime] [--inj-follow PATH] [--old-cupti PATH]
+           [--threads N] [--iters M] [--workdir DIR]"""
 
 import argparse
 import collections
@@ -81,7 +91,8 @@ STATUS_LINE = "cuhook: GPU: "
 
 
 def target_cmd(a, extra=()):
-    return [a.gpu_work, "--threads", str(a.threads), "--iters", str(a.iters)] + list(extra) + [a.lib]
+    runtime = ["--runtime"] if a.runtime else []
+    return [a.gpu_work, "--threads", str(a.threads), "--iters", str(a.iters)] + runtime + list(extra) + [a.lib]
 
 
 def traced(a, workdir, name, gpu_args, extra=()):
@@ -145,9 +156,23 @@ def check_work(problems, t, gpu):
                    f"NAME records {sorted(t.gpu_names.values())}, wanted the 4 kernels once each")
 
 
-def check_links(problems, t, calls_in_span=None):
+SUBMITTING = ("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")
+
+
+def api_holds(t, a):
+    """The recorded call an API record belongs to: a driver record lies in the call of its thread
+    and function; a runtime record holds the first submitting call of its thread inside it."""
+    if a["runtime"]:
+        inside = sorted((c for c in t.calls if c.tid == a["tid"] and c.name.startswith(SUBMITTING) and
+                         c.exit is not None and a["start"] <= c.entry and c.exit <= a["end"]), key=lambda c: c.entry)
+        return inside[:1]
+    return [c for c in t.calls if c.tid == a["tid"] and c.func == a["func"] and c.entry <= a["start"] <= a["end"] <= c.exit]
+
+
+def check_links(problems, t, calls_in_span=None, runtime_records=False):
     """Every work record linked to a call of the function that submits it; every submitting call
-    of calls_in_span (all when None) with exactly one API record and the work it submits."""
+    of calls_in_span (all when None) with exactly one API record and the work it submits.
+    runtime_records: every API record is a runtime one (else none is)."""
     links, unlinked = gpu_link(t)
     problems.check(not unlinked, f"{len(unlinked)} GPU records unlinked, first: "
                    f"{[(k, r['correlation'], why) for k, r, why in unlinked[:3]]}")
@@ -158,7 +183,7 @@ def check_links(problems, t, calls_in_span=None):
             want = {f for f, (ck, _) in COPIES.items() if ck == r["copy_kind"]}
         else:
             want = {f for f, (n, v, _) in MEMSETS.items() if (n, v) == (r["bytes"], r["value"])}
-        problems.check(call.name in want and a["name"] == call.name,
+        problems.check(call.name in want and (a["runtime"] or a["name"] == call.name),
                        f"{kind} {r.get('name', '')} (correlation {r['correlation']}) linked to {call.name} "
                        f"(API record of {a['name']}), wanted one of {sorted(want)}")
         problems.check(r["start"] >= a["start"] and r["end"] >= r["start"],
@@ -166,10 +191,12 @@ def check_links(problems, t, calls_in_span=None):
         problems.check(a["ret"] == 0, f"API record {a['correlation']} of {a['name']}: return {a['ret']}")
     api_in = collections.Counter()
     for a in t.gpu_api:
+        problems.check(a["runtime"] == runtime_records,
+                       f"API record {a['correlation']}: a {'runtime' if a['runtime'] else 'driver'} record")
         # only the submitting functions' records, however the session had to enable them
-        problems.check((a["name"] or "").startswith(("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")),
+        problems.check(a["runtime"] or (a["name"] or "").startswith(SUBMITTING),
                        f"API record {a['correlation']} of {a['name']}: not a submitting function")
-        inside = [c for c in t.calls if c.tid == a["tid"] and c.func == a["func"] and c.entry <= a["start"] <= a["end"] <= c.exit]
+        inside = api_holds(t, a)
         problems.check(len(inside) == 1, f"API record {a['correlation']} of {a['name']} lies in {len(inside)} calls")
         if inside:
             api_in[id(inside[0])] += 1
@@ -254,7 +281,8 @@ class Target:
     """gpu_work --loop, its output read line by line."""
 
     def __init__(self, a, extra=()):
-        cmd = [a.gpu_work, "--loop", "--threads", str(a.threads)] + list(extra) + [a.lib]
+        runtime = ["--runtime"] if a.runtime else []
+        cmd = [a.gpu_work, "--loop", "--threads", str(a.threads)] + runtime + list(extra) + [a.lib]
         self.p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -364,10 +392,24 @@ def attach_window(a, workdir, target, pid, n, problems, killed=False):
     check_session(problems, t, a.cupti)
     if len(t.gpu_sessions) == 2:
         start, stop = t.gpu_sessions[0].tsc, t.gpu_sessions[1].tsc
-        links = check_links(problems, t, lambda c: start <= c.entry and c.exit <= stop)
+        links = check_links(problems, t, lambda c: start <= c.entry and c.exit <= stop, runtime_records=a.runtime)
         problems.check(len(links) > 0, f"window {n}: no GPU work")
+        if a.runtime and not killed:
+            report_links(a, problems, trace, len(links), f"window {n}")
     print(f"window {n}: {len(t.gpu_kernels)} kernels, {len(t.gpu_memcpys)} copies, {len(t.gpu_memsets)} memsets")
     return t
+
+
+def report_links(a, problems, trace, linked, what):
+    """cuhook report's own reader links the same work, all of it through runtime records."""
+    p = subprocess.run([a.cuhook, "report", "--format", "json", trace], env=clean_env(), capture_output=True,
+                       text=True, timeout=120)
+    problems.check(p.returncode == 0, f"{what}: cuhook report exited {p.returncode}: {tail(p.stderr)}")
+    if p.returncode == 0:
+        gpu = json.loads(p.stdout).get("gpu", {})
+        got = (gpu.get("links", {}).get("linked"), gpu.get("links_via_runtime"))
+        problems.check(got == (linked, linked), f"{what}: cuhook report links {got[0]} work records, "
+                       f"{got[1]} through runtime records; wanted {linked} and {linked}")
 
 
 def attach_no_cupti(a, workdir, pid, problems):
@@ -479,6 +521,7 @@ def main():
     ap.add_argument("--cupti", required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--cuhook", required=True)
+    ap.add_argument("--runtime", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--workdir")

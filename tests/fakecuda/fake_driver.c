@@ -46,11 +46,30 @@ EXPORT int fakecuda_profiler_attach(const struct fakecuda_profiler *ops)
 		__atomic_store_n(&profiler, NULL, __ATOMIC_RELEASE);
 		return 0;
 	}
-	if (!ops->api_enter || !ops->kernel || !ops->memcpy || !ops->memset || !ops->api_exit)
+	if (!ops->api_enter || !ops->kernel || !ops->memcpy || !ops->memset || !ops->api_exit || !ops->runtime_enter ||
+	    !ops->runtime_exit)
 		return -1;
 	const struct fakecuda_profiler *none = NULL;
 	return __atomic_compare_exchange_n(&profiler, &none, ops, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
 	           ? 0 : -1;
+}
+
+/* The profiler read at the runtime call's start is the one told of its end (rcall->driver_
+ * keeps it, as prof does for driver calls). */
+EXPORT void fakecuda_runtime_enter(struct fakecuda_api_call *rcall)
+{
+	const struct fakecuda_profiler *ops = __atomic_load_n(&profiler, __ATOMIC_ACQUIRE);
+	memset(rcall->profiler, 0, sizeof(rcall->profiler));
+	rcall->driver_ = ops;
+	if (ops)
+		ops->runtime_enter(rcall);
+}
+
+EXPORT void fakecuda_runtime_exit(struct fakecuda_api_call *rcall)
+{
+	const struct fakecuda_profiler *ops = rcall->driver_;
+	if (ops)
+		ops->runtime_exit(rcall);
 }
 
 /* One submitting call as its profiler sees it. ops is read once, at entry: the whole call then

@@ -18,6 +18,14 @@
  *                                              it fails before submitting anything
  *   ops->api_exit(&call)                       call.result = the CUresult it returns
  *
+ * The stand-in CUDA runtime: a test program calling the driver "through the runtime" (the CUDA
+ * runtime's cudaLaunchKernel, cudaMemcpy... call the driver's entry points for the work)
+ * brackets those driver calls with fakecuda_runtime_enter(&rcall) / fakecuda_runtime_exit(&rcall),
+ * rcall.cbid a CUPTI_RUNTIME_TRACE_CBID_*; the driver passes them on:
+ *
+ *   ops->runtime_enter(&rcall)                 before the driver calls it makes
+ *   ops->runtime_exit(&rcall)                  after them, rcall.result set by the caller
+ *
  * `call` lives on the caller's stack from api_enter to api_exit; call.profiler is the
  * profiler's own (a correlation id, a start time). A call that read the pointer before a detach
  * finishes with the old ops: a profiler's functions must stay callable (and ignore such calls)
@@ -50,6 +58,7 @@ struct fakecuda_api_call {
 	uint32_t cbid;        /* CUPTI_DRIVER_TRACE_CBID_* of the exported function's name */
 	int32_t result;       /* the CUresult returned; set before api_exit */
 	uint64_t profiler[4]; /* the profiler's, from api_enter to api_exit */
+	const void *driver_;  /* the stand-in driver's (a runtime call: the profiler told of it) */
 };
 
 /* Where a piece of work runs. graph_id and graph_node_id are 0 unless a graph launch ran it;
@@ -91,11 +100,17 @@ struct fakecuda_profiler {
 	void (*memcpy)(struct fakecuda_api_call *call, const struct fakecuda_memcpy_work *work);
 	void (*memset)(struct fakecuda_api_call *call, const struct fakecuda_memset_work *work);
 	void (*api_exit)(struct fakecuda_api_call *call);
+	void (*runtime_enter)(struct fakecuda_api_call *rcall);
+	void (*runtime_exit)(struct fakecuda_api_call *rcall);
 };
 
 /* Attach ops (every member set; ops must stay valid while the library is loaded), or detach
  * with NULL. 0, or -1 when another profiler is attached (detach it first) or a member is NULL. */
 int fakecuda_profiler_attach(const struct fakecuda_profiler *ops);
+/* The stand-in runtime's bracket around the driver calls of one runtime call (above); nothing
+ * when no profiler is attached. */
+void fakecuda_runtime_enter(struct fakecuda_api_call *rcall);
+void fakecuda_runtime_exit(struct fakecuda_api_call *rcall);
 /* The kernels profilers have recorded (ops->kernel returned 1): a test program watches them. */
 unsigned long fakecuda_profiler_kernels(void);
 

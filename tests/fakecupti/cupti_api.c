@@ -24,6 +24,8 @@ FC_HIDDEN uint8_t fc_cbid_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
  * overrides the API's settings made before it). */
 FC_HIDDEN uint8_t fc_cbid_applied[CUPTI_DRIVER_TRACE_CBID_SIZE];
 FC_HIDDEN uint8_t fc_per_cbid;
+FC_HIDDEN uint8_t fc_driver_kind_late;
+FC_HIDDEN uint8_t fc_runtime_on;
 static CUpti_TimestampCallbackFunc timestamp_fn;                    /* atomic */
 static int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT; /* atomic */
 
@@ -142,8 +144,11 @@ FC_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t
 {
 	if (!name)
 		return CUPTI_ERROR_INVALID_PARAMETER;
-	*name = domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE
-	            ? fc_driver_cbid_names[cbid] : NULL;
+	if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+		*name = cbid < CUPTI_DRIVER_TRACE_CBID_SIZE ? fc_driver_cbid_names[cbid] : NULL;
+	else
+		*name = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE
+		            ? fc_runtime_cbid_names[cbid] : NULL;
 	return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
@@ -189,6 +194,10 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
 		for (unsigned i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
 			__atomic_store_n(&fc_cbid_on[i], (uint8_t)on, __ATOMIC_RELAXED);
 		__atomic_store_n(&fc_per_cbid, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&fc_driver_kind_late, (uint8_t)(on && driver_initialized()), __ATOMIC_RELAXED);
+		return CUPTI_SUCCESS;
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+		__atomic_store_n(&fc_runtime_on, (uint8_t)on, __ATOMIC_RELAXED);
 		return CUPTI_SUCCESS;
 	default:
 		return CUPTI_ERROR_INVALID_KIND; /* a kind the stand-in does not model */
@@ -198,7 +207,8 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
 static int kind_modelled(CUpti_ActivityKind kind)
 {
 	return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_MEMCPY ||
-	       kind == CUPTI_ACTIVITY_KIND_MEMSET || kind == CUPTI_ACTIVITY_KIND_DRIVER;
+	       kind == CUPTI_ACTIVITY_KIND_MEMSET || kind == CUPTI_ACTIVITY_KIND_DRIVER ||
+	       kind == CUPTI_ACTIVITY_KIND_RUNTIME;
 }
 
 FC_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
@@ -285,6 +295,7 @@ FC_EXPORT CUptiResult cuptiFinalize(void)
 	for (unsigned k = 0; k < FC_WORK_KINDS; k++)
 		__atomic_store_n(&fc_work_on[k], 0, __ATOMIC_RELAXED);
 	set_kind(CUPTI_ACTIVITY_KIND_DRIVER, 0);
+	set_kind(CUPTI_ACTIVITY_KIND_RUNTIME, 0);
 	memset(fc_cbid_applied, 0, sizeof(fc_cbid_applied));
 	fc_set_buffer_callbacks(NULL, NULL);
 	__atomic_store_n(&timestamp_fn, NULL, __ATOMIC_RELEASE);

@@ -10,8 +10,13 @@
 #include "fakecupti.h"
 #include "fakecupti_internal.h"
 
-/* call->profiler[] between api_enter and api_exit */
+/* call->profiler[] between api_enter and api_exit. P_SESSION's bit 32: a driver call the
+ * stand-in runtime made (RUNTIME_MADE). */
 enum { P_SESSION, P_CORRELATION, P_START, P_THREAD };
+#define RUNTIME_MADE (1ull << 32)
+
+/* The runtime call (fakecuda_runtime_enter) the calling thread is in, NULL if none. */
+static __thread struct fakecuda_api_call *in_runtime;
 
 static uint32_t next_correlation; /* atomic; CUPTI's ids count on across sessions */
 static int64_t next_grid_id;      /* atomic */
@@ -65,22 +70,22 @@ static void api_enter(struct fakecuda_api_call *call)
 	if (!s)
 		return;
 	call->profiler[P_SESSION] = s;
-	call->profiler[P_CORRELATION] = __atomic_add_fetch(&next_correlation, 1, __ATOMIC_RELAXED);
+	/* a driver call inside a runtime call carries the runtime call's correlation id */
+	if (in_runtime && recording(in_runtime)) {
+		call->profiler[P_SESSION] |= RUNTIME_MADE;
+		call->profiler[P_CORRELATION] = in_runtime->profiler[P_CORRELATION];
+	} else
+		call->profiler[P_CORRELATION] = __atomic_add_fetch(&next_correlation, 1, __ATOMIC_RELAXED);
 	call->profiler[P_THREAD] = fc_thread_id();
 	call->profiler[P_START] = fc_now();
 }
 
-static void api_exit(struct fakecuda_api_call *call)
+/* The API record of a driver call (kind DRIVER) or of a runtime call (kind RUNTIME). */
+static void api_record(uint32_t s, CUpti_ActivityKind kind, const struct fakecuda_api_call *call)
 {
-	uint32_t s = recording(call);
-	if (!s || call->cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
-	    !__atomic_load_n(__atomic_load_n(&fc_per_cbid, __ATOMIC_RELAXED) ? &fc_cbid_applied[call->cbid]
-	                                                                     : &fc_cbid_on[call->cbid],
-	                     __ATOMIC_RELAXED))
-		return;
 	CUpti_ActivityAPI r;
 	memset(&r, 0, sizeof(r));
-	r.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+	r.kind = kind;
 	r.cbid = call->cbid;
 	r.start = call->profiler[P_START];
 	r.end = fc_now();
@@ -89,6 +94,37 @@ static void api_exit(struct fakecuda_api_call *call)
 	r.correlationId = (uint32_t)call->profiler[P_CORRELATION];
 	r.returnValue = (uint32_t)call->result;
 	fc_push(s, &r, sizeof(r));
+}
+
+static void api_exit(struct fakecuda_api_call *call)
+{
+	uint32_t s = recording(call);
+	/* KIND_DRIVER enabled after cuInit: CUPTI 13.0.1 does not record the driver calls the CUDA
+	 * runtime makes (README.md) */
+	if (s && (call->profiler[P_SESSION] & RUNTIME_MADE) && __atomic_load_n(&fc_driver_kind_late, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&fc_per_cbid, __ATOMIC_RELAXED))
+		return;
+	if (!s || call->cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
+	    !__atomic_load_n(__atomic_load_n(&fc_per_cbid, __ATOMIC_RELAXED) ? &fc_cbid_applied[call->cbid]
+	                                                                     : &fc_cbid_on[call->cbid],
+	                     __ATOMIC_RELAXED))
+		return;
+	api_record(s, CUPTI_ACTIVITY_KIND_DRIVER, call);
+}
+
+/* A runtime call: a correlation id of its own, which the driver calls it makes share. */
+static void runtime_enter(struct fakecuda_api_call *rcall)
+{
+	api_enter(rcall);
+	in_runtime = rcall;
+}
+
+static void runtime_exit(struct fakecuda_api_call *rcall)
+{
+	in_runtime = NULL;
+	uint32_t s = recording(rcall);
+	if (s && __atomic_load_n(&fc_runtime_on, __ATOMIC_RELAXED))
+		api_record(s, CUPTI_ACTIVITY_KIND_RUNTIME, rcall);
 }
 
 /* The fields every work record has, by the same names: where it ran, which call submitted it. */
@@ -173,6 +209,8 @@ FC_HIDDEN const struct fakecuda_profiler fc_driver_profiler = {
 	.memcpy = memcpy_work,
 	.memset = memset_work,
 	.api_exit = api_exit,
+	.runtime_enter = runtime_enter,
+	.runtime_exit = runtime_exit,
 };
 
 /* The driver's values are CUPTI's (fakecuda_profiler.h says so); keep them so. */

@@ -21,6 +21,8 @@ FC_HIDDEN extern uint8_t fc_work_on[FC_WORK_KINDS];
 FC_HIDDEN extern uint8_t fc_cbid_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
 FC_HIDDEN extern uint8_t fc_cbid_applied[CUPTI_DRIVER_TRACE_CBID_SIZE]; /* cupti_api.c */
 FC_HIDDEN extern uint8_t fc_per_cbid;
+FC_HIDDEN extern uint8_t fc_driver_kind_late; /* KIND_DRIVER was enabled after cuInit */
+FC_HIDDEN extern uint8_t fc_runtime_on;       /* KIND_RUNTIME */
 /* Now on the client's clock: its timestamp callback, else CLOCK_REALTIME ns. */
 FC_HIDDEN uint64_t fc_now(void);
 /* The calling thread's id as cuptiSetThreadIdType says. */
@@ -52,6 +54,7 @@ FC_HIDDEN void fc_gpu_reset(void);
 
 /* ---- names.c (generated) ------------------------------------------------------------------- */
 FC_HIDDEN extern const char *const fc_driver_cbid_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
+FC_HIDDEN extern const char *const fc_runtime_cbid_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 FC_HIDDEN const char *fc_result_name(CUptiResult r);
 
 #endif

@@ -272,13 +272,23 @@ static void case_without_driver(void)
 
 /* The stand-in's profiler is attached to the driver exactly while a session runs: a second
  * profiler is refused then, accepted after cuptiFinalize. */
+/* gpu_workload.h names the stand-in runtime's functions by CUPTI's runtime callback ids */
+_Static_assert(GPU_WORK_RT_cudaMemcpy == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaMemcpyAsync == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaMemset == CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaMemsetAsync == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaLaunchKernel == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaGraphLaunch == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "runtime cbid");
+_Static_assert(GPU_WORK_RT_cudaLaunchKernelExC == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "runtime cbid");
+
 static int (*driver_attach)(const struct fakecuda_profiler *);
 static int (*driver_initialized)(void);
 static void noop_call(struct fakecuda_api_call *c) { (void)c; }
 static int noop_kernel(struct fakecuda_api_call *c, const struct fakecuda_kernel_work *w) { (void)c, (void)w; return 0; }
 static void noop_memcpy(struct fakecuda_api_call *c, const struct fakecuda_memcpy_work *w) { (void)c, (void)w; }
 static void noop_memset(struct fakecuda_api_call *c, const struct fakecuda_memset_work *w) { (void)c, (void)w; }
-static const struct fakecuda_profiler other = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call};
+static const struct fakecuda_profiler other = {noop_call, noop_kernel, noop_memcpy, noop_memset, noop_call, noop_call,
+                                              noop_call};
 
 static int driver_has_profiler(void)
 {

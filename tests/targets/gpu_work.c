@@ -2,7 +2,7 @@
  * lists one iteration), for tests of cuhook's GPU side (--gpu) with the stand-in libcupti.
  *
  * usage: gpu_work [--threads N] [--iters M | --loop [--seconds S]] [--pause-us U]
- *                 [--subscribe LIBCUPTI] LIBCUDA_PATH
+ *                 [--subscribe LIBCUPTI] [--runtime] LIBCUDA_PATH
  *
  *   --threads N      worker threads (default 2), each on its own stream
  *   --iters M        iterations per thread (default 10)
@@ -19,6 +19,8 @@
  *                    CUPTI user, there before a profiler that starts when the driver is loaded.
  *                    Prints "subscribe R" (the CUptiResult, 0 on success); exit 4 if LIB cannot
  *                    be loaded or has no cuptiSubscribe.
+ *   --runtime        make the submitting calls as the CUDA runtime does, each inside a call of
+ *                    the stand-in runtime (gpu_work_through_runtime, gpu_workload.h)
  *
  * Prints at the end (gpu_workload.h, gpu_work_print): "iterations N", "checksum 0x...",
  * "expect NAME N" per driver function called, and one line "gpu {json}" with the exact GPU work
@@ -41,7 +43,7 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpu_work [--threads N] [--iters M | --loop [--seconds S]] "
-	                "[--pause-us U] [--subscribe LIBCUPTI] LIBCUDA_PATH\n");
+	                "[--pause-us U] [--subscribe LIBCUPTI] [--runtime] LIBCUDA_PATH\n");
 	exit(2);
 }
 
@@ -172,6 +174,8 @@ int main(int argc, char **argv)
 			pause_us = (long)number(argv[++i], 10000000);
 		else if (!strcmp(argv[i], "--subscribe") && i + 1 < argc)
 			cupti = argv[++i];
+		else if (!strcmp(argv[i], "--runtime"))
+			gpu_work_through_runtime(1);
 		else
 			usage();
 	}

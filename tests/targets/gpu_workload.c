@@ -32,6 +32,10 @@ static struct {
 #undef GPU_WORK_X
 } D;
 
+static void (*runtime_enter)(struct fakecuda_api_call *);
+static void (*runtime_exit)(struct fakecuda_api_call *);
+static int through_runtime;
+
 static CUcontext ctx;
 static CUmodule module;
 static CUfunction fn_scale_add, fn_relu, fn_fill, fn_matvec;
@@ -62,6 +66,12 @@ int gpu_work_open(const char *libcuda)
 	}
 	GPU_WORK_FUNCS(GPU_WORK_X)
 #undef GPU_WORK_X
+	runtime_enter = (void (*)(struct fakecuda_api_call *))dlsym(h, "fakecuda_runtime_enter");
+	runtime_exit = (void (*)(struct fakecuda_api_call *))dlsym(h, "fakecuda_runtime_exit");
+	if (through_runtime && (!runtime_enter || !runtime_exit)) {
+		fprintf(stderr, "gpu_work: %s has no stand-in runtime (fakecuda_runtime_enter)\n", libcuda);
+		return -1;
+	}
 	static const char image[] = FAKE_IMAGE_MAGIC "\0fake_scale_add\0fake_relu\0_ZN4fake6fill32EPjjj\0"
 	                                             "fake_matvec\0";
 	CUdevice dev;
@@ -141,6 +151,27 @@ static int teardown(struct worker *w)
 }
 
 /* What one iteration leaves in b (then c) and the expected values, computed on the host. */
+void gpu_work_through_runtime(int on)
+{
+	through_runtime = on;
+}
+
+/* MUST inside a runtime call of runtime function `rt` (a GPU_WORK_RT_ id) when through_runtime. */
+#define SUBMIT(rt, name, ...)                                                                      \
+	do {                                                                                           \
+		struct fakecuda_api_call rc_ = {.cbid = (rt)};                                             \
+		if (through_runtime)                                                                       \
+			runtime_enter(&rc_);                                                                   \
+		CUresult r_ = CALL(name, __VA_ARGS__);                                                     \
+		rc_.result = r_;                                                                           \
+		if (through_runtime)                                                                       \
+			runtime_exit(&rc_);                                                                    \
+		if (r_ != FAKE_SUCCESS) {                                                                  \
+			fprintf(stderr, "gpu_work: %s returned %d (line %d)\n", #name, r_, __LINE__);          \
+			return -1;                                                                             \
+		}                                                                                          \
+	} while (0)
+
 static int iteration(struct worker *w, uint32_t it)
 {
 	uint32_t in[ELEMS], out_b[ELEMS], out_c[ELEMS], want_b[ELEMS], want_c[ELEMS];
@@ -148,30 +179,30 @@ static int iteration(struct worker *w, uint32_t it)
 	for (uint32_t i = 0; i < ELEMS; i++)
 		in[i] = (i * 2654435761u) ^ (it << 8) ^ t;
 
-	MUST(cuMemcpyHtoD_v2, w->a, in, GPU_WORK_COPY_BYTES);
-	MUST(cuMemcpyHtoDAsync_v2, w->b, in, GPU_WORK_COPY_BYTES, w->stream);
+	SUBMIT(GPU_WORK_RT_cudaMemcpy, cuMemcpyHtoD_v2, w->a, in, GPU_WORK_COPY_BYTES);
+	SUBMIT(GPU_WORK_RT_cudaMemcpyAsync, cuMemcpyHtoDAsync_v2, w->b, in, GPU_WORK_COPY_BYTES, w->stream);
 	/* a = a*3 + (t+1); relu(a) */
 	uint32_t n = ELEMS, mul = 3, add = t + 1;
 	void *p_scale[] = {&w->a, &n, &mul, &add};
-	MUST(cuLaunchKernel, fn_scale_add, 2, 1, 1, 128, 1, 1, 0, w->stream, p_scale, NULL);
+	SUBMIT(GPU_WORK_RT_cudaLaunchKernel, cuLaunchKernel, fn_scale_add, 2, 1, 1, 128, 1, 1, 0, w->stream, p_scale, NULL);
 	void *p_relu[] = {&w->a, &n};
 	CUlaunchConfig cfg = {1, 1, 1, 256, 1, 1, 512, w->stream, NULL, 0};
-	MUST(cuLaunchKernelEx, &cfg, fn_relu, p_relu, NULL);
+	SUBMIT(GPU_WORK_RT_cudaLaunchKernelExC, cuLaunchKernelEx, &cfg, fn_relu, p_relu, NULL);
 	/* c = it (all of it); then b[0..16) = matvec(W = a as 16x16, x = c) */
 	void *p_fill[] = {&w->c, &n, &it};
-	MUST(cuLaunchKernel, fn_fill, 4, 1, 1, 64, 1, 1, 0, NULL, p_fill, NULL);
+	SUBMIT(GPU_WORK_RT_cudaLaunchKernel, cuLaunchKernel, fn_fill, 4, 1, 1, 64, 1, 1, 0, NULL, p_fill, NULL);
 	uint32_t rows = 16, cols = 16;
 	void *p_matvec[] = {&w->a, &w->c, &w->b, &rows, &cols};
 	CUlaunchConfig cfg_mv = {1, 1, 1, 16, 1, 1, 0, w->stream, NULL, 0};
-	MUST(cuLaunchKernelEx, &cfg_mv, fn_matvec, p_matvec, NULL);
+	SUBMIT(GPU_WORK_RT_cudaLaunchKernelExC, cuLaunchKernelEx, &cfg_mv, fn_matvec, p_matvec, NULL);
 	/* c = 0x01020304 (all), c's first 512 bytes = 0x5a; then a = c */
-	MUST(cuMemsetD32Async, w->c, GPU_WORK_MEMSET32_VALUE, GPU_WORK_MEMSET32_BYTES / 4, w->stream);
-	MUST(cuMemsetD8_v2, w->c, (unsigned char)GPU_WORK_MEMSET8_VALUE, GPU_WORK_MEMSET8_BYTES);
-	MUST(cuMemcpyAsync, w->a, w->c, GPU_WORK_COPY_BYTES, w->stream);
+	SUBMIT(GPU_WORK_RT_cudaMemsetAsync, cuMemsetD32Async, w->c, GPU_WORK_MEMSET32_VALUE, GPU_WORK_MEMSET32_BYTES / 4, w->stream);
+	SUBMIT(GPU_WORK_RT_cudaMemset, cuMemsetD8_v2, w->c, (unsigned char)GPU_WORK_MEMSET8_VALUE, GPU_WORK_MEMSET8_BYTES);
+	SUBMIT(GPU_WORK_RT_cudaMemcpyAsync, cuMemcpyAsync, w->a, w->c, GPU_WORK_COPY_BYTES, w->stream);
 	/* the graph: b[0..32) = relu(b*5 + 7), c[0..32) = 0xabc */
-	MUST(cuGraphLaunch, w->exec, w->stream);
-	MUST(cuMemcpyDtoHAsync_v2, out_b, w->b, GPU_WORK_COPY_BYTES, w->stream);
-	MUST(cuMemcpyDtoH_v2, out_c, w->a, GPU_WORK_COPY_BYTES);
+	SUBMIT(GPU_WORK_RT_cudaGraphLaunch, cuGraphLaunch, w->exec, w->stream);
+	SUBMIT(GPU_WORK_RT_cudaMemcpyAsync, cuMemcpyDtoHAsync_v2, out_b, w->b, GPU_WORK_COPY_BYTES, w->stream);
+	SUBMIT(GPU_WORK_RT_cudaMemcpy, cuMemcpyDtoH_v2, out_c, w->a, GPU_WORK_COPY_BYTES);
 	MUST(cuStreamSynchronize, w->stream);
 
 	/* the same on the host */

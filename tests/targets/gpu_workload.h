@@ -73,6 +73,23 @@ struct gpu_work_result {
 	uint64_t checksum;         /* of the memory copied back: the same for the same iterations */
 };
 
+/* The submitting calls as the CUDA runtime makes them (a program calling cudaLaunchKernel,
+ * cudaMemcpy...): each inside a stand-in runtime call (fakecuda_runtime_enter/exit,
+ * fakecuda_profiler.h) of the runtime function named here, by its CUPTI runtime callback id
+ * (cupti_runtime_cbid.h; test_fakecupti.c checks the values). Per iteration: 4 launches, 5
+ * copies, 2 memsets, 1 graph launch = GPU_WORK_RUNTIME_CALLS runtime calls. */
+#define GPU_WORK_RT_cudaMemcpy 31u
+#define GPU_WORK_RT_cudaMemcpyAsync 41u
+#define GPU_WORK_RT_cudaMemset 49u
+#define GPU_WORK_RT_cudaMemsetAsync 51u
+#define GPU_WORK_RT_cudaLaunchKernel 211u
+#define GPU_WORK_RT_cudaGraphLaunch 311u
+#define GPU_WORK_RT_cudaLaunchKernelExC 430u
+#define GPU_WORK_RUNTIME_CALLS 12u
+/* Before gpu_work_run: make the submitting calls through the stand-in runtime (1) or straight
+ * (0, the default). */
+void gpu_work_through_runtime(int on);
+
 /* Opens the stand-in libcuda at `libcuda` (dlopen), initializes it and loads the kernels'
  * module. 0, or -1 with a message on stderr. */
 int gpu_work_open(const char *libcuda);
