@@ -32,9 +32,27 @@ from cuhooktest.traceformat import CLOCK_MONOTONIC
 STALE = [0]
 
 
+PREFIX = 4 << 20
+
+
 def first_event_monotonic(path):
     """The first ENTRY's time, CLOCK_MONOTONIC ns; None without one. The records, of any version,
-    are decoded by tests/lib/cuhooktest/tracefile.py."""
+    are decoded by tests/lib/cuhooktest/tracefile.py, from the file's first PREFIX bytes (every
+    thread's first EVENTS block and a CLOCK block lie there: decoding a whole window of a busy
+    target in Python took minutes), or the whole file when those hold no answer."""
+    with open(path, "rb") as f:
+        head = f.read(PREFIX)
+    if len(head) == PREFIX:
+        with tempfile.NamedTemporaryFile(suffix=".bin") as cut:
+            cut.write(head)
+            cut.flush()
+            first = first_event_in(cut.name)
+        if first is not None:
+            return first
+    return first_event_in(path)
+
+
+def first_event_in(path):
     try:
         t = tracefile.read_trace(path, growing=True, records=True)
     except (tracefile.TraceError, struct.error):
