@@ -568,6 +568,11 @@ int cuhook_agent_prepare_stop(void)
 	return 0;
 }
 
+uint32_t cuhook_agent_prepare_stop_begin(void)
+{
+	return session_open() && config_gpu_possible(&cfg) ? gpu_stop_begin() : 0;
+}
+
 int cuhook_agent_stop(unsigned flags)
 {
 	if (!session_open() && agent_prepared) {

@@ -92,6 +92,15 @@ CUHOOK_API int cuhook_agent_stop(unsigned flags);
  * GPU records CUPTI had not delivered yet out of the trace (a NOTE says so). Returns 0. */
 CUHOOK_API int cuhook_agent_prepare_stop(void);
 
+/* The same without waiting on the calling thread, so that the injector borrows a program thread
+ * only for the instant of the call: asks the agent's GPU thread to end the GPU session and
+ * returns at once the request to wait for; the injector reads cuhook_agent_gpu_done until it
+ * equals that value (or a later request's, whose value is larger), then stops the threads. 0:
+ * nothing to wait for (nothing to end, or no GPU thread: then done on the calling thread). */
+CUHOOK_API uint32_t cuhook_agent_prepare_stop_begin(void);
+/* The last request the agent's GPU thread finished (see cuhook_agent_prepare_stop_begin). */
+CUHOOK_API extern volatile uint32_t cuhook_agent_gpu_done;
+
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so
  * the thread can be moved there before it resumes; otherwise `ip` unchanged. No mapping is

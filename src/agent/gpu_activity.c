@@ -1,5 +1,6 @@
 /* The CUPTI session (gpu_activity.h). */
 #include "gpu_activity.h"
+#include "cuhook_agent.h"
 #include "clock_read.h"
 
 #include "agent_log.h"
@@ -524,6 +525,7 @@ static void stop_step(void)
  * stops. */
 enum { WANT_LOADED = 1, WANT_ON = 2, WANT_OFF = 3 };
 static uint32_t want, have;
+CUHOOK_API volatile uint32_t cuhook_agent_gpu_done; /* `have`, for an injector reading memory */
 static uint32_t ticket;       /* the current session's: the injector's calls come one at a time */
 static bool thread_made;
 static int thread_tid;
@@ -561,6 +563,7 @@ static void *gpu_thread(void *unused)
 		if (what == WANT_ON && scan)
 			scan();
 		__atomic_store_n(&have, w, __ATOMIC_RELEASE);
+		__atomic_store_n(&cuhook_agent_gpu_done, w, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &have, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	}
 	return NULL;
@@ -713,11 +716,34 @@ void gpu_window_close(void)
 	wait_done(t << 2 | WANT_OFF, GPU_STOP_WAIT_MS);
 }
 
-void gpu_stop(void)
+/* What every end does first: no window opens any more, a start still waiting for a driver is
+ * dropped. */
+static void stop_begin(void)
 {
 	__atomic_store_n(&windows_closed, true, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL))
 		agent_log(1, "GPU: no CUDA driver was loaded while tracing: no GPU work to record");
+}
+
+uint32_t gpu_stop_begin(void)
+{
+	stop_begin();
+	if (!thread_made || (int)gettid() == __atomic_load_n(&thread_tid, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&gpu_lock);
+		stop_step();
+		pthread_mutex_unlock(&gpu_lock);
+		return 0;
+	}
+	uint32_t r = ticket << 2 | WANT_OFF;
+	if (__atomic_load_n(&have, __ATOMIC_ACQUIRE) == r)
+		return 0;
+	ask(ticket, WANT_OFF);
+	return r;
+}
+
+void gpu_stop(void)
+{
+	stop_begin();
 	if (thread_made && (int)gettid() != __atomic_load_n(&thread_tid, __ATOMIC_ACQUIRE)) {
 		uint32_t r = ticket << 2 | WANT_OFF;
 		if (__atomic_load_n(&have, __ATOMIC_ACQUIRE) != r)
@@ -764,6 +790,7 @@ void gpu_after_fork_child(void)
 	thread_tid = 0;
 	window_on = false;
 	want = have = 0;
+	cuhook_agent_gpu_done = 0;
 	pthread_mutex_init(&gpu_lock, NULL);
 	pthread_mutex_init(&conv_lock, NULL);
 	pthread_mutex_init(&pool_lock, NULL);

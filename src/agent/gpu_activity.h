@@ -47,6 +47,10 @@ void gpu_driver_loaded(void);
  * cuptiFinalize when cuhook was its only user, a GPU_SESSION block STOPPED. Nothing when no
  * session runs. */
 void gpu_stop(void);
+/* gpu_stop without waiting for the GPU thread: the request it asked for, which the GPU thread
+ * publishes in cuhook_agent_gpu_done once done; 0 when there is nothing to wait for (done here
+ * when there is no GPU thread). */
+uint32_t gpu_stop_begin(void);
 
 /* The end of the trace with the program's threads stopped (cuhook_agent_stop without a
  * preparation of the stop): CUPTI cannot be called now. What the writer has is all the file

@@ -34,6 +34,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STOP_TIMEOUT_MS 2000  /* a thread that does not stop in this time is in the kernel (D) */
@@ -50,6 +51,7 @@ struct agent_api {
 	uint64_t fixup_ips; /* optional (0: an older agent; fixup_ip once per thread) */
 	uint64_t prepare; /* optional (0: an agent without it; start then does all the work) */
 	uint64_t prepare_stop; /* optional (0: an agent without it, or without the GPU side) */
+	uint64_t prepare_stop_begin, gpu_done; /* optional: the same without holding the caller */
 	uint64_t threads; /* cuhook_agent_threads (0: an agent without it, whose threads are stopped too) */
 };
 
@@ -84,6 +86,8 @@ static int agent_api_at(pid_t pid, const struct maps *m, const char *path, struc
 	api->prepare = target_symbol(pid, m, path, "cuhook_agent_prepare");
 	api->fixup_ips = target_symbol(pid, m, path, "cuhook_agent_fixup_ips");
 	api->prepare_stop = target_symbol(pid, m, path, "cuhook_agent_prepare_stop");
+	api->prepare_stop_begin = target_symbol(pid, m, path, "cuhook_agent_prepare_stop_begin");
+	api->gpu_done = target_symbol(pid, m, path, "cuhook_agent_gpu_done");
 	api->threads = target_symbol(pid, m, path, "cuhook_agent_threads");
 	return api->start && api->stop && api->fixup_ip && api->last_error ? 0 : -1;
 }
@@ -784,6 +788,29 @@ out:
  * trace what it could not flush). *callerp: the thread for the stop's calls (the same one, or
  * another if it is gone or still busy). 0, or -1 with a message (the threads are not all
  * stopped). */
+/* Wait, with every thread running, until the agent's GPU thread has done request r
+ * (cuhook_agent_gpu_done: r, or a later session's request), at most ms. */
+static bool gpu_done_wait(struct itarget *tg, uint64_t at, uint32_t r, int ms)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", tg->pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	uint64_t deadline = inj_now_ns() + (uint64_t)ms * 1000000u;
+	bool done = false;
+	for (;;) {
+		uint32_t d = 0;
+		if (!live_mem(tg->pid, fd, at, &d, sizeof(d), false))
+			break;
+		if ((done = d == r || d >> 2 > r >> 2) || inj_now_ns() >= deadline)
+			break;
+		struct timespec nap = {0, 200000}; /* 0.2 ms: CUPTI's flush takes milliseconds */
+		nanosleep(&nap, NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	return done;
+}
+
 static int prepare_stop_beside(struct itarget *tg, struct ithread **callerp, const struct maps *m,
                                const struct agent_api *api, const struct cuhook_inject_opts *o,
                                struct cuhook_inject_times *t)
@@ -795,18 +822,26 @@ static int prepare_stop_beside(struct itarget *tg, struct ithread **callerp, con
 	rcall_begin(&rc, tg, *callerp);
 	rc.leave_on_timeout = true; /* only called while the other threads run */
 	uint64_t rv = 0;
-	int r = rcall_invoke(&rc, api->prepare_stop, NULL, 0, &rv, call_timeout(o), "cuhook_agent_prepare_stop");
+	/* An agent that can hand the work to its GPU thread without waiting holds the caller for
+	 * the instant of the call only: the caller runs too while the injector watches for the end. */
+	bool own = api->prepare_stop_begin && api->gpu_done;
+	int r = rcall_invoke(&rc, own ? api->prepare_stop_begin : api->prepare_stop, NULL, 0, &rv, call_timeout(o),
+	                     own ? "cuhook_agent_prepare_stop_begin" : "cuhook_agent_prepare_stop");
 	if (r == RC_EXITED)
 		return -1;
 	bool done = r == RC_OK && rc.th;
+	if (done && own) {
+		threads_detach_all(tg);
+		done = (uint32_t)rv == 0 || gpu_done_wait(tg, api->gpu_done, (uint32_t)rv, call_timeout(o));
+	}
 	t->prepare_ns = inj_now_ns() - t0;
 	t->beside = true;
-	inj_log("agent's stop %s in %.2f ms while the other threads ran", done ? "prepared" : "not prepared",
-	        t->prepare_ns / 1e6);
+	inj_log("agent's stop %s in %.2f ms while the other threads ran%s", done ? "prepared" : "not prepared",
+	        t->prepare_ns / 1e6, own ? ", by a thread of its own" : "");
 	tg->first_stop_ns = 0;
 	if (threads_seize_all(tg, STOP_TIMEOUT_MS) < 0)
 		return -1;
-	*callerp = done ? thread_by_tid(tg, caller_tid) : NULL;
+	*callerp = done && !own ? thread_by_tid(tg, caller_tid) : NULL;
 	if (!*callerp && !(*callerp = threads_pick_caller(tg, m))) {
 		inj_error("no thread of process %d can make the agent's stop call", tg->pid);
 		return -1;

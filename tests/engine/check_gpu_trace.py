@@ -39,6 +39,12 @@
   and ends with `cuhook attach --gpu` (no --cupti) to gpu_work --loop --subscribe STAND-IN: the
   libcupti the process loaded is taken (the search's rule 2), OTHER_USER, said on its stderr.
 
+--mode slow-stop: gpu_work --loop whose stand-in CUPTI takes FLUSH_DELAY_MS more per flush
+  (FAKECUPTI_FLUSH_DELAY_MS), then `cuhook attach --gpu -v`: the GPU session's end at the detach
+  runs on the agent's own thread while every program thread runs (cuhook says "by a thread of
+  its own"), so no program thread is held anywhere near the flushes' time (-v's detach line:
+  longest hold below FLUSH_DELAY_MS), and the trace still has its session STOPPED with the work
+  of the window, nothing dropped.
 --runtime (modes run and attach): gpu_work --runtime makes every submitting call inside a call of
   the stand-in CUDA runtime (gpu_workload.h), as PyTorch's launches are made. Under cuhook run the
   session starts before cuInit and asks for the submitting functions' driver records one by one:
@@ -58,6 +64,7 @@ import collections
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -280,10 +287,10 @@ def mode_refused(a, workdir, problems, status, gpu_args, extra, says):
 class Target:
     """gpu_work --loop, its output read line by line."""
 
-    def __init__(self, a, extra=()):
+    def __init__(self, a, extra=(), env=None):
         runtime = ["--runtime"] if a.runtime else []
         cmd = [a.gpu_work, "--loop", "--threads", str(a.threads)] + runtime + list(extra) + [a.lib]
-        self.p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen(cmd, env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.out = []
@@ -483,6 +490,36 @@ def mode_attach(a, workdir, problems):
                    f"gpu_work's totals: {n} iterations, {out['expect']}")
 
 
+FLUSH_DELAY_MS = 600
+
+
+def mode_slow_stop(a, workdir, problems):
+    target = Target(a, env={"FAKECUPTI_FLUSH_DELAY_MS": str(FLUSH_DELAY_MS)})
+    trace = os.path.join(workdir, "slow-stop.bin")
+    try:
+        pid = int(target.line("pid ").split()[1])
+        target.line("running")
+        p = subprocess.run([a.cuhook, "attach", "-v", "--agent", a.agent, "--gpu", "--cupti", a.cupti, "--duration",
+                            "0.3", "-o", trace, str(pid)], env=clean_env(), capture_output=True, text=True,
+                           timeout=120)
+        rc, err = target.finish()
+    finally:
+        if target.p.poll() is None:
+            target.p.kill()
+    problems.check(p.returncode == 0, f"cuhook attach exited {p.returncode}: {tail(p.stderr)}")
+    problems.check(re.search(r"agent's stop prepared in [\d.]+ ms while the other threads ran, by a thread of its own",
+                             p.stderr), f"no line about the stop prepared by the agent's own thread: {tail(p.stderr)}")
+    held = re.search(r"^cuhook: detach: \d+ threads? held, longest ([\d.]+) ms", p.stderr, re.M)
+    problems.check(held and float(held.group(1)) < FLUSH_DELAY_MS,
+                   f"detach: longest hold {held.group(1) if held else None} ms, the flushes take {FLUSH_DELAY_MS} ms "
+                   "each: a program thread waited for them")
+    t = read_trace(trace)
+    check_session(problems, t, a.cupti)
+    problems.check(t.gpu_kernels, "no GPU work in the window")
+    problems.check(rc == 0, f"gpu_work exited {rc}: {tail(err)}")
+    print(f"detach: longest hold {held.group(1) if held else None} ms; {len(t.gpu_kernels)} kernels")
+
+
 def mode_fork(a, workdir, problems):
     need_files([(a.inj_follow, "inj_follow")])
     d = os.path.join(workdir, "fork")
@@ -513,7 +550,8 @@ def mode_fork(a, workdir, problems):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["run", "attach", "fork", "subscribe", "version", "nocupti"], required=True)
+    ap.add_argument("--mode", choices=["run", "attach", "fork", "subscribe", "version", "nocupti", "slow-stop"],
+                    required=True)
     ap.add_argument("--inj-follow")
     ap.add_argument("--old-cupti")
     ap.add_argument("--gpu-work", required=True)
@@ -536,6 +574,8 @@ def main():
         mode_attach(a, workdir, problems)
     elif a.mode == "fork":
         mode_fork(a, workdir, problems)
+    elif a.mode == "slow-stop":
+        mode_slow_stop(a, workdir, problems)
     elif a.mode == "subscribe":
         mode_refused(a, workdir, problems, "OTHER_USER", ["--gpu", "--cupti", a.cupti], ["--subscribe", a.cupti],
                      "another CUPTI user owns this process")

@@ -4,6 +4,7 @@
  * or driver cbid is enabled, and detaches at cuptiFinalize. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -246,8 +247,23 @@ FC_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_
 	return r;
 }
 
+/* FAKECUPTI_FLUSH_DELAY_MS=N: each flush takes N ms more, as CUPTI's can with a busy GPU (a
+ * test of what the flush at a detach holds up). */
+static void flush_delay(void)
+{
+	const char *e = getenv("FAKECUPTI_FLUSH_DELAY_MS");
+	long ms = e ? strtol(e, NULL, 10) : 0;
+	if (ms > 0 && ms <= 10000) {
+		struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+		while (nanosleep(&d, &d) != 0)
+			;
+	}
+}
+
 FC_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	(void)flag;
+	flush_delay();
 	return fc_flush(); /* every record is complete when queued: forced or not, the same */
 }
 
