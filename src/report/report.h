@@ -126,6 +126,7 @@ struct rp_view {
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
 	struct rp_name_slot *names;
 	uint32_t names_cap, nnames;
+	struct rp_name_copy *name_copies; /* a streamed view's: the names it keeps (rp_view_name_call) */
 	/* analysed once for every writer by rp_result_build (result.h), freed by rp_result_free */
 	struct rp_gpu *gpu;        /* the GPU side; NULL: no GPU block in the trace */
 	struct rp_stacks *stacks;  /* the call stacks; NULL: the trace has none */
@@ -203,6 +204,13 @@ int rp_count_in_view(const struct rp_view *v, const struct tr_count *c);
 int rp_thread_selected(const struct rp_view *v, uint32_t thread);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
+/* A view of a trace read by the streaming reader (trace_stream.h) gets its kernel names as the
+ * calls come: the name call c gives (copied), if any; 0, or -1 when out of memory. Calls come in
+ * the order they finish, so a launch is named by the lookups finished before it, where a whole
+ * read uses the last name given to the handle in the trace (the same unless a handle is named
+ * after its launches, or named twice). rp_view_take_names moves src's names to dst. */
+int rp_view_name_call(struct rp_view *v, const struct tr_call *c);
+void rp_view_take_names(struct rp_view *dst, struct rp_view *src);
 /* The kernel a launch call launched, as the trace names its handle (cuModuleGetFunction & co):
  * 1 with name and len set, 0 for a call that is not a launch or whose kernel is not named. */
 int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char **name, uint16_t *len);

@@ -5,7 +5,8 @@
  *    a running mean and sum of squared deviations (Welford) for the standard deviation, and a
  *    log-bucket sketch (sketch.h) for the median, within 0.8 % of the exact one;
  *  - the --top slowest calls in a bounded heap, ordered as rp_slowest orders them (duration,
- *    then start, then the call's index in a whole read), each with a copy of its arguments;
+ *    then start, then the call's index in a whole read), each with a copy of its arguments and
+ *    DATA records, and the kernel names (rp_view_name_call) to describe them as a whole read does;
  *  - the per-call tallies of rp_analyze (categories, transfers, nesting) through rp_tally_call,
  *    every nesting pair kept with the place of its first call, so that the RP_MAX_NEST pairs a
  *    whole read lists (the first it meets, in start order) are listed, in its order;
@@ -30,11 +31,13 @@ struct fagg {
 	struct rp_sketch *sk;     /* allocated at the function's first timed call */
 };
 
-/* One of the slowest calls so far; its arguments copied (the reader's copy goes with the call). */
+/* One of the slowest calls so far; its arguments and DATA records copied (the reader's copies go
+ * with the call): data[] with their values and strings in one allocation. */
 struct slow {
 	struct tr_call c;
 	uint64_t ordinal;
 	uint64_t args[SLOW_ARGS];
+	struct tr_data *data;
 };
 
 /* Where a nesting pair's first call lies in the order a whole read selects calls. */
@@ -138,15 +141,46 @@ static void heap_down(struct slow *h, uint32_t n, uint32_t i)
 	}
 }
 
-static void keep_if_slow(struct rp_stream_report *r, const struct tr_call *c, uint64_t ordinal)
+/* c's DATA records (t->data during the callback) in one block: the records, then their bytes. */
+static struct tr_data *copy_data(const struct tr_trace *t, const struct tr_call *c)
+{
+	size_t bytes = (size_t)c->ndata * sizeof(struct tr_data);
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		bytes += 8u * d->nvalues + ((d->str_len + 7u) & ~7u);
+	}
+	struct tr_data *out = malloc(bytes);
+	if (!out)
+		return NULL;
+	uint64_t *w = (uint64_t *)(out + c->ndata);
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		out[k] = *d;
+		memcpy(w, d->values, 8u * d->nvalues);
+		out[k].values = w;
+		w += d->nvalues;
+		memcpy(w, d->str, d->str_len);
+		out[k].str = (const char *)w;
+		w += (d->str_len + 7u) / 8;
+	}
+	return out;
+}
+
+static int keep_if_slow(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c,
+                        uint64_t ordinal)
 {
 	uint32_t k = r->o->top;
 	struct slow s;
 	s.c = *c;
 	s.c.parent = TR_NONE; /* a slot of the reader's, gone after the callback */
 	s.ordinal = ordinal;
+	s.data = NULL;
 	unsigned na = (unsigned)c->nregs_ + c->nstack_;
 	memcpy(s.args, c->args_, (na < SLOW_ARGS ? na : SLOW_ARGS) * sizeof(*s.args));
+	if (r->nheap < k || (k && slower(&s, &r->heap[0]))) {
+		if (c->ndata && !(s.data = copy_data(t, c)))
+			return -1;
+	}
 	if (r->nheap < k) {
 		uint32_t j = r->nheap++;
 		r->heap[j] = s;
@@ -155,9 +189,11 @@ static void keep_if_slow(struct rp_stream_report *r, const struct tr_call *c, ui
 			j = (j - 1) / 2;
 		}
 	} else if (k && slower(&s, &r->heap[0])) {
+		free(r->heap[0].data);
 		r->heap[0] = s;
 		heap_down(r->heap, r->nheap, 0);
 	}
+	return 0;
 }
 
 static int nest_before(const struct nest_first *a, const struct nest_first *b)
@@ -235,6 +271,8 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	struct tr_trace *t = (struct tr_trace *)ct; /* the view reads it; nothing here writes it */
 	if (!r->ready && prepare(r, t))
 		return -1;
+	if (r->sel.fi[c->func].names_kernel && rp_view_name_call(&r->sel, c))
+		return -1;
 	int io = r->sel.fi[c->func].ioctl;
 	r->n.calls++;
 	r->n.ioctls += (uint64_t)io;
@@ -271,8 +309,7 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	a->mean += delta / (double)a->timed;
 	a->m2 += delta * ((double)d - a->mean);
 	rp_sketch_add(a->sk, d);
-	keep_if_slow(r, c, ordinal);
-	return 0;
+	return keep_if_slow(r, t, c, ordinal);
 }
 
 struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_folded *folded, int with_pid,
@@ -319,6 +356,8 @@ void rp_stream_free(struct rp_stream_report *r)
 	if (r->ready)
 		rp_view_free(&r->sel);
 	free(r->f);
+	for (uint32_t i = 0; i < r->nheap; i++)
+		free(r->heap[i].data);
 	free(r->heap);
 	free(r->a);
 	free(r->thread_sel);
@@ -387,13 +426,12 @@ static void write_left_out(FILE *f, const struct rp_view *v, const struct rp_str
 	           "  more). Not shown, as they need every call at once: GPU activity, memory in use, streams,\n"
 	           "  pipeline stages, kernels, findings, host gaps, behind the API, call sites, ioctls,\n"
 	           "  timeline. --no-stream gives them (about 200 bytes of memory per call: %llu calls here).\n"
-	           "  Medians are estimates within 0.8 %% (a log-bucket sketch); every other number is exact.\n"
-	           "  Slowest calls are described from their arguments only (DATA records are not kept).\n",
+	           "  Medians are estimates within 0.8 %% (a log-bucket sketch); every other number is exact.\n",
 	        (unsigned long long)(RP_STREAM_AUTO_BYTES >> 20), (unsigned long long)r->n.calls);
 	const struct tr_stream_skipped *s = &r->skipped;
-	if (s->data_recs || s->gpu_blocks || s->stack_blocks || s->stack_recs)
-		fprintf(f, "  Skipped: %llu DATA records, %llu GPU blocks, %llu call stack blocks and %llu STACK records.\n",
-		        (unsigned long long)s->data_recs, (unsigned long long)s->gpu_blocks,
+	if (s->gpu_blocks || s->stack_blocks || s->stack_recs)
+		fprintf(f, "  Skipped: %llu GPU blocks, %llu call stack blocks and %llu STACK records.\n",
+		        (unsigned long long)s->gpu_blocks,
 		        (unsigned long long)s->stack_blocks, (unsigned long long)s->stack_recs);
 }
 
@@ -427,15 +465,38 @@ int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
 		swap_slow(&r->heap[0], &r->heap[m - 1]);
 		heap_down(r->heap, m - 1, 0);
 	}
-	for (uint32_t i = 0; i < r->nheap; i++) {
-		r->heap[i].c.args_ = r->heap[i].args;
-		slow[i] = &r->heap[i].c;
+	/* their DATA records side by side, as t->data while the list is written */
+	uint32_t nd = 0;
+	for (uint32_t i = 0; i < r->nheap; i++)
+		nd += r->heap[i].c.ndata;
+	struct tr_data *data = malloc(((size_t)nd + 1) * sizeof(*data));
+	if (!data) {
+		free(fs);
+		free(slow);
+		rp_view_free(&v);
+		return -1;
 	}
+	nd = 0;
+	for (uint32_t i = 0; i < r->nheap; i++) {
+		struct slow *sl = &r->heap[i];
+		sl->c.args_ = sl->args;
+		sl->c.data_first = sl->c.ndata ? nd : TR_NONE;
+		if (sl->c.ndata)
+			memcpy(data + nd, sl->data, sl->c.ndata * sizeof(*data));
+		nd += sl->c.ndata;
+		slow[i] = &sl->c;
+	}
+	rp_view_take_names(&v, &r->sel);
 	order_nest(r);
 	rp_text_header(f, &v);
 	rp_text_summary(f, &v, fs, n, r->n.sel != r->n.calls);
 	rp_text_categories(f, &v, r->a);
+	t->data = data;
+	t->ndata = nd;
 	rp_text_slowest(f, &v, slow, r->nheap);
+	t->data = NULL;
+	t->ndata = 0;
+	free(data);
 	rp_text_nesting(f, &v, r->a);
 	write_left_out(f, &v, r);
 	rp_text_refused(f, &v);
