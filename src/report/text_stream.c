@@ -324,7 +324,7 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
 	r->o = o;
 	r->folded = folded;
 	r->folded_pid = with_pid;
-	const struct tr_stream_sink sink = {on_call, r};
+	const struct tr_stream_sink sink = {.call = on_call, .ctx = r};
 	struct tr_trace *t = tr_open_stream(path, &sink, err, errlen);
 	if (t && !r->ready && prepare(r, t)) {
 		snprintf(err, errlen, "%s: out of memory", path);

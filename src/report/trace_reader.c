@@ -1347,6 +1347,13 @@ static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t err
 	}
 	setup_clock(t, &cp);
 	setup_realtime(t, &cp);
+	int head_only = t->stream_ ? tr_stream_begin(t) : 0;
+	if (head_only < 0)
+		goto oom;
+	if (head_only) {
+		tr_stream_finish(t);
+		return 0;
+	}
 	t->first_ns = INT64_MAX;
 	t->last_ns = INT64_MIN;
 	uint64_t cut;

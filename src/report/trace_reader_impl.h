@@ -46,6 +46,8 @@ void tr_stream_done(struct tr_trace *t, uint32_t ci);
 int tr_stream_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, unsigned nvalues,
                    const uint64_t *values, unsigned str_len);
 int tr_stream_failed(const struct tr_trace *t);
+/* The sink's begin (after pass 1): 0 read the events, 1 stop there, -1 failed. */
+int tr_stream_begin(struct tr_trace *t);
 struct tr_stream_skipped *tr_stream_skips(struct tr_trace *t);
 void tr_stream_finish(struct tr_trace *t);
 void tr_stream_free(struct tr_trace *t);

@@ -124,11 +124,13 @@ int tr_stream_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, 
 	uint32_t words = nvalues + (str_len + 7) / 8;
 	if (sd->n == sd->cap && tr_grow((void **)&sd->recs, &sd->cap, sd->n + 1, sizeof(*sd->recs)))
 		return -1;
-	if (sd->nwords + words > sd->wcap &&
-	    tr_grow((void **)&sd->words, &sd->wcap, sd->nwords + words, sizeof(*sd->words)))
+	/* never NULL, also for records of no value: their pointers are words + offset */
+	if ((sd->nwords + words > sd->wcap || !sd->words) &&
+	    tr_grow((void **)&sd->words, &sd->wcap, sd->nwords + words + 1, sizeof(*sd->words)))
 		return -1;
 	uint64_t *dst = sd->words + sd->nwords;
-	memcpy(dst, values, nvalues * sizeof(*dst));
+	if (nvalues)
+		memcpy(dst, values, nvalues * sizeof(*dst));
 	if (str_len) {
 		dst[words - 1] = 0; /* the padding after the string */
 		memcpy(dst + nvalues, values + nvalues, str_len);
@@ -187,6 +189,15 @@ void tr_stream_done(struct tr_trace *t, uint32_t ci)
 		return;
 	}
 	s->free_slots[s->nfree++] = ci;
+}
+
+int tr_stream_begin(struct tr_trace *t)
+{
+	struct tr_stream_state *s = t->stream_;
+	int rc = s->sink.begin ? s->sink.begin(s->sink.ctx, t) : 0;
+	if (rc < 0)
+		s->failed = 1;
+	return rc;
 }
 
 int tr_stream_failed(const struct tr_trace *t)

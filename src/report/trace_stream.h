@@ -36,6 +36,12 @@ struct tr_stream_sink {
 	 * TR_NONE, names a call still open, readable with tr_stream_open_call(). Returns 0, or -1
 	 * to stop reading (out of memory: tr_open_stream fails). */
 	int (*call)(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info);
+	/* Optional: called once, before the first call, when the metadata blocks are read (header,
+	 * clock, libraries, functions, the THREAD blocks' threads, notes, kernel names, graphs; a
+	 * thread with no THREAD block is added when its first record comes). Returns 0 to read the
+	 * events, 1 to stop there (tr_open_stream returns the trace without its events: enough to
+	 * line several files up, rp_align), -1 to fail ("out of memory"). */
+	int (*begin)(void *ctx, struct tr_trace *t);
 	void *ctx;
 };
 
