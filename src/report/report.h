@@ -220,6 +220,16 @@ int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char 
  * caller (corrupt times) ends its caller at its start; a call without an EXIT is an instant.
  * fn gets each event with its absolute time. 0, or -1 when out of memory. */
 enum rp_slice_event { RP_SLICE_BEGIN, RP_SLICE_END, RP_SLICE_INSTANT };
+/* The selection of a call of a streamed trace (no sel[]: the calls come one at a time), as
+ * build_selection makes it: rp_call_in_selection checks --funcs and --time-range, and
+ * rp_stream_selects the thread too, each thread's answer kept in cache (zeroed at first;
+ * free(cache->thread_sel) after). 1 selected, 0 not, -1 out of memory. */
+struct rp_sel_cache {
+	uint8_t *thread_sel;       /* per thread index: 0 not looked at yet, 1 selected, 2 not */
+	uint32_t cap;
+};
+int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c);
+int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c);
 int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *selected,
                      void (*fn)(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns), void *ctx);
 /* The counted calls the options select as counters: per function (in id order), the process's

@@ -4,7 +4,7 @@
 #include "result.h"
 
 #include "out_file.h"
-#include "trace_stream.h"
+#include "export_stream.h"
 
 #include <unistd.h>
 
@@ -115,12 +115,49 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 	return status;
 }
 
+/* jsonl, csv, chrome, perfetto in bounded memory (export_stream.h). */
+static int stream_export(const struct rp_opts *o, char **files, int nfiles)
+{
+	char err[4608];
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
+		return RP_EXIT_ERROR;
+	}
+	struct rp_sx x = {.merged = nfiles > 1 && !o->separate};
+	int rc = o->format == RP_FMT_JSONL ? rp_sx_jsonl(&x)
+	         : o->format == RP_FMT_CSV ? rp_sx_csv(&x)
+	         : o->format == RP_FMT_CHROME ? rp_sx_chrome(&x)
+	                                      : rp_sx_perfetto(&x);
+	int damaged = 0, status = RP_EXIT_ERROR;
+	if (rc)
+		fprintf(stderr, "cuhook report: out of memory\n");
+	else
+		status = rp_sx_run(o, files, nfiles, open_output, warn_damage, &x, &damaged);
+	if (x.free)
+		x.free(&x);
+	if (x.f && fflush(x.f)) {
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout", strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (x.f && x.f != stdout && fclose(x.f)) {
+		fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (status == RP_EXIT_OK && damaged && o->strict)
+		status = RP_EXIT_TRUNCATED;
+	return status;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
 		tr_progress = show_progress;
-	if (rp_should_stream(o, files, nfiles))
-		return stream_main(o, files, nfiles);
+	if (rp_should_stream(o, files, nfiles)) {
+		if (o->format == RP_FMT_TEXT || o->format == RP_FMT_FOLDED)
+			return stream_main(o, files, nfiles);
+		return stream_export(o, files, nfiles);
+	}
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;

@@ -58,8 +58,7 @@ struct rp_stream_report {
 	struct tr_trace *t;
 	struct rp_view sel;       /* a view without calls: function info, the options' selection */
 	int ready;
-	uint8_t *thread_sel;      /* per thread index: 0 not looked at yet, 1 selected, 2 not */
-	uint32_t thread_cap;
+	struct rp_sel_cache sel_cache;
 	struct fagg *f;           /* per function id */
 	struct slow *heap;        /* min-heap by slower(): the root is the fastest kept */
 	uint32_t nheap;
@@ -84,28 +83,6 @@ static int prepare(struct rp_stream_report *r, struct tr_trace *t)
 	r->a = calloc(1, sizeof(*r->a));
 	r->heap = r->o->top ? malloc((size_t)r->o->top * sizeof(*r->heap)) : NULL;
 	return r->f && r->a && (r->heap || !r->o->top) ? 0 : -1;
-}
-
-static int selected(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c)
-{
-	if (c->thread >= r->thread_cap) {
-		uint32_t ncap = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
-		uint8_t *p = realloc(r->thread_sel, ncap);
-		if (!p)
-			return -1;
-		memset(p + r->thread_cap, 0, ncap - r->thread_cap);
-		r->thread_sel = p;
-		r->thread_cap = ncap;
-	}
-	if (!r->thread_sel[c->thread])
-		r->thread_sel[c->thread] = rp_thread_selected(&r->sel, c->thread) ? 1 : 2;
-	if (r->thread_sel[c->thread] != 1 || (r->sel.func_ok && !r->sel.func_ok[c->func]))
-		return 0;
-	if (r->o->has_range) {
-		int64_t rel = rp_rel(&r->sel, c->start_ns);
-		return rel >= r->o->range_start_ns && rel < r->o->range_end_ns;
-	}
-	return 1;
 }
 
 /* rp_slowest's order: longer first; equal durations: the earlier start, then the lower index. */
@@ -276,7 +253,7 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	int io = r->sel.fi[c->func].ioctl;
 	r->n.calls++;
 	r->n.ioctls += (uint64_t)io;
-	int sel = selected(r, t, c);
+	int sel = rp_stream_selects(&r->sel, &r->sel_cache, c);
 	if (sel <= 0)
 		return sel;
 	r->n.xsel++;
@@ -360,7 +337,7 @@ void rp_stream_free(struct rp_stream_report *r)
 		free(r->heap[i].data);
 	free(r->heap);
 	free(r->a);
-	free(r->thread_sel);
+	free(r->sel_cache.thread_sel);
 	free(r->pairs);
 	free(r);
 }
@@ -510,8 +487,9 @@ int rp_should_stream(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (o->stream != RP_STREAM_AUTO)
 		return o->stream == RP_STREAM_ON;
-	/* folded stacks add up across files; a text report of several files is one report */
-	if (o->format != RP_FMT_FOLDED && (o->format != RP_FMT_TEXT || (nfiles > 1 && !o->separate)))
+	/* folded stacks add up across files; a text report of several files is one report; json and
+	 * sqlite are not streamed */
+	if (o->format == RP_FMT_JSON || o->format == RP_FMT_SQLITE || (o->format == RP_FMT_TEXT && nfiles > 1 && !o->separate))
 		return 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct stat st;

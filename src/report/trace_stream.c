@@ -247,6 +247,11 @@ const struct tr_call *tr_stream_open_call(const struct tr_trace *t, uint32_t ci)
 	return &t->calls[ci];
 }
 
+uint64_t tr_stream_open_ordinal(const struct tr_trace *t, uint32_t ci)
+{
+	return t->stream_->ordinal[ci];
+}
+
 void tr_stream_get_skipped(const struct tr_trace *t, struct tr_stream_skipped *out)
 {
 	if (t->stream_)

@@ -61,8 +61,10 @@ struct tr_trace *tr_open_stream(const char *path, const struct tr_stream_sink *s
 struct tr_trace *tr_open_stream_mem(const void *buf, size_t len, const char *name, const struct tr_stream_sink *sink,
                                     char *err, size_t errlen);
 
-/* During a callback: the open call c->parent names. */
+/* During a callback: the open call c->parent names (its arguments readable; not its DATA
+ * records, which t->data does not hold), and its ordinal (struct tr_stream_info). */
 const struct tr_call *tr_stream_open_call(const struct tr_trace *t, uint32_t ci);
+uint64_t tr_stream_open_ordinal(const struct tr_trace *t, uint32_t ci);
 
 /* After tr_open_stream: what was skipped; all zero for a trace read by tr_open(). */
 void tr_stream_get_skipped(const struct tr_trace *t, struct tr_stream_skipped *out);

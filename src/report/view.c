@@ -576,6 +576,33 @@ int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *se
 	return 0;
 }
 
+int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c)
+{
+	if (v->func_ok && !v->func_ok[c->func])
+		return 0;
+	if (v->o->has_range) {
+		int64_t rel = rp_rel(v, c->start_ns);
+		return rel >= v->o->range_start_ns && rel < v->o->range_end_ns;
+	}
+	return 1;
+}
+
+int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c)
+{
+	if (c->thread >= cache->cap) {
+		uint32_t ncap = v->t->nthreads > c->thread ? v->t->nthreads : c->thread + 1;
+		uint8_t *p = realloc(cache->thread_sel, ncap);
+		if (!p)
+			return -1;
+		memset(p + cache->cap, 0, ncap - cache->cap);
+		cache->thread_sel = p;
+		cache->cap = ncap;
+	}
+	if (!cache->thread_sel[c->thread])
+		cache->thread_sel[c->thread] = rp_thread_selected(v, c->thread) ? 1 : 2;
+	return cache->thread_sel[c->thread] == 1 && rp_call_in_selection(v, c);
+}
+
 static int by_func_time(const void *a, const void *b, void *ctx)
 {
 	const struct tr_count *x = &((const struct tr_trace *)ctx)->counts[*(const uint32_t *)a];
