@@ -127,8 +127,11 @@ struct sx_file {
 	struct rp_view v;          /* from the metadata on: selection, kernel names */
 	int have_view;
 	struct rp_sel_cache cache;
+	uint64_t *thread_calls;    /* per thread index: its calls, selected or not */
+	uint32_t nthread_calls;
 	FILE *(*open_out)(const struct rp_opts *o);
-	int out_failed;
+	int out_failed;            /* the output could not be opened (said) */
+	int format_failed;         /* the format's call failed: out of memory, or its database */
 };
 
 static int head_only(void *ctx, struct tr_trace *t)
@@ -149,9 +152,12 @@ static int sx_begin(void *ctx, struct tr_trace *t)
 		return -1;
 	s->have_view = 1;
 	s->v.axis_realtime = s->realtime;
-	if (!s->x->f && !(s->x->f = s->open_out(s->o))) {
-		s->out_failed = 1;
-		return -1;
+	if (!s->x->opened) {
+		if (s->x->open ? s->x->open(s->x, s->o) : !(s->x->f = s->open_out(s->o))) {
+			s->out_failed = 1;
+			return -1;
+		}
+		s->x->opened = 1;
 	}
 	return s->x->file_begin(s->x, &s->v, s->k);
 }
@@ -159,13 +165,27 @@ static int sx_begin(void *ctx, struct tr_trace *t)
 static int sx_call(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info)
 {
 	struct sx_file *s = ctx;
+	if (c->thread >= s->nthread_calls) {
+		uint32_t n = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
+		uint64_t *p = realloc(s->thread_calls, (size_t)n * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + s->nthread_calls, 0, (size_t)(n - s->nthread_calls) * sizeof(*p));
+		s->thread_calls = p;
+		s->nthread_calls = n;
+	}
+	s->thread_calls[c->thread]++;
 	/* kernel names from every call, selected or not, as a whole read takes them */
 	if (s->v.fi[c->func].names_kernel && rp_view_name_call(&s->v, c))
 		return -1;
 	int sel = rp_stream_selects(&s->v, &s->cache, c);
 	if (sel <= 0)
 		return sel;
-	return s->x->call(s->x, &s->v, s->k, c, info);
+	if (s->x->call(s->x, &s->v, s->k, c, info)) {
+		s->format_failed = 1;
+		return -1;
+	}
+	return 0;
 }
 
 /* Lines several files up as a whole read does, from their metadata: shift[] and whether by
@@ -234,13 +254,15 @@ int rp_sx_run(const struct rp_opts *o, char **files, int nfiles, FILE *(*open_ou
 			t = NULL;
 		}
 		if (!t) {
-			if (!s.out_failed)
+			/* a database says its own failure (x->free) */
+			if (!s.out_failed && !(s.format_failed && !x->f))
 				fprintf(stderr, "cuhook report: %s\n", err);
 			status = RP_EXIT_ERROR;
 			if (s.have_view)
 				rp_view_free(&s.v);
 			free(s.cache.thread_sel);
-			if (s.out_failed)
+			free(s.thread_calls);
+			if (s.out_failed || s.format_failed)
 				break;
 			continue;
 		}
@@ -251,9 +273,17 @@ int rp_sx_run(const struct rp_opts *o, char **files, int nfiles, FILE *(*open_ou
 		const char *lo = left_out(t);
 		if (lo)
 			x->left_out = lo;
+		struct tr_stream_skipped sk;
+		tr_stream_get_skipped(t, &sk);
+		x->thread_calls = s.thread_calls;
+		x->nthread_calls = s.nthread_calls;
+		x->file_calls = sk.calls;
 		rc = x->file_end(x, &v, k);
+		x->thread_calls = NULL;
+		x->nthread_calls = 0;
 		rp_view_free(&s.v);
 		free(s.cache.thread_sel);
+		free(s.thread_calls);
 		if (!k) { /* the first file's view stays for finish (the time origin) */
 			t0 = t;
 			v0 = v;
@@ -263,11 +293,12 @@ int rp_sx_run(const struct rp_opts *o, char **files, int nfiles, FILE *(*open_ou
 		}
 		k++;
 	}
-	if (x->f && !rc)
+	if (x->opened && !rc)
 		rc = x->finish(x, t0 ? &v0 : NULL);
-	if (rc && x->f) {
-		fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout",
-		        errno ? strerror(errno) : "out of memory");
+	if (rc && x->opened) {
+		if (x->f) /* a database says its own */
+			fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout",
+			        errno ? strerror(errno) : "out of memory");
 		status = RP_EXIT_ERROR;
 	}
 	if (t0) {

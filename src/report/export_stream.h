@@ -17,6 +17,14 @@ struct rp_sx {
 	const char *left_out;      /* at finish: what the trace had that streaming left out ("GPU
 	                              records, call stacks"), for a format that can say it; NULL */
 	void *state;               /* the format's */
+	int opened;                /* f (or open's output) is open */
+	/* set before file_end: the file's calls (all, selected or not) per thread index, and in all */
+	const uint64_t *thread_calls;
+	uint32_t nthread_calls;
+	uint64_t file_calls;
+	/* optional: opens an output of the format's own instead of f (sqlite); 0, or -1 having said
+	 * why on stderr */
+	int (*open)(struct rp_sx *x, const struct rp_opts *o);
 	/* the file's metadata is read: v is its view (no call yet); k its place among the files */
 	int (*file_begin)(struct rp_sx *x, const struct rp_view *v, unsigned k);
 	/* a selected call, finished (trace_stream.h: valid during the call only) */
@@ -41,6 +49,7 @@ int rp_sx_jsonl(struct rp_sx *x);
 int rp_sx_csv(struct rp_sx *x);
 int rp_sx_chrome(struct rp_sx *x);
 int rp_sx_perfetto(struct rp_sx *x);
+int rp_sx_sqlite(struct rp_sx *x, const char *hint);
 
 /* The open calls of each thread whose begin event is written (chrome, perfetto): a call arrives
  * when it finishes, after its children, so the slices of a thread are written as a whole read

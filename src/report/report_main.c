@@ -115,7 +115,7 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 	return status;
 }
 
-/* jsonl, csv, chrome, perfetto in bounded memory (export_stream.h). */
+/* jsonl, csv, chrome, perfetto, sqlite in bounded memory (export_stream.h). */
 static int stream_export(const struct rp_opts *o, char **files, int nfiles)
 {
 	char err[4608];
@@ -128,6 +128,7 @@ static int stream_export(const struct rp_opts *o, char **files, int nfiles)
 	int rc = o->format == RP_FMT_JSONL ? rp_sx_jsonl(&x)
 	         : o->format == RP_FMT_CSV ? rp_sx_csv(&x)
 	         : o->format == RP_FMT_CHROME ? rp_sx_chrome(&x)
+	         : o->format == RP_FMT_SQLITE ? rp_sx_sqlite(&x, OUTPUT_HINT)
 	                                      : rp_sx_perfetto(&x);
 	int damaged = 0, status = RP_EXIT_ERROR;
 	if (rc)

@@ -487,9 +487,9 @@ int rp_should_stream(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (o->stream != RP_STREAM_AUTO)
 		return o->stream == RP_STREAM_ON;
-	/* folded stacks add up across files; a text report of several files is one report; json and
-	 * sqlite are not streamed */
-	if (o->format == RP_FMT_JSON || o->format == RP_FMT_SQLITE || (o->format == RP_FMT_TEXT && nfiles > 1 && !o->separate))
+	/* folded stacks add up across files; a text report of several files is one report; json is
+	 * not streamed */
+	if (o->format == RP_FMT_JSON || (o->format == RP_FMT_TEXT && nfiles > 1 && !o->separate))
 		return 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct stat st;

@@ -212,7 +212,7 @@ def test_options():
     tr.A = A
     b = gen("basic", "basic")
     _, err = tr.run(["report", "--stream", "--format", "json", b], rc=2)
-    check("json and sqlite read the whole trace" in err, "why --stream --format json is refused")
+    check("json reads the whole trace" in err, "why --stream --format json is refused")
     _, err = tr.run(["report", "--stream", b, b], rc=2)
     check("add --separate" in err, "why --stream with two merged files is refused")
     out, _ = tr.run(["report", "--stream", "--separate", "--no-color", b, b])

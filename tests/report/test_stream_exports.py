@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of the streamed call-by-call exports, `cuhook report --stream --format jsonl|csv|chrome|
-perfetto` (docs/report.md, "Streaming report: bounded memory"): on the same traces, the streamed
+perfetto|sqlite` (docs/report.md, "Streaming report: bounded memory"): on the same traces, the streamed
 output holds exactly the rows or events of a whole read (`--no-stream`), in another order, so
 they are compared as sorted rows or as parsed slices; what streaming leaves out is said; memory
 stays bounded.
@@ -11,6 +11,7 @@ Exit 0 pass, 1 fail."""
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 
 import perfetto_decode
@@ -193,6 +194,40 @@ def test_perfetto():
     check("memory counter track" in err and "left out" in err, f"the memory track said to be left out: {err}")
 
 
+def db_tables(path):
+    """Every table of a database as sorted rows, and per function its calls and total time."""
+    db = sqlite3.connect(path)
+    out = {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+           for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    out["per function"] = sorted(db.execute("SELECT f.name, count(*), sum(c.dur_ns) FROM calls c JOIN functions f "
+                                            "ON f.id = c.function GROUP BY f.name").fetchall())
+    out["indexes and views"] = sorted(db.execute("SELECT name FROM sqlite_master WHERE type IN ('index', 'view')"))
+    db.close()
+    return out
+
+
+def test_sqlite():
+    """The same database: every table's rows (call ids and parents those of a whole read), the
+    same per-function calls and total times, the same indexes."""
+    p = traces()
+    for args in cases(p):
+        paths = [os.path.join(TMP, f"{m}.sqlite") for m in ("whole", "stream")]
+        for mode, path in zip(("--no-stream", "--stream"), paths):
+            run(["report", "-f", "sqlite", mode, "--force", "-o", path, *args], rc=None)
+        w, s = db_tables(paths[0]), db_tables(paths[1])
+        check(len(w["calls"]) > 0 and w["per function"], f"sqlite {what(args)}: calls to compare")
+        eq(sorted(s), sorted(w), f"sqlite {what(args)}: tables")
+        for table in w:
+            eq(len(s[table]), len(w[table]), f"sqlite {what(args)}: rows of {table}")
+            eq(s[table], w[table], f"sqlite {what(args)}: {table}")
+    counted = os.path.join(TMP, "counted.sqlite")
+    run(["report", "-f", "sqlite", "--stream", "--force", "-o", counted, p["counts"]])
+    check(db_tables(counted)["counted"], "the counted calls' table filled")
+    # an existing file is not replaced without --force, and stays as it was
+    _, err = run(["report", "-f", "sqlite", "--stream", "-o", counted, p["basic"]], rc=1)
+    check("--force" in err and db_tables(counted)["counted"], f"an existing database kept: {err}")
+
+
 def test_left_out():
     """A trace with call stacks: streamed, the exports say on stderr (and chrome in otherData)
     that its stacks are left out."""
@@ -229,8 +264,9 @@ def test_bounded():
         return ru.ru_maxrss
     whole = peak(["report", "-f", "jsonl", "--no-stream", path])
     check(whole > size_kib, f"a whole read holds the file: {whole} KiB for {size_kib} KiB")
-    for fmt in ("jsonl", "csv", "chrome", "perfetto"):
-        kib = peak(["report", "-f", fmt, "--stream", path])
+    for fmt in ("jsonl", "csv", "chrome", "perfetto", "sqlite"):
+        out = ["--force", "-o", os.path.join(TMP, "big.sqlite")] if fmt == "sqlite" else []
+        kib = peak(["report", "-f", fmt, "--stream", *out, path])
         check(kib < size_kib // 2, f"{fmt} streamed: {kib} KiB, want < {size_kib // 2} KiB (file {size_kib} KiB)")
 
 
