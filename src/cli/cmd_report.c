@@ -44,8 +44,8 @@ static void usage(FILE *f)
 	        "                        time axis (default: one report over all processes)\n"
 	        "      --align CLOCK     several files: line them up by realtime (default: each\n"
 	        "                        trace's realtime - monotonic offset) or monotonic (one machine)\n"
-	        "      --stream          text report, folded stacks, jsonl, csv, chrome, perfetto or\n"
-	        "                        sqlite in bounded memory: the trace is read once, no call kept;\n"
+	        "      --stream          every format in bounded memory (text, json, folded, jsonl, csv,\n"
+	        "                        chrome, perfetto, sqlite): the trace is read once, no call kept;\n"
 	        "                        sections that need every call are left out, and named; exports\n"
 	        "                        in finish order (default for a file of 512 MiB or more)\n"
 	        "      --no-stream       keep every call in memory (about 200 bytes each): every section\n"
@@ -284,12 +284,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "cuhook report: --format sqlite writes a database file: give -o FILE.sqlite\n");
 		return RP_EXIT_USAGE;
 	}
-	if (o.stream == RP_STREAM_ON && o.format == RP_FMT_JSON) {
-		fprintf(stderr, "cuhook report: --stream gives the text report and --format folded, jsonl, csv, chrome, "
-		                "perfetto and sqlite; json reads the whole trace (leave out --stream)\n");
-		return RP_EXIT_USAGE;
-	}
-	if (o.stream == RP_STREAM_ON && o.format == RP_FMT_TEXT && nfiles > 1 && !o.separate) {
+	if (o.stream == RP_STREAM_ON && (o.format == RP_FMT_TEXT || o.format == RP_FMT_JSON) && nfiles > 1 &&
+	    !o.separate) {
 		fprintf(stderr, "cuhook report: --stream reports one file at a time: add --separate, or leave out "
 		                "--stream for one report over all processes\n");
 		return RP_EXIT_USAGE;

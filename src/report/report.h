@@ -804,6 +804,22 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
                                 struct rp_stream_report **r, char *err, size_t errlen);
 const struct tr_stream_skipped *rp_stream_skipped(const struct rp_stream_report *r);
 int rp_stream_write_text(FILE *f, struct rp_stream_report *r);
+/* The json report of what rp_stream_read kept (export_json.c, rp_write_json_streamed). */
+int rp_stream_write_json(FILE *f, struct rp_stream_report *r);
+/* A streamed trace's json (one trace object, as rp_write_json's for one file): the header with
+ * the streaming report's counts (n: calls, selected; per thread index its calls), the summary's
+ * rows, the analysis rp_tally_call gives (categories, transfers, nesting), the slowest calls
+ * (their DATA records t->data), the functions not traced, and "left_out": the sections that need
+ * every call at once. */
+struct rp_json_streamed {
+	const struct rp_stream_counts *n;
+	const uint64_t *thread_calls;
+	uint32_t nthread_calls;
+	const struct tr_call *const *slow;
+	uint32_t nslow;
+};
+int rp_write_json_streamed(FILE *f, struct rp_view *v, const struct rp_fstat *fs, uint32_t nfs,
+                           const struct rp_analysis *a, const struct rp_json_streamed *js);
 void rp_stream_free(struct rp_stream_report *r);
 /* Whether rp_main streams: --stream; by default (RP_STREAM_AUTO) a text report of one regular
  * file (or several with --separate), or folded stacks of any number of files, when one of them

@@ -55,14 +55,15 @@ static FILE *open_output(const struct rp_opts *o)
 	return f;
 }
 
-/* The text report or the folded stacks in bounded memory (text_stream.c): each file read once
- * and let go before the next one. Text: a report per file (--separate or one file; cmd_report
- * refuses the rest). Folded: the stacks of every file added up, written at the end. */
+/* The text or json report or the folded stacks in bounded memory (text_stream.c): each file read
+ * once and let go before the next one. Text, json: a report per file (--separate or one file;
+ * cmd_report refuses the rest; json's in a "traces" array for several, as a whole read's).
+ * Folded: the stacks of every file added up, written at the end. */
 static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	char err[4608];
 	int status = RP_EXIT_OK, damaged = 0, written = 0, rc = 0;
-	const int folded = o->format == RP_FMT_FOLDED;
+	const int folded = o->format == RP_FMT_FOLDED, json = o->format == RP_FMT_JSON;
 	struct rp_folded stacks = {0};
 	FILE *out = NULL;
 	if (o->output && strcmp(o->output, "-") &&
@@ -80,12 +81,18 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 		}
 		warn_damage(t);
 		damaged |= t->truncated || t->errors;
+		if (json)
+			fprintf(stderr, "cuhook report: note: %s: streamed, the json report leaves out what needs every call at "
+			        "once (its \"left_out\" list; --no-stream gives them)\n", rp_safe(t->path));
 		if (folded && rp_stream_skipped(r)->stack_recs)
 			fprintf(stderr, "cuhook report: warning: %s: call stacks are not read when streaming: its folded stacks "
 			        "hold the traced calls only (--no-stream reads them)\n", rp_safe(t->path));
 		if (!out && !(out = open_output(o)))
 			status = RP_EXIT_ERROR;
-		if (out && !folded) {
+		if (out && json) {
+			fprintf(out, written++ ? ",\n" : nfiles > 1 ? "{\"traces\": [\n" : "");
+			rc = rp_stream_write_json(out, r) || fflush(out);
+		} else if (out && !folded) {
 			if (written++)
 				fprintf(out, "\n\n");
 			rc = rp_stream_write_text(out, r) || fflush(out);
@@ -95,6 +102,8 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 		if (!out)
 			break;
 	}
+	if (json && out && written && !rc)
+		fprintf(out, nfiles > 1 ? "\n]}\n" : "\n");
 	if (folded) {
 		if (out)
 			rc = rp_folded_finish(out, &stacks, rc) || fflush(out);
@@ -155,7 +164,7 @@ int rp_main(const struct rp_opts *o, char **files, int nfiles)
 	if (isatty(2))
 		tr_progress = show_progress;
 	if (rp_should_stream(o, files, nfiles)) {
-		if (o->format == RP_FMT_TEXT || o->format == RP_FMT_FOLDED)
+		if (o->format == RP_FMT_TEXT || o->format == RP_FMT_FOLDED || o->format == RP_FMT_JSON)
 			return stream_main(o, files, nfiles);
 		return stream_export(o, files, nfiles);
 	}

@@ -59,6 +59,8 @@ struct rp_stream_report {
 	struct rp_view sel;       /* a view without calls: function info, the options' selection */
 	int ready;
 	struct rp_sel_cache sel_cache;
+	uint64_t *thread_calls;   /* per thread index: its calls (the json's threads) */
+	uint32_t nthread_calls;
 	struct fagg *f;           /* per function id */
 	struct slow *heap;        /* min-heap by slower(): the root is the fastest kept */
 	uint32_t nheap;
@@ -250,6 +252,16 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 		return -1;
 	if (r->sel.fi[c->func].names_kernel && rp_view_name_call(&r->sel, c))
 		return -1;
+	if (c->thread >= r->nthread_calls) {
+		uint32_t n = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
+		uint64_t *p = realloc(r->thread_calls, (size_t)n * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + r->nthread_calls, 0, (size_t)(n - r->nthread_calls) * sizeof(*p));
+		r->thread_calls = p;
+		r->nthread_calls = n;
+	}
+	r->thread_calls[c->thread]++;
 	int io = r->sel.fi[c->func].ioctl;
 	r->n.calls++;
 	r->n.ioctls += (uint64_t)io;
@@ -338,6 +350,7 @@ void rp_stream_free(struct rp_stream_report *r)
 	free(r->heap);
 	free(r->a);
 	free(r->sel_cache.thread_sel);
+	free(r->thread_calls);
 	free(r->pairs);
 	free(r);
 }
@@ -412,29 +425,51 @@ static void write_left_out(FILE *f, const struct rp_view *v, const struct rp_str
 		        (unsigned long long)s->stack_blocks, (unsigned long long)s->stack_recs);
 }
 
-int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
+/* What the writers need once the file is read: the view (the span as a whole read has it, the
+ * kernel names), the summary's rows, the slowest calls in order with their DATA records side by
+ * side (t->data while they are written), the nesting pairs in order. */
+struct out {
+	struct rp_view v;
+	struct rp_fstat *fs;
+	uint32_t nfs;
+	const struct tr_call **slow;
+	struct tr_data *data;
+	uint32_t ndata;
+};
+
+static void out_free(struct out *o)
+{
+	free(o->data);
+	free(o->slow);
+	free(o->fs);
+	rp_view_free(&o->v);
+}
+
+static int out_prepare(struct rp_stream_report *r, struct out *o)
 {
 	struct tr_trace *t = r->t;
-	struct rp_view v;
 	char err[64];
-	if (rp_view_init(&v, t, r->o, err, sizeof(err)))
+	memset(o, 0, sizeof(*o));
+	if (rp_view_init(&o->v, t, r->o, err, sizeof(err)))
 		return -1;
+	struct rp_view *v = &o->v;
 	/* the span as a whole read has it: the calls widen it (rp_trace_t0, rp_view_init) */
 	if (r->n.calls) {
-		if (t->first_ns < v.t0)
-			v.t0 = t->first_ns;
-		if (t->last_ns > v.t1)
-			v.t1 = t->last_ns;
-		v.base = v.t0 - v.shift;
+		if (t->first_ns < v->t0)
+			v->t0 = t->first_ns;
+		if (t->last_ns > v->t1)
+			v->t1 = t->last_ns;
+		v->base = v->t0 - v->shift;
 	}
-	v.streamed = &r->n;
-	uint32_t n;
-	struct rp_fstat *fs = summary_rows(r, &v, &n);
-	const struct tr_call **slow = malloc(((size_t)r->nheap + 1) * sizeof(*slow));
-	if (!fs || !slow) {
-		free(fs);
-		free(slow);
-		rp_view_free(&v);
+	v->streamed = &r->n;
+	o->fs = summary_rows(r, v, &o->nfs);
+	o->slow = malloc(((size_t)r->nheap + 1) * sizeof(*o->slow));
+	uint32_t nd = 0;
+	for (uint32_t i = 0; i < r->nheap; i++)
+		nd += r->heap[i].c.ndata;
+	o->data = malloc(((size_t)nd + 1) * sizeof(*o->data));
+	if (!o->fs || !o->slow || !o->data) {
+		out_free(o);
 		return -1;
 	}
 	/* heap sort: the slowest first */
@@ -442,54 +477,64 @@ int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
 		swap_slow(&r->heap[0], &r->heap[m - 1]);
 		heap_down(r->heap, m - 1, 0);
 	}
-	/* their DATA records side by side, as t->data while the list is written */
-	uint32_t nd = 0;
-	for (uint32_t i = 0; i < r->nheap; i++)
-		nd += r->heap[i].c.ndata;
-	struct tr_data *data = malloc(((size_t)nd + 1) * sizeof(*data));
-	if (!data) {
-		free(fs);
-		free(slow);
-		rp_view_free(&v);
-		return -1;
-	}
-	nd = 0;
 	for (uint32_t i = 0; i < r->nheap; i++) {
 		struct slow *sl = &r->heap[i];
 		sl->c.args_ = sl->args;
-		sl->c.data_first = sl->c.ndata ? nd : TR_NONE;
+		sl->c.data_first = sl->c.ndata ? o->ndata : TR_NONE;
 		if (sl->c.ndata)
-			memcpy(data + nd, sl->data, sl->c.ndata * sizeof(*data));
-		nd += sl->c.ndata;
-		slow[i] = &sl->c;
+			memcpy(o->data + o->ndata, sl->data, sl->c.ndata * sizeof(*o->data));
+		o->ndata += sl->c.ndata;
+		o->slow[i] = &sl->c;
 	}
-	rp_view_take_names(&v, &r->sel);
+	rp_view_take_names(v, &r->sel);
 	order_nest(r);
-	rp_text_header(f, &v);
-	rp_text_summary(f, &v, fs, n, r->n.sel != r->n.calls);
-	rp_text_categories(f, &v, r->a);
-	t->data = data;
-	t->ndata = nd;
-	rp_text_slowest(f, &v, slow, r->nheap);
+	return 0;
+}
+
+int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
+{
+	struct tr_trace *t = r->t;
+	struct out o;
+	if (out_prepare(r, &o))
+		return -1;
+	struct rp_view *v = &o.v;
+	rp_text_header(f, v);
+	rp_text_summary(f, v, o.fs, o.nfs, r->n.sel != r->n.calls);
+	rp_text_categories(f, v, r->a);
+	t->data = o.data;
+	t->ndata = o.ndata;
+	rp_text_slowest(f, v, o.slow, r->nheap);
 	t->data = NULL;
 	t->ndata = 0;
-	free(data);
-	rp_text_nesting(f, &v, r->a);
-	write_left_out(f, &v, r);
-	rp_text_refused(f, &v);
-	free(slow);
-	free(fs);
-	rp_view_free(&v);
+	rp_text_nesting(f, v, r->a);
+	write_left_out(f, v, r);
+	rp_text_refused(f, v);
+	out_free(&o);
 	return ferror(f) ? -1 : 0;
+}
+
+int rp_stream_write_json(FILE *f, struct rp_stream_report *r)
+{
+	struct tr_trace *t = r->t;
+	struct out o;
+	if (out_prepare(r, &o))
+		return -1;
+	const struct rp_json_streamed js = {&r->n, r->thread_calls, r->nthread_calls, o.slow, r->nheap};
+	t->data = o.data;
+	t->ndata = o.ndata;
+	int rc = rp_write_json_streamed(f, &o.v, o.fs, o.nfs, r->a, &js);
+	t->data = NULL;
+	t->ndata = 0;
+	out_free(&o);
+	return rc;
 }
 
 int rp_should_stream(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (o->stream != RP_STREAM_AUTO)
 		return o->stream == RP_STREAM_ON;
-	/* folded stacks add up across files; a text report of several files is one report; json is
-	 * not streamed */
-	if (o->format == RP_FMT_JSON || (o->format == RP_FMT_TEXT && nfiles > 1 && !o->separate))
+	/* folded stacks add up across files; a text or json report of several files is one report */
+	if ((o->format == RP_FMT_TEXT || o->format == RP_FMT_JSON) && nfiles > 1 && !o->separate)
 		return 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct stat st;

@@ -211,8 +211,8 @@ def test_options():
     --separate are streamed one after the other; a file that is not a trace is refused (exit 1)."""
     tr.A = A
     b = gen("basic", "basic")
-    _, err = tr.run(["report", "--stream", "--format", "json", b], rc=2)
-    check("json reads the whole trace" in err, "why --stream --format json is refused")
+    _, err = tr.run(["report", "--stream", "--format", "json", b, b], rc=2)
+    check("add --separate" in err, "why --stream --format json with two merged files is refused")
     _, err = tr.run(["report", "--stream", b, b], rc=2)
     check("add --separate" in err, "why --stream with two merged files is refused")
     out, _ = tr.run(["report", "--stream", "--separate", "--no-color", b, b])

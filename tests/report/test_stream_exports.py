@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of the streamed call-by-call exports, `cuhook report --stream --format jsonl|csv|chrome|
-perfetto|sqlite` (docs/report.md, "Streaming report: bounded memory"): on the same traces, the streamed
+perfetto|sqlite|json` (docs/report.md, "Streaming report: bounded memory"): on the same traces, the streamed
 output holds exactly the rows or events of a whole read (`--no-stream`), in another order, so
 they are compared as sorted rows or as parsed slices; what streaming leaves out is said; memory
 stays bounded.
@@ -194,6 +194,50 @@ def test_perfetto():
     check("memory counter track" in err and "left out" in err, f"the memory track said to be left out: {err}")
 
 
+def json_same(w, s, what):
+    """A streamed trace's json against the whole read's: every member the same but the sections
+    it names in "left_out" (absent), the medians (a sketch: within 1/128) and the standard
+    deviations (a running sum: within rounding)."""
+    eq(s.get("streamed"), True, f"{what}: marked streamed")
+    for key, value in w.items():
+        if key in s["left_out"]:
+            check(key not in s, f"{what}: {key} left out, and said so")
+            continue
+        check(key in s, f"{what}: {key} in the streamed json")
+        if key != "functions":
+            eq(s[key], value, f"{what}: {key}")
+            continue
+        eq([f["name"] for f in s[key]], [f["name"] for f in value], f"{what}: the functions, in order")
+        for a, b in zip(value, s[key]):
+            for col, x in a.items():
+                if col == "med_ns":
+                    check(abs(b[col] - x) <= x / 128 + 1, f"{what}: {a['name']}'s median {b[col]} for {x}")
+                elif col == "stddev_ns":
+                    check(abs(b[col] - x) <= x * 1e-6 + 0.1, f"{what}: {a['name']}'s stddev {b[col]} for {x}")
+                else:
+                    eq(b[col], x, f"{what}: {a['name']}'s {col}")
+    check(set(s["left_out"]) >= {"stages", "gaps", "kernels", "findings", "gpu"}, f"{what}: left_out {s['left_out']}")
+
+
+def test_json():
+    """The json report streamed: the whole read's members, the sections needing every call named
+    in "left_out" (and on stderr)."""
+    p = traces()
+    for args in [[path] for path in p.values()] + [["--separate", p["basic"], p["kernels"]],
+                                                   ["--thread", "w1,w3", "--funcs", "-cuMemAlloc*", p["vary"]]]:
+        whole, stream, err = both("json", args)
+        check("left_out" in err, f"json {what(args)}: said on stderr: {err}")
+        w, s = json.loads(whole), json.loads(stream)
+        if "traces" in w:
+            eq(len(s["traces"]), len(w["traces"]), f"json {what(args)}: traces")
+            for a, b in zip(w["traces"], s["traces"]):
+                json_same(a, b, f"json {what(args)}")
+        else:
+            json_same(w, s, f"json {what(args)}")
+    w = json.loads(both("json", [p["kernels"]])[1])
+    check(any(c["details"].startswith("gemm grid") for c in w["slowest_calls"]), "streamed slowest calls name their kernels")
+
+
 def db_tables(path):
     """Every table of a database as sorted rows, and per function its calls and total time."""
     db = sqlite3.connect(path)
@@ -264,7 +308,7 @@ def test_bounded():
         return ru.ru_maxrss
     whole = peak(["report", "-f", "jsonl", "--no-stream", path])
     check(whole > size_kib, f"a whole read holds the file: {whole} KiB for {size_kib} KiB")
-    for fmt in ("jsonl", "csv", "chrome", "perfetto", "sqlite"):
+    for fmt in ("json", "jsonl", "csv", "chrome", "perfetto", "sqlite"):
         out = ["--force", "-o", os.path.join(TMP, "big.sqlite")] if fmt == "sqlite" else []
         kib = peak(["report", "-f", fmt, "--stream", *out, path])
         check(kib < size_kib // 2, f"{fmt} streamed: {kib} KiB, want < {size_kib // 2} KiB (file {size_kib} KiB)")
