@@ -53,9 +53,12 @@ fi
 echo "report of $n calls               time       peak RSS"
 measure "cuhook report (text, streaming)" "$cuhook" report --no-color "$work/big.bin"
 measure "cuhook report --format folded (streaming)" "$cuhook" report --format folded "$work/big.bin"
-for f in jsonl csv chrome perfetto; do
+for f in json jsonl csv chrome perfetto; do
 	OUT=/dev/null measure "cuhook report --format $f --stream" "$cuhook" report --stream --format "$f" "$work/big.bin"
 done
+measure "cuhook report --format sqlite --stream" "$cuhook" report --stream --format sqlite -o "$work/out.sqlite" "$work/big.bin"
+echo "  (database: $(($(stat -c %s "$work/out.sqlite") >> 20)) MiB)"
+rm -f "$work/out.sqlite"
 if [ -d "$work/uftrace.data" ]; then
 	measure "uftrace report" uftrace report -d "$work/uftrace.data"
 	measure "cuhook report (text, streaming) again" "$cuhook" report --no-color "$work/big.bin"

@@ -237,28 +237,12 @@ static int csv_sx_call(struct rp_sx *x, const struct rp_view *v, unsigned k, con
 	return 0;
 }
 
-static int csv_sx_end(struct rp_sx *x, const struct rp_view *v, unsigned k)
-{
-	return 0;
-}
-
-static int csv_sx_finish(struct rp_sx *x, const struct rp_view *v0)
-{
-	if (!v0) /* no file read: the header all the same */
-		csv_header(x->f, x->merged, 0);
-	return ferror(x->f) ? -1 : 0;
-}
-
-static void csv_sx_free(struct rp_sx *x)
-{
-}
-
 int rp_sx_csv(struct rp_sx *x)
 {
 	x->file_begin = csv_sx_begin;
 	x->call = csv_sx_call;
-	x->file_end = csv_sx_end;
-	x->finish = csv_sx_finish;
-	x->free = csv_sx_free;
+	x->file_end = rp_sx_file_nothing;
+	x->finish = rp_sx_finish_file;
+	x->free = rp_sx_free_nothing;
 	return 0;
 }

@@ -116,6 +116,22 @@ void rp_sx_slices_free(struct rp_sx_slices *s)
 	s->nth = 0;
 }
 
+/* ---- parts a format may have nothing to do in ------------------------------------------------- */
+
+int rp_sx_file_nothing(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	return 0;
+}
+
+int rp_sx_finish_file(struct rp_sx *x, const struct rp_view *v0)
+{
+	return ferror(x->f) ? -1 : 0;
+}
+
+void rp_sx_free_nothing(struct rp_sx *x)
+{
+}
+
 /* ---- the driver ---------------------------------------------------------------------------- */
 
 struct sx_file {
@@ -127,8 +143,7 @@ struct sx_file {
 	struct rp_view v;          /* from the metadata on: selection, kernel names */
 	int have_view;
 	struct rp_sel_cache cache;
-	uint64_t *thread_calls;    /* per thread index: its calls, selected or not */
-	uint32_t nthread_calls;
+	struct rp_thread_calls per_thread; /* its calls, selected or not */
 	FILE *(*open_out)(const struct rp_opts *o);
 	int out_failed;            /* the output could not be opened (said) */
 	int format_failed;         /* the format's call failed: out of memory, or its database */
@@ -165,16 +180,8 @@ static int sx_begin(void *ctx, struct tr_trace *t)
 static int sx_call(void *ctx, const struct tr_trace *t, const struct tr_call *c, const struct tr_stream_info *info)
 {
 	struct sx_file *s = ctx;
-	if (c->thread >= s->nthread_calls) {
-		uint32_t n = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
-		uint64_t *p = realloc(s->thread_calls, (size_t)n * sizeof(*p));
-		if (!p)
-			return -1;
-		memset(p + s->nthread_calls, 0, (size_t)(n - s->nthread_calls) * sizeof(*p));
-		s->thread_calls = p;
-		s->nthread_calls = n;
-	}
-	s->thread_calls[c->thread]++;
+	if (rp_thread_calls_add(&s->per_thread, t, c->thread))
+		return -1;
 	/* kernel names from every call, selected or not, as a whole read takes them */
 	if (s->v.fi[c->func].names_kernel && rp_view_name_call(&s->v, c))
 		return -1;
@@ -261,7 +268,7 @@ int rp_sx_run(const struct rp_opts *o, char **files, int nfiles, FILE *(*open_ou
 			if (s.have_view)
 				rp_view_free(&s.v);
 			free(s.cache.thread_sel);
-			free(s.thread_calls);
+			free(s.per_thread.calls);
 			if (s.out_failed || s.format_failed)
 				break;
 			continue;
@@ -275,15 +282,15 @@ int rp_sx_run(const struct rp_opts *o, char **files, int nfiles, FILE *(*open_ou
 			x->left_out = lo;
 		struct tr_stream_skipped sk;
 		tr_stream_get_skipped(t, &sk);
-		x->thread_calls = s.thread_calls;
-		x->nthread_calls = s.nthread_calls;
+		x->thread_calls = s.per_thread.calls;
+		x->nthread_calls = s.per_thread.n;
 		x->file_calls = sk.calls;
 		rc = x->file_end(x, &v, k);
 		x->thread_calls = NULL;
 		x->nthread_calls = 0;
 		rp_view_free(&s.v);
 		free(s.cache.thread_sel);
-		free(s.thread_calls);
+		free(s.per_thread.calls);
 		if (!k) { /* the first file's view stays for finish (the time origin) */
 			t0 = t;
 			v0 = v;

@@ -51,6 +51,11 @@ int rp_sx_chrome(struct rp_sx *x);
 int rp_sx_perfetto(struct rp_sx *x);
 int rp_sx_sqlite(struct rp_sx *x, const char *hint);
 
+/* For a format with nothing to do there: file_begin or file_end, finish (f's error state), free. */
+int rp_sx_file_nothing(struct rp_sx *x, const struct rp_view *v, unsigned k);
+int rp_sx_finish_file(struct rp_sx *x, const struct rp_view *v0);
+void rp_sx_free_nothing(struct rp_sx *x);
+
 /* The open calls of each thread whose begin event is written (chrome, perfetto): a call arrives
  * when it finishes, after its children, so the slices of a thread are written as a whole read
  * writes them (begins in start order, nested) by writing the begins of a call's selected open

@@ -94,27 +94,13 @@ static int jsonl_stream_call(struct rp_sx *x, const struct rp_view *v, unsigned 
 	return 0;
 }
 
-static int sx_nothing(struct rp_sx *x, const struct rp_view *v, unsigned k)
-{
-	return 0;
-}
-
-static int sx_done(struct rp_sx *x, const struct rp_view *v0)
-{
-	return ferror(x->f) ? -1 : 0;
-}
-
-static void sx_free_nothing(struct rp_sx *x)
-{
-}
-
 int rp_sx_jsonl(struct rp_sx *x)
 {
-	x->file_begin = sx_nothing;
+	x->file_begin = rp_sx_file_nothing;
 	x->call = jsonl_stream_call;
-	x->file_end = sx_nothing;
-	x->finish = sx_done;
-	x->free = sx_free_nothing;
+	x->file_end = rp_sx_file_nothing;
+	x->finish = rp_sx_finish_file;
+	x->free = rp_sx_free_nothing;
 	return 0;
 }
 

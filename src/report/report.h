@@ -229,6 +229,13 @@ struct rp_sel_cache {
 	uint32_t cap;
 };
 int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c);
+/* A streamed trace's calls per thread index (its threads' ncalls stay 0): one more for thread;
+ * 0, or -1 when out of memory. free(calls) after. */
+struct rp_thread_calls {
+	uint64_t *calls;
+	uint32_t n;
+};
+int rp_thread_calls_add(struct rp_thread_calls *tc, const struct tr_trace *t, uint32_t thread);
 int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c);
 int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *selected,
                      void (*fn)(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns), void *ctx);

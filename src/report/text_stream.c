@@ -59,8 +59,7 @@ struct rp_stream_report {
 	struct rp_view sel;       /* a view without calls: function info, the options' selection */
 	int ready;
 	struct rp_sel_cache sel_cache;
-	uint64_t *thread_calls;   /* per thread index: its calls (the json's threads) */
-	uint32_t nthread_calls;
+	struct rp_thread_calls per_thread; /* the json's threads' calls */
 	struct fagg *f;           /* per function id */
 	struct slow *heap;        /* min-heap by slower(): the root is the fastest kept */
 	uint32_t nheap;
@@ -252,16 +251,8 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 		return -1;
 	if (r->sel.fi[c->func].names_kernel && rp_view_name_call(&r->sel, c))
 		return -1;
-	if (c->thread >= r->nthread_calls) {
-		uint32_t n = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
-		uint64_t *p = realloc(r->thread_calls, (size_t)n * sizeof(*p));
-		if (!p)
-			return -1;
-		memset(p + r->nthread_calls, 0, (size_t)(n - r->nthread_calls) * sizeof(*p));
-		r->thread_calls = p;
-		r->nthread_calls = n;
-	}
-	r->thread_calls[c->thread]++;
+	if (rp_thread_calls_add(&r->per_thread, t, c->thread))
+		return -1;
 	int io = r->sel.fi[c->func].ioctl;
 	r->n.calls++;
 	r->n.ioctls += (uint64_t)io;
@@ -350,7 +341,7 @@ void rp_stream_free(struct rp_stream_report *r)
 	free(r->heap);
 	free(r->a);
 	free(r->sel_cache.thread_sel);
-	free(r->thread_calls);
+	free(r->per_thread.calls);
 	free(r->pairs);
 	free(r);
 }
@@ -519,7 +510,7 @@ int rp_stream_write_json(FILE *f, struct rp_stream_report *r)
 	struct out o;
 	if (out_prepare(r, &o))
 		return -1;
-	const struct rp_json_streamed js = {&r->n, r->thread_calls, r->nthread_calls, o.slow, r->nheap};
+	const struct rp_json_streamed js = {&r->n, r->per_thread.calls, r->per_thread.n, o.slow, r->nheap};
 	t->data = o.data;
 	t->ndata = o.ndata;
 	int rc = rp_write_json_streamed(f, &o.v, o.fs, o.nfs, r->a, &js);

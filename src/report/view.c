@@ -587,6 +587,21 @@ int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c)
 	return 1;
 }
 
+int rp_thread_calls_add(struct rp_thread_calls *tc, const struct tr_trace *t, uint32_t thread)
+{
+	if (thread >= tc->n) {
+		uint32_t n = t->nthreads > thread ? t->nthreads : thread + 1;
+		uint64_t *p = realloc(tc->calls, (size_t)n * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + tc->n, 0, (size_t)(n - tc->n) * sizeof(*p));
+		tc->calls = p;
+		tc->n = n;
+	}
+	tc->calls[thread]++;
+	return 0;
+}
+
 int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c)
 {
 	if (c->thread >= cache->cap) {
