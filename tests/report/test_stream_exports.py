@@ -238,6 +238,49 @@ def test_json():
     check(any(c["details"].startswith("gemm grid") for c in w["slowest_calls"]), "streamed slowest calls name their kernels")
 
 
+def lost_exit_trace(path):
+    """A call whose EXIT was lost (the next ENTRY at its depth) after a call nested in it ended."""
+    import struct
+    from cuhooktest import tracewriter as st
+    t = st.Trace()
+    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+    t.funcs(0, ["cuParent", "cuChild", "cuNext"])
+    t.thread(100, "main")
+    t.clock(0)
+
+    def entry(func, ns, depth):
+        return struct.pack("<BBHIQHBB4s", st.REC_ENTRY, 0, 24, func, st.START_NS + ns, depth, 0, 6, b"")
+
+    def exit_(func, ns, depth):
+        return struct.pack("<BBHIQH6sQ", st.REC_EXIT, 0, 32, func, st.START_NS + ns, depth, b"", 0)
+    recs = [entry(0, 1000, 0), entry(1, 1100, 1), exit_(1, 1200, 1), entry(2, 2000, 0), exit_(2, 2100, 0)]
+    t.block(st.EVENTS, struct.pack("<II", 100, len(recs)) + b"".join(recs))
+    t.events += len(recs)
+    t.end(1)
+    t.write(path)
+    return path
+
+
+def test_lost_exit():
+    """A call whose EXIT was lost after its nested call was written: read whole it is an instant;
+    streamed its begin went out with the nested call's, so it ends at that call's end (every
+    begin ended); the other calls the same both ways."""
+    path = lost_exit_trace(os.path.join(TMP, "lost.bin"))
+    whole, stream, _ = both("chrome", [path])
+    (w, _), (s, _) = chrome_slices(whole), chrome_slices(stream)
+    wp = [e for e in w if e[2] == "cuParent"]
+    sp = [e for e in s if e[2] == "cuParent"]
+    eq([e[0] for e in wp], ["i"], "chrome whole: the call without its EXIT an instant")
+    child = next(e for e in s if e[2] == "cuChild")
+    eq([(e[0], e[4], e[5]) for e in sp], [("slice", wp[0][4], child[5])], "chrome streamed: it ends with its child")
+    eq([e for e in s if e[2] != "cuParent"], [e for e in w if e[2] != "cuParent"], "chrome: the other calls")
+    whole, stream, _ = both("perfetto", [path], binary=True)
+    (w, _, _), (s, _, _) = perfetto_slices(whole), perfetto_slices(stream)
+    eq([e[0] for e in w if e[2] == "cuParent"], [3], "perfetto whole: an instant")
+    eq([e[0] for e in s if e[2] == "cuParent"], ["slice"], "perfetto streamed: a slice, ended")
+    eq([e for e in s if e[2] != "cuParent"], [e for e in w if e[2] != "cuParent"], "perfetto: the other calls")
+
+
 def db_tables(path):
     """Every table of a database as sorted rows, and per function its calls and total time."""
     db = sqlite3.connect(path)
