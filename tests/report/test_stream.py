@@ -240,6 +240,21 @@ def test_options():
     check("truncated" in err, "--strict with a truncated trace: exit 3 and the warning")
 
 
+def stacks_trace(path):
+    """Two calls on one thread, the first with a call stack (agent option stacks=)."""
+    from cuhooktest import tracewriter as st
+    t = st.Trace()
+    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
+    t.funcs(0, ["cuInit", "cuCtxSynchronize"])
+    t.thread(100, "main")
+    t.clock(0)
+    t.stacks([(1, [0x401000, 0x402000])])
+    t.thread_events(100, [(0, 1000, 500, 1), (1, 2000, 700, None)])
+    t.end()
+    t.write(path)
+    return path
+
+
 def test_folded():
     """--format folded streamed: the whole read's output byte for byte (one file, several files
     added up, filters); a trace with call stacks is folded without them, with a warning."""
@@ -253,18 +268,7 @@ def test_folded():
         stream, _ = tr.run(["report", "-f", "folded", "--stream", *args], rc=None)
         check(whole.count("\n") > 2, f"folded {args}: stacks to compare")
         eq(stream, whole, f"folded {args} streamed")
-    from cuhooktest import tracewriter as st
-    t = st.Trace()
-    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
-    t.funcs(0, ["cuInit", "cuCtxSynchronize"])
-    t.thread(100, "main")
-    t.clock(0)
-    t.stacks([(1, [0x401000, 0x402000])])
-    t.thread_events(100, [(0, 1000, 500, 1), (1, 2000, 700, None)])
-    t.end()
-    path = os.path.join(TMP, "stacks.bin")
-    t.write(path)
-    out, err = tr.run(["report", "-f", "folded", "--stream", path])
+    out, err = tr.run(["report", "-f", "folded", "--stream", stacks_trace(os.path.join(TMP, "stacks.bin"))])
     eq(out, "main;cuCtxSynchronize 700\nmain;cuInit 500\n", "folded stacks of a trace with call stacks, streamed")
     check("call stacks are not read when streaming" in err, f"the warning: {err}")
 

@@ -318,17 +318,7 @@ def test_sqlite():
 def test_left_out():
     """A trace with call stacks: streamed, the exports say on stderr (and chrome in otherData)
     that its stacks are left out."""
-    from cuhooktest import tracewriter as st
-    t = st.Trace()
-    t.lib(0, "/usr/lib/x86_64-linux-gnu/libcuda.so.1")
-    t.funcs(0, ["cuInit", "cuCtxSynchronize"])
-    t.thread(100, "main")
-    t.clock(0)
-    t.stacks([(1, [0x401000, 0x402000])])
-    t.thread_events(100, [(0, 1000, 500, 1), (1, 2000, 700, None)])
-    t.end()
-    path = os.path.join(TMP, "stacks.bin")
-    t.write(path)
+    path = ts.stacks_trace(os.path.join(TMP, "stacks.bin"))
     for fmt in ("jsonl", "csv", "chrome"):
         out, err = run(["report", "-f", fmt, "--stream", path])
         check("call stacks are not read when streaming" in err, f"{fmt}: the warning: {err}")
