@@ -1,7 +1,7 @@
 #!/bin/bash
 # cuhook report at scale (issue 19's targets), in one run: time and peak RSS of the text report
-# and of --format folded (streaming: the default for a file this size), of the same read whole,
-# and of each other export (whole reads), on an N-call, 4-thread trace from tests/report/gen_trace big (version 5 records, TSC
+# and of --format folded and each streamed export (streaming: the default for a file this size),
+# of the same read whole, and of each export read whole, on an N-call, 4-thread trace from tests/report/gen_trace big (version 5 records, TSC
 # clock, as the agent writes them), beside uftrace's report (uftrace record of
 # bench/uftrace_calls.c, built with -pg, making N calls on 4 threads).
 # Usage: bash bench/report_scale.sh [N] [EXPORT_N]
@@ -9,22 +9,31 @@
 #   EXPORT_N  calls of the trace the whole-read runs use (--no-stream and the exports; default N):
 #             those keep every call, about 200 bytes each, so a smaller trace keeps them within
 #             the machine's memory; 0 skips them.
-# Every file is written under one mktemp -d directory, removed at the end.
+# Every file is written under one mktemp -d directory, removed at the end; the streamed exports
+# write to /dev/null (at 5x10^7 calls a jsonl export is about 15 GB).
+# CUHOOK=EXE GEN_TRACE=EXE: measure those binaries (a copy, while the tree is rebuilt) instead of
+# building the tree's.
 set -eu
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
 n=${1:-50000000}
 xn=${2:-$n}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cuhook=build/src/cli/cuhook
-gen=build/tests/report/gen_trace
+if [ -n "${CUHOOK:-}" ]; then
+	cuhook=$CUHOOK
+	gen=${GEN_TRACE:?GEN_TRACE=EXE goes with CUHOOK}
+else
+	bash scripts/build.sh
+	cuhook=build/src/cli/cuhook
+	gen=build/tests/report/gen_trace
+fi
 
-# measure LABEL CMD...: wall time and peak RSS (GNU time: the child's getrusage)
+# measure LABEL CMD...: wall time and peak RSS (GNU time: the child's getrusage); OUT=FILE: its
+# stdout there (default: a file in $work)
 measure() {
 	local label=$1
 	shift
-	if ! /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$work/out" 2> "$work/err"; then
+	if ! /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "${OUT:-$work/out}" 2> "$work/err"; then
 		echo "$label: failed: $(tail -3 "$work/err")"
 		return
 	fi
@@ -44,6 +53,12 @@ fi
 echo "report of $n calls               time       peak RSS"
 measure "cuhook report (text, streaming)" "$cuhook" report --no-color "$work/big.bin"
 measure "cuhook report --format folded (streaming)" "$cuhook" report --format folded "$work/big.bin"
+for f in json jsonl csv chrome perfetto; do
+	OUT=/dev/null measure "cuhook report --format $f --stream" "$cuhook" report --stream --format "$f" "$work/big.bin"
+done
+measure "cuhook report --format sqlite --stream" "$cuhook" report --stream --format sqlite -o "$work/out.sqlite" "$work/big.bin"
+echo "  (database: $(($(stat -c %s "$work/out.sqlite") >> 20)) MiB)"
+rm -f "$work/out.sqlite"
 if [ -d "$work/uftrace.data" ]; then
 	measure "uftrace report" uftrace report -d "$work/uftrace.data"
 	measure "cuhook report (text, streaming) again" "$cuhook" report --no-color "$work/big.bin"

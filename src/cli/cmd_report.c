@@ -44,9 +44,10 @@ static void usage(FILE *f)
 	        "                        time axis (default: one report over all processes)\n"
 	        "      --align CLOCK     several files: line them up by realtime (default: each\n"
 	        "                        trace's realtime - monotonic offset) or monotonic (one machine)\n"
-	        "      --stream          text report or folded stacks in bounded memory: the trace is\n"
-	        "                        read once and no call is kept; sections that need every call\n"
-	        "                        are left out, and named (default for a file of 512 MiB or more)\n"
+	        "      --stream          every format in bounded memory (text, json, folded, jsonl, csv,\n"
+	        "                        chrome, perfetto, sqlite): the trace is read once, no call kept;\n"
+	        "                        sections that need every call are left out, and named; exports\n"
+	        "                        in finish order (default for a file of 512 MiB or more)\n"
 	        "      --no-stream       keep every call in memory (about 200 bytes each): every section\n"
 	        "  -h, --help\n"
 	        "  -V, --version\n"
@@ -283,12 +284,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "cuhook report: --format sqlite writes a database file: give -o FILE.sqlite\n");
 		return RP_EXIT_USAGE;
 	}
-	if (o.stream == RP_STREAM_ON && o.format != RP_FMT_TEXT && o.format != RP_FMT_FOLDED) {
-		fprintf(stderr, "cuhook report: --stream gives the text report and --format folded only; the other "
-		                "formats read the whole trace (leave out --stream)\n");
-		return RP_EXIT_USAGE;
-	}
-	if (o.stream == RP_STREAM_ON && o.format == RP_FMT_TEXT && nfiles > 1 && !o.separate) {
+	if (o.stream == RP_STREAM_ON && (o.format == RP_FMT_TEXT || o.format == RP_FMT_JSON) && nfiles > 1 &&
+	    !o.separate) {
 		fprintf(stderr, "cuhook report: --stream reports one file at a time: add --separate, or leave out "
 		                "--stream for one report over all processes\n");
 		return RP_EXIT_USAGE;

@@ -19,7 +19,7 @@
  * row's tid and func are those of the call that submitted it (empty when unlinked), its times the
  * GPU's, call_start_ns that call's entry time; its category is empty, its thread the submitting
  * call's, its kernel the kernel's demangled name. */
-#include "report.h"
+#include "export_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,10 +73,10 @@ static void tail_columns(FILE *f, const struct rp_view *v, const char *category,
 /* the GPU columns of a call row: empty */
 #define GPU_EMPTY ",,,,,,,,,,,,,,,,,,,,"
 
-static void csv_row(FILE *f, const struct rp_view *v, uint32_t ci, int with_pid, int gpu, char *dec, size_t declen)
+static void csv_row(FILE *f, const struct rp_view *v, const struct tr_call *c, int with_pid, int gpu, char *dec,
+                    size_t declen)
 {
 	const struct tr_trace *t = v->t;
-	const struct tr_call *c = &t->calls[ci];
 	if (with_pid)
 		fprintf(f, "%u,", t->pid);
 	if (gpu)
@@ -193,10 +193,15 @@ static int merge_rows(FILE *f, struct rp_view *views, unsigned n, int with_pid, 
 		if (best % 2)
 			gpu_row(f, v, v->gpu->sel[pos[best]++], with_pid);
 		else
-			csv_row(f, v, v->xsel[pos[best]++], with_pid, gpu, dec, sizeof(dec));
+			csv_row(f, v, &v->t->calls[v->xsel[pos[best]++]], with_pid, gpu, dec, sizeof(dec));
 	}
 	free(pos);
 	return 0;
+}
+
+static void csv_header(FILE *f, int merged, int gpu)
+{
+	fprintf(f, "%s%s" CSV_HEADER "%s" CSV_TAIL "\n", merged ? "pid," : "", gpu ? "record," : "", gpu ? GPU_COLUMNS : "");
 }
 
 /* k-way merge of the views' selections (each in start order) on the common axis: ties go to
@@ -206,11 +211,38 @@ int rp_write_csv(FILE *f, struct rp_view *views, unsigned n)
 	int merged = rp_merged(views, n), gpu = 0;
 	for (unsigned k = 0; k < n; k++)
 		gpu |= views[k].gpu != NULL;
-	fprintf(f, "%s%s" CSV_HEADER "%s" CSV_TAIL "\n", merged ? "pid," : "", gpu ? "record," : "", gpu ? GPU_COLUMNS : "");
+	csv_header(f, merged, gpu);
 	if (merged)
 		return merge_rows(f, views, n, 1, gpu) || ferror(f) ? -1 : 0;
 	for (unsigned k = 0; k < n; k++)
 		if (merge_rows(f, &views[k], 1, 0, gpu))
 			return -1;
 	return ferror(f) ? -1 : 0;
+}
+
+/* Streamed (export_stream.h): a row per call as it finishes, the files one after the other; no
+ * GPU rows (GPU records are not read when streaming), so no record column nor GPU columns. */
+static int csv_sx_begin(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	if (!k)
+		csv_header(x->f, x->merged, 0);
+	return 0;
+}
+
+static int csv_sx_call(struct rp_sx *x, const struct rp_view *v, unsigned k, const struct tr_call *c,
+                       const struct tr_stream_info *info)
+{
+	char dec[1024];
+	csv_row(x->f, v, c, x->merged, 0, dec, sizeof(dec));
+	return 0;
+}
+
+int rp_sx_csv(struct rp_sx *x)
+{
+	x->file_begin = csv_sx_begin;
+	x->call = csv_sx_call;
+	x->file_end = rp_sx_file_nothing;
+	x->finish = rp_sx_finish_file;
+	x->free = rp_sx_free_nothing;
+	return 0;
 }

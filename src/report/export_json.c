@@ -65,7 +65,10 @@ static void write_refused(FILE *f, const struct rp_view *v)
 	fprintf(f, "%s]", first ? "" : "\n  ");
 }
 
-static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+static void write_stages_gaps(FILE *f, const struct rp_view *v, const struct rp_analysis *a);
+
+/* streamed: no stages nor gaps (they need every call at once) */
+static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_analysis *a, int streamed)
 {
 	const struct tr_trace *t = v->t;
 	fprintf(f, "  \"categories\": [");
@@ -92,8 +95,26 @@ static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_ana
 		first = 0;
 	}
 	fprintf(f, "%s],\n", first ? "" : "\n  ");
+	if (!streamed)
+		write_stages_gaps(f, v, a);
+	fprintf(f, "  \"max_depth\": %d, \"nested_calls\": %llu, \"nesting\": [", a->max_depth,
+	        (unsigned long long)a->nested_calls);
+	for (uint32_t i = 0; i < a->nnest; i++) {
+		fprintf(f, "%s{", i ? ", " : "");
+		kv_str(f, "parent", tr_func_name(t, a->nest[i].parent_func));
+		fprintf(f, ", ");
+		kv_str(f, "child", tr_func_name(t, a->nest[i].child_func));
+		fprintf(f, ", \"count\": %llu, \"child_total_ns\": %lld}", (unsigned long long)a->nest[i].count,
+		        (long long)a->nest[i].child_time);
+	}
+	fprintf(f, "],\n");
+}
+
+static void write_stages_gaps(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
+{
+	const struct tr_trace *t = v->t;
+	int first = 1;
 	fprintf(f, "  \"stages\": [");
-	first = 1;
 	for (int s = 0; s < RP_STAGE_COUNT; s++) {
 		const struct rp_stage *st = &a->stage[s];
 		if (!st->present)
@@ -121,28 +142,17 @@ static void write_analysis(FILE *f, const struct rp_view *v, const struct rp_ana
 		fprintf(f, ", \"tid\": %u}", t->threads[after->thread].tid);
 	}
 	fprintf(f, "]},\n");
-	fprintf(f, "  \"max_depth\": %d, \"nested_calls\": %llu, \"nesting\": [", a->max_depth,
-	        (unsigned long long)a->nested_calls);
-	for (uint32_t i = 0; i < a->nnest; i++) {
-		fprintf(f, "%s{", i ? ", " : "");
-		kv_str(f, "parent", tr_func_name(t, a->nest[i].parent_func));
-		fprintf(f, ", ");
-		kv_str(f, "child", tr_func_name(t, a->nest[i].child_func));
-		fprintf(f, ", \"count\": %llu, \"child_total_ns\": %lld}", (unsigned long long)a->nest[i].count,
-		        (long long)a->nest[i].child_time);
-	}
-	fprintf(f, "],\n");
 }
 
-static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trace_result *r)
+/* calls[i], or when calls is NULL the call idx[i] (its stack known) */
+static void write_slowest(FILE *f, const struct rp_view *v, const struct tr_call *const *calls, const uint32_t *idx,
+                          uint32_t n)
 {
 	const struct tr_trace *t = v->t;
-	const uint32_t *idx = r->slowest;
-	uint32_t n = r->nslowest;
 	char d[1024];
 	fprintf(f, "  \"slowest_calls\": [");
 	for (uint32_t i = 0; i < n; i++) {
-		const struct tr_call *c = &t->calls[idx[i]];
+		const struct tr_call *c = calls ? calls[i] : &t->calls[idx[i]];
 		fprintf(f, "%s\n    {", i ? "," : "");
 		kv_str(f, "name", tr_func_name(t, c->func));
 		fprintf(f, ", \"tid\": %u, \"start_ns\": %lld, \"dur_ns\": %lld, \"depth\": %u, \"ret\": %llu, ",
@@ -153,7 +163,7 @@ static void write_slowest(FILE *f, const struct rp_view *v, const struct rp_trac
 		fprintf(f, ", ");
 		tr_call_format_data(t, c, d, sizeof(d));
 		kv_str(f, "decoded", d);
-		const struct tr_stack *st = tr_call_stack(t, idx[i]);
+		const struct tr_stack *st = calls ? NULL : tr_call_stack(t, idx[i]);
 		if (v->stacks && st)
 			fprintf(f, ", \"stack\": %u", st->id);
 		else if (v->stacks)
@@ -239,7 +249,12 @@ static void json_job(FILE *f, const struct rp_view *v)
 		fprintf(f, "\"world\": %ld, ", v->world);
 }
 
-static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *r)
+/* The sections a streamed trace's json leaves out (its "left_out"). */
+static const char *const STREAM_LEFT_OUT[] = {"stages", "gaps", "kernels", "findings", "export_tables", "ioctls",
+                                              "memory", "streams", "gpu", "stacks"};
+
+/* js: a streamed trace's (rp_write_json_streamed), NULL for a whole read */
+static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *r, const struct rp_json_streamed *js)
 {
 	const struct tr_trace *t = v->t;
 	fprintf(f, "{\n  ");
@@ -267,14 +282,17 @@ static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *
 	for (uint32_t i = 0; i < t->nthreads; i++) {
 		fprintf(f, "%s\n    {\"tid\": %u, ", i ? "," : "", t->threads[i].tid);
 		kv_str(f, "name", t->threads[i].name);
-		fprintf(f, ", \"calls\": %u, \"counted_calls\": %llu, \"events\": %llu, \"dropped\": %llu}",
-		        t->threads[i].ncalls, (unsigned long long)t->threads[i].counted,
+		fprintf(f, ", \"calls\": %llu, \"counted_calls\": %llu, \"events\": %llu, \"dropped\": %llu}",
+		        js ? (unsigned long long)(i < js->nthread_calls ? js->thread_calls[i] : 0)
+		           : (unsigned long long)t->threads[i].ncalls,
+		        (unsigned long long)t->threads[i].counted,
 		        (unsigned long long)t->threads[i].events, (unsigned long long)t->threads[i].dropped);
 	}
 	fprintf(f, "%s],\n", t->nthreads ? "\n  " : "");
-	fprintf(f, "  \"events\": %llu, \"calls\": %u, \"selected_calls\": %u, \"data_records\": %llu, "
+	fprintf(f, "  \"events\": %llu, \"calls\": %llu, \"selected_calls\": %llu, \"data_records\": %llu, "
 	           "\"dropped\": %llu,\n",
-	        (unsigned long long)(t->nentry + t->nexit), t->ncalls, v->nsel,
+	        (unsigned long long)(t->nentry + t->nexit), js ? (unsigned long long)js->n->calls : t->ncalls,
+	        js ? (unsigned long long)js->n->sel : v->nsel,
 	        (unsigned long long)t->ndata_recs, (unsigned long long)t->dropped);
 	fprintf(f, "  \"counted_calls\": %llu, \"selected_counted_calls\": %llu, \"count_blocks\": %llu,\n",
 	        (unsigned long long)t->counted_calls, (unsigned long long)v->ncounted,
@@ -294,9 +312,19 @@ static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *
 	}
 	fprintf(f, "],\n");
 	write_functions(f, v, r->fs, r->nfs);
-	write_analysis(f, v, &r->a);
+	write_analysis(f, v, &r->a, js != NULL);
+	if (js) {
+		write_slowest(f, v, js->slow, NULL, js->nslow);
+		write_refused(f, v);
+		/* medians from a sketch (within 1/128), and the sections left out */
+		fprintf(f, ",\n  \"streamed\": true, \"medians_estimated\": true, \"left_out\": [");
+		for (size_t i = 0; i < sizeof(STREAM_LEFT_OUT) / sizeof(*STREAM_LEFT_OUT); i++)
+			fprintf(f, "%s\"%s\"", i ? ", " : "", STREAM_LEFT_OUT[i]);
+		fprintf(f, "]\n}");
+		return;
+	}
 	rp_kernels_write_json(f, &r->kernels);
-	write_slowest(f, v, r);
+	write_slowest(f, v, NULL, r->slowest, r->nslowest);
 	write_findings(f, r->fd, r->nfd);
 	write_refused(f, v);
 	rp_behind_api_write_json(f, v, &r->behind);
@@ -423,7 +451,7 @@ int rp_write_json(FILE *f, struct rp_view *views, const struct rp_result *r)
 {
 	unsigned n = r->n;
 	if (n == 1) {
-		write_one(f, &views[0], &r->per[0]);
+		write_one(f, &views[0], &r->per[0], NULL);
 		fprintf(f, "\n");
 		return ferror(f) ? -1 : 0;
 	}
@@ -431,11 +459,25 @@ int rp_write_json(FILE *f, struct rp_view *views, const struct rp_result *r)
 	for (unsigned i = 0; i < n; i++) {
 		if (i)
 			fprintf(f, ",\n");
-		write_one(f, &views[i], &r->per[i]);
+		write_one(f, &views[i], &r->per[i], NULL);
 	}
 	fprintf(f, "\n]");
 	if (r->merged)
 		write_merged(f, views, r);
 	fprintf(f, "}\n");
+	return ferror(f) ? -1 : 0;
+}
+
+int rp_write_json_streamed(FILE *f, struct rp_view *v, const struct rp_fstat *fs, uint32_t nfs,
+                           const struct rp_analysis *a, const struct rp_json_streamed *js)
+{
+	struct rp_trace_result *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -1;
+	r->a = *a;
+	r->fs = (struct rp_fstat *)fs; /* read only */
+	r->nfs = nfs;
+	write_one(f, v, r, js);
+	free(r);
 	return ferror(f) ? -1 : 0;
 }

@@ -56,7 +56,7 @@
  * work it submitted (terminating_flow_ids). Descriptors, counters and GPU slices are on sequence
  * 1, with absolute MONOTONIC timestamps. A call with a stack (agent option stacks=) names it by
  * callstack_iid: the stacks of a trace are interned in each thread's sequence that uses them. */
-#include "report.h"
+#include "export_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,7 +271,8 @@ struct writer {
 	uint32_t next_seq;         /* the last sequence id given */
 	int64_t anchor;            /* the first trace's base: an axis time + anchor = its MONOTONIC */
 	uint64_t stack_iid0;       /* the current trace's callstack iids: stack_iid0 + index + 1 */
-	struct seq s;
+	struct seq *s;             /* the sequence being written: one, or a thread's when streamed */
+	struct seq whole;          /* a whole read's: its threads one after the other */
 };
 
 /* A time on the common axis (rp_rel) as the output's timestamp: the first trace's
@@ -355,7 +356,7 @@ static void values_clear(struct seq *s)
  * declares that clock (64, deltas in ns from t0) against MONOTONIC. */
 static void seq_start(struct writer *w, uint64_t track, uint64_t t0)
 {
-	struct seq *s = &w->s;
+	struct seq *s = w->s;
 	struct pb def = {0}, ted = {0}, snap = {0}, clk = {0};
 	s->id = ++w->next_seq;
 	s->next_iid = 0;
@@ -391,9 +392,9 @@ static void seq_start(struct writer *w, uint64_t track, uint64_t t0)
  * before the previous one (only a corrupt trace has those), the absolute MONOTONIC time. */
 static void seq_timestamp(struct writer *w, uint64_t ts)
 {
-	if (ts >= w->s.last_ts) {
-		pb_uint(&w->pkt, PKT_TIMESTAMP, ts - w->s.last_ts);
-		w->s.last_ts = ts;
+	if (ts >= w->s->last_ts) {
+		pb_uint(&w->pkt, PKT_TIMESTAMP, ts - w->s->last_ts);
+		w->s->last_ts = ts;
 	} else {
 		pb_uint(&w->pkt, PKT_TIMESTAMP, ts);
 		pb_uint(&w->pkt, PKT_TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC_ID);
@@ -403,7 +404,7 @@ static void seq_timestamp(struct writer *w, uint64_t ts)
 /* A new entry (iid, name) of interned table `field` in this packet's interned data. */
 static uint64_t intern_new(struct writer *w, unsigned field, const char *str, size_t len)
 {
-	uint64_t iid = ++w->s.next_iid;
+	uint64_t iid = ++w->s->next_iid;
 	w->ient.len = 0;
 	pb_uint(&w->ient, IS_IID, iid);
 	pb_bytes(&w->ient, IS_STR, str, len);
@@ -413,24 +414,24 @@ static uint64_t intern_new(struct writer *w, unsigned field, const char *str, si
 
 static uint64_t event_name_iid(struct writer *w, const struct tr_trace *t, uint32_t func)
 {
-	if (func >= w->s.nfuncs) /* not reached: function ids are checked by the reader */
+	if (func >= w->s->nfuncs) /* not reached: function ids are checked by the reader */
 		return 0;
-	if (!w->s.name_iid[func]) {
+	if (!w->s->name_iid[func]) {
 		const char *name = tr_func_name(t, func);
-		w->s.name_iid[func] = intern_new(w, ID_EVENT_NAMES, name, strlen(name));
+		w->s->name_iid[func] = intern_new(w, ID_EVENT_NAMES, name, strlen(name));
 	}
-	return w->s.name_iid[func];
+	return w->s->name_iid[func];
 }
 
 static uint64_t category_iid(struct writer *w, const char *cat)
 {
-	for (unsigned i = 0; i < w->s.ncat; i++)
-		if (w->s.cat[i] == cat || !strcmp(w->s.cat[i], cat))
-			return w->s.cat_iid[i];
+	for (unsigned i = 0; i < w->s->ncat; i++)
+		if (w->s->cat[i] == cat || !strcmp(w->s->cat[i], cat))
+			return w->s->cat_iid[i];
 	uint64_t iid = intern_new(w, ID_EVENT_CATEGORIES, cat, strlen(cat));
-	if (w->s.ncat < MAX_CATEGORIES) {
-		w->s.cat[w->s.ncat] = cat;
-		w->s.cat_iid[w->s.ncat++] = iid;
+	if (w->s->ncat < MAX_CATEGORIES) {
+		w->s->cat[w->s->ncat] = cat;
+		w->s->cat_iid[w->s->ncat++] = iid;
 	}
 	return iid;
 }
@@ -438,7 +439,7 @@ static uint64_t category_iid(struct writer *w, const char *cat)
 /* Starts a debug annotation of the current event in w->sub: its name, interned. */
 static void annot_begin(struct writer *w, unsigned an)
 {
-	struct seq *s = &w->s;
+	struct seq *s = w->s;
 	if (!s->annot_iid[an])
 		s->annot_iid[an] = intern_new(w, ID_ANNOTATION_NAMES, annot_names[an], strlen(annot_names[an]));
 	w->sub.len = 0;
@@ -449,7 +450,7 @@ static void annot_begin(struct writer *w, unsigned an)
  * sequence (str[len] must be 0), else inline. */
 static void annot_value(struct writer *w, unsigned an, const char *str, size_t len)
 {
-	struct seq *s = &w->s;
+	struct seq *s = w->s;
 	annot_begin(w, an);
 	if (!s->values) {
 		s->values = calloc(VALUE_SLOTS, sizeof(*s->values));
@@ -496,9 +497,12 @@ static uint64_t thread_uuid(unsigned k, uint32_t tid)
 	return 0x2000000000000000ull | (uint64_t)k << 33 | tid;
 }
 
-/* One event of a thread's call on the thread's sequence (its track is the sequence's default). */
-static void event(struct writer *w, const struct rp_view *v, unsigned k, const struct tr_call *c, int type,
-                  int64_t rel)
+/* One event of a thread's call on the thread's sequence (its track is the sequence's default). ci:
+ * its index in calls[] (flows, stack), TR_NONE for a streamed call. annots: the call's debug
+ * annotations go with this event (a begin or an instant; when streamed, the end of a call whose
+ * begin was written before it finished: trace_processor merges an end's into its slice). */
+static void event(struct writer *w, const struct rp_view *v, unsigned k, const struct tr_call *c, uint32_t ci,
+                  int type, int64_t rel, int annots)
 {
 	const struct tr_trace *t = v->t;
 	struct pb *ev = &w->ev;
@@ -508,6 +512,8 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 	if (type != SLICE_END) {
 		pb_uint(ev, TE_CATEGORY_IIDS, category_iid(w, rp_call_category(v, c->func)));
 		pb_uint(ev, TE_NAME_IID, event_name_iid(w, t, c->func));
+	}
+	if (annots) {
 		size_t l = rp_describe_call(v, c, w->buf, sizeof(w->buf));
 		if (l)
 			annot_value(w, AN_DETAILS, w->buf, l);
@@ -524,17 +530,18 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 			pb_uint(&w->sub, DA_UINT, c->ret);
 			pb_msg(ev, TE_ANNOT, &w->sub);
 		}
+	}
+	if (type != SLICE_END && ci != TR_NONE) {
 		/* flows to the GPU work it submitted */
 		uint32_t nfl;
-		const uint32_t *fl = rp_gpu_call_flows(v, (uint32_t)(c - t->calls), &nfl);
+		const uint32_t *fl = rp_gpu_call_flows(v, ci, &nfl);
 		for (uint32_t i = 0; i < nfl; i++)
 			pb_fixed64(ev, TE_FLOW_IDS, rp_gpu_flow_id(k, fl[i]));
 		/* its stack: the callstack interned for this trace (interned_stacks) */
-		uint32_t ci = (uint32_t)(c - t->calls);
 		if (rp_call_frames(v, ci))
 			pb_uint(ev, TE_CALLSTACK_IID, w->stack_iid0 + t->call_stack_[ci] + 1);
 	}
-	pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+	pkt_begin(w, w->s->id, SEQ_NEEDS_INCREMENTAL_STATE);
 	seq_timestamp(w, out_ts(w, rel));
 	if (w->idata.len)
 		pb_msg(&w->pkt, PKT_INTERNED_DATA, &w->idata);
@@ -542,7 +549,7 @@ static void event(struct writer *w, const struct rp_view *v, unsigned k, const s
 	pkt_end(w);
 }
 
-static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
+static void process_descriptor(struct writer *w, const struct rp_view *v, unsigned k)
 {
 	const struct tr_trace *t = v->t;
 	const char *pname = t->argc && t->argv[0][0] ? t->argv[0] : t->exe;
@@ -553,18 +560,29 @@ static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
 	pb_uint(d, TD_UUID, process_uuid(k, t->pid));
 	pb_msg(d, TD_PROCESS, p);
 	emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
-	for (uint32_t i = 0; i < t->nthreads; i++) {
-		const struct tr_thread *th = &t->threads[i];
-		d->len = p->len = 0;
-		pb_uint(p, THD_PID, t->pid);
-		pb_uint(p, THD_TID, th->tid);
-		if (th->name[0])
-			pb_str(p, THD_NAME, th->name);
-		pb_uint(d, TD_UUID, thread_uuid(k, th->tid));
-		pb_uint(d, TD_PARENT, process_uuid(k, t->pid));
-		pb_msg(d, TD_THREAD, p);
-		emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
-	}
+}
+
+static void thread_descriptor(struct writer *w, const struct rp_view *v, unsigned k, uint32_t i)
+{
+	const struct tr_trace *t = v->t;
+	const struct tr_thread *th = &t->threads[i];
+	struct pb *d = &w->ev, *p = &w->sub;
+	d->len = p->len = 0;
+	pb_uint(p, THD_PID, t->pid);
+	pb_uint(p, THD_TID, th->tid);
+	if (th->name[0])
+		pb_str(p, THD_NAME, th->name);
+	pb_uint(d, TD_UUID, thread_uuid(k, th->tid));
+	pb_uint(d, TD_PARENT, process_uuid(k, t->pid));
+	pb_msg(d, TD_THREAD, p);
+	emit_global(w, -1, PKT_TRACK_DESCRIPTOR, d);
+}
+
+static void descriptors(struct writer *w, const struct rp_view *v, unsigned k)
+{
+	process_descriptor(w, v, k);
+	for (uint32_t i = 0; i < v->t->nthreads; i++)
+		thread_descriptor(w, v, k, i);
 }
 
 static int interned_stacks(struct writer *w, const struct rp_view *v);
@@ -589,8 +607,8 @@ static void slice_event(void *ctx, uint32_t call, enum rp_slice_event what, int6
 		if (x->stacked && interned_stacks(x->w, x->v))
 			x->failed = 1;
 	}
-	event(x->w, x->v, x->k, &t->calls[call],
-	      what == RP_SLICE_BEGIN ? SLICE_BEGIN : what == RP_SLICE_END ? SLICE_END : INSTANT, rel);
+	event(x->w, x->v, x->k, &t->calls[call], call,
+	      what == RP_SLICE_BEGIN ? SLICE_BEGIN : what == RP_SLICE_END ? SLICE_END : INSTANT, rel, what != RP_SLICE_END);
 }
 
 /* One thread's selected calls as nested slices (rp_thread_slices) on a sequence of its own; no
@@ -687,7 +705,7 @@ static int memory_track(struct writer *w, const struct rp_view *v, unsigned k)
 		ev->len = 0;
 		pb_uint(ev, TE_TYPE, COUNTER);
 		pb_uint(ev, TE_COUNTER_VALUE, bytes > INT64_MAX ? INT64_MAX : bytes);
-		pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+		pkt_begin(w, w->s->id, SEQ_NEEDS_INCREMENTAL_STATE);
 		seq_timestamp(w, out_ts(w, v->shift + (i ? m->steps[i - 1].at : 0)));
 		pb_msg(&w->pkt, PKT_TRACK_EVENT, ev);
 		pkt_end(w);
@@ -741,7 +759,7 @@ static uint64_t intern_str(struct writer *w, struct strtab *tab, struct pb *out,
 	if (tab->s[h])
 		return tab->iid[h];
 	tab->s[h] = s;
-	tab->iid[h] = ++w->s.next_iid;
+	tab->iid[h] = ++w->s->next_iid;
 	tab->n++;
 	struct pb is = {0};
 	pb_uint(&is, IS_IID, tab->iid[h]);
@@ -768,11 +786,11 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 	struct strtab names = {0}, paths = {0}, sources = {0};
 	struct pb d = {0}, m = {0};
 	uint64_t *map_iid = calloc((size_t)t->nmaps + 1, sizeof(*map_iid));
-	uint64_t frame_iid0 = w->s.next_iid;
+	uint64_t frame_iid0 = w->s->next_iid;
 	int rc = -1;
 	if (!map_iid)
 		goto done;
-	w->s.next_iid += s->nframes;
+	w->s->next_iid += s->nframes;
 	for (uint32_t i = 0; i < s->nframes; i++) {
 		const struct rp_frame *fr = &s->frames[i];
 		uint64_t mapping = 0;
@@ -782,13 +800,13 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 				uint64_t path = intern_str(w, &paths, &d, ID_MAPPING_PATHS, mp->path, strlen(mp->path)), build = 0;
 				if (mp->build_id_len) { /* the raw bytes, one per mapping (not shared: few) */
 					struct pb is = {0};
-					build = ++w->s.next_iid;
+					build = ++w->s->next_iid;
 					pb_uint(&is, IS_IID, build);
 					pb_bytes(&is, IS_STR, mp->build_id, mp->build_id_len);
 					pb_msg(&d, ID_BUILD_IDS, &is);
 					free(is.p);
 				}
-				map_iid[fr->map] = ++w->s.next_iid;
+				map_iid[fr->map] = ++w->s->next_iid;
 				m.len = 0;
 				pb_uint(&m, MAP_IID, map_iid[fr->map]);
 				if (build)
@@ -821,8 +839,8 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 		                     : fr->kind == RP_FRAME_ANON ? FR_KIND_JIT : FR_KIND_NATIVE);
 		pb_msg(&d, ID_FRAMES, &m);
 	}
-	w->stack_iid0 = w->s.next_iid;
-	w->s.next_iid += t->nstacks;
+	w->stack_iid0 = w->s->next_iid;
+	w->s->next_iid += t->nstacks;
 	for (uint32_t i = 0; i < t->nstacks; i++) {
 		const struct rp_stack_frames *sf = &s->stacks[i];
 		m.len = 0;
@@ -831,7 +849,7 @@ static int interned_stacks(struct writer *w, const struct rp_view *v)
 			pb_uint(&m, CSK_FRAME_IDS, frame_iid0 + sf->first + k + 1);
 		pb_msg(&d, ID_CALLSTACKS, &m);
 	}
-	pkt_begin(w, w->s.id, SEQ_NEEDS_INCREMENTAL_STATE);
+	pkt_begin(w, w->s->id, SEQ_NEEDS_INCREMENTAL_STATE);
 	pb_msg(&w->pkt, PKT_INTERNED_DATA, &d);
 	pkt_end(w);
 	rc = d.oom || m.oom ? -1 : 0;
@@ -947,6 +965,7 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 	memset(&w, 0, sizeof(w));
 	w.f = f;
 	w.next_seq = SEQ_GLOBAL;
+	w.s = &w.whole;
 	w.anchor = n ? views[0].base : 0;
 	int rc = 0;
 	if (n)
@@ -955,10 +974,10 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 		struct rp_view *v = &views[k];
 		descriptors(&w, v, k);
 		uint8_t *selected = calloc((size_t)v->t->ncalls + 1, 1);
-		free(w.s.name_iid);
-		w.s.nfuncs = v->t->nfuncs;
-		w.s.name_iid = calloc((size_t)w.s.nfuncs + 1, sizeof(*w.s.name_iid));
-		if (!selected || !w.s.name_iid) {
+		free(w.s->name_iid);
+		w.s->nfuncs = v->t->nfuncs;
+		w.s->name_iid = calloc((size_t)w.s->nfuncs + 1, sizeof(*w.s->name_iid));
+		if (!selected || !w.s->name_iid) {
 			free(selected);
 			rc = -1;
 			break;
@@ -976,14 +995,196 @@ int rp_write_perfetto(FILE *f, struct rp_view *views, unsigned n)
 			rc = gpu_tracks(&w, v, k);
 	}
 	int oom = w.pkt.oom || w.ev.oom || w.sub.oom || w.idata.oom || w.ient.oom;
-	values_clear(&w.s);
-	free(w.s.values);
-	free(w.s.used);
-	free(w.s.name_iid);
+	values_clear(w.s);
+	free(w.s->values);
+	free(w.s->used);
+	free(w.s->name_iid);
 	free(w.pkt.p);
 	free(w.ev.p);
 	free(w.sub.p);
 	free(w.idata.p);
 	free(w.ient.p);
 	return rc || oom || ferror(f) ? -1 : 0;
+}
+
+/* ---- streamed (export_stream.h) ------------------------------------------------------------- */
+
+/* Each thread's calls still on a sequence of their own, now written as they finish, so every
+ * thread's sequence state (interning, clock) is kept at once; the threads' slices nested as a
+ * whole read writes them (rp_sx_slices_call). Descriptors of the threads known from the metadata
+ * first, of a thread that comes later at its first event; the counted calls once the file is
+ * read. Memory in use (a counter track from every allocation and free), GPU tracks and stacks are
+ * left out. */
+struct perfetto_sx {
+	struct writer w;
+	struct rp_sx_slices sl;
+	struct seq **seqs;         /* per thread index of the current file; NULL: no event yet */
+	uint8_t *described;        /* per thread index: its descriptor is written */
+	uint32_t nth;
+	const struct rp_view *v;
+	unsigned k;
+	int allocs;                /* an allocation or a free was written: the memory track is left out */
+	int failed;
+};
+
+static void seq_free(struct seq *s)
+{
+	if (!s)
+		return;
+	values_clear(s);
+	free(s->values);
+	free(s->used);
+	free(s->name_iid);
+	free(s);
+}
+
+static void pf_sx_drop_threads(struct perfetto_sx *p)
+{
+	for (uint32_t i = 0; i < p->nth; i++)
+		seq_free(p->seqs[i]);
+	free(p->seqs);
+	free(p->described);
+	p->seqs = NULL;
+	p->described = NULL;
+	p->nth = 0;
+}
+
+static int pf_sx_threads(struct perfetto_sx *p, uint32_t n)
+{
+	if (n <= p->nth)
+		return 0;
+	struct seq **s = realloc(p->seqs, (size_t)n * sizeof(*s));
+	if (!s)
+		return -1;
+	p->seqs = s;
+	uint8_t *d = realloc(p->described, n);
+	if (!d)
+		return -1;
+	p->described = d;
+	memset(p->seqs + p->nth, 0, (size_t)(n - p->nth) * sizeof(*s));
+	memset(p->described + p->nth, 0, n - p->nth);
+	p->nth = n;
+	return 0;
+}
+
+static void pf_sx_describe(struct perfetto_sx *p, uint32_t thread)
+{
+	if (!p->described[thread]) {
+		thread_descriptor(&p->w, p->v, p->k, thread);
+		p->described[thread] = 1;
+	}
+}
+
+static int pf_sx_begin(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	struct perfetto_sx *p = x->state;
+	p->w.f = x->f;
+	if (!k) {
+		p->w.anchor = v->base;
+		clock_snapshot(&p->w, v);
+	}
+	pf_sx_drop_threads(p);
+	rp_sx_slices_free(&p->sl);
+	p->v = v;
+	p->k = k;
+	process_descriptor(&p->w, v, k);
+	if (pf_sx_threads(p, v->t->nthreads))
+		return -1;
+	for (uint32_t i = 0; i < v->t->nthreads; i++)
+		pf_sx_describe(p, i);
+	return 0;
+}
+
+static void pf_sx_event(void *ctx, const struct tr_call *c, enum rp_slice_event what, int64_t ns, int early)
+{
+	struct perfetto_sx *p = ctx;
+	struct writer *w = &p->w;
+	const struct tr_trace *t = p->v->t;
+	int64_t rel = rp_rel(p->v, ns);
+	if (p->failed || pf_sx_threads(p, c->thread + 1)) {
+		p->failed = 1;
+		return;
+	}
+	struct seq *s = p->seqs[c->thread];
+	if (!s) { /* the thread's sequence starts with its first event */
+		s = calloc(1, sizeof(*s));
+		if (s) {
+			s->nfuncs = t->nfuncs;
+			s->name_iid = calloc((size_t)s->nfuncs + 1, sizeof(*s->name_iid));
+		}
+		if (!s || !s->name_iid) {
+			free(s);
+			p->failed = 1;
+			return;
+		}
+		p->seqs[c->thread] = s;
+		pf_sx_describe(p, c->thread);
+		w->s = s;
+		seq_start(w, thread_uuid(p->k, t->threads[c->thread].tid), out_ts(w, rel));
+	}
+	w->s = s;
+	uint8_t kind = p->v->fi[c->func].kind;
+	p->allocs |= kind == RP_KIND_ALLOC || kind == RP_KIND_RELEASE;
+	event(w, p->v, p->k, c, TR_NONE, what == RP_SLICE_BEGIN ? SLICE_BEGIN : what == RP_SLICE_END ? SLICE_END : INSTANT,
+	      rel, early ? what == RP_SLICE_END : what != RP_SLICE_END);
+}
+
+static int pf_sx_call(struct rp_sx *x, const struct rp_view *v, unsigned k, const struct tr_call *c,
+                      const struct tr_stream_info *info)
+{
+	struct perfetto_sx *p = x->state;
+	return rp_sx_slices_call(&p->sl, v, c, info, pf_sx_event, p) || p->failed ? -1 : 0;
+}
+
+static int pf_sx_end(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	struct perfetto_sx *p = x->state;
+	p->v = v;
+	if (pf_sx_threads(p, v->t->nthreads))
+		return -1;
+	for (uint32_t i = 0; i < v->t->nthreads; i++)
+		pf_sx_describe(p, i);
+	if (p->allocs)
+		fprintf(stderr, "cuhook report: warning: %s: the device memory counter track needs every call: left out "
+		        "when streaming (--no-stream gives it)\n", rp_safe(v->t->path));
+	p->allocs = 0;
+	return counter_tracks(&p->w, (struct rp_view *)v, k);
+}
+
+static int pf_sx_finish(struct rp_sx *x, const struct rp_view *v0)
+{
+	struct perfetto_sx *p = x->state;
+	struct writer *w = &p->w;
+	int oom = w->pkt.oom || w->ev.oom || w->sub.oom || w->idata.oom || w->ient.oom;
+	return oom || ferror(x->f) ? -1 : 0;
+}
+
+static void pf_sx_free(struct rp_sx *x)
+{
+	struct perfetto_sx *p = x->state;
+	if (!p)
+		return;
+	pf_sx_drop_threads(p);
+	rp_sx_slices_free(&p->sl);
+	free(p->w.pkt.p);
+	free(p->w.ev.p);
+	free(p->w.sub.p);
+	free(p->w.idata.p);
+	free(p->w.ient.p);
+	free(p);
+}
+
+int rp_sx_perfetto(struct rp_sx *x)
+{
+	struct perfetto_sx *p = calloc(1, sizeof(*p));
+	x->state = p;
+	x->file_begin = pf_sx_begin;
+	x->call = pf_sx_call;
+	x->file_end = pf_sx_end;
+	x->finish = pf_sx_finish;
+	x->free = pf_sx_free;
+	if (!p)
+		return -1;
+	p->w.next_seq = SEQ_GLOBAL;
+	return 0;
 }

@@ -11,7 +11,7 @@
  * and SQLite then opens that path with SQLITE_OPEN_NOFOLLOW; the rows go in within one
  * transaction with no rollback journal (a new file: nothing to roll back to), and a failure
  * removes the file rather than leave half a database behind. */
-#include "report.h"
+#include "export_stream.h"
 
 #include "decoders.h"
 #include "out_file.h"
@@ -160,7 +160,9 @@ static int put_process(struct db *d, const struct rp_view *v)
 	return row_done(s);
 }
 
-static int put_threads(struct db *d, const struct rp_view *v)
+/* calls: per thread index, its calls when streamed (the trace keeps none), n of them; NULL: the
+ * trace's */
+static int put_threads(struct db *d, const struct rp_view *v, const uint64_t *calls, uint32_t n)
 {
 	const struct tr_trace *t = v->t;
 	sqlite3_stmt *s = d->st[ST_THREAD];
@@ -171,7 +173,7 @@ static int put_threads(struct db *d, const struct rp_view *v)
 		b_int(s, &c, d->process);
 		b_int(s, &c, th->tid);
 		b_text(s, &c, th->name, -1);
-		b_int(s, &c, th->ncalls);
+		b_int(s, &c, calls ? (int64_t)(i < n ? calls[i] : 0) : th->ncalls);
 		b_int(s, &c, (int64_t)th->counted);
 		b_int(s, &c, (int64_t)th->dropped);
 		if (row_done(s))
@@ -250,48 +252,53 @@ static int put_details(struct db *d, const struct tr_trace *t, const struct tr_c
 	return 0;
 }
 
+/* A call's row (id; parent: its parent's id, 0 for none) and its details. */
+static int put_call(struct db *d, const struct rp_view *v, const struct tr_call *cl, int64_t id, int64_t parent)
+{
+	sqlite3_stmt *s = d->st[ST_CALL];
+	int c = 0;
+	b_int(s, &c, id);
+	b_int(s, &c, d->process);
+	b_int(s, &c, d->thread_base + cl->thread + 1);
+	b_int(s, &c, d->func_base + cl->func + 1);
+	b_int(s, &c, cl->start_ns);
+	if (tr_call_timed(cl)) {
+		b_int(s, &c, cl->end_ns);
+		b_int(s, &c, tr_call_dur(cl));
+		b_int(s, &c, (int64_t)cl->ret);
+	} else {
+		b_null(s, &c);
+		b_null(s, &c);
+		b_null(s, &c);
+	}
+	b_int(s, &c, (cl->flags & TR_CALL_UNFINISHED) != 0);
+	b_int(s, &c, cl->depth);
+	if (parent)
+		b_int(s, &c, parent);
+	else
+		b_null(s, &c);
+	const char *kname = NULL;
+	uint16_t klen = 0;
+	if (!rp_call_kernel(v, cl, &kname, &klen))
+		kname = NULL;
+	b_text(s, &c, kname, klen);
+	for (unsigned a = 0; a < 6 + CUHOOK_MAX_STACK_ARGS; a++) {
+		int has = a < 6 ? tr_call_has_reg(cl, a) : a < tr_call_nargs(cl);
+		if (has)
+			b_int(s, &c, (int64_t)tr_call_arg(cl, a));
+		else
+			b_null(s, &c);
+	}
+	return row_done(s) || put_details(d, v->t, cl, id) ? -1 : 0;
+}
+
 static int put_calls(struct db *d, const struct rp_view *v)
 {
 	const struct tr_trace *t = v->t;
-	sqlite3_stmt *s = d->st[ST_CALL];
 	for (uint32_t k = 0; k < v->nxsel; k++) {
 		uint32_t ci = v->xsel[k];
 		const struct tr_call *cl = &t->calls[ci];
-		int64_t id = d->call_base + ci + 1;
-		int c = 0;
-		b_int(s, &c, id);
-		b_int(s, &c, d->process);
-		b_int(s, &c, d->thread_base + cl->thread + 1);
-		b_int(s, &c, d->func_base + cl->func + 1);
-		b_int(s, &c, cl->start_ns);
-		if (tr_call_timed(cl)) {
-			b_int(s, &c, cl->end_ns);
-			b_int(s, &c, tr_call_dur(cl));
-			b_int(s, &c, (int64_t)cl->ret);
-		} else {
-			b_null(s, &c);
-			b_null(s, &c);
-			b_null(s, &c);
-		}
-		b_int(s, &c, (cl->flags & TR_CALL_UNFINISHED) != 0);
-		b_int(s, &c, cl->depth);
-		if (cl->parent != TR_NONE)
-			b_int(s, &c, d->call_base + cl->parent + 1);
-		else
-			b_null(s, &c);
-		const char *kname = NULL;
-		uint16_t klen = 0;
-		if (!rp_call_kernel(v, cl, &kname, &klen))
-			kname = NULL;
-		b_text(s, &c, kname, klen);
-		for (unsigned a = 0; a < 6 + CUHOOK_MAX_STACK_ARGS; a++) {
-			int has = a < 6 ? tr_call_has_reg(cl, a) : a < tr_call_nargs(cl);
-			if (has)
-				b_int(s, &c, (int64_t)tr_call_arg(cl, a));
-			else
-				b_null(s, &c);
-		}
-		if (row_done(s) || put_details(d, t, cl, id))
+		if (put_call(d, v, cl, d->call_base + ci + 1, cl->parent != TR_NONE ? d->call_base + cl->parent + 1 : 0))
 			return -1;
 	}
 	return 0;
@@ -426,7 +433,8 @@ static int put_meta(sqlite3 *db)
 	return exec(db, sql);
 }
 
-static int write_db(struct db *d, struct rp_view *views, unsigned n)
+/* The schema, in a transaction, and the statements. */
+static int db_begin(struct db *d)
 {
 	if (exec(d->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;") || exec(d->db, SCHEMA) ||
 	    put_meta(d->db))
@@ -434,10 +442,22 @@ static int write_db(struct db *d, struct rp_view *views, unsigned n)
 	for (int i = 0; i < ST_COUNT; i++)
 		if (sqlite3_prepare_v2(d->db, INSERTS[i], -1, &d->st[i], NULL) != SQLITE_OK)
 			return -1;
+	return 0;
+}
+
+static int db_commit(struct db *d)
+{
+	return exec(d->db, INDEXES) || exec(d->db, "COMMIT;") ? -1 : 0;
+}
+
+static int write_db(struct db *d, struct rp_view *views, unsigned n)
+{
+	if (db_begin(d))
+		return -1;
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_view *v = &views[k];
 		d->process = k + 1;
-		if (put_process(d, v) || put_threads(d, v) || put_functions(d, v) || put_calls(d, v) ||
+		if (put_process(d, v) || put_threads(d, v, NULL, 0) || put_functions(d, v) || put_calls(d, v) ||
 		    put_counted(d, v) || put_notes(d, v) || put_gpu(d, v))
 			return -1;
 		d->thread_base += v->t->nthreads;
@@ -445,7 +465,7 @@ static int write_db(struct db *d, struct rp_view *views, unsigned n)
 		d->call_base += v->t->ncalls;
 		d->gpu_base += v->t->ngpu_work;
 	}
-	return exec(d->db, INDEXES) || exec(d->db, "COMMIT;") ? -1 : 0;
+	return db_commit(d);
 }
 
 /* Remove the file we created, and nothing that replaced it. */
@@ -456,7 +476,9 @@ static void remove_created(const char *path, const struct stat *made)
 		unlink(path);
 }
 
-int rp_write_sqlite(const struct rp_opts *o, const char *hint, struct rp_view *views, unsigned n)
+/* Creates -o FILE as every file cuhook writes and has SQLite open it (d->db, *made what was
+ * created); 0, or -1 having said why (the file removed if it was made). */
+static int db_open(struct db *d, const struct rp_opts *o, const char *hint, struct stat *made)
 {
 	char err[4608];
 	int fd = cuhook_out_create(o->output, o->force, "output file", hint, err, sizeof(err));
@@ -464,36 +486,154 @@ int rp_write_sqlite(const struct rp_opts *o, const char *hint, struct rp_view *v
 		fprintf(stderr, "cuhook report: %s\n", err);
 		return -1;
 	}
-	struct stat made;
-	int ok = !fstat(fd, &made);
+	int ok = !fstat(fd, made);
 	close(fd);
 	if (!ok) {
 		fprintf(stderr, "cuhook report: %s: %s\n", rp_safe(o->output), strerror(errno));
 		return -1;
 	}
-	struct db d = {0};
-	int rc = sqlite3_open_v2(o->output, &d.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+	int rc = sqlite3_open_v2(o->output, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
 	struct stat opened;
 	/* what SQLite opened is what we created (the path cannot have been swapped in between) */
-	if (rc == SQLITE_OK && (lstat(o->output, &opened) || opened.st_dev != made.st_dev || opened.st_ino != made.st_ino)) {
+	if (rc == SQLITE_OK && (lstat(o->output, &opened) || opened.st_dev != made->st_dev || opened.st_ino != made->st_ino)) {
 		fprintf(stderr, "cuhook report: %s changed while it was opened; not written\n", rp_safe(o->output));
-		sqlite3_close(d.db);
+		sqlite3_close(d->db);
+		d->db = NULL;
 		return -1;
-	}
-	if (rc == SQLITE_OK)
-		rc = write_db(&d, views, n) ? SQLITE_ERROR : SQLITE_OK;
-	if (rc != SQLITE_OK)
-		fprintf(stderr, "cuhook report: writing %s failed: %s\n", rp_safe(o->output),
-		        d.db ? sqlite3_errmsg(d.db) : "out of memory");
-	for (int i = 0; i < ST_COUNT; i++)
-		sqlite3_finalize(d.st[i]);
-	if (sqlite3_close(d.db) != SQLITE_OK && rc == SQLITE_OK) {
-		fprintf(stderr, "cuhook report: closing %s failed\n", rp_safe(o->output));
-		rc = SQLITE_ERROR;
 	}
 	if (rc != SQLITE_OK) {
-		remove_created(o->output, &made);
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", rp_safe(o->output),
+		        d->db ? sqlite3_errmsg(d->db) : "out of memory");
+		sqlite3_close(d->db);
+		d->db = NULL;
+		remove_created(o->output, made);
 		return -1;
 	}
+	return 0;
+}
+
+/* Finalizes and closes; rc: how the writing went (SQLITE_OK, or a failure already counted, said
+ * here once). A failure removes the file. Returns 0, or -1. */
+static int db_close(struct db *d, int rc, const char *path, const struct stat *made)
+{
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", rp_safe(path),
+		        d->db ? sqlite3_errmsg(d->db) : "out of memory");
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(d->st[i]);
+	if (sqlite3_close(d->db) != SQLITE_OK && rc == SQLITE_OK) {
+		fprintf(stderr, "cuhook report: closing %s failed\n", rp_safe(path));
+		rc = SQLITE_ERROR;
+	}
+	d->db = NULL;
+	if (rc != SQLITE_OK) {
+		remove_created(path, made);
+		return -1;
+	}
+	return 0;
+}
+
+int rp_write_sqlite(const struct rp_opts *o, const char *hint, struct rp_view *views, unsigned n)
+{
+	struct db d = {0};
+	struct stat made;
+	if (db_open(&d, o, hint, &made))
+		return -1;
+	return db_close(&d, write_db(&d, views, n) ? SQLITE_ERROR : SQLITE_OK, o->output, &made);
+}
+
+/* ---- streamed (export_stream.h) ------------------------------------------------------------- */
+
+/* The same database from a streamed read: each selected call's row (and details) goes in as it
+ * finishes, its id and parent's those of a whole read (its ordinal + the earlier files' calls +
+ * 1); the process, its threads (their calls counted as the calls came), functions, counted
+ * calls and notes once the file is read; the indexes and the commit at the end. Rows are in
+ * finish order: the ids, not the row order, say the start order. No GPU rows. */
+struct sqlite_sx {
+	struct db d;
+	const char *hint, *path;
+	struct stat made;
+	int failed;
+};
+
+static int sqlite_sx_open(struct rp_sx *x, const struct rp_opts *o)
+{
+	struct sqlite_sx *q = x->state;
+	if (db_open(&q->d, o, q->hint, &q->made))
+		return -1;
+	q->path = o->output;
+	if (db_begin(&q->d)) {
+		q->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int sqlite_sx_begin(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	struct sqlite_sx *q = x->state;
+	q->d.process = k + 1;
+	return 0;
+}
+
+static int sqlite_sx_call(struct rp_sx *x, const struct rp_view *v, unsigned k, const struct tr_call *c,
+                          const struct tr_stream_info *info)
+{
+	struct sqlite_sx *q = x->state;
+	const int64_t base = q->d.call_base + 1;
+	if (put_call(&q->d, v, c, base + (int64_t)info->ordinal,
+	             info->parent_ordinal != UINT64_MAX ? base + (int64_t)info->parent_ordinal : 0)) {
+		q->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static int sqlite_sx_end(struct rp_sx *x, const struct rp_view *v, unsigned k)
+{
+	struct sqlite_sx *q = x->state;
+	struct db *d = &q->d;
+	if (put_process(d, v) || put_threads(d, v, x->thread_calls, x->nthread_calls) || put_functions(d, v) ||
+	    put_counted(d, v) || put_notes(d, v)) {
+		q->failed = 1;
+		return -1;
+	}
+	d->thread_base += v->t->nthreads;
+	d->func_base += v->t->nfuncs;
+	d->call_base += (int64_t)x->file_calls;
+	return 0;
+}
+
+static int sqlite_sx_finish(struct rp_sx *x, const struct rp_view *v0)
+{
+	struct sqlite_sx *q = x->state;
+	if (db_commit(&q->d))
+		q->failed = 1;
+	int rc = db_close(&q->d, q->failed ? SQLITE_ERROR : SQLITE_OK, q->path, &q->made);
+	q->path = NULL;
+	return rc;
+}
+
+static void sqlite_sx_free(struct rp_sx *x)
+{
+	struct sqlite_sx *q = x->state;
+	if (q && q->path) /* not finished: a failure, the file goes */
+		db_close(&q->d, SQLITE_ERROR, q->path, &q->made);
+	free(q);
+}
+
+int rp_sx_sqlite(struct rp_sx *x, const char *hint)
+{
+	struct sqlite_sx *q = calloc(1, sizeof(*q));
+	x->state = q;
+	x->open = sqlite_sx_open;
+	x->file_begin = sqlite_sx_begin;
+	x->call = sqlite_sx_call;
+	x->file_end = sqlite_sx_end;
+	x->finish = sqlite_sx_finish;
+	x->free = sqlite_sx_free;
+	if (!q)
+		return -1;
+	q->hint = hint;
 	return 0;
 }

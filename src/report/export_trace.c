@@ -10,7 +10,7 @@
  * With several files, times are on their common axis (rp_align: from the earliest trace start,
  * traces lined up by their realtime clocks), so processes line up; with --separate each trace
  * keeps its own axis. */
-#include "report.h"
+#include "export_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,50 @@
  * in CLOCK_REALTIME ns since the epoch (null without a realtime pair); end_ns, dur_ns and ret are
  * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
  * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
+static void jsonl_row(FILE *f, const struct rp_view *v, const struct tr_call *c, uint64_t id, uint64_t parent,
+                      const struct tr_stack *st, char *buf, size_t len)
+{
+	const struct tr_trace *t = v->t;
+	const struct tr_thread *th = &t->threads[c->thread];
+	fprintf(f, "{\"pid\":%u,\"tid\":%u,\"thread\":", t->pid, th->tid);
+	rp_json_str(f, th->name, strlen(th->name));
+	fprintf(f, ",\"id\":%llu,\"parent\":", (unsigned long long)id);
+	if (parent == UINT64_MAX)
+		fprintf(f, "null");
+	else
+		fprintf(f, "%llu", (unsigned long long)parent);
+	fprintf(f, ",\"func\":");
+	const char *name = tr_func_name(t, c->func);
+	rp_json_str(f, name, strlen(name));
+	fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_call_category(v, c->func), (long long)rp_rel(v, c->start_ns));
+	int64_t rt;
+	if (rp_realtime(v, c->start_ns, &rt))
+		fprintf(f, "\"start_realtime_ns\":%lld,", (long long)rt);
+	else
+		fprintf(f, "\"start_realtime_ns\":null,");
+	if (tr_call_timed(c))
+		fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)rp_rel(v, c->end_ns),
+		        (long long)tr_call_dur(c), c->depth, (unsigned long long)c->ret);
+	else
+		fprintf(f, "\"end_ns\":null,\"dur_ns\":null,\"depth\":%u,\"ret\":null", c->depth);
+	fprintf(f, ",\"args\":[");
+	for (unsigned a = 0; a < tr_call_nargs(c); a++)
+		fprintf(f, "%s\"0x%llx\"", a ? "," : "", (unsigned long long)tr_call_arg(c, a));
+	fprintf(f, "],\"decoded\":");
+	size_t l = tr_call_format_data(t, c, buf, len);
+	rp_json_str(f, buf, l);
+	fprintf(f, ",\"details\":");
+	l = rp_describe_call(v, c, buf, len);
+	rp_json_str(f, buf, l);
+	if (v->stacks) { /* the id of its stack in the json export's "stacks" */
+		if (st)
+			fprintf(f, ",\"stack\":%u", st->id);
+		else
+			fprintf(f, ",\"stack\":null");
+	}
+	fprintf(f, "}\n");
+}
+
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -33,49 +77,31 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 		for (uint32_t i = 0; i < v->nxsel; i++) {
 			uint32_t ci = v->xsel[i];
 			const struct tr_call *c = &t->calls[ci];
-			const struct tr_thread *th = &t->threads[c->thread];
-			fprintf(f, "{\"pid\":%u,\"tid\":%u,\"thread\":", t->pid, th->tid);
-			rp_json_str(f, th->name, strlen(th->name));
-			fprintf(f, ",\"id\":%u,\"parent\":", ci);
-			if (c->parent == TR_NONE)
-				fprintf(f, "null");
-			else
-				fprintf(f, "%u", c->parent);
-			fprintf(f, ",\"func\":");
-			const char *name = tr_func_name(t, c->func);
-			rp_json_str(f, name, strlen(name));
-			fprintf(f, ",\"category\":\"%s\",\"start_ns\":%lld,", rp_call_category(v, c->func),
-			        (long long)rp_rel(v, c->start_ns));
-			int64_t rt;
-			if (rp_realtime(v, c->start_ns, &rt))
-				fprintf(f, "\"start_realtime_ns\":%lld,", (long long)rt);
-			else
-				fprintf(f, "\"start_realtime_ns\":null,");
-			if (tr_call_timed(c))
-				fprintf(f, "\"end_ns\":%lld,\"dur_ns\":%lld,\"depth\":%u,\"ret\":\"0x%llx\"", (long long)rp_rel(v, c->end_ns),
-				        (long long)tr_call_dur(c), c->depth, (unsigned long long)c->ret);
-			else
-				fprintf(f, "\"end_ns\":null,\"dur_ns\":null,\"depth\":%u,\"ret\":null", c->depth);
-			fprintf(f, ",\"args\":[");
-			for (unsigned a = 0; a < tr_call_nargs(c); a++)
-				fprintf(f, "%s\"0x%llx\"", a ? "," : "", (unsigned long long)tr_call_arg(c, a));
-			fprintf(f, "],\"decoded\":");
-			size_t l = tr_call_format_data(t, c, buf, sizeof(buf));
-			rp_json_str(f, buf, l);
-			fprintf(f, ",\"details\":");
-			l = rp_describe_call(v, c, buf, sizeof(buf));
-			rp_json_str(f, buf, l);
-			if (v->stacks) { /* the id of its stack in the json export's "stacks" */
-				const struct tr_stack *st = tr_call_stack(t, ci);
-				if (st)
-					fprintf(f, ",\"stack\":%u", st->id);
-				else
-					fprintf(f, ",\"stack\":null");
-			}
-			fprintf(f, "}\n");
+			jsonl_row(f, v, c, ci, c->parent == TR_NONE ? UINT64_MAX : c->parent, tr_call_stack(t, ci), buf,
+			          sizeof(buf));
 		}
 	}
 	return ferror(f) ? -1 : 0;
+}
+
+/* Streamed (export_stream.h): a row per call as it finishes; id and parent are the calls'
+ * ordinals, which are their indices in a whole read. */
+static int jsonl_stream_call(struct rp_sx *x, const struct rp_view *v, unsigned k, const struct tr_call *c,
+                             const struct tr_stream_info *info)
+{
+	char buf[1024];
+	jsonl_row(x->f, v, c, info->ordinal, info->parent_ordinal, NULL, buf, sizeof(buf));
+	return 0;
+}
+
+int rp_sx_jsonl(struct rp_sx *x)
+{
+	x->file_begin = rp_sx_file_nothing;
+	x->call = jsonl_stream_call;
+	x->file_end = rp_sx_file_nothing;
+	x->finish = rp_sx_finish_file;
+	x->free = rp_sx_free_nothing;
+	return 0;
 }
 
 /* ---- chrome ------------------------------------------------------------------------------------ */
@@ -202,18 +228,20 @@ static void chrome_args(struct chrome_ctx *x, const struct tr_call *c)
 	fprintf(f, "}");
 }
 
-static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64_t ns)
+/* One event of call c (ci its index in calls[], TR_NONE for a streamed call: no flow, no stack).
+ * early: a streamed call's begin written before it finished, or its end after such a begin
+ * (export_stream.h): never a complete event. */
+static void chrome_event(struct chrome_ctx *x, const struct tr_call *c, uint32_t ci, enum rp_slice_event what,
+                         int64_t ns, int early)
 {
-	struct chrome_ctx *x = ctx;
 	FILE *f = x->f;
 	const struct rp_view *v = x->v;
 	const struct tr_trace *t = v->t;
-	const struct tr_call *c = &t->calls[ci];
 	const char *name = tr_func_name(t, c->func);
 	uint32_t tid = t->threads[c->thread].tid;
 	/* a call of no duration is one complete event: the viewers order an end before a begin of
 	 * the same time (trace_processor does), which would end it before it began */
-	int zero = tr_call_timed(c) && tr_call_dur(c) == 0;
+	int zero = !early && tr_call_timed(c) && tr_call_dur(c) == 0;
 	if (zero && what == RP_SLICE_END)
 		return;
 	fprintf(f, ",\n{\"name\":");
@@ -229,11 +257,11 @@ static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64
 		fprintf(f, ",\"s\":\"t\"");
 	if (what != RP_SLICE_BEGIN || zero)
 		chrome_args(x, c);
-	const struct rp_stack_frames *sf = what != RP_SLICE_END ? rp_call_frames(v, ci) : NULL;
+	const struct rp_stack_frames *sf = what != RP_SLICE_END && ci != TR_NONE ? rp_call_frames(v, ci) : NULL;
 	if (sf && sf->n) /* its innermost frame in "stackFrames" */
 		fprintf(f, ",\"sf\":\"%u.%u\"", x->k, sf->first + sf->n - 1);
 	fprintf(f, "}");
-	if (what == RP_SLICE_END)
+	if (what == RP_SLICE_END || ci == TR_NONE)
 		return;
 	/* flows to the GPU work the call submitted: they start in the call's slice */
 	uint32_t nfl;
@@ -244,6 +272,12 @@ static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64
 		us(f, rp_rel(v, c->start_ns));
 		fprintf(f, "}");
 	}
+}
+
+static void chrome_slice(void *ctx, uint32_t ci, enum rp_slice_event what, int64_t ns)
+{
+	struct chrome_ctx *x = ctx;
+	chrome_event(x, &x->v->t->calls[ci], ci, what, ns, 0);
 }
 
 /* Counted calls: a counter event ("C") per point of rp_counted_series, named "NAME (counted)",
@@ -263,39 +297,53 @@ static void chrome_counted(void *ctx, uint32_t func, int64_t rel, uint64_t total
 /* "otherData": what ts 0 is in absolute time: the first file's CLOCK_MONOTONIC at the start of
  * the time axis and, when the trace has a realtime pair, CLOCK_REALTIME (ns since the epoch),
  * as strings (JSON readers hold numbers as doubles, exact to 2^53 only). */
-static void chrome_origin(FILE *f, const struct rp_view *v0)
+static void chrome_origin(FILE *f, const struct rp_view *v0, const char *left_out)
 {
 	int64_t rt;
 	fprintf(f, ",\"otherData\":{\"ts_origin_monotonic_ns\":\"%lld\"", (long long)v0->base);
 	if (rp_realtime(v0, v0->base, &rt))
 		fprintf(f, ",\"ts_origin_realtime_ns\":\"%lld\"", (long long)rt);
+	if (left_out) { /* streamed: what it could not give */
+		fprintf(f, ",\"left_out_by_streaming\":");
+		rp_json_str(f, left_out, strlen(left_out));
+	}
 	fprintf(f, "}");
 }
+
+/* The process's and its threads' names (metadata events); the first event of the array when first. */
+static void chrome_process(FILE *f, const struct tr_trace *t, int first)
+{
+	fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", first ? "" : ",",
+	        t->pid);
+	const char *pname = t->argc && t->argv[0][0] ? t->argv[0] : t->exe;
+	rp_json_str(f, pname, strlen(pname));
+	fprintf(f, "}}");
+}
+
+static void chrome_threads(FILE *f, const struct tr_trace *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		const struct tr_thread *th = &t->threads[i];
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", t->pid, th->tid);
+		if (th->name[0])
+			rp_json_str(f, th->name, strlen(th->name));
+		else
+			fprintf(f, "\"%u\"", th->tid);
+		fprintf(f, "}}");
+	}
+}
+
+#define CHROME_START "{\"displayTimeUnit\":\"ns\",\"traceEvents\":["
 
 int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 {
 	struct chrome_ctx x = {.f = f};
-	int first = 1;
-	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	fprintf(f, CHROME_START);
 	for (unsigned k = 0; k < n; k++) {
 		const struct rp_view *v = &views[k];
 		const struct tr_trace *t = v->t;
-		/* metadata: process and thread names */
-		fprintf(f, "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", first ? "" : ",",
-		        t->pid);
-		first = 0;
-		const char *pname = t->argc && t->argv[0][0] ? t->argv[0] : t->exe;
-		rp_json_str(f, pname, strlen(pname));
-		fprintf(f, "}}");
-		for (uint32_t i = 0; i < t->nthreads; i++) {
-			const struct tr_thread *th = &t->threads[i];
-			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", t->pid, th->tid);
-			if (th->name[0])
-				rp_json_str(f, th->name, strlen(th->name));
-			else
-				fprintf(f, "\"%u\"", th->tid);
-			fprintf(f, "}}");
-		}
+		chrome_process(f, t, k == 0);
+		chrome_threads(f, t);
 		uint8_t *selected = calloc((size_t)t->ncalls + 1, 1);
 		if (!selected)
 			return -1;
@@ -315,9 +363,87 @@ int rp_write_chrome(FILE *f, struct rp_view *views, unsigned n)
 	fprintf(f, "\n]");
 	chrome_stack_frames(f, views, n);
 	if (n)
-		chrome_origin(f, &views[0]);
+		chrome_origin(f, &views[0], NULL);
 	fprintf(f, "}\n");
 	return ferror(f) ? -1 : 0;
+}
+
+/* Streamed (export_stream.h): the events of each call as it finishes, a thread's slices nested
+ * as a whole read writes them (rp_sx_slices_call); the process's name first, its threads' names
+ * and the counted calls once the file is read. */
+struct chrome_sx {
+	struct chrome_ctx x;
+	struct rp_sx_slices sl;
+	int started;
+};
+
+static void chrome_sx_start(struct rp_sx *sx)
+{
+	struct chrome_sx *s = sx->state;
+	if (!s->started)
+		fprintf(sx->f, CHROME_START);
+}
+
+static int chrome_sx_begin(struct rp_sx *sx, const struct rp_view *v, unsigned k)
+{
+	struct chrome_sx *s = sx->state;
+	chrome_sx_start(sx);
+	chrome_process(sx->f, v->t, !s->started);
+	s->started = 1;
+	rp_sx_slices_free(&s->sl);
+	s->x.f = sx->f;
+	s->x.v = v;
+	s->x.k = k;
+	return 0;
+}
+
+static void chrome_sx_event(void *ctx, const struct tr_call *c, enum rp_slice_event what, int64_t ns, int early)
+{
+	chrome_event(ctx, c, TR_NONE, what, ns, early);
+}
+
+static int chrome_sx_call(struct rp_sx *sx, const struct rp_view *v, unsigned k, const struct tr_call *c,
+                          const struct tr_stream_info *info)
+{
+	struct chrome_sx *s = sx->state;
+	return rp_sx_slices_call(&s->sl, v, c, info, chrome_sx_event, &s->x);
+}
+
+static int chrome_sx_end(struct rp_sx *sx, const struct rp_view *v, unsigned k)
+{
+	struct chrome_sx *s = sx->state;
+	chrome_threads(sx->f, v->t);
+	s->x.v = v;
+	return rp_counted_series(v, chrome_counted, &s->x);
+}
+
+static int chrome_sx_finish(struct rp_sx *sx, const struct rp_view *v0)
+{
+	chrome_sx_start(sx);
+	fprintf(sx->f, "\n]");
+	if (v0)
+		chrome_origin(sx->f, v0, sx->left_out);
+	fprintf(sx->f, "}\n");
+	return ferror(sx->f) ? -1 : 0;
+}
+
+static void chrome_sx_free(struct rp_sx *sx)
+{
+	struct chrome_sx *s = sx->state;
+	if (s)
+		rp_sx_slices_free(&s->sl);
+	free(s);
+}
+
+int rp_sx_chrome(struct rp_sx *x)
+{
+	x->state = calloc(1, sizeof(struct chrome_sx));
+	x->file_begin = chrome_sx_begin;
+	x->call = chrome_sx_call;
+	x->file_end = chrome_sx_end;
+	x->finish = chrome_sx_finish;
+	x->free = chrome_sx_free;
+	return x->state ? 0 : -1;
 }
 
 /* ---- folded ------------------------------------------------------------------------------------ */

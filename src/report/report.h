@@ -126,6 +126,7 @@ struct rp_view {
 	/* kernel handle (CUfunction / CUkernel) -> name, from cuModuleGetFunction & co */
 	struct rp_name_slot *names;
 	uint32_t names_cap, nnames;
+	struct rp_name_copy *name_copies; /* a streamed view's: the names it keeps (rp_view_name_call) */
 	/* analysed once for every writer by rp_result_build (result.h), freed by rp_result_free */
 	struct rp_gpu *gpu;        /* the GPU side; NULL: no GPU block in the trace */
 	struct rp_stacks *stacks;  /* the call stacks; NULL: the trace has none */
@@ -203,6 +204,13 @@ int rp_count_in_view(const struct rp_view *v, const struct tr_count *c);
 int rp_thread_selected(const struct rp_view *v, uint32_t thread);
 /* Kernel name of a CUfunction or CUkernel handle: 1 with name and len set, 0 if unknown. */
 int rp_kernel_name(const struct rp_view *v, uint64_t handle, const char **name, uint16_t *len);
+/* A view of a trace read by the streaming reader (trace_stream.h) gets its kernel names as the
+ * calls come: the name call c gives (copied), if any; 0, or -1 when out of memory. Calls come in
+ * the order they finish, so a launch is named by the lookups finished before it, where a whole
+ * read uses the last name given to the handle in the trace (the same unless a handle is named
+ * after its launches, or named twice). rp_view_take_names moves src's names to dst. */
+int rp_view_name_call(struct rp_view *v, const struct tr_call *c);
+void rp_view_take_names(struct rp_view *dst, struct rp_view *src);
 /* The kernel a launch call launched, as the trace names its handle (cuModuleGetFunction & co):
  * 1 with name and len set, 0 for a call that is not a launch or whose kernel is not named. */
 int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char **name, uint16_t *len);
@@ -212,6 +220,23 @@ int rp_call_kernel(const struct rp_view *v, const struct tr_call *c, const char 
  * caller (corrupt times) ends its caller at its start; a call without an EXIT is an instant.
  * fn gets each event with its absolute time. 0, or -1 when out of memory. */
 enum rp_slice_event { RP_SLICE_BEGIN, RP_SLICE_END, RP_SLICE_INSTANT };
+/* The selection of a call of a streamed trace (no sel[]: the calls come one at a time), as
+ * build_selection makes it: rp_call_in_selection checks --funcs and --time-range, and
+ * rp_stream_selects the thread too, each thread's answer kept in cache (zeroed at first;
+ * free(cache->thread_sel) after). 1 selected, 0 not, -1 out of memory. */
+struct rp_sel_cache {
+	uint8_t *thread_sel;       /* per thread index: 0 not looked at yet, 1 selected, 2 not */
+	uint32_t cap;
+};
+int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c);
+/* A streamed trace's calls per thread index (its threads' ncalls stay 0): one more for thread;
+ * 0, or -1 when out of memory. free(calls) after. */
+struct rp_thread_calls {
+	uint64_t *calls;
+	uint32_t n;
+};
+int rp_thread_calls_add(struct rp_thread_calls *tc, const struct tr_trace *t, uint32_t thread);
+int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c);
 int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *selected,
                      void (*fn)(void *ctx, uint32_t call, enum rp_slice_event what, int64_t ns), void *ctx);
 /* The counted calls the options select as counters: per function (in id order), the process's
@@ -786,6 +811,22 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
                                 struct rp_stream_report **r, char *err, size_t errlen);
 const struct tr_stream_skipped *rp_stream_skipped(const struct rp_stream_report *r);
 int rp_stream_write_text(FILE *f, struct rp_stream_report *r);
+/* The json report of what rp_stream_read kept (export_json.c, rp_write_json_streamed). */
+int rp_stream_write_json(FILE *f, struct rp_stream_report *r);
+/* A streamed trace's json (one trace object, as rp_write_json's for one file): the header with
+ * the streaming report's counts (n: calls, selected; per thread index its calls), the summary's
+ * rows, the analysis rp_tally_call gives (categories, transfers, nesting), the slowest calls
+ * (their DATA records t->data), the functions not traced, and "left_out": the sections that need
+ * every call at once. */
+struct rp_json_streamed {
+	const struct rp_stream_counts *n;
+	const uint64_t *thread_calls;
+	uint32_t nthread_calls;
+	const struct tr_call *const *slow;
+	uint32_t nslow;
+};
+int rp_write_json_streamed(FILE *f, struct rp_view *v, const struct rp_fstat *fs, uint32_t nfs,
+                           const struct rp_analysis *a, const struct rp_json_streamed *js);
 void rp_stream_free(struct rp_stream_report *r);
 /* Whether rp_main streams: --stream; by default (RP_STREAM_AUTO) a text report of one regular
  * file (or several with --separate), or folded stacks of any number of files, when one of them

@@ -4,7 +4,7 @@
 #include "result.h"
 
 #include "out_file.h"
-#include "trace_stream.h"
+#include "export_stream.h"
 
 #include <unistd.h>
 
@@ -55,14 +55,15 @@ static FILE *open_output(const struct rp_opts *o)
 	return f;
 }
 
-/* The text report or the folded stacks in bounded memory (text_stream.c): each file read once
- * and let go before the next one. Text: a report per file (--separate or one file; cmd_report
- * refuses the rest). Folded: the stacks of every file added up, written at the end. */
+/* The text or json report or the folded stacks in bounded memory (text_stream.c): each file read
+ * once and let go before the next one. Text, json: a report per file (--separate or one file;
+ * cmd_report refuses the rest; json's in a "traces" array for several, as a whole read's).
+ * Folded: the stacks of every file added up, written at the end. */
 static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	char err[4608];
 	int status = RP_EXIT_OK, damaged = 0, written = 0, rc = 0;
-	const int folded = o->format == RP_FMT_FOLDED;
+	const int folded = o->format == RP_FMT_FOLDED, json = o->format == RP_FMT_JSON;
 	struct rp_folded stacks = {0};
 	FILE *out = NULL;
 	if (o->output && strcmp(o->output, "-") &&
@@ -80,12 +81,18 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 		}
 		warn_damage(t);
 		damaged |= t->truncated || t->errors;
+		if (json)
+			fprintf(stderr, "cuhook report: note: %s: streamed, the json report leaves out what needs every call at "
+			        "once (its \"left_out\" list; --no-stream gives them)\n", rp_safe(t->path));
 		if (folded && rp_stream_skipped(r)->stack_recs)
 			fprintf(stderr, "cuhook report: warning: %s: call stacks are not read when streaming: its folded stacks "
 			        "hold the traced calls only (--no-stream reads them)\n", rp_safe(t->path));
 		if (!out && !(out = open_output(o)))
 			status = RP_EXIT_ERROR;
-		if (out && !folded) {
+		if (out && json) {
+			fprintf(out, written++ ? ",\n" : nfiles > 1 ? "{\"traces\": [\n" : "");
+			rc = rp_stream_write_json(out, r) || fflush(out);
+		} else if (out && !folded) {
 			if (written++)
 				fprintf(out, "\n\n");
 			rc = rp_stream_write_text(out, r) || fflush(out);
@@ -95,6 +102,8 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 		if (!out)
 			break;
 	}
+	if (json && out && written && !rc)
+		fprintf(out, nfiles > 1 ? "\n]}\n" : "\n");
 	if (folded) {
 		if (out)
 			rc = rp_folded_finish(out, &stacks, rc) || fflush(out);
@@ -115,12 +124,50 @@ static int stream_main(const struct rp_opts *o, char **files, int nfiles)
 	return status;
 }
 
+/* jsonl, csv, chrome, perfetto, sqlite in bounded memory (export_stream.h). */
+static int stream_export(const struct rp_opts *o, char **files, int nfiles)
+{
+	char err[4608];
+	if (o->output && strcmp(o->output, "-") &&
+	    cuhook_out_check(o->output, o->force, "output file", OUTPUT_HINT, err, sizeof(err))) {
+		fprintf(stderr, "cuhook report: %s\n", err);
+		return RP_EXIT_ERROR;
+	}
+	struct rp_sx x = {.merged = nfiles > 1 && !o->separate};
+	int rc = o->format == RP_FMT_JSONL ? rp_sx_jsonl(&x)
+	         : o->format == RP_FMT_CSV ? rp_sx_csv(&x)
+	         : o->format == RP_FMT_CHROME ? rp_sx_chrome(&x)
+	         : o->format == RP_FMT_SQLITE ? rp_sx_sqlite(&x, OUTPUT_HINT)
+	                                      : rp_sx_perfetto(&x);
+	int damaged = 0, status = RP_EXIT_ERROR;
+	if (rc)
+		fprintf(stderr, "cuhook report: out of memory\n");
+	else
+		status = rp_sx_run(o, files, nfiles, open_output, warn_damage, &x, &damaged);
+	if (x.free)
+		x.free(&x);
+	if (x.f && fflush(x.f)) {
+		fprintf(stderr, "cuhook report: writing %s failed: %s\n", o->output ? o->output : "stdout", strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (x.f && x.f != stdout && fclose(x.f)) {
+		fprintf(stderr, "cuhook report: %s: %s\n", o->output, strerror(errno));
+		status = RP_EXIT_ERROR;
+	}
+	if (status == RP_EXIT_OK && damaged && o->strict)
+		status = RP_EXIT_TRUNCATED;
+	return status;
+}
+
 int rp_main(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (isatty(2))
 		tr_progress = show_progress;
-	if (rp_should_stream(o, files, nfiles))
-		return stream_main(o, files, nfiles);
+	if (rp_should_stream(o, files, nfiles)) {
+		if (o->format == RP_FMT_TEXT || o->format == RP_FMT_FOLDED || o->format == RP_FMT_JSON)
+			return stream_main(o, files, nfiles);
+		return stream_export(o, files, nfiles);
+	}
 	struct tr_trace **traces = calloc((size_t)nfiles + 1, sizeof(*traces));
 	struct rp_view *views = calloc((size_t)nfiles + 1, sizeof(*views));
 	int status = RP_EXIT_OK, nviews = 0, damaged = 0;

@@ -5,7 +5,8 @@
  *    a running mean and sum of squared deviations (Welford) for the standard deviation, and a
  *    log-bucket sketch (sketch.h) for the median, within 0.8 % of the exact one;
  *  - the --top slowest calls in a bounded heap, ordered as rp_slowest orders them (duration,
- *    then start, then the call's index in a whole read), each with a copy of its arguments;
+ *    then start, then the call's index in a whole read), each with a copy of its arguments and
+ *    DATA records, and the kernel names (rp_view_name_call) to describe them as a whole read does;
  *  - the per-call tallies of rp_analyze (categories, transfers, nesting) through rp_tally_call,
  *    every nesting pair kept with the place of its first call, so that the RP_MAX_NEST pairs a
  *    whole read lists (the first it meets, in start order) are listed, in its order;
@@ -30,11 +31,13 @@ struct fagg {
 	struct rp_sketch *sk;     /* allocated at the function's first timed call */
 };
 
-/* One of the slowest calls so far; its arguments copied (the reader's copy goes with the call). */
+/* One of the slowest calls so far; its arguments and DATA records copied (the reader's copies go
+ * with the call): data[] with their values and strings in one allocation. */
 struct slow {
 	struct tr_call c;
 	uint64_t ordinal;
 	uint64_t args[SLOW_ARGS];
+	struct tr_data *data;
 };
 
 /* Where a nesting pair's first call lies in the order a whole read selects calls. */
@@ -55,8 +58,8 @@ struct rp_stream_report {
 	struct tr_trace *t;
 	struct rp_view sel;       /* a view without calls: function info, the options' selection */
 	int ready;
-	uint8_t *thread_sel;      /* per thread index: 0 not looked at yet, 1 selected, 2 not */
-	uint32_t thread_cap;
+	struct rp_sel_cache sel_cache;
+	struct rp_thread_calls per_thread; /* the json's threads' calls */
 	struct fagg *f;           /* per function id */
 	struct slow *heap;        /* min-heap by slower(): the root is the fastest kept */
 	uint32_t nheap;
@@ -81,28 +84,6 @@ static int prepare(struct rp_stream_report *r, struct tr_trace *t)
 	r->a = calloc(1, sizeof(*r->a));
 	r->heap = r->o->top ? malloc((size_t)r->o->top * sizeof(*r->heap)) : NULL;
 	return r->f && r->a && (r->heap || !r->o->top) ? 0 : -1;
-}
-
-static int selected(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c)
-{
-	if (c->thread >= r->thread_cap) {
-		uint32_t ncap = t->nthreads > c->thread ? t->nthreads : c->thread + 1;
-		uint8_t *p = realloc(r->thread_sel, ncap);
-		if (!p)
-			return -1;
-		memset(p + r->thread_cap, 0, ncap - r->thread_cap);
-		r->thread_sel = p;
-		r->thread_cap = ncap;
-	}
-	if (!r->thread_sel[c->thread])
-		r->thread_sel[c->thread] = rp_thread_selected(&r->sel, c->thread) ? 1 : 2;
-	if (r->thread_sel[c->thread] != 1 || (r->sel.func_ok && !r->sel.func_ok[c->func]))
-		return 0;
-	if (r->o->has_range) {
-		int64_t rel = rp_rel(&r->sel, c->start_ns);
-		return rel >= r->o->range_start_ns && rel < r->o->range_end_ns;
-	}
-	return 1;
 }
 
 /* rp_slowest's order: longer first; equal durations: the earlier start, then the lower index. */
@@ -138,15 +119,46 @@ static void heap_down(struct slow *h, uint32_t n, uint32_t i)
 	}
 }
 
-static void keep_if_slow(struct rp_stream_report *r, const struct tr_call *c, uint64_t ordinal)
+/* c's DATA records (t->data during the callback) in one block: the records, then their bytes. */
+static struct tr_data *copy_data(const struct tr_trace *t, const struct tr_call *c)
+{
+	size_t bytes = (size_t)c->ndata * sizeof(struct tr_data);
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		bytes += 8u * d->nvalues + ((d->str_len + 7u) & ~7u);
+	}
+	struct tr_data *out = malloc(bytes);
+	if (!out)
+		return NULL;
+	uint64_t *w = (uint64_t *)(out + c->ndata);
+	for (uint32_t k = 0; k < c->ndata; k++) {
+		const struct tr_data *d = &t->data[c->data_first + k];
+		out[k] = *d;
+		memcpy(w, d->values, 8u * d->nvalues);
+		out[k].values = w;
+		w += d->nvalues;
+		memcpy(w, d->str, d->str_len);
+		out[k].str = (const char *)w;
+		w += (d->str_len + 7u) / 8;
+	}
+	return out;
+}
+
+static int keep_if_slow(struct rp_stream_report *r, const struct tr_trace *t, const struct tr_call *c,
+                        uint64_t ordinal)
 {
 	uint32_t k = r->o->top;
 	struct slow s;
 	s.c = *c;
 	s.c.parent = TR_NONE; /* a slot of the reader's, gone after the callback */
 	s.ordinal = ordinal;
+	s.data = NULL;
 	unsigned na = (unsigned)c->nregs_ + c->nstack_;
 	memcpy(s.args, c->args_, (na < SLOW_ARGS ? na : SLOW_ARGS) * sizeof(*s.args));
+	if (r->nheap < k || (k && slower(&s, &r->heap[0]))) {
+		if (c->ndata && !(s.data = copy_data(t, c)))
+			return -1;
+	}
 	if (r->nheap < k) {
 		uint32_t j = r->nheap++;
 		r->heap[j] = s;
@@ -155,9 +167,11 @@ static void keep_if_slow(struct rp_stream_report *r, const struct tr_call *c, ui
 			j = (j - 1) / 2;
 		}
 	} else if (k && slower(&s, &r->heap[0])) {
+		free(r->heap[0].data);
 		r->heap[0] = s;
 		heap_down(r->heap, r->nheap, 0);
 	}
+	return 0;
 }
 
 static int nest_before(const struct nest_first *a, const struct nest_first *b)
@@ -235,10 +249,14 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	struct tr_trace *t = (struct tr_trace *)ct; /* the view reads it; nothing here writes it */
 	if (!r->ready && prepare(r, t))
 		return -1;
+	if (r->sel.fi[c->func].names_kernel && rp_view_name_call(&r->sel, c))
+		return -1;
+	if (rp_thread_calls_add(&r->per_thread, t, c->thread))
+		return -1;
 	int io = r->sel.fi[c->func].ioctl;
 	r->n.calls++;
 	r->n.ioctls += (uint64_t)io;
-	int sel = selected(r, t, c);
+	int sel = rp_stream_selects(&r->sel, &r->sel_cache, c);
 	if (sel <= 0)
 		return sel;
 	r->n.xsel++;
@@ -271,8 +289,7 @@ static int on_call(void *ctx, const struct tr_trace *ct, const struct tr_call *c
 	a->mean += delta / (double)a->timed;
 	a->m2 += delta * ((double)d - a->mean);
 	rp_sketch_add(a->sk, d);
-	keep_if_slow(r, c, ordinal);
-	return 0;
+	return keep_if_slow(r, t, c, ordinal);
 }
 
 struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struct rp_folded *folded, int with_pid,
@@ -287,7 +304,7 @@ struct tr_trace *rp_stream_read(const struct rp_opts *o, const char *path, struc
 	r->o = o;
 	r->folded = folded;
 	r->folded_pid = with_pid;
-	const struct tr_stream_sink sink = {on_call, r};
+	const struct tr_stream_sink sink = {.call = on_call, .ctx = r};
 	struct tr_trace *t = tr_open_stream(path, &sink, err, errlen);
 	if (t && !r->ready && prepare(r, t)) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -319,9 +336,12 @@ void rp_stream_free(struct rp_stream_report *r)
 	if (r->ready)
 		rp_view_free(&r->sel);
 	free(r->f);
+	for (uint32_t i = 0; i < r->nheap; i++)
+		free(r->heap[i].data);
 	free(r->heap);
 	free(r->a);
-	free(r->thread_sel);
+	free(r->sel_cache.thread_sel);
+	free(r->per_thread.calls);
 	free(r->pairs);
 	free(r);
 }
@@ -387,39 +407,60 @@ static void write_left_out(FILE *f, const struct rp_view *v, const struct rp_str
 	           "  more). Not shown, as they need every call at once: GPU activity, memory in use, streams,\n"
 	           "  pipeline stages, kernels, findings, host gaps, behind the API, call sites, ioctls,\n"
 	           "  timeline. --no-stream gives them (about 200 bytes of memory per call: %llu calls here).\n"
-	           "  Medians are estimates within 0.8 %% (a log-bucket sketch); every other number is exact.\n"
-	           "  Slowest calls are described from their arguments only (DATA records are not kept).\n",
+	           "  Medians are estimates within 0.8 %% (a log-bucket sketch); every other number is exact.\n",
 	        (unsigned long long)(RP_STREAM_AUTO_BYTES >> 20), (unsigned long long)r->n.calls);
 	const struct tr_stream_skipped *s = &r->skipped;
-	if (s->data_recs || s->gpu_blocks || s->stack_blocks || s->stack_recs)
-		fprintf(f, "  Skipped: %llu DATA records, %llu GPU blocks, %llu call stack blocks and %llu STACK records.\n",
-		        (unsigned long long)s->data_recs, (unsigned long long)s->gpu_blocks,
+	if (s->gpu_blocks || s->stack_blocks || s->stack_recs)
+		fprintf(f, "  Skipped: %llu GPU blocks, %llu call stack blocks and %llu STACK records.\n",
+		        (unsigned long long)s->gpu_blocks,
 		        (unsigned long long)s->stack_blocks, (unsigned long long)s->stack_recs);
 }
 
-int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
+/* What the writers need once the file is read: the view (the span as a whole read has it, the
+ * kernel names), the summary's rows, the slowest calls in order with their DATA records side by
+ * side (t->data while they are written), the nesting pairs in order. */
+struct out {
+	struct rp_view v;
+	struct rp_fstat *fs;
+	uint32_t nfs;
+	const struct tr_call **slow;
+	struct tr_data *data;
+	uint32_t ndata;
+};
+
+static void out_free(struct out *o)
+{
+	free(o->data);
+	free(o->slow);
+	free(o->fs);
+	rp_view_free(&o->v);
+}
+
+static int out_prepare(struct rp_stream_report *r, struct out *o)
 {
 	struct tr_trace *t = r->t;
-	struct rp_view v;
 	char err[64];
-	if (rp_view_init(&v, t, r->o, err, sizeof(err)))
+	memset(o, 0, sizeof(*o));
+	if (rp_view_init(&o->v, t, r->o, err, sizeof(err)))
 		return -1;
+	struct rp_view *v = &o->v;
 	/* the span as a whole read has it: the calls widen it (rp_trace_t0, rp_view_init) */
 	if (r->n.calls) {
-		if (t->first_ns < v.t0)
-			v.t0 = t->first_ns;
-		if (t->last_ns > v.t1)
-			v.t1 = t->last_ns;
-		v.base = v.t0 - v.shift;
+		if (t->first_ns < v->t0)
+			v->t0 = t->first_ns;
+		if (t->last_ns > v->t1)
+			v->t1 = t->last_ns;
+		v->base = v->t0 - v->shift;
 	}
-	v.streamed = &r->n;
-	uint32_t n;
-	struct rp_fstat *fs = summary_rows(r, &v, &n);
-	const struct tr_call **slow = malloc(((size_t)r->nheap + 1) * sizeof(*slow));
-	if (!fs || !slow) {
-		free(fs);
-		free(slow);
-		rp_view_free(&v);
+	v->streamed = &r->n;
+	o->fs = summary_rows(r, v, &o->nfs);
+	o->slow = malloc(((size_t)r->nheap + 1) * sizeof(*o->slow));
+	uint32_t nd = 0;
+	for (uint32_t i = 0; i < r->nheap; i++)
+		nd += r->heap[i].c.ndata;
+	o->data = malloc(((size_t)nd + 1) * sizeof(*o->data));
+	if (!o->fs || !o->slow || !o->data) {
+		out_free(o);
 		return -1;
 	}
 	/* heap sort: the slowest first */
@@ -428,29 +469,63 @@ int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
 		heap_down(r->heap, m - 1, 0);
 	}
 	for (uint32_t i = 0; i < r->nheap; i++) {
-		r->heap[i].c.args_ = r->heap[i].args;
-		slow[i] = &r->heap[i].c;
+		struct slow *sl = &r->heap[i];
+		sl->c.args_ = sl->args;
+		sl->c.data_first = sl->c.ndata ? o->ndata : TR_NONE;
+		if (sl->c.ndata)
+			memcpy(o->data + o->ndata, sl->data, sl->c.ndata * sizeof(*o->data));
+		o->ndata += sl->c.ndata;
+		o->slow[i] = &sl->c;
 	}
+	rp_view_take_names(v, &r->sel);
 	order_nest(r);
-	rp_text_header(f, &v);
-	rp_text_summary(f, &v, fs, n, r->n.sel != r->n.calls);
-	rp_text_categories(f, &v, r->a);
-	rp_text_slowest(f, &v, slow, r->nheap);
-	rp_text_nesting(f, &v, r->a);
-	write_left_out(f, &v, r);
-	rp_text_refused(f, &v);
-	free(slow);
-	free(fs);
-	rp_view_free(&v);
+	return 0;
+}
+
+int rp_stream_write_text(FILE *f, struct rp_stream_report *r)
+{
+	struct tr_trace *t = r->t;
+	struct out o;
+	if (out_prepare(r, &o))
+		return -1;
+	struct rp_view *v = &o.v;
+	rp_text_header(f, v);
+	rp_text_summary(f, v, o.fs, o.nfs, r->n.sel != r->n.calls);
+	rp_text_categories(f, v, r->a);
+	t->data = o.data;
+	t->ndata = o.ndata;
+	rp_text_slowest(f, v, o.slow, r->nheap);
+	t->data = NULL;
+	t->ndata = 0;
+	rp_text_nesting(f, v, r->a);
+	write_left_out(f, v, r);
+	rp_text_refused(f, v);
+	out_free(&o);
 	return ferror(f) ? -1 : 0;
+}
+
+int rp_stream_write_json(FILE *f, struct rp_stream_report *r)
+{
+	struct tr_trace *t = r->t;
+	struct out o;
+	if (out_prepare(r, &o))
+		return -1;
+	const struct rp_json_streamed js = {&r->n, r->per_thread.calls, r->per_thread.n, o.slow, r->nheap};
+	t->data = o.data;
+	t->ndata = o.ndata;
+	int rc = rp_write_json_streamed(f, &o.v, o.fs, o.nfs, r->a, &js);
+	t->data = NULL;
+	t->ndata = 0;
+	out_free(&o);
+	return rc;
 }
 
 int rp_should_stream(const struct rp_opts *o, char **files, int nfiles)
 {
 	if (o->stream != RP_STREAM_AUTO)
 		return o->stream == RP_STREAM_ON;
-	/* folded stacks add up across files; a text report of several files is one report */
-	if (o->format != RP_FMT_FOLDED && (o->format != RP_FMT_TEXT || (nfiles > 1 && !o->separate)))
+	/* folded stacks add up across files; a text or json report of several files is one report */
+	if ((o->format == RP_FMT_TEXT || o->format == RP_FMT_JSON) && nfiles > 1 && !o->separate)
 		return 0;
 	for (int i = 0; i < nfiles; i++) {
 		struct stat st;

@@ -886,8 +886,8 @@ static inline __attribute__((always_inline)) int match_exit(struct tr_trace *t, 
 		th->pending_ = th->last_exit_ + 1;
 		if (x->flags & CUHOOK_RF_VALUE) {
 			t->ndata_recs++;
-			tr_stream_skips(t)->data_recs++;
-			c->ndata++;
+			if (tr_stream_data(t, th->last_exit_, x->func, 1, 1, x->value, 0))
+				return -1;
 		}
 		return 0;
 	}
@@ -926,12 +926,8 @@ static int match_other(struct tr_trace *t, struct tr_thread *th, unsigned type, 
 			t->errors++;
 			return 0;
 		}
-		if (t->stream_) {
-			/* counted on its call (open, or pending: trace_stream.c), its values not kept */
-			tr_stream_skips(t)->data_recs++;
-			t->calls[ci].ndata++;
-			return 0;
-		}
+		if (t->stream_) /* kept with its call (open, or pending) until it is handed over */
+			return tr_stream_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len);
 		return add_data(t, ci, r->func, d->at_exit, d->nvalues, (const uint64_t *)(d + 1), d->str_len);
 	}
 	case CUHOOK_REC_DROP: {
@@ -1351,6 +1347,13 @@ static int decode(struct tr_trace *t, struct tr_input *in, char *err, size_t err
 	}
 	setup_clock(t, &cp);
 	setup_realtime(t, &cp);
+	int head_only = t->stream_ ? tr_stream_begin(t) : 0;
+	if (head_only < 0)
+		goto oom;
+	if (head_only) {
+		tr_stream_finish(t);
+		return 0;
+	}
 	t->first_ns = INT64_MAX;
 	t->last_ns = INT64_MIN;
 	uint64_t cut;

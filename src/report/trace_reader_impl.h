@@ -34,7 +34,7 @@ void tr_stacks_free(struct tr_trace *t);
 
 /* Streaming mode (trace_stream.c): t->stream_ set by tr_stream_init before decoding. The reader
  * takes a slot for each ENTRY (tr_stream_new_call: TR_NONE when out of memory), has the slot copy
- * its arguments once filled (tr_stream_opened), and hands each finished call over
+ * its arguments once filled (tr_stream_opened), copies its DATA records (tr_stream_data), and hands each finished call over
  * (tr_stream_done, which frees the slot); a sink's failure is kept for pass 2 to see
  * (tr_stream_failed). tr_stream_finish drops the pool after decoding. */
 struct tr_stream_sink;
@@ -42,7 +42,12 @@ int tr_stream_init(struct tr_trace *t, const struct tr_stream_sink *sink);
 uint32_t tr_stream_new_call(struct tr_trace *t);
 void tr_stream_opened(struct tr_trace *t, uint32_t ci);
 void tr_stream_done(struct tr_trace *t, uint32_t ci);
+/* A DATA record of open (or pending) call ci, copied into its slot: 0, or -1 when out of memory. */
+int tr_stream_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, unsigned nvalues,
+                   const uint64_t *values, unsigned str_len);
 int tr_stream_failed(const struct tr_trace *t);
+/* The sink's begin (after pass 1): 0 read the events, 1 stop there, -1 failed. */
+int tr_stream_begin(struct tr_trace *t);
 struct tr_stream_skipped *tr_stream_skips(struct tr_trace *t);
 void tr_stream_finish(struct tr_trace *t);
 void tr_stream_free(struct tr_trace *t);

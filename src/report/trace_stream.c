@@ -5,8 +5,10 @@
  * calls open at one time hold a slot, so the pool stays as small as the deepest stacks of all
  * threads together.
  *
- * A slot keeps a copy of its ENTRY's arguments: the bytes of the file are released as they are
- * decoded (tr_input_release), and a call can stay open across many blocks. */
+ * A slot keeps a copy of its ENTRY's arguments and of its DATA records (values and string): the
+ * bytes of the file are released as they are decoded (tr_input_release), and a call can stay open
+ * across many blocks. The records' copies live in the slot's own buffers, reused by the next call
+ * that takes the slot, so that their memory too follows the calls open at one time. */
 #include "trace_stream.h"
 
 #include "trace_reader_impl.h"
@@ -17,6 +19,15 @@
 /* registers and stack slots an ENTRY carries at most */
 #define SLOT_ARGS (6 + CUHOOK_MAX_STACK_ARGS)
 
+/* A slot's DATA records. While the call is open, a record's `values` holds the offset of its
+ * values in words[] (words[] may move as it grows); tr_stream_done turns offsets into pointers. */
+struct slot_data {
+	struct tr_data *recs;
+	uint32_t n, cap;
+	uint64_t *words;          /* each record's values, then its string, padded to 8 bytes */
+	uint32_t nwords, wcap;
+};
+
 struct tr_stream_state {
 	struct tr_stream_sink sink;
 	uint32_t *free_slots;     /* slots finished calls left */
@@ -25,6 +36,7 @@ struct tr_stream_state {
 	uint64_t *ordinal;        /* per slot: the call's index in a whole read */
 	int64_t *child_ns;        /* per slot: its finished children's durations */
 	uint64_t *args;           /* per slot: SLOT_ARGS values */
+	struct slot_data *data;   /* per slot: its DATA records */
 	uint64_t next_ordinal;
 	int failed;               /* the sink returned -1, or out of memory */
 	struct tr_stream_skipped skipped;
@@ -63,6 +75,11 @@ static int grow(struct tr_trace *t, struct tr_stream_state *s)
 	if (!args)
 		return -1;
 	s->args = args;
+	struct slot_data *data = realloc(s->data, (size_t)ncap * sizeof(*data));
+	if (!data)
+		return -1;
+	memset(data + s->cap, 0, (size_t)(ncap - s->cap) * sizeof(*data));
+	s->data = data;
 	for (uint32_t i = 0; i < s->nslots; i++)
 		t->calls[i].args_ = s->args + (size_t)i * SLOT_ARGS;
 	s->cap = ncap;
@@ -83,6 +100,7 @@ uint32_t tr_stream_new_call(struct tr_trace *t)
 	}
 	s->ordinal[ci] = s->next_ordinal++;
 	s->child_ns[ci] = 0;
+	s->data[ci].n = s->data[ci].nwords = 0;
 	return ci;
 }
 
@@ -99,24 +117,69 @@ void tr_stream_opened(struct tr_trace *t, uint32_t ci)
 	c->args_ = dst;
 }
 
+int tr_stream_data(struct tr_trace *t, uint32_t ci, uint32_t func, int at_exit, unsigned nvalues,
+                   const uint64_t *values, unsigned str_len)
+{
+	struct slot_data *sd = &t->stream_->data[ci];
+	uint32_t words = nvalues + (str_len + 7) / 8;
+	if (sd->n == sd->cap && tr_grow((void **)&sd->recs, &sd->cap, sd->n + 1, sizeof(*sd->recs)))
+		return -1;
+	/* never NULL, also for records of no value: their pointers are words + offset */
+	if ((sd->nwords + words > sd->wcap || !sd->words) &&
+	    tr_grow((void **)&sd->words, &sd->wcap, sd->nwords + words + 1, sizeof(*sd->words)))
+		return -1;
+	uint64_t *dst = sd->words + sd->nwords;
+	if (nvalues)
+		memcpy(dst, values, nvalues * sizeof(*dst));
+	if (str_len) {
+		dst[words - 1] = 0; /* the padding after the string */
+		memcpy(dst + nvalues, values + nvalues, str_len);
+	}
+	struct tr_data *td = &sd->recs[sd->n++];
+	td->call = ci;
+	td->decoder = t->funcs[func].decoder;
+	td->at_exit = at_exit ? 1 : 0;
+	td->nvalues = (uint8_t)nvalues;
+	td->values = (const uint64_t *)(uintptr_t)sd->nwords; /* an offset until the call is handed over */
+	td->str = NULL;
+	td->str_len = (uint16_t)str_len;
+	sd->nwords += words;
+	t->calls[ci].ndata++;
+	return 0;
+}
+
 void tr_stream_done(struct tr_trace *t, uint32_t ci)
 {
 	struct tr_stream_state *s = t->stream_;
 	if (s->failed)
 		return;
 	s->skipped.calls++;
-	/* its DATA records were counted on it, not kept: the sink sees none */
+	/* its DATA records, in the slot's buffers, are t->data during the callback (the queries of
+	 * trace_data.h read them there) */
+	struct slot_data *sd = &s->data[ci];
+	for (uint32_t k = 0; k < sd->n; k++) {
+		struct tr_data *d = &sd->recs[k];
+		d->values = sd->words + (uintptr_t)d->values;
+		d->str = (const char *)(d->values + d->nvalues);
+	}
 	struct tr_call c = t->calls[ci];
-	c.ndata = 0;
-	c.data_first = TR_NONE;
-	const struct tr_stream_info info = {s->ordinal[ci], s->child_ns[ci]};
+	c.ndata = (uint8_t)sd->n;
+	c.data_first = sd->n ? 0 : TR_NONE;
+	t->data = sd->recs;
+	t->ndata = sd->n;
+	const struct tr_stream_info info = {s->ordinal[ci], s->child_ns[ci],
+	                                    c.parent != TR_NONE ? s->ordinal[c.parent] : UINT64_MAX};
 	if (c.parent != TR_NONE && tr_call_timed(&c)) {
 		int64_t sum;
 		if (__builtin_add_overflow(s->child_ns[c.parent], tr_call_dur(&c), &sum))
 			sum = INT64_MAX; /* only a hostile file: durations are below 2^48 */
 		s->child_ns[c.parent] = sum;
 	}
-	if (s->sink.call(s->sink.ctx, t, &c, &info)) {
+	int rc = s->sink.call(s->sink.ctx, t, &c, &info);
+	t->data = NULL;
+	t->ndata = 0;
+	sd->n = sd->nwords = 0;
+	if (rc) {
 		s->failed = 1;
 		return;
 	}
@@ -126,6 +189,15 @@ void tr_stream_done(struct tr_trace *t, uint32_t ci)
 		return;
 	}
 	s->free_slots[s->nfree++] = ci;
+}
+
+int tr_stream_begin(struct tr_trace *t)
+{
+	struct tr_stream_state *s = t->stream_;
+	int rc = s->sink.begin ? s->sink.begin(s->sink.ctx, t) : 0;
+	if (rc < 0)
+		s->failed = 1;
+	return rc;
 }
 
 int tr_stream_failed(const struct tr_trace *t)
@@ -149,6 +221,12 @@ void tr_stream_finish(struct tr_trace *t)
 	free(s->ordinal);
 	free(s->child_ns);
 	free(s->args);
+	for (uint32_t i = 0; s->data && i < s->cap; i++) {
+		free(s->data[i].recs);
+		free(s->data[i].words);
+	}
+	free(s->data);
+	s->data = NULL;
 	s->free_slots = NULL;
 	s->ordinal = s->args = NULL;
 	s->child_ns = NULL;
@@ -167,6 +245,11 @@ void tr_stream_free(struct tr_trace *t)
 const struct tr_call *tr_stream_open_call(const struct tr_trace *t, uint32_t ci)
 {
 	return &t->calls[ci];
+}
+
+uint64_t tr_stream_open_ordinal(const struct tr_trace *t, uint32_t ci)
+{
+	return t->stream_->ordinal[ci];
 }
 
 void tr_stream_get_skipped(const struct tr_trace *t, struct tr_stream_skipped *out)

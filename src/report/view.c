@@ -94,6 +94,31 @@ static uint8_t namer_of(const char *name)
 	return RP_NAMER_NONE;
 }
 
+/* The name call c gives a kernel handle, if it is one that names kernels (enum rp_namer): round 1
+ * functions and kernels named at lookup, round 2 cuKernelGetFunction, which turns an already named
+ * kernel into a function handle. *h set, and *s, *n the name, when it gives one. */
+static int name_of_call(const struct rp_view *v, const struct tr_call *c, int round, uint64_t *h, const char **s,
+                        uint16_t *n)
+{
+	const struct tr_trace *t = v->t;
+	uint8_t role = v->fi[c->func].names_kernel;
+	if (role == RP_NAMER_NONE)
+		return 0;
+	if (round == 1) {
+		if ((role == RP_NAMER_GET_FUNCTION && tr_call_data_value(t, c, "function", h)) ||
+		    (role == RP_NAMER_GET_KERNEL && tr_call_data_value(t, c, "kernel", h)))
+			return tr_call_data_str(t, c, "name", s, n);
+		if (role == RP_NAMER_GET_NAME) {
+			/* (const char **name, handle): the name is read at exit */
+			*h = tr_call_arg(c, 1);
+			return tr_call_data_str(t, c, "name", s, n);
+		}
+		return 0;
+	}
+	return role == RP_NAMER_KERNEL_TO_FUNCTION && tr_call_data_value(t, c, "function", h) &&
+	       rp_kernel_name(v, tr_call_arg(c, 1), s, n);
+}
+
 /* handle -> name from the calls that create or name kernels (all calls, not only the selected
  * ones: a launch in the selected range names a function looked up before it). */
 static int build_names(struct rp_view *v)
@@ -104,8 +129,8 @@ static int build_names(struct rp_view *v)
 	for (uint32_t i = 0; i < t->nknames; i++)
 		if (name_put(v, t->knames[i].handle, t->knames[i].name, t->knames[i].len))
 			return -1;
-	/* Round 1: functions and kernels named at lookup. Round 2: cuKernelGetFunction, which turns
-	 * an already named kernel into a function handle. */
+	if (t->stream_)
+		return 0; /* the calls come later: rp_view_name_call */
 	for (int round = 1; round <= 2; round++) {
 		uint32_t prev = TR_NONE;
 		for (uint32_t i = 0; i < t->ndata; i++) {
@@ -113,30 +138,56 @@ static int build_names(struct rp_view *v)
 			if (ci == prev)
 				continue;
 			prev = ci;
-			const struct tr_call *c = &t->calls[ci];
-			uint8_t role = v->fi[c->func].names_kernel;
 			const char *s;
 			uint16_t n;
 			uint64_t h;
-			if (role == RP_NAMER_NONE)
-				continue;
-			if (round == 1) {
-				if ((role == RP_NAMER_GET_FUNCTION && tr_call_data_value(t, c, "function", &h)) ||
-				    (role == RP_NAMER_GET_KERNEL && tr_call_data_value(t, c, "kernel", &h))) {
-					if (tr_call_data_str(t, c, "name", &s, &n) && name_put(v, h, s, n))
-						return -1;
-				} else if (role == RP_NAMER_GET_NAME) {
-					/* (const char **name, handle): the name is read at exit */
-					if (tr_call_data_str(t, c, "name", &s, &n) && name_put(v, tr_call_arg(c, 1), s, n))
-						return -1;
-				}
-			} else if (role == RP_NAMER_KERNEL_TO_FUNCTION && tr_call_data_value(t, c, "function", &h)) {
-				if (rp_kernel_name(v, tr_call_arg(c, 1), &s, &n) && name_put(v, h, s, n))
-					return -1;
-			}
+			if (name_of_call(v, &t->calls[ci], round, &h, &s, &n) && name_put(v, h, s, n))
+				return -1;
 		}
 	}
 	return 0;
+}
+
+/* A name copied for a streamed view (the call's DATA records go after the callback). */
+struct rp_name_copy {
+	struct rp_name_copy *next;
+	char s[];
+};
+
+int rp_view_name_call(struct rp_view *v, const struct tr_call *c)
+{
+	for (int round = 1; round <= 2; round++) {
+		const char *s, *have;
+		uint16_t n, hn;
+		uint64_t h;
+		if (!name_of_call(v, c, round, &h, &s, &n) || !h)
+			continue;
+		/* the same name again (a program looking a kernel up at every launch): nothing to copy */
+		if (rp_kernel_name(v, h, &have, &hn) && hn == n && !memcmp(have, s, n))
+			continue;
+		struct rp_name_copy *nc = malloc(sizeof(*nc) + n + 1u);
+		if (!nc)
+			return -1;
+		memcpy(nc->s, s, n);
+		nc->s[n] = 0;
+		nc->next = v->name_copies;
+		v->name_copies = nc;
+		if (name_put(v, h, nc->s, n))
+			return -1;
+	}
+	return 0;
+}
+
+void rp_view_take_names(struct rp_view *dst, struct rp_view *src)
+{
+	free(dst->names);
+	dst->names = src->names;
+	dst->names_cap = src->names_cap;
+	dst->nnames = src->nnames;
+	dst->name_copies = src->name_copies; /* dst has none: its trace's calls came to src */
+	src->names = NULL;
+	src->names_cap = src->nnames = 0;
+	src->name_copies = NULL;
 }
 
 /* ---- selection ------------------------------------------------------------------------------- */
@@ -481,6 +532,11 @@ void rp_view_free(struct rp_view *v)
 	free(v->thread_dup);
 	free(v->names);
 	free(v->func_ok);
+	while (v->name_copies) {
+		struct rp_name_copy *nc = v->name_copies;
+		v->name_copies = nc->next;
+		free(nc);
+	}
 	memset(v, 0, sizeof(*v));
 }
 
@@ -518,6 +574,48 @@ int rp_thread_slices(const struct rp_view *v, uint32_t thread, const uint8_t *se
 	}
 	free(open);
 	return 0;
+}
+
+int rp_call_in_selection(const struct rp_view *v, const struct tr_call *c)
+{
+	if (v->func_ok && !v->func_ok[c->func])
+		return 0;
+	if (v->o->has_range) {
+		int64_t rel = rp_rel(v, c->start_ns);
+		return rel >= v->o->range_start_ns && rel < v->o->range_end_ns;
+	}
+	return 1;
+}
+
+int rp_thread_calls_add(struct rp_thread_calls *tc, const struct tr_trace *t, uint32_t thread)
+{
+	if (thread >= tc->n) {
+		uint32_t n = t->nthreads > thread ? t->nthreads : thread + 1;
+		uint64_t *p = realloc(tc->calls, (size_t)n * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + tc->n, 0, (size_t)(n - tc->n) * sizeof(*p));
+		tc->calls = p;
+		tc->n = n;
+	}
+	tc->calls[thread]++;
+	return 0;
+}
+
+int rp_stream_selects(const struct rp_view *v, struct rp_sel_cache *cache, const struct tr_call *c)
+{
+	if (c->thread >= cache->cap) {
+		uint32_t ncap = v->t->nthreads > c->thread ? v->t->nthreads : c->thread + 1;
+		uint8_t *p = realloc(cache->thread_sel, ncap);
+		if (!p)
+			return -1;
+		memset(p + cache->cap, 0, ncap - cache->cap);
+		cache->thread_sel = p;
+		cache->cap = ncap;
+	}
+	if (!cache->thread_sel[c->thread])
+		cache->thread_sel[c->thread] = rp_thread_selected(v, c->thread) ? 1 : 2;
+	return cache->thread_sel[c->thread] == 1 && rp_call_in_selection(v, c);
 }
 
 static int by_func_time(const void *a, const void *b, void *ctx)

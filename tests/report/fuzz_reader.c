@@ -176,10 +176,18 @@ static int stream_call(void *ctx, const struct tr_trace *t, const struct tr_call
 	}
 	const struct tr_call *a = &m->calls[ordinal];
 	int bad = a->start_ns != c->start_ns || a->end_ns != c->end_ns || a->ret != c->ret || a->func != c->func ||
-	          a->thread != c->thread || a->flags != c->flags || a->depth != c->depth || c->ndata ||
-	          tr_call_nargs(a) != tr_call_nargs(c) || (a->parent == TR_NONE) != (c->parent == TR_NONE);
+	          a->thread != c->thread || a->flags != c->flags || a->depth != c->depth || a->ndata != c->ndata ||
+	          tr_call_nargs(a) != tr_call_nargs(c) || (a->parent == TR_NONE) != (c->parent == TR_NONE) ||
+	          info->parent_ordinal != (a->parent == TR_NONE ? UINT64_MAX : a->parent);
 	for (unsigned k = 0; !bad && k < tr_call_nargs(a); k++)
 		bad = tr_call_arg(a, k) != tr_call_arg(c, k);
+	/* its DATA records: copies of the whole read's, in the same order */
+	for (unsigned k = 0; !bad && k < c->ndata; k++) {
+		const struct tr_data *x = &m->data[a->data_first + k], *y = &t->data[c->data_first + k];
+		bad = x->decoder != y->decoder || x->at_exit != y->at_exit || x->nvalues != y->nvalues ||
+		      x->str_len != y->str_len || (x->nvalues && memcmp(x->values, y->values, 8u * x->nvalues)) ||
+		      (x->str_len && memcmp(x->str, y->str, x->str_len));
+	}
 	if (!bad && a->parent != TR_NONE)
 		bad = m->calls[a->parent].func != tr_stream_open_call(t, c->parent)->func;
 	/* the children's time, as a whole read sums it */
@@ -194,7 +202,7 @@ static unsigned long stream_reports;
 static int same_streamed(const struct tr_trace *m, const char *merr, const char *what)
 {
 	struct stream_check sc = {m, NULL, 0, 0};
-	const struct tr_stream_sink sink = {stream_call, &sc};
+	const struct tr_stream_sink sink = {.call = stream_call, .ctx = &sc};
 	if (m) {
 		sc.child = calloc((size_t)m->ncalls + 1, sizeof(*sc.child));
 		if (!sc.child)

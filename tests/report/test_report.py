@@ -676,22 +676,26 @@ def check_interning(text, what):
 def test_perfetto_valid():
     """Every Perfetto trace of the report decodes with protoc against perfetto_subset.proto with no
     error and no unknown field, and every name it interns resolves in its sequence; the clock
-    snapshot ties the trace to REALTIME; a large multi-thread trace takes at most 40 bytes a call."""
+    snapshot ties the trace to REALTIME; a large multi-thread trace takes at most 40 bytes a call;
+    read whole or streamed."""
     a, b = gen("basic"), gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000",
                                "--real-offset", "1500000")
     big = gen("bigp", "big", "--calls", "200000", "--threads", "4")
     cases = [("basic", [a]), ("two files", [a, b]), ("counted", [gen("hotc", "hot", "--count")]),
              ("gpu", [gen("gpu", "gpu")]), ("tsc", [gen("tsc", "basic", "--tsc")]), ("big", [big]),
              ("functions filter", ["--functions", "cuLaunch*", a])]
-    for what, args in cases:
+    # read whole, and streamed (docs/report.md "Streaming report": a sequence per thread written
+    # at once, annotations of an early-begun call on its end)
+    for (what, args), mode in [(c, m) for c in cases for m in ("--no-stream", "--stream")]:
         pf = os.path.join(TMP, "valid.pftrace")
-        run(["report", "--format", "perfetto", "--force", "-o", pf, *args])
+        run(["report", "--format", "perfetto", mode, "--force", "-o", pf, *args])
+        what = f"{what} {mode}"
         text = protoc_decode(pf)
         check_interning(text, what)
         check("primary_trace_clock: BUILTIN_CLOCK_MONOTONIC" in text, f"{what}: MONOTONIC is the trace clock")
-        if what == "big":
+        if what.startswith("big "):
             size = os.path.getsize(pf)
-            check(size <= 40 * 200000, f"{size / 200000:.1f} bytes per call, over 40")
+            check(size <= 40 * 200000, f"{what}: {size / 200000:.1f} bytes per call, over 40")
     # the realtime of the first file's start; times on its monotonic clock, B's moved by 1.5 ms
     tr = perfetto_trace(a, b)
     eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "two files: the first file's clocks")
