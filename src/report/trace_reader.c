@@ -1452,6 +1452,55 @@ static struct tr_trace *finish(struct tr_trace *t, struct tr_input *in, char *er
 	return t;
 }
 
+/* Streaming a pipe (or a file that does not know its size): its bytes go to an unnamed file
+ * first (O_TMPFILE in $TMPDIR, else /tmp), which is then read as a regular file is, so that memory
+ * stays bounded whatever comes down the pipe; the disk holds the bytes for the time of the report.
+ * The new descriptor (fd closed), its size in *size; -1 with a message. */
+static int spool(int fd, const char *path, uint64_t *size, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int out = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (out < 0) {
+		fail(err, errlen, "%s: cannot keep the pipe's bytes in a temporary file in %s (%s): --no-stream reads "
+		     "them into memory", path, dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	enum { CHUNK = 1 << 20 };
+	uint8_t *buf = malloc(CHUNK);
+	uint64_t total = 0;
+	int bad = buf ? 0 : ENOMEM;
+	while (!bad) {
+		ssize_t n = read(fd, buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			bad = n < 0 ? errno : 0;
+			break;
+		}
+		for (ssize_t done = 0; done < n && !bad;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0 && errno != EINTR)
+				bad = errno;
+			else if (w > 0)
+				done += w;
+		}
+		total += (uint64_t)n;
+	}
+	free(buf);
+	close(fd);
+	if (bad) {
+		fail(err, errlen, "%s: cannot keep the pipe's bytes in a temporary file in %s (%s): --no-stream reads "
+		     "them into memory", path, dir, strerror(bad));
+		close(out);
+		return -1;
+	}
+	*size = total;
+	return out;
+}
+
 static struct tr_trace *open_path(const char *path, const struct tr_stream_sink *sink, char *err, size_t errlen)
 {
 	/* Look before opening: opening a device can act (a watchdog starts counting, a tape
@@ -1495,7 +1544,17 @@ static struct tr_trace *open_path(const char *path, const struct tr_stream_sink 
 	 * (trace_input.h). */
 	struct tr_input in;
 	int seekable = S_ISREG(st.st_mode) && st.st_size > 0;
-	tr_input_fd(&in, fd, seekable ? (uint64_t)st.st_size : UINT64_MAX, seekable);
+	uint64_t size = seekable ? (uint64_t)st.st_size : UINT64_MAX;
+	if (sink && !seekable) {
+		if ((fd = spool(fd, path, &size, err, errlen)) < 0) {
+			tr_close(t);
+			return NULL;
+		}
+		seekable = size > 0;
+		if (!seekable)
+			size = UINT64_MAX;
+	}
+	tr_input_fd(&in, fd, size, seekable);
 	if (seekable)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	return finish(t, &in, err, errlen);

@@ -8,8 +8,8 @@
  * threads, notes, kernel names, graphs, COUNTS entries, the totals and the damage counters), but
  * no calls (ncalls == 0, and each thread's ncalls 0), no DATA records (each call's are handed
  * over with it), no GPU records and no call stacks: those blocks and records are counted
- * (struct tr_stream_skipped) and skipped. A pipe's bytes are still all read
- * before pass 2 (trace_input.h): only a regular file is read in bounded memory. */
+ * (struct tr_stream_skipped) and skipped. A pipe's bytes are first copied to an unnamed
+ * temporary file and read from there (trace_reader.c, spool): memory stays bounded for pipes too. */
 #ifndef CUHOOK_TRACE_STREAM_H
 #define CUHOOK_TRACE_STREAM_H
 

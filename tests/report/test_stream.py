@@ -206,6 +206,37 @@ def test_bounded():
     check("DATA records" not in out, "the DATA records kept with their calls, not skipped")
 
 
+def test_pipe():
+    """A trace read from a pipe with --stream: its bytes go to an unnamed temporary file, not to
+    memory (peak under half the trace's size, as for a file), and the report is the file's, but for
+    the file's name. TMPDIR that cannot hold the file: a clear refusal."""
+    path = gen("big", "big", "--calls", "1500000", "--threads", "4", "--tsc")
+    size_kib = os.path.getsize(path) // 1024
+    from_file, _ = peak_rss(["report", "--stream", "--no-color", path])
+    with open(path, "rb") as src, open(os.path.join(TMP, "out.txt"), "w+") as out:
+        p = subprocess.Popen([A.cuhook, "report", "--stream", "--no-color", "/dev/stdin"], stdin=subprocess.PIPE,
+                             stdout=out, stderr=subprocess.DEVNULL)
+        while chunk := src.read(1 << 20):
+            p.stdin.write(chunk)
+        p.stdin.close()
+        _, status, ru = os.wait4(p.pid, 0)
+        eq(os.waitstatus_to_exitcode(status), 0, "cuhook report --stream /dev/stdin")
+        out.seek(0)
+        from_pipe = out.read()
+    check(ru.ru_maxrss < size_kib // 2, f"a pipe streamed: {ru.ru_maxrss} KiB, want < {size_kib // 2} KiB "
+          f"(trace {size_kib} KiB)")
+    eq(from_pipe.replace("/dev/stdin", path), from_file, "the piped report, but for the file's name")
+    tr.A = A
+    cat = subprocess.Popen(["cat", path], stdout=subprocess.PIPE)
+    p = subprocess.run([A.cuhook, "report", "--stream", "/dev/stdin"], stdin=cat.stdout, capture_output=True,
+                       text=True, env=dict(os.environ, TMPDIR=os.path.join(TMP, "no-such-dir")))
+    cat.stdout.close()
+    cat.wait()
+    eq(p.returncode, 1, "a pipe with no room for its bytes")
+    check("cannot keep the pipe's bytes in a temporary file" in p.stderr and "--no-stream" in p.stderr,
+          f"why: {p.stderr}")
+
+
 def test_options():
     """--stream with an export, or several files merged, is refused (exit 2); several files with
     --separate are streamed one after the other; a file that is not a trace is refused (exit 1)."""
