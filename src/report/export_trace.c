@@ -22,8 +22,9 @@
  *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
  * Times from the trace start (the earliest start with several files), start_realtime_ns the start
  * in CLOCK_REALTIME ns since the epoch (null without a realtime pair); end_ns, dur_ns and ret are
- * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
- * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
+ * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots);
+ * "device" the device the call worked on (devices.c), null when unknown or none. A trace with
+ * stacks adds "stack": the call's stack id (json's "stacks"), null. */
 int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 {
 	char buf[1024];
@@ -65,6 +66,11 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 			fprintf(f, ",\"details\":");
 			l = rp_describe_call(v, c, buf, sizeof(buf));
 			rp_json_str(f, buf, l);
+			int dev;
+			if (rp_call_device(v, ci, &dev))
+				fprintf(f, ",\"device\":%d", dev);
+			else
+				fprintf(f, ",\"device\":null");
 			if (v->stacks) { /* the id of its stack in the json export's "stacks" */
 				const struct tr_stack *st = tr_call_stack(t, ci);
 				if (st)

@@ -91,11 +91,11 @@ def report_csv(path, *opts):
     out, _ = run(["report", "--format", "csv", *opts, path])
     lines = out.splitlines()
     eq(lines[0], "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns,call_device",
        "CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     for r in rows:
-        eq(len(r), 24, f"CSV columns in {r}")
+        eq(len(r), 25, f"CSV columns in {r}")
     return rows
 
 
@@ -216,11 +216,12 @@ def test_csv():
     starts = [int(r[2]) for r in rows]
     eq(starts, sorted(starts), "rows in start order")
     eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""] +
-       ["init", "main", "", "1700000000000001000"], "cuInit row")
+       ["init", "main", "", "1700000000000001000", ""], "cuInit row: its call_device empty (none)")
     l0 = [r for r in rows if r[1] == "cuLaunchKernel"][0]
     eq(l0, ["1000", "cuLaunchKernel", "1200000", "1205000", "5000", "0", "0x0",
             "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", "",
-            "launch", "main", "vecAdd", "1700000000001200000"], "cuLaunchKernel row (stack args)")
+            "launch", "main", "vecAdd", "1700000000001200000", "0"],
+       "cuLaunchKernel row (stack args; device 0: the context cuCtxCreate_v2 made)")
     gf = [r for r in rows if r[1] == "cuModuleGetFunction"][0]
     eq(gf[19], "name=vecAdd;function=0xf00d", "decoded cuModuleGetFunction")
     eq([r[19] for r in rows if r[1] == "cuMemAlloc_v2"],
@@ -744,7 +745,7 @@ def test_multi():
     out, _ = run(["report", "--format", "csv", a, b])
     lines = out.splitlines()
     eq(lines[0], "pid,tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns,call_device",
        "merged CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     eq(len(rows), 27 * 2, "CSV rows == calls of both files")
@@ -1880,8 +1881,8 @@ def test_gpu_csv():
     rows = list(csv.reader(io.StringIO(out)))
     head = rows[0]
     eq(head[:3], ["record", "tid", "func"], "first columns")
-    eq(head[-4:], ["category", "thread", "kernel", "start_realtime_ns"], "the last columns")
-    eq(head[21:-4], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
+    eq(head[-5:], ["category", "thread", "kernel", "start_realtime_ns", "call_device"], "the last columns")
+    eq(head[21:-5], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
                    "shared_dynamic", "registers", "copy_kind", "bytes", "value", "graph_id", "graph_node_id",
                    "api_start_ns", "latency_ns", "link", "call_start_ns"], "GPU columns")
     for r in rows[1:]:
