@@ -10,8 +10,9 @@
  *   - the device it names: cuDeviceGetAttribute & co, cuDevicePrimaryCtx*, cuCtxCreate;
  *   - the context it names: cuCtxSetCurrent, cuCtxPushCurrent, cuCtxDestroy, and cuCtxGetDevice_v2,
  *     cuCtxSynchronize_v2 with a context (NULL: the current one); cuCtxPopCurrent: the one it pops;
- *   - its stream's context, for a stream created in the trace (cuStreamCreate* in the context
- *     current then); the default streams and streams created before the trace: the current one;
+ *   - its stream's context (a stream it submits to, waits on or destroys...), for a stream
+ *     created in the trace (cuStreamCreate* in the context current then); the default streams and
+ *     streams created before the trace: the current one;
  *   - no device (RP_DEV_NONE): cuInit, version and count queries, entry-point lookups, error
  *     strings, or no context current (the stack known to be empty);
  *   - else the current context's device.
@@ -45,7 +46,8 @@ enum op {
 	OP_STREAM_CREATE, /* cuStreamCreate*(&stream, ...): "stream" */
 	OP_NAMES_DEVICE,  /* a device at arg */
 	OP_NAMES_CTX,     /* a context at arg, NULL: the current one */
-	OP_STREAM,        /* names a stream (rp_stream_ref_of) */
+	OP_STREAM,        /* submits to, waits on or orders a stream (rp_stream_ref_of) */
+	OP_STREAM_ARG,    /* names a stream at arg otherwise (cuStreamDestroy & co) */
 };
 
 struct fop {
@@ -85,6 +87,11 @@ static struct fop op_of(const struct rp_view *v, uint32_t func)
 		{"cuDeviceGetByPCIBusId", OP_NONE, -1}, {"cuGetProcAddress", OP_NONE, -1},
 		{"cuGetExportTable", OP_NONE, -1}, {"cuGetErrorString", OP_NONE, -1}, {"cuGetErrorName", OP_NONE, -1},
 		{"cuModuleGetLoadingMode", OP_NONE, -1},
+		{"cuStreamDestroy", OP_STREAM_ARG, 0}, {"cuStreamGetPriority", OP_STREAM_ARG, 0},
+		{"cuStreamGetFlags", OP_STREAM_ARG, 0}, {"cuStreamGetCtx", OP_STREAM_ARG, 0},
+		{"cuStreamAddCallback", OP_STREAM_ARG, 0}, {"cuLaunchHostFunc", OP_STREAM_ARG, 0},
+		{"cuStreamBeginCapture", OP_STREAM_ARG, 0}, {"cuStreamEndCapture", OP_STREAM_ARG, 0},
+		{"cuStreamIsCapturing", OP_STREAM_ARG, 0}, {"cuStreamGetCaptureInfo", OP_STREAM_ARG, 0},
 	};
 	const char *name = tr_func_name(v->t, func);
 	char b[128];
@@ -348,9 +355,10 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 			*dev = dev_of_ctx(w, arg, RP_DEV_UNKNOWN);
 		break;
 	case OP_STREAM:
+	case OP_STREAM_ARG:
 		/* 0x0 and 0x1 (legacy), 0x2 (per-thread): the current context's default streams */
-		if (rp_call_stream(w->v, c, f.sref, &x) && x > 2) {
-			const struct stream_ctx *sc = w->second ? find_stream(w, x) : NULL;
+		if (f.op == OP_STREAM ? rp_call_stream(w->v, c, f.sref, &x) : (x = arg, has_arg)) {
+			const struct stream_ctx *sc = x > 2 && w->second ? find_stream(w, x) : NULL;
 			if (sc)
 				*dev = dev_of_ctx(w, sc->ctx, sc->hint);
 		}
