@@ -2838,6 +2838,49 @@ def test_oneoff():
           "no one-off finding without one-off work")
 
 
+def test_devices():
+    """The device of each call in a trace begun after the program chose its contexts (gen_trace
+    devices: see scenario_devices()): a context learnt from cuCtxGetCurrent and its device from
+    cuCtxGetDevice (on one thread, used by another), a pop onto an unknown stack, a thread told
+    it has no context, a device argument past 64 and one with its upper half set; per device the
+    calls, host time, launches, bytes, allocations, peak and threads exactly, in json, text, csv
+    and jsonl; and per thread with --thread."""
+    import csv
+    import io
+    p = gen("devices", "devices")
+    j, _ = report_json(p)
+    d = j["devices"]
+    us, KiB = 1000, 1024
+
+    def row(calls, launches=0, transfers=(), allocs=0, alloc_bytes=0, peak=0, threads=1):
+        return dict(calls=calls, outermost_calls=calls, host_ns=calls * us, launches=launches,
+                    transfers=[dict(direction=k, calls=1, bytes=b) for k, b in transfers], alloc_calls=allocs,
+                    alloc_bytes=alloc_bytes, peak_alloc_bytes=peak, threads=threads)
+    eq(d["list"], [dict(device=2, **row(1)), dict(device=3, **row(6, launches=1, transfers=[("H2D", KiB)], threads=2))],
+       "devices 2 and 3")
+    eq(d["unknown"], row(4, allocs=2, alloc_bytes=12 * KiB, peak=12 * KiB, threads=3), "unknown")
+    eq(d["none"], row(2, transfers=[("D2H", 512)]), "none")
+    out, _ = run(["report", "--no-color", p])
+    sec = out.split("\nDevices (", 1)
+    check(len(sec) == 2, "a Devices section")
+    rows = [ln.split() for ln in sec[1].split("\n\n", 1)[0].splitlines()[2:6]]
+    # device, calls, host time (2 words), launches, H2D, D2H, D2D, other, memset (2 words each),
+    # allocs, peak (2), threads
+    eq([(r[0], r[1], r[4], " ".join(r[5:7]), " ".join(r[7:9]), r[15], " ".join(r[16:18]), r[18]) for r in rows],
+       [("2", "1", "0", "0 B", "0 B", "0", "0 B", "1"), ("3", "6", "1", "1.00 KiB", "0 B", "0", "0 B", "2"),
+        ("unknown", "4", "0", "0 B", "0 B", "2", "12.00 KiB", "3"), ("none", "2", "0", "0 B", "512 B", "0", "0 B", "1")],
+       "the table's rows")
+    want = ["", "3", "3", "3", "3", "3", "3", "", "", "", "", "2", ""]  # in start order
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", p])[0])))
+    eq([r["call_device"] for r in rows], want, "csv call_device")
+    jl = [json.loads(ln) for ln in run(["report", "--format", "jsonl", p])[0].splitlines()]
+    eq([x["device"] for x in jl], [int(w) if w else None for w in want], "jsonl device")
+    # one thread's calls: its devices as in the whole trace (the contexts are learnt from all)
+    j2, _ = report_json(p, "--thread", "t2")
+    eq(([(r["device"], r["calls"]) for r in j2["devices"]["list"]], j2["devices"]["unknown"]["calls"],
+        j2["devices"]["none"]["calls"]), ([(3, 3)], 1, 2), "--thread t2")
+
+
 def test_streams():
     """The streams the calls name (gen_trace streams: see scenario_streams()): per stream its calls,
     driver time, launches (cuLaunchKernel's stack argument, cuLaunchKernelEx's configuration),
