@@ -19,13 +19,16 @@
  * What the trace does not show is unknown (RP_DEV_UNKNOWN), never guessed: a thread's contexts
  * before its first context call (an attach, a flight-recorder window), a context whose device no
  * call told (created before the trace, its cuCtxGetDevice not recorded: the agent counts it by
- * default), a device number past RP_MAX_DEVICES.
+ * default), a device number past RP_MAX_DEVICES, an ioctl (the exports list them; ioctls are no
+ * API call and in no per-device sum).
  *
  * Contexts and streams are handles valid program-wide while each thread's stack is its own, so two
  * passes over the calls in file order (each thread's in entry order) do: the first learns which
  * device each context is on and which context each stream was created in, the second gives each
  * call its device with all of that known. A handle reused after a destroy keeps the last device
- * learnt. Only successful calls (EXIT with 0) change a stack. */
+ * learnt. Only successful calls (EXIT with 0) change a stack. A thread that lost records (DROP)
+ * may have lost a context call with them: the DROP records say how many, not which, so its later
+ * calls keep the context from before. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -34,6 +37,7 @@
 enum op {
 	OP_CURRENT,       /* works on the current context's device */
 	OP_NONE,          /* concerns no device */
+	OP_UNKNOWN,       /* an ioctl: its device file is not the context's (agent option ioctl=1) */
 	OP_SET,           /* cuCtxSetCurrent(ctx) */
 	OP_PUSH,          /* cuCtxPushCurrent(ctx) */
 	OP_POP,           /* cuCtxPopCurrent(&ctx) */
@@ -86,7 +90,7 @@ static struct fop op_of(const struct rp_view *v, uint32_t func)
 		{"cuInit", OP_NONE, -1}, {"cuDriverGetVersion", OP_NONE, -1}, {"cuDeviceGetCount", OP_NONE, -1},
 		{"cuDeviceGetByPCIBusId", OP_NONE, -1}, {"cuGetProcAddress", OP_NONE, -1},
 		{"cuGetExportTable", OP_NONE, -1}, {"cuGetErrorString", OP_NONE, -1}, {"cuGetErrorName", OP_NONE, -1},
-		{"cuModuleGetLoadingMode", OP_NONE, -1},
+		{"cuModuleGetLoadingMode", OP_NONE, -1}, {"ioctl", OP_UNKNOWN, -1},
 		{"cuStreamDestroy", OP_STREAM_ARG, 0}, {"cuStreamGetPriority", OP_STREAM_ARG, 0},
 		{"cuStreamGetFlags", OP_STREAM_ARG, 0}, {"cuStreamGetCtx", OP_STREAM_ARG, 0},
 		{"cuStreamAddCallback", OP_STREAM_ARG, 0}, {"cuLaunchHostFunc", OP_STREAM_ARG, 0},
@@ -109,18 +113,54 @@ static struct fop op_of(const struct rp_view *v, uint32_t func)
 /* ---- what the first pass learns: contexts' devices, streams' contexts ---- */
 
 #define CTX_UNKNOWN UINT64_MAX /* a stack entry the trace does not show */
-#define MAX_CONTEXTS 4096
 
-struct ctx_dev {
-	uint64_t ctx;
+/* What the first pass learns of a handle: a context's device, or a stream's context (and when
+ * that context is one the trace did not show, CTX_UNKNOWN, the device it was known to be on).
+ * Open addressing by handle: a program has a few contexts and streams, a hostile trace as many
+ * as calls. The last fact learnt of a handle wins. */
+struct fact {
+	uint64_t handle, ctx;
 	int16_t dev;
+	uint8_t used;
 };
 
-struct stream_ctx {
-	uint64_t stream, ctx;  /* ctx: CTX_UNKNOWN when created in a context the trace did not show */
-	int16_t hint;          /* then the device that context was known to be on, or unknown */
-	uint32_t order;        /* creation order: the last creation of a reused handle wins */
+struct facts {
+	struct fact *f;
+	uint32_t cap, n;
 };
+
+static struct fact *fact_slot(const struct facts *m, uint64_t h)
+{
+	uint32_t i = (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 32) & (m->cap - 1);
+	while (m->f[i].used && m->f[i].handle != h)
+		i = (i + 1) & (m->cap - 1);
+	return &m->f[i];
+}
+
+static const struct fact *fact_get(const struct facts *m, uint64_t h)
+{
+	const struct fact *e = m->cap ? fact_slot(m, h) : NULL;
+	return e && e->used ? e : NULL;
+}
+
+static int fact_put(struct facts *m, uint64_t h, uint64_t ctx, int dev)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		uint32_t cap = m->cap ? 2 * m->cap : 64;
+		struct facts g = {calloc(cap, sizeof(struct fact)), cap, m->n};
+		if (!g.f)
+			return -1;
+		for (uint32_t i = 0; i < m->cap; i++)
+			if (m->f[i].used)
+				*fact_slot(&g, m->f[i].handle) = m->f[i];
+		free(m->f);
+		*m = g;
+	}
+	struct fact *e = fact_slot(m, h);
+	m->n += !e->used;
+	*e = (struct fact){h, ctx, (int16_t)dev, 1};
+	return 0;
+}
 
 /* One thread's contexts: its stack's top entries as far as the trace shows them. */
 #define STACK_CAP 16
@@ -135,11 +175,9 @@ struct walk {
 	const struct rp_view *v;
 	struct fop *ops;           /* per function id */
 	struct tstate *ts;         /* per thread */
-	struct ctx_dev *cd;       /* by the first pass, unsorted (few) */
-	uint32_t ncd;
-	struct stream_ctx *sc;    /* by the first pass, then sorted by stream, order */
-	uint32_t nsc, capsc;
-	int second;               /* the second pass: give calls their device */
+	struct facts ctxs;         /* context -> device */
+	struct facts streams;      /* stream -> the context it was created in */
+	int second;                /* the second pass: give calls their device, learn nothing */
 };
 
 static int valid_dev(uint64_t d)
@@ -157,67 +195,20 @@ static int dev_of_ctx(const struct walk *w, uint64_t ctx, int hint)
 {
 	if (ctx == 0)
 		return RP_DEV_NONE;
-	if (ctx != CTX_UNKNOWN)
-		for (uint32_t i = 0; i < w->ncd; i++)
-			if (w->cd[i].ctx == ctx)
-				return w->cd[i].dev;
-	return hint;
+	const struct fact *e = ctx != CTX_UNKNOWN ? fact_get(&w->ctxs, ctx) : NULL;
+	return e ? e->dev : hint;
 }
 
-static void learn_ctx(struct walk *w, uint64_t ctx, uint64_t dev)
+static int learn_ctx(struct walk *w, uint64_t ctx, uint64_t dev)
 {
 	if (w->second || !ctx || ctx == CTX_UNKNOWN || !valid_dev(dev))
-		return;
-	for (uint32_t i = 0; i < w->ncd; i++)
-		if (w->cd[i].ctx == ctx) {
-			w->cd[i].dev = (int16_t)dev;
-			return;
-		}
-	if (w->ncd < MAX_CONTEXTS)
-		w->cd[w->ncd++] = (struct ctx_dev){ctx, (int16_t)dev};
+		return 0;
+	return fact_put(&w->ctxs, ctx, ctx, (int)dev);
 }
 
 static int learn_stream(struct walk *w, uint64_t stream, uint64_t ctx, int hint)
 {
-	if (w->second)
-		return 0;
-	if (w->nsc == w->capsc) {
-		uint32_t c = w->capsc ? 2 * w->capsc : 64;
-		struct stream_ctx *n = realloc(w->sc, c * sizeof(*n));
-		if (!n)
-			return -1;
-		w->sc = n;
-		w->capsc = c;
-	}
-	w->sc[w->nsc] = (struct stream_ctx){stream, ctx, (int16_t)hint, w->nsc};
-	w->nsc++;
-	return 0;
-}
-
-static int by_stream(const void *a, const void *b)
-{
-	const struct stream_ctx *x = a, *y = b;
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* The stream's creation (the last of its handle), or NULL. */
-static const struct stream_ctx *find_stream(const struct walk *w, uint64_t stream)
-{
-	const struct stream_ctx *found = NULL;
-	uint32_t lo = 0, hi = w->nsc;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (w->sc[mid].stream <= stream) {
-			if (w->sc[mid].stream == stream)
-				found = &w->sc[mid];
-			lo = mid + 1;
-		} else {
-			hi = mid;
-		}
-	}
-	return found;
+	return w->second ? 0 : fact_put(&w->streams, stream, ctx, hint);
 }
 
 static uint64_t top(const struct tstate *s)
@@ -282,6 +273,9 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 	case OP_NONE:
 		*dev = RP_DEV_NONE;
 		break;
+	case OP_UNKNOWN:
+		*dev = RP_DEV_UNKNOWN;
+		break;
 	case OP_SET:
 		if (!has_arg) {
 			*dev = RP_DEV_UNKNOWN;
@@ -314,7 +308,8 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 	case OP_RETAIN:
 		*dev = has_arg && valid_dev(dev_arg(arg)) ? (int)dev_arg(arg) : RP_DEV_UNKNOWN;
 		if (ok && tr_call_data_value(t, c, "context", &x)) {
-			learn_ctx(w, x, has_arg ? dev_arg(arg) : UINT64_MAX);
+			if (learn_ctx(w, x, has_arg ? dev_arg(arg) : UINT64_MAX))
+				return -1;
 			if (f.op == OP_CREATE)
 				push(s, x, *dev);
 		} else if (ok && f.op == OP_CREATE) {
@@ -334,7 +329,8 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 		break;
 	case OP_GET_DEVICE:
 		if (ok && tr_call_data_value(t, c, "device", &x) && valid_dev(x)) {
-			learn_ctx(w, top(s), x);
+			if (learn_ctx(w, top(s), x))
+				return -1;
 			if (top(s))
 				set_top(s, top(s), (int)x);
 			*dev = current_dev(w, s);
@@ -358,9 +354,9 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 	case OP_STREAM_ARG:
 		/* 0x0 and 0x1 (legacy), 0x2 (per-thread): the current context's default streams */
 		if (f.op == OP_STREAM ? rp_call_stream(w->v, c, f.sref, &x) : (x = arg, has_arg)) {
-			const struct stream_ctx *sc = x > 2 && w->second ? find_stream(w, x) : NULL;
+			const struct fact *sc = x > 2 ? fact_get(&w->streams, x) : NULL;
 			if (sc)
-				*dev = dev_of_ctx(w, sc->ctx, sc->hint);
+				*dev = dev_of_ctx(w, sc->ctx, sc->dev);
 		}
 		break;
 	}
@@ -436,25 +432,21 @@ int rp_devices_analyze(const struct rp_view *v, struct rp_devices **out)
 		d->of_call = malloc((size_t)t->ncalls * sizeof(*d->of_call));
 	w.ops = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*w.ops));
 	w.ts = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*w.ts));
-	w.cd = malloc(MAX_CONTEXTS * sizeof(*w.cd));
-	if (!d || !d->of_call || !w.ops || !w.ts || !w.cd)
+	if (!d || !d->of_call || !w.ops || !w.ts)
 		goto out;
 	for (uint32_t f = 0; f < t->nfuncs; f++)
 		w.ops[f] = op_of(v, f);
 	if (walk_calls(&w, NULL))
 		goto out;
-	if (w.nsc)
-		qsort(w.sc, w.nsc, sizeof(*w.sc), by_stream);
 	w.second = 1;
 	if (walk_calls(&w, d->of_call) || add_up(v, d))
 		goto out;
-	d->contexts = w.ncd;
 	rc = 0;
 out:
 	free(w.ops);
 	free(w.ts);
-	free(w.cd);
-	free(w.sc);
+	free(w.ctxs.f);
+	free(w.streams.f);
 	if (rc)
 		rp_devices_free(d);
 	else

@@ -437,7 +437,6 @@ struct rp_devices {
 	                              RP_DEV_UNKNOWN or RP_DEV_NONE */
 	struct rp_device d[RP_DEV_SLOTS]; /* by rp_dev_slot */
 	uint32_t known;            /* device rows with a selected call */
-	uint64_t contexts;         /* contexts whose device the trace shows */
 };
 /* The devices of a view's calls (rp_result_build: v->devices, before memory). NULL in *out (and
  * 0) when the trace has no call; -1 when out of memory. */
