@@ -38,6 +38,7 @@ enum op {
 	OP_CURRENT,       /* works on the current context's device */
 	OP_NONE,          /* concerns no device */
 	OP_UNKNOWN,       /* an ioctl: its device file is not the context's (agent option ioctl=1) */
+	/* from OP_SET to OP_STREAM_CREATE: the ops that change a stack or teach a fact (changes()) */
 	OP_SET,           /* cuCtxSetCurrent(ctx) */
 	OP_PUSH,          /* cuCtxPushCurrent(ctx) */
 	OP_POP,           /* cuCtxPopCurrent(&ctx) */
@@ -46,8 +47,8 @@ enum op {
 	OP_RETAIN,        /* cuDevicePrimaryCtxRetain(&ctx, dev) */
 	OP_GET_CURRENT,   /* cuCtxGetCurrent(&ctx): "context" */
 	OP_GET_DEVICE,    /* cuCtxGetDevice(&dev): "device" */
-	OP_DEVICE_GET,    /* cuDeviceGet(&dev, ordinal): "device" */
 	OP_STREAM_CREATE, /* cuStreamCreate*(&stream, ...): "stream" */
+	OP_DEVICE_GET,    /* cuDeviceGet(&dev, ordinal): "device" */
 	OP_NAMES_DEVICE,  /* a device at arg */
 	OP_NAMES_CTX,     /* a context at arg, NULL: the current one */
 	OP_STREAM,        /* submits to, waits on or orders a stream (rp_stream_ref_of) */
@@ -169,6 +170,7 @@ struct tstate {
 	int16_t hint[STACK_CAP];  /* the device a cuCtxGetDevice told for that entry, or unknown */
 	uint8_t depth;
 	uint8_t below_unknown;    /* what lies under the entries is unknown (else: nothing) */
+	int16_t cur;              /* the second pass: the current context's device */
 };
 
 struct walk {
@@ -255,18 +257,28 @@ static void set_top(struct tstate *s, uint64_t ctx, int hint)
 	}
 }
 
+/* Whether an op changes its thread's stack or teaches a handle's facts: the first pass reads
+ * only these calls, the second keeps each thread's current device up to date after them. */
+static int changes(uint8_t op)
+{
+	return op >= OP_SET && op <= OP_STREAM_CREATE;
+}
+
 /* One call: its device (before what it changes, but for the calls that tell what is current),
- * then its effect on its thread's stack and what it teaches. */
+ * then its effect on its thread's stack and what it teaches. Most calls only take their thread's
+ * current device, which the second pass keeps in tstate.cur. */
 static int step(struct walk *w, const struct tr_call *c, int *dev)
 {
-	const struct tr_trace *t = w->v->t;
 	const struct fop f = w->ops[c->func];
 	struct tstate *s = &w->ts[c->thread];
+	*dev = s->cur;
+	if (f.op == OP_CURRENT || (!w->second && !changes(f.op)))
+		return 0;
+	const struct tr_trace *t = w->v->t;
 	const int ok = tr_call_timed(c) && c->ret == 0;
 	const int has_arg = f.arg >= 0 && (unsigned)f.arg < tr_call_nargs(c) && (f.arg >= 6 || tr_call_has_reg(c, (unsigned)f.arg));
 	const uint64_t arg = has_arg ? tr_call_arg(c, (unsigned)f.arg) : 0;
 	uint64_t x;
-	*dev = current_dev(w, s);
 	switch (f.op) {
 	case OP_CURRENT:
 		break;
@@ -352,14 +364,18 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 		break;
 	case OP_STREAM:
 	case OP_STREAM_ARG:
-		/* 0x0 and 0x1 (legacy), 0x2 (per-thread): the current context's default streams */
-		if (f.op == OP_STREAM ? rp_call_stream(w->v, c, f.sref, &x) : (x = arg, has_arg)) {
+		/* 0x0 and 0x1 (legacy), 0x2 (per-thread): the current context's default streams; with
+		 * no stream created in the trace, every stream is the current context's (no argument
+		 * read: most calls are these) */
+		if (w->streams.n && (f.op == OP_STREAM ? rp_call_stream(w->v, c, f.sref, &x) : (x = arg, has_arg))) {
 			const struct fact *sc = x > 2 ? fact_get(&w->streams, x) : NULL;
 			if (sc)
 				*dev = dev_of_ctx(w, sc->ctx, sc->dev);
 		}
 		break;
 	}
+	if (changes(f.op))
+		s->cur = (int16_t)current_dev(w, s);
 	return 0;
 }
 
@@ -367,7 +383,7 @@ static int walk_calls(struct walk *w, int16_t *of_call)
 {
 	const struct tr_trace *t = w->v->t;
 	for (uint32_t th = 0; th < t->nthreads; th++)
-		w->ts[th] = (struct tstate){.below_unknown = 1};
+		w->ts[th] = (struct tstate){.below_unknown = 1, .cur = RP_DEV_UNKNOWN};
 	for (uint32_t i = 0; i < t->ncalls; i++) {
 		int dev;
 		if (step(w, &t->calls[i], &dev))
