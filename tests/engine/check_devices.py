@@ -15,10 +15,9 @@ import collections
 import json
 import os
 import subprocess
-import time
 
-from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, report, report_csv, report_json, run_main,
-                        tail, work_directory)
+from cuhooktest import (Fatal, Problems, check_trace_health, clean_env, report, report_csv, report_json, run_attached,
+                        run_main, tail, work_directory)
 
 LABELS = ["0", "1", "unknown", "none"]
 DIRECTIONS = ["H2D", "D2H", "D2D", "memset"]
@@ -138,35 +137,7 @@ def mode_constructor(a, work, problems):
 
 def mode_attach(a, work, problems):
     trace = os.path.join(work, "attach.bin")
-    prog = subprocess.Popen([a.target, a.lib, "--wait"], env=clean_env(), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        problems.check(prog.stdout.readline().strip() == "ready", "devices_user did not say ready")
-        att = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace, "--duration", "3",
-                                str(prog.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline, said = time.time() + 60, ""
-        while time.time() < deadline:  # the window is open once cuhook says so
-            line = att.stderr.readline()
-            said += line
-            if not line or "until the duration is over" in line:
-                break
-        problems.check("until the duration is over" in said, f"cuhook attach did not start: {said}")
-        prog.stdin.write("go\n")
-        prog.stdin.flush()
-        out = ""
-        for line in prog.stdout:
-            out += line
-            if line.strip() == "done":
-                break
-        _, err = att.communicate(timeout=120)
-        problems.check(att.returncode == 0, f"cuhook attach exited with {att.returncode}: {said}{err}")
-        prog.stdin.write("quit\n")
-        prog.stdin.flush()
-        _, e2 = prog.communicate(timeout=60)
-        problems.check(prog.returncode == 0, f"devices_user exited with {prog.returncode}: {e2}")
-    finally:
-        if prog.poll() is None:
-            prog.kill()
+    out = run_attached(a.cuhook, a.agent, [a.target, a.lib, "--wait"], trace, problems)
     check_all(a, work, trace, out, problems, "attach")
 
 
