@@ -126,15 +126,22 @@ static void launch(int l, CUfunction f, CUdeviceptr buf, CUstream s)
 	want[l].launches++;
 }
 
+/* How both threads begin on label l: set ctx, load the module, allocate, copy there, launch. */
+static CUdeviceptr begin_on(int l, CUcontext ctx, size_t bytes, int launches)
+{
+	CALL(l, cuCtxSetCurrent, ctx);
+	CUfunction f = load(l);
+	CUdeviceptr p = alloc(l, bytes);
+	CALL(l, cuMemcpyHtoD_v2, p, host, bytes);
+	copied(l, K_H2D, bytes);
+	for (int i = 0; i < launches; i++)
+		launch(l, f, p, NULL);
+	return p;
+}
+
 static void thread_a_traced(void)
 {
-	CALL(L0, cuCtxSetCurrent, primary[0]);
-	CUfunction f = load(L0);
-	CUdeviceptr a = alloc(L0, 4096);
-	CALL(L0, cuMemcpyHtoD_v2, a, host, 4096);
-	copied(L0, K_H2D, 4096);
-	for (int i = 0; i < 3; i++)
-		launch(L0, f, a, NULL);
+	CUdeviceptr a = begin_on(L0, primary[0], 4096, 3);
 	CALL(L0, cuMemcpyDtoH_v2, host, a, 1024);
 	copied(L0, K_D2H, 1024);
 	CALL(L0, cuStreamCreate, &stream_s, 0);
@@ -153,13 +160,7 @@ static void thread_a_traced(void)
 
 static void thread_b_traced(void)
 {
-	CALL(L1, cuCtxSetCurrent, primary[1]);
-	CUfunction f = load(L1);
-	CUdeviceptr c = alloc(L1, 16384);
-	CALL(L1, cuMemcpyHtoD_v2, c, host, 16384);
-	copied(L1, K_H2D, 16384);
-	for (int i = 0; i < 4; i++)
-		launch(L1, f, c, NULL);
+	CUdeviceptr c = begin_on(L1, primary[1], 16384, 4);
 	CUcontext made = NULL, popped = NULL;
 	CALL(L0, cuCtxCreate_v2, &made, 0, 0); /* pushed: device 0 from here */
 	CUdeviceptr e = alloc(L0, 2048);
