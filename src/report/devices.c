@@ -276,7 +276,8 @@ static int step(struct walk *w, const struct tr_call *c, int *dev)
 		return 0;
 	const struct tr_trace *t = w->v->t;
 	const int ok = tr_call_timed(c) && c->ret == 0;
-	const int has_arg = f.arg >= 0 && (unsigned)f.arg < tr_call_nargs(c) && (f.arg >= 6 || tr_call_has_reg(c, (unsigned)f.arg));
+	const int has_arg =
+	        f.arg >= 0 && (unsigned)f.arg < tr_call_nargs(c) && (f.arg >= 6 || tr_call_has_reg(c, (unsigned)f.arg));
 	const uint64_t arg = has_arg ? tr_call_arg(c, (unsigned)f.arg) : 0;
 	uint64_t x;
 	switch (f.op) {

@@ -466,7 +466,8 @@ static void write_devices(FILE *f, const struct rp_view *v)
 	const struct rp_device *unknown = &d->d[rp_dev_slot(RP_DEV_UNKNOWN)], *none = &d->d[rp_dev_slot(RP_DEV_NONE)];
 	if (!d->known && !unknown->launches && !unknown->alloc_calls && !unknown->outer_calls)
 		return;
-	section(f, v, "Devices (each call's: the context current on its thread, or the device, context or stream it names)");
+	section(f, v, "Devices (from the calls: the device or context each names, its stream's context, or its "
+	              "thread's current one)");
 	fprintf(f, "  %s%-9s %8s %12s %8s %10s %10s %10s %10s %10s %7s %10s %7s%s\n", BOLD(v), "Device", "Calls",
 	        "Host time", "Launches", "H2D", "D2H", "D2D", "Other copy", "Memset", "Allocs", "Peak alloc", "Threads",
 	        RESET(v));
