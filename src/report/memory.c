@@ -14,8 +14,8 @@
  * cuMemFree and cuMemFreeAsync free device or managed memory, whichever the pointer was. What was
  * allocated before the trace began (an attach, --time-range) is not known: its frees are counted
  * apart, with no size. Device memory is also followed per device, the allocating call's
- * (devices.c), whatever thread frees it. Calls are taken in start order (the view's selection): a stream-ordered
- * alloc or free is placed where the host asked for it, not where the GPU did it. */
+ * (devices.c), whatever thread frees it. Calls are taken in start order (the view's selection):
+ * a stream-ordered alloc or free is placed where the host asked for it, not where the GPU did it. */
 #include "report.h"
 
 #include <stdlib.h>
