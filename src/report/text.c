@@ -456,15 +456,15 @@ static void device_row(FILE *f, const struct rp_view *v, const char *label, cons
 	        rp_fmt_bytes(b[6], sizeof(b[6]), m ? (double)m->dev_peak[slot] : 0.0), r->nthreads);
 }
 
-/* The devices the calls worked on (devices.c), host side: shown when the trace tells a device for
- * some call, or when GPU work was asked for on devices it cannot tell. */
+/* The devices the calls worked on (devices.c), host side: shown unless every call concerns no
+ * device (a trace of cuInit and version queries alone). */
 static void write_devices(FILE *f, const struct rp_view *v)
 {
 	const struct rp_devices *d = v->devices;
 	if (!d)
 		return;
 	const struct rp_device *unknown = &d->d[rp_dev_slot(RP_DEV_UNKNOWN)], *none = &d->d[rp_dev_slot(RP_DEV_NONE)];
-	if (!d->known && !unknown->launches && !unknown->alloc_calls && !unknown->outer_calls)
+	if (!d->known && !unknown->calls)
 		return;
 	section(f, v, "Devices (from the calls: the device or context each names, its stream's context, or its "
 	              "thread's current one)");
