@@ -1,7 +1,7 @@
 /* --format csv: one row per selected call, in start order across threads (and files, one after
  * the other):
  *   tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0..arg5,stack0..stack5,decoded,
- *   category,thread,kernel,start_realtime_ns
+ *   category,thread,kernel,start_realtime_ns,call_device
  * Times are nanoseconds from the start of the trace. Several files (not --separate): a first
  * column pid, the rows of all files in start order on their common time axis (rp_align). Arguments and the return value are raw
  * 64-bit register values in lowercase 0x hex. end_ns, dur_ns and ret are empty for a call
@@ -11,11 +11,12 @@
  * (as json's), thread the thread's name, kernel the kernel a launch launched (as the trace names
  * it, empty when it does not), start_realtime_ns the call's start in CLOCK_REALTIME ns since the
  * epoch (empty for a trace without a realtime clock pair): absolute time, to line the rows up with
- * other tools' traces of the same run.
+ * other tools' traces of the same run; call_device the device the call worked on (devices.c;
+ * empty when unknown or none).
  *
  * A trace with GPU blocks (taken with --gpu) also gets a row per selected GPU work record, among
  * the calls in start order, and so a column `record` before tid ("call", "kernel", "memcpy",
- * "memset") and the GPU columns after decoded (GPU_COLUMNS below), before the four above. A GPU
+ * "memset") and the GPU columns after decoded (GPU_COLUMNS below), before the five above. A GPU
  * row's tid and func are those of the call that submitted it (empty when unlinked), its times the
  * GPU's, call_start_ns that call's entry time; its category is empty, its thread the submitting
  * call's, its kernel the kernel's demangled name. */
@@ -50,7 +51,7 @@ static void csv_field_n(FILE *f, const char *s, size_t n)
 	csv_field(f, buf);
 }
 
-/* The last columns of every row: category, thread, kernel, start_realtime_ns. */
+/* The last columns of every row: category, thread, kernel, start_realtime_ns, call_device. */
 static void tail_columns(FILE *f, const struct rp_view *v, const char *category, const struct tr_call *c,
                          const char *kernel, size_t klen, int64_t start_ns)
 {
@@ -66,6 +67,10 @@ static void tail_columns(FILE *f, const struct rp_view *v, const char *category,
 	putc(',', f);
 	if (rp_realtime(v, start_ns, &rt))
 		fprintf(f, "%lld", (long long)rt);
+	putc(',', f);
+	int dev;
+	if (c && v->devices && rp_call_device(v, (uint32_t)(c - v->t->calls), &dev))
+		fprintf(f, "%d", dev);
 }
 
 #define GPU_COLUMNS ",name,device,context,stream,correlation,session,grid,block,shared_static,shared_dynamic," \
@@ -161,7 +166,7 @@ static void gpu_row(FILE *f, const struct rp_view *v, uint32_t wi, int with_pid)
 
 #define CSV_HEADER "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5," \
 	"stack0,stack1,stack2,stack3,stack4,stack5,decoded"
-#define CSV_TAIL ",category,thread,kernel,start_realtime_ns"
+#define CSV_TAIL ",category,thread,kernel,start_realtime_ns,call_device"
 
 /* Rows of several sorted sources (each view's calls, and its GPU work when gpu is set), merged in
  * start order on the common axis: ties go to the earlier source (file order, calls first). */

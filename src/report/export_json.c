@@ -241,6 +241,45 @@ static void write_streams(FILE *f, const struct rp_view *v)
 	fprintf(f, "\n  ]}");
 }
 
+static void device_obj(FILE *f, const struct rp_view *v, const struct rp_device *r, unsigned slot)
+{
+	fprintf(f, "\"calls\": %llu, \"outermost_calls\": %llu, \"host_ns\": %lld, \"launches\": %llu, \"transfers\": [",
+	        (unsigned long long)r->calls, (unsigned long long)r->outer_calls, (long long)r->host,
+	        (unsigned long long)r->launches);
+	int first = 1;
+	for (int d = 1; d < RP_DIR_COUNT; d++)
+		if (r->copies[d]) {
+			fprintf(f, "%s{\"direction\": \"%s\", \"calls\": %llu, \"bytes\": %llu}", first ? "" : ", ",
+			        rp_dir_names[d], (unsigned long long)r->copies[d], (unsigned long long)r->bytes[d]);
+			first = 0;
+		}
+	fprintf(f, "], \"alloc_calls\": %llu, \"alloc_bytes\": %llu, \"peak_alloc_bytes\": %llu, \"threads\": %u}",
+	        (unsigned long long)r->alloc_calls, (unsigned long long)r->alloc_bytes,
+	        (unsigned long long)(v->memory ? v->memory->dev_peak[slot] : 0), r->nthreads);
+}
+
+/* "devices" (devices.c): per device the calls that worked on it, then those whose device is
+ * unknown and those that concern none. */
+static void write_devices(FILE *f, const struct rp_view *v)
+{
+	const struct rp_devices *d = v->devices;
+	if (!d)
+		return;
+	fprintf(f, ",\n  \"devices\": {\"list\": [");
+	int first = 1;
+	for (unsigned k = 0; k < RP_MAX_DEVICES; k++)
+		if (d->d[k].calls) {
+			fprintf(f, "%s\n    {\"device\": %u, ", first ? "" : ",", k);
+			device_obj(f, v, &d->d[k], k);
+			first = 0;
+		}
+	fprintf(f, "\n  ],\n  \"unknown\": {");
+	device_obj(f, v, &d->d[rp_dev_slot(RP_DEV_UNKNOWN)], rp_dev_slot(RP_DEV_UNKNOWN));
+	fprintf(f, ",\n  \"none\": {");
+	device_obj(f, v, &d->d[rp_dev_slot(RP_DEV_NONE)], rp_dev_slot(RP_DEV_NONE));
+	fprintf(f, "}");
+}
+
 static void json_job(FILE *f, const struct rp_view *v)
 {
 	if (v->rank >= 0)
@@ -251,7 +290,7 @@ static void json_job(FILE *f, const struct rp_view *v)
 
 /* The sections a streamed trace's json leaves out (its "left_out"). */
 static const char *const STREAM_LEFT_OUT[] = {"stages", "gaps", "kernels", "findings", "export_tables", "ioctls",
-                                              "memory", "streams", "gpu", "stacks"};
+                                              "memory", "streams", "devices", "gpu", "stacks"};
 
 /* js: a streamed trace's (rp_write_json_streamed), NULL for a whole read */
 static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *r, const struct rp_json_streamed *js)
@@ -334,6 +373,7 @@ static void write_one(FILE *f, struct rp_view *v, const struct rp_trace_result *
 	}
 	write_memory(f, v);
 	write_streams(f, v);
+	write_devices(f, v);
 	if (v->gpu) {
 		fprintf(f, ",\n");
 		rp_gpu_write_json(f, v);

@@ -22,10 +22,12 @@
  *  "args":["0x7ffc0040","0x1000",...],"decoded":"name=vecAdd;function=0xf00d","details":"..."}
  * Times from the trace start (the earliest start with several files), start_realtime_ns the start
  * in CLOCK_REALTIME ns since the epoch (null without a realtime pair); end_ns, dur_ns and ret are
- * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots). A
- * trace with stacks adds "stack": the call's stack id (json's "stacks"), null. */
+ * null for a call without an EXIT; args are hex strings (6 registers, then the stack slots);
+ * "device" the device the call worked on (devices.c: *dev), null when unknown or none (dev NULL:
+ * the streamed export, which does not attribute devices). A trace with stacks adds "stack": the
+ * call's stack id (json's "stacks"), null. */
 static void jsonl_row(FILE *f, const struct rp_view *v, const struct tr_call *c, uint64_t id, uint64_t parent,
-                      const struct tr_stack *st, char *buf, size_t len)
+                      const struct tr_stack *st, const int *dev, char *buf, size_t len)
 {
 	const struct tr_trace *t = v->t;
 	const struct tr_thread *th = &t->threads[c->thread];
@@ -59,6 +61,10 @@ static void jsonl_row(FILE *f, const struct rp_view *v, const struct tr_call *c,
 	fprintf(f, ",\"details\":");
 	l = rp_describe_call(v, c, buf, len);
 	rp_json_str(f, buf, l);
+	if (dev)
+		fprintf(f, ",\"device\":%d", *dev);
+	else
+		fprintf(f, ",\"device\":null");
 	if (v->stacks) { /* the id of its stack in the json export's "stacks" */
 		if (st)
 			fprintf(f, ",\"stack\":%u", st->id);
@@ -77,8 +83,9 @@ int rp_write_jsonl(FILE *f, struct rp_view *views, unsigned n)
 		for (uint32_t i = 0; i < v->nxsel; i++) {
 			uint32_t ci = v->xsel[i];
 			const struct tr_call *c = &t->calls[ci];
-			jsonl_row(f, v, c, ci, c->parent == TR_NONE ? UINT64_MAX : c->parent, tr_call_stack(t, ci), buf,
-			          sizeof(buf));
+			int dev;
+			jsonl_row(f, v, c, ci, c->parent == TR_NONE ? UINT64_MAX : c->parent, tr_call_stack(t, ci),
+			          rp_call_device(v, ci, &dev) ? &dev : NULL, buf, sizeof(buf));
 		}
 	}
 	return ferror(f) ? -1 : 0;
@@ -90,7 +97,7 @@ static int jsonl_stream_call(struct rp_sx *x, const struct rp_view *v, unsigned 
                              const struct tr_stream_info *info)
 {
 	char buf[1024];
-	jsonl_row(x->f, v, c, info->ordinal, info->parent_ordinal, NULL, buf, sizeof(buf));
+	jsonl_row(x->f, v, c, info->ordinal, info->parent_ordinal, NULL, NULL, buf, sizeof(buf));
 	return 0;
 }
 

@@ -13,8 +13,9 @@
  *   host      cuMemAllocHost, cuMemHostAlloc (pinned host memory), freed by cuMemFreeHost
  * cuMemFree and cuMemFreeAsync free device or managed memory, whichever the pointer was. What was
  * allocated before the trace began (an attach, --time-range) is not known: its frees are counted
- * apart, with no size. Calls are taken in start order (the view's selection): a stream-ordered
- * alloc or free is placed where the host asked for it, not where the GPU did it. */
+ * apart, with no size. Device memory is also followed per device, the allocating call's
+ * (devices.c), whatever thread frees it. Calls are taken in start order (the view's selection):
+ * a stream-ordered alloc or free is placed where the host asked for it, not where the GPU did it. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -70,6 +71,7 @@ struct live {
 	uint64_t bytes;           /* SP_MAPPING: the handle mapped at key */
 	uint32_t refs;            /* SP_PHYSICAL: references held */
 	uint8_t used, space, kind;
+	uint8_t slot;             /* the device it is on (rp_dev_slot) */
 };
 
 struct table {
@@ -185,12 +187,18 @@ struct state {
 	struct table live;
 	uint64_t in_use[RP_MEM_KIND_COUNT];
 	uint64_t dev;                    /* device + physical */
+	uint64_t on[RP_DEV_SLOTS];       /* device memory per device (rp_memory.dev_peak) */
 };
 
-static void account_alloc(struct state *st, uint8_t kind, uint64_t bytes, int64_t at)
+static void account_alloc(struct state *st, uint8_t kind, uint64_t bytes, int64_t at, unsigned slot)
 {
 	struct rp_mem_kind_stat *ks = &st->m->k[kind];
 	st->in_use[kind] += bytes;
+	if (kind == RP_MEM_DEVICE) {
+		st->on[slot] += bytes;
+		if (st->on[slot] > st->m->dev_peak[slot])
+			st->m->dev_peak[slot] = st->on[slot];
+	}
 	if (kind == RP_MEM_DEVICE || kind == RP_MEM_PHYSICAL)
 		st->dev += bytes;
 	if (st->in_use[kind] > ks->peak) {
@@ -209,6 +217,8 @@ static void account_free(struct state *st, const struct live *e)
 	ks->frees++;
 	ks->freed_bytes += e->bytes;
 	st->in_use[e->kind] -= e->bytes;
+	if (e->kind == RP_MEM_DEVICE)
+		st->on[e->slot] -= e->bytes;
 	if (e->kind == RP_MEM_DEVICE || e->kind == RP_MEM_PHYSICAL)
 		st->dev -= e->bytes;
 }
@@ -224,8 +234,12 @@ static int unref(struct state *st, uint64_t h)
 	return 1;
 }
 
-static int step(struct state *st, const struct rp_view *v, const struct tr_call *c, struct fclass k, int64_t at)
+static int step(struct state *st, const struct rp_view *v, uint32_t ci, struct fclass k, int64_t at)
 {
+	const struct tr_call *c = &v->t->calls[ci];
+	/* the allocating call's device; none (no context) is not a device: unknown */
+	const unsigned slot = v->devices && v->devices->of_call[ci] >= 0 ? (unsigned)v->devices->of_call[ci]
+	                                                                   : rp_dev_slot(RP_DEV_UNKNOWN);
 	const struct tr_trace *t = v->t;
 	struct rp_memory *m = st->m;
 	struct live old;
@@ -250,9 +264,10 @@ static int step(struct state *st, const struct rp_view *v, const struct tr_call 
 		}
 		if (take(&st->live, space, key, &old)) /* its free was not recorded (dropped) */
 			account_free(st, &old);
-		if (put(&st->live, (struct live){.key = key, .bytes = bytes, .refs = 1, .space = space, .kind = k.kind}))
+		if (put(&st->live, (struct live){.key = key, .bytes = bytes, .refs = 1, .space = space, .kind = k.kind,
+		                                 .slot = (uint8_t)slot}))
 			return -1;
-		account_alloc(st, k.kind, bytes, at);
+		account_alloc(st, k.kind, bytes, at, slot);
 		return 0;
 	}
 	case OP_FREE_DPTR:
@@ -314,7 +329,7 @@ int rp_memory_analyze(const struct rp_view *v, struct rp_memory **out)
 			continue;
 		any = 1;
 		const int64_t at = rp_sat_sub(c->start_ns, v->t0);
-		if (step(&st, v, c, k, at) || step_put(m, &cap, at, st.dev))
+		if (step(&st, v, v->sel[i], k, at) || step_put(m, &cap, at, st.dev))
 			goto out;
 	}
 	for (size_t i = 0; i < st.live.cap; i++)

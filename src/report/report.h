@@ -132,6 +132,7 @@ struct rp_view {
 	struct rp_stacks *stacks;  /* the call stacks; NULL: the trace has none */
 	struct rp_memory *memory;  /* memory in use; NULL: no allocation or free */
 	struct rp_streams *streams;/* the streams the calls name; NULL: none */
+	struct rp_devices *devices;/* the device of each call; NULL: no call */
 	const struct rp_stream_counts *streamed; /* the streaming report's (text_stream.c): the calls
 	                              were counted as they were read, none is in t->calls; NULL */
 };
@@ -423,6 +424,58 @@ struct rp_streams {
  * no call names one; -1 when out of memory. */
 int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out);
 void rp_streams_free(struct rp_streams *s);
+/* Where a function's calls name a stream (role 0: they name none), found once per function, and
+ * the stream one call names: 1 with *s set, 0 when it names none the trace holds (devices.c
+ * reads them too). */
+struct rp_stream_ref {
+	uint8_t role;              /* streams.c's own classes, 0: none */
+	int8_t arg;                /* where the stream is (-1: in a DATA record or nowhere) */
+};
+struct rp_stream_ref rp_stream_ref_of(const struct rp_view *v, uint32_t func);
+int rp_call_stream(const struct rp_view *v, const struct tr_call *c, struct rp_stream_ref r, uint64_t *s);
+
+/* ---- devices.c: the device each call worked on, from the host side alone (the context current
+ * on its thread, the device or context it names, its stream's context), and per device what the
+ * calls did ---- */
+#define RP_MAX_DEVICES 64          /* device numbers 0..63; a larger one counts as unknown */
+#define RP_DEV_UNKNOWN (-1)        /* the trace does not say (a context set before it began) */
+#define RP_DEV_NONE (-2)           /* the call concerns no device (cuInit, version and count
+                                      queries, entry-point lookups) or no context was current */
+/* Rows: device d at index d, then unknown, then none (rp_dev_slot). */
+#define RP_DEV_SLOTS (RP_MAX_DEVICES + 2)
+static inline unsigned rp_dev_slot(int dev)
+{
+	return dev >= 0 ? (unsigned)dev : dev == RP_DEV_UNKNOWN ? RP_MAX_DEVICES : RP_MAX_DEVICES + 1;
+}
+struct rp_device {
+	uint64_t calls;            /* selected calls */
+	uint64_t outer_calls;
+	int64_t host;              /* their driver time, outermost calls only (as api_ns) */
+	uint64_t launches;         /* outermost launch calls (as the analysis counts them) */
+	uint64_t copies[RP_DIR_COUNT], bytes[RP_DIR_COUNT]; /* outermost copies and memsets by
+	                              direction (enum rp_dir), with their known bytes */
+	uint64_t alloc_calls, alloc_bytes; /* outermost allocation calls (any kind) */
+	uint32_t nthreads;         /* threads whose calls it got */
+};
+struct rp_devices {
+	int16_t *of_call;          /* per call in t->calls (all, selected or not): its device,
+	                              RP_DEV_UNKNOWN or RP_DEV_NONE */
+	struct rp_device d[RP_DEV_SLOTS]; /* by rp_dev_slot */
+	uint32_t known;            /* device rows with a selected call */
+};
+/* The devices of a view's calls (rp_result_build: v->devices, before memory). NULL in *out (and
+ * 0) when the trace has no call; -1 when out of memory. */
+int rp_devices_analyze(const struct rp_view *v, struct rp_devices **out);
+void rp_devices_free(struct rp_devices *d);
+/* The device of call ci as the exports write it: 1 with *dev set (>= 0), 0 when unknown or none
+ * (or the view has no device analysis: the streaming report's). */
+static inline int rp_call_device(const struct rp_view *v, uint32_t ci, int *dev)
+{
+	if (!v->devices || v->devices->of_call[ci] < 0)
+		return 0;
+	*dev = v->devices->of_call[ci];
+	return 1;
+}
 
 /* ---- memory.c: memory in use over the trace, from its allocations and frees ---- */
 enum rp_mem_kind { RP_MEM_DEVICE, RP_MEM_PHYSICAL, RP_MEM_MANAGED, RP_MEM_HOST, RP_MEM_KIND_COUNT };
@@ -446,6 +499,10 @@ struct rp_memory {
 	struct rp_mem_kind_stat k[RP_MEM_KIND_COUNT];
 	uint64_t peak;                 /* device + physical in use at once, at most, and when */
 	int64_t peak_at;
+	uint64_t dev_peak[RP_DEV_SLOTS]; /* device memory (cuMemAlloc & co) in use at once per device
+	                                  (rp_dev_slot of the allocating call's device; physical
+	                                  memory: unknown, its device is in a struct the agent does
+	                                  not read) */
 	int64_t span;                  /* the view's span (ns) */
 	struct rp_mem_step *steps;     /* device + physical in use: a step at each change */
 	uint32_t nsteps;

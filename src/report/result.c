@@ -1,5 +1,6 @@
 /* The report's analysis, once for every writer (result.h). The order of the view's own analyses
- * is the one they build on: the GPU side, then the stacks, memory and streams. */
+ * is the one they build on: the GPU side, then the stacks, the devices (memory reads them), memory
+ * and streams. */
 #include "result.h"
 
 #include <stdlib.h>
@@ -7,8 +8,10 @@
 
 static int analyse_view(struct rp_view *v)
 {
-	return rp_gpu_analyze(v, &v->gpu) || rp_stacks_analyze(v, &v->stacks) || rp_memory_analyze(v, &v->memory) ||
-	       rp_streams_analyze(v, &v->streams) ? -1 : 0;
+	return rp_gpu_analyze(v, &v->gpu) || rp_stacks_analyze(v, &v->stacks) || rp_devices_analyze(v, &v->devices) ||
+	               rp_memory_analyze(v, &v->memory) || rp_streams_analyze(v, &v->streams)
+	           ? -1
+	           : 0;
 }
 
 static void free_view(struct rp_view *v)
@@ -17,7 +20,9 @@ static void free_view(struct rp_view *v)
 	rp_stacks_free(v->stacks);
 	rp_memory_free(v->memory);
 	rp_streams_free(v->streams);
+	rp_devices_free(v->devices);
 	v->gpu = NULL;
+	v->devices = NULL;
 	v->stacks = NULL;
 	v->memory = NULL;
 	v->streams = NULL;

@@ -17,35 +17,29 @@
 
 enum role { R_NONE, R_LAUNCH, R_LAUNCH_CONFIG, R_COPY, R_MEMSET, R_GRAPH, R_SYNC, R_QUERY, R_RECORD, R_WAIT };
 
-struct frole {
-	uint8_t role;     /* enum role */
-	int8_t arg;       /* where the stream is (R_LAUNCH_CONFIG: in the DATA record) */
-};
-
-static struct frole role_of(const struct rp_view *v, uint32_t func)
+struct rp_stream_ref rp_stream_ref_of(const struct rp_view *v, uint32_t func)
 {
 	const struct rp_finfo *fi = &v->fi[func];
 	char base[128];
 	rp_base_name(tr_func_name(v->t, func), base, sizeof(base));
 	if (fi->kind == RP_KIND_LAUNCH)
-		return fi->l.direct_layout ? (struct frole){R_LAUNCH, 8} : (struct frole){R_LAUNCH_CONFIG, -1};
+		return fi->l.direct_layout ? (struct rp_stream_ref){R_LAUNCH, 8} : (struct rp_stream_ref){R_LAUNCH_CONFIG, -1};
 	if (fi->kind == RP_KIND_XFER)
-		return (struct frole){fi->x.dir == RP_DIR_MEMSET ? R_MEMSET : R_COPY, fi->x.stream_arg};
+		return (struct rp_stream_ref){fi->x.dir == RP_DIR_MEMSET ? R_MEMSET : R_COPY, fi->x.stream_arg};
 	if (!strcmp(base, "cuGraphLaunch"))
-		return (struct frole){R_GRAPH, 1};
+		return (struct rp_stream_ref){R_GRAPH, 1};
 	if (!strcmp(base, "cuStreamSynchronize"))
-		return (struct frole){R_SYNC, 0};
+		return (struct rp_stream_ref){R_SYNC, 0};
 	if (!strcmp(base, "cuStreamQuery"))
-		return (struct frole){R_QUERY, 0};
+		return (struct rp_stream_ref){R_QUERY, 0};
 	if (!strcmp(base, "cuEventRecord") || !strcmp(base, "cuEventRecordWithFlags"))
-		return (struct frole){R_RECORD, 1};
+		return (struct rp_stream_ref){R_RECORD, 1};
 	if (!strcmp(base, "cuStreamWaitEvent"))
-		return (struct frole){R_WAIT, 0};
-	return (struct frole){R_NONE, -1};
+		return (struct rp_stream_ref){R_WAIT, 0};
+	return (struct rp_stream_ref){R_NONE, -1};
 }
 
-/* The stream a call names: 1 with *s set, 0 when it names none the trace holds. */
-static int stream_of(const struct rp_view *v, const struct tr_call *c, struct frole r, uint64_t *s)
+int rp_call_stream(const struct rp_view *v, const struct tr_call *c, struct rp_stream_ref r, uint64_t *s)
 {
 	if (r.role == R_LAUNCH_CONFIG) {
 		const char *cfg;
@@ -89,7 +83,7 @@ int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out)
 	const struct tr_trace *t = v->t;
 	*out = NULL;
 	struct rp_streams *s = calloc(1, sizeof(*s));
-	struct frole *roles = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*roles));
+	struct rp_stream_ref *roles = malloc((t->nfuncs ? t->nfuncs : 1) * sizeof(*roles));
 	if (s)
 		s->s = malloc(RP_MAX_STREAMS * sizeof(*s->s));
 	if (!roles || !s || !s->s) {
@@ -98,14 +92,14 @@ int rp_streams_analyze(const struct rp_view *v, struct rp_streams **out)
 		return -1;
 	}
 	for (uint32_t f = 0; f < t->nfuncs; f++)
-		roles[f] = role_of(v, f);
+		roles[f] = rp_stream_ref_of(v, f);
 	for (uint32_t i = 0; i < v->nsel; i++) {
 		const struct tr_call *c = &t->calls[v->sel[i]];
-		struct frole r = roles[c->func];
+		struct rp_stream_ref r = roles[c->func];
 		uint64_t stream;
 		if (r.role == R_NONE)
 			continue;
-		if (!stream_of(v, c, r, &stream)) {
+		if (!rp_call_stream(v, c, r, &stream)) {
 			if (r.role <= R_GRAPH)
 				s->unnamed++;
 			continue;

@@ -436,6 +436,61 @@ static void write_streams(FILE *f, const struct rp_view *v)
 		        RP_MAX_STREAMS);
 }
 
+/* The bytes of the copies neither H2D, D2H, D2D nor memsets: P2P, unified, array, 2D/3D. */
+static uint64_t other_copy_bytes(const struct rp_device *r)
+{
+	return r->bytes[RP_DIR_P2P] + r->bytes[RP_DIR_DEFAULT] + r->bytes[RP_DIR_ARRAY] + r->bytes[RP_DIR_2D3D];
+}
+
+static void device_row(FILE *f, const struct rp_view *v, const char *label, const struct rp_device *r, unsigned slot)
+{
+	char b[7][32];
+	const struct rp_memory *m = v->memory;
+	fprintf(f, "  %-9s %8llu %12s %8llu %10s %10s %10s %10s %10s %7llu %10s %7u\n", label,
+	        (unsigned long long)r->calls, rp_fmt_dur(b[0], sizeof(b[0]), (double)r->host),
+	        (unsigned long long)r->launches, rp_fmt_bytes(b[1], sizeof(b[1]), (double)r->bytes[RP_DIR_H2D]),
+	        rp_fmt_bytes(b[2], sizeof(b[2]), (double)r->bytes[RP_DIR_D2H]),
+	        rp_fmt_bytes(b[3], sizeof(b[3]), (double)r->bytes[RP_DIR_D2D]),
+	        rp_fmt_bytes(b[4], sizeof(b[4]), (double)other_copy_bytes(r)),
+	        rp_fmt_bytes(b[5], sizeof(b[5]), (double)r->bytes[RP_DIR_MEMSET]), (unsigned long long)r->alloc_calls,
+	        rp_fmt_bytes(b[6], sizeof(b[6]), m ? (double)m->dev_peak[slot] : 0.0), r->nthreads);
+}
+
+/* The devices the calls worked on (devices.c), host side: shown unless every call concerns no
+ * device (a trace of cuInit and version queries alone). */
+static void write_devices(FILE *f, const struct rp_view *v)
+{
+	const struct rp_devices *d = v->devices;
+	if (!d)
+		return;
+	const struct rp_device *unknown = &d->d[rp_dev_slot(RP_DEV_UNKNOWN)], *none = &d->d[rp_dev_slot(RP_DEV_NONE)];
+	if (!d->known && !unknown->calls)
+		return;
+	section(f, v, "Devices (from the calls: the device or context each names, its stream's context, or its "
+	              "thread's current one)");
+	fprintf(f, "  %s%-9s %8s %12s %8s %10s %10s %10s %10s %10s %7s %10s %7s%s\n", BOLD(v), "Device", "Calls",
+	        "Host time", "Launches", "H2D", "D2H", "D2D", "Other copy", "Memset", "Allocs", "Peak alloc", "Threads",
+	        RESET(v));
+	for (unsigned k = 0; k < RP_MAX_DEVICES; k++)
+		if (d->d[k].calls) {
+			char label[16];
+			snprintf(label, sizeof(label), "%u", k);
+			device_row(f, v, label, &d->d[k], k);
+		}
+	if (unknown->calls)
+		device_row(f, v, "unknown", unknown, rp_dev_slot(RP_DEV_UNKNOWN));
+	if (none->calls)
+		device_row(f, v, "none", none, rp_dev_slot(RP_DEV_NONE));
+	fprintf(f, "  %s(host time, launches, copies' and memsets' bytes, allocations: outermost calls; peak alloc: device "
+	           "memory from cuMemAlloc & co in use at once)%s\n", DIM(v), RESET(v));
+	if (unknown->calls)
+		fprintf(f, "  unknown: the trace does not show the calls' context (set before tracing began) or that "
+		           "context's device\n");
+	if (none->calls)
+		fprintf(f, "  none: calls that concern no device (cuInit, version and count queries, entry-point lookups) "
+		           "or made with no context current\n");
+}
+
 static void write_stages(FILE *f, const struct rp_view *v, const struct rp_analysis *a)
 {
 	char b1[32], b2[32], b3[32], b4[32];
@@ -580,6 +635,7 @@ static void write_sections(FILE *f, struct rp_view *v, const struct rp_trace_res
 	write_transfers(f, v, a);
 	write_memory(f, v);
 	write_streams(f, v);
+	write_devices(f, v);
 	write_stages(f, v, a);
 	rp_kernels_write_text(f, v, &r->kernels);
 	write_slowest(f, v, r);

@@ -405,7 +405,7 @@ static void write_left_out(FILE *f, const struct rp_view *v, const struct rp_str
 	rp_text_section(f, v, "Left out by the streaming report");
 	fprintf(f, "  Read in bounded memory (--stream; by default for a text report of a file of %llu MiB or\n"
 	           "  more). Not shown, as they need every call at once: GPU activity, memory in use, streams,\n"
-	           "  pipeline stages, kernels, findings, host gaps, behind the API, call sites, ioctls,\n"
+	           "  devices, pipeline stages, kernels, findings, host gaps, behind the API, call sites, ioctls,\n"
 	           "  timeline. --no-stream gives them (about 200 bytes of memory per call: %llu calls here).\n"
 	           "  Medians are estimates within 0.8 %% (a log-bucket sketch); every other number is exact.\n",
 	        (unsigned long long)(RP_STREAM_AUTO_BYTES >> 20), (unsigned long long)r->n.calls);

@@ -23,9 +23,8 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
-from cuhooktest import Fatal, Problems, clean_env, report, report_json, run_main, tail, work_directory
+from cuhooktest import Fatal, Problems, clean_env, report, report_json, run_attached, run_main, tail, work_directory
 
 
 def expectations(out):
@@ -119,41 +118,11 @@ def mode_attach(a, work, problems, gpu=False, window=False):
         if not os.path.lexists(link):
             os.symlink(os.path.abspath(a.cupti), link)
         env["CUDA_HOME"] = os.path.join(work, "cuda")
-    prog = subprocess.Popen([a.target, a.lib, "--wait", *(["--window"] if window else [])], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        problems.check(prog.stdout.readline().strip() == "ready", "names_user did not say ready")
-        extra = (["--gpu", "--cupti", a.cupti] if gpu else
-                 ["--names-window", "0.5"] if window else ["--names-window", "0"])
-        att = subprocess.Popen([a.cuhook, "attach", "--agent", a.agent, "-o", trace, "--duration", "5" if gpu else "8" if window else "3", *extra,
-                                str(prog.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # the window is open once cuhook says so (its last line before the wait)
-        deadline = time.time() + 60
-        said = ""
-        while time.time() < deadline:
-            line = att.stderr.readline()
-            said += line
-            if not line or "until the duration is over" in line:
-                break
-        problems.check("until the duration is over" in said, f"cuhook attach did not start: {said}")
-        if gpu:
-            time.sleep(2)  # the GPU session starts on the agent's GPU thread once the threads run
-        prog.stdin.write("go\n")
-        prog.stdin.flush()
-        out = ""
-        for line in prog.stdout:
-            out += line
-            if line.strip() == "done":
-                break
-        rest, err = att.communicate(timeout=120)
-        problems.check(att.returncode == 0, f"cuhook attach exited with {att.returncode}: {said}{err}")
-        prog.stdin.write("quit\n")
-        prog.stdin.flush()
-        o2, e2 = prog.communicate(timeout=60)
-        problems.check(prog.returncode == 0, f"names_user exited with {prog.returncode}: {e2}")
-    finally:
-        if prog.poll() is None:
-            prog.kill()
+    extra = (["--gpu", "--cupti", a.cupti] if gpu else
+             ["--names-window", "0.5"] if window else ["--names-window", "0"])
+    # with --gpu, the GPU session starts on the agent's GPU thread once the threads run
+    out = run_attached(a.cuhook, a.agent, [a.target, a.lib, "--wait", *(["--window"] if window else [])], trace,
+                       problems, extra, duration=5 if gpu else 8 if window else 3, env=env, settle=2 if gpu else 0)
     text = check_report(a, work, trace, out, problems, "gpu" if gpu else "window" if window else "attach",
                         gpu or window, window)
     notes = [line for line in text.splitlines() if line.startswith("  note ")]

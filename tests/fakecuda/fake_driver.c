@@ -102,11 +102,25 @@ static inline CUresult prof_exit(struct prof *pf, CUresult r)
 
 /* ---- init, device, context ------------------------------------------------------------------ */
 
-struct fake_ctx { unsigned magic; };
+/* FAKECUDA_DEVICES devices, each with its primary context; cuCtxCreate makes more. A thread's
+ * contexts are a stack (cuCtxPushCurrent/cuCtxPopCurrent), its top the current one. */
+struct fake_ctx { unsigned magic; CUdevice device; };
 #define CTX_MAGIC 0xc0c0c0c0u
-static struct fake_ctx primary_ctx = {CTX_MAGIC};
-static unsigned primary_refs;
-static __thread CUcontext current_ctx;
+static struct fake_ctx primary_ctx[FAKECUDA_DEVICES] = {{CTX_MAGIC, 0}, {CTX_MAGIC, 1}};
+static unsigned primary_refs[FAKECUDA_DEVICES];
+#define CTX_STACK 8
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread unsigned ctx_depth;
+
+static CUcontext current_ctx(void)
+{
+	return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+static int bad_device(CUdevice dev)
+{
+	return dev < 0 || dev >= FAKECUDA_DEVICES;
+}
 
 HIDDEN CUresult impl_cuInit(unsigned flags)
 {
@@ -135,9 +149,9 @@ HIDDEN CUresult impl_cuDeviceGet(CUdevice *dev, int ordinal)
 		return FAKE_ERROR_NOT_INITIALIZED;
 	if (!dev)
 		return FAKE_ERROR_INVALID_VALUE;
-	if (ordinal != 0)
+	if (bad_device(ordinal))
 		return FAKE_ERROR_INVALID_DEVICE;
-	*dev = 0;
+	*dev = ordinal;
 	return FAKE_SUCCESS;
 }
 
@@ -147,7 +161,7 @@ HIDDEN CUresult impl_cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 		return FAKE_ERROR_NOT_INITIALIZED;
 	if (!value)
 		return FAKE_ERROR_INVALID_VALUE;
-	if (dev != 0)
+	if (bad_device(dev))
 		return FAKE_ERROR_INVALID_DEVICE;
 	*value = attrib * 10 + dev;
 	return FAKE_SUCCESS;
@@ -159,22 +173,22 @@ HIDDEN CUresult impl_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 		return FAKE_ERROR_NOT_INITIALIZED;
 	if (!ctx)
 		return FAKE_ERROR_INVALID_VALUE;
-	if (dev != 0)
+	if (bad_device(dev))
 		return FAKE_ERROR_INVALID_DEVICE;
-	__atomic_add_fetch(&primary_refs, 1, __ATOMIC_RELAXED);
-	*ctx = &primary_ctx;
+	__atomic_add_fetch(&primary_refs[dev], 1, __ATOMIC_RELAXED);
+	*ctx = &primary_ctx[dev];
 	return FAKE_SUCCESS;
 }
 
 HIDDEN CUresult impl_cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-	if (dev != 0)
+	if (bad_device(dev))
 		return FAKE_ERROR_INVALID_DEVICE;
-	unsigned refs = __atomic_load_n(&primary_refs, __ATOMIC_RELAXED);
+	unsigned refs = __atomic_load_n(&primary_refs[dev], __ATOMIC_RELAXED);
 	do {
 		if (refs == 0)
 			return FAKE_ERROR_INVALID_CONTEXT;
-	} while (!__atomic_compare_exchange_n(&primary_refs, &refs, refs - 1, 0, __ATOMIC_RELAXED,
+	} while (!__atomic_compare_exchange_n(&primary_refs[dev], &refs, refs - 1, 0, __ATOMIC_RELAXED,
 	                                      __ATOMIC_RELAXED));
 	return FAKE_SUCCESS;
 }
@@ -183,7 +197,68 @@ HIDDEN CUresult impl_cuCtxSetCurrent(CUcontext ctx)
 {
 	if (ctx && ctx->magic != CTX_MAGIC)
 		return FAKE_ERROR_INVALID_CONTEXT;
-	current_ctx = ctx;
+	if (!ctx) { /* as the real driver: pops the top, if any */
+		if (ctx_depth)
+			ctx_depth--;
+	} else if (ctx_depth) {
+		ctx_stack[ctx_depth - 1] = ctx;
+	} else {
+		ctx_stack[ctx_depth++] = ctx;
+	}
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	if (!ctx || ctx->magic != CTX_MAGIC)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	if (ctx_depth == CTX_STACK)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	ctx_stack[ctx_depth++] = ctx;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+	if (!ctx_depth)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	CUcontext top = ctx_stack[--ctx_depth];
+	if (ctx)
+		*ctx = top;
+	return FAKE_SUCCESS;
+}
+
+HIDDEN CUresult impl_cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev)
+{
+	if (need_init())
+		return FAKE_ERROR_NOT_INITIALIZED;
+	if (!ctx || flags != 0)
+		return FAKE_ERROR_INVALID_VALUE;
+	if (bad_device(dev))
+		return FAKE_ERROR_INVALID_DEVICE;
+	if (ctx_depth == CTX_STACK)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	struct fake_ctx *c = malloc(sizeof(*c));
+	if (!c)
+		return FAKE_ERROR_OUT_OF_MEMORY;
+	*c = (struct fake_ctx){CTX_MAGIC, dev};
+	ctx_stack[ctx_depth++] = c;
+	*ctx = c;
+	return FAKE_SUCCESS;
+}
+
+/* Only a context cuCtxCreate made; popped from the calling thread's stack when on top. */
+HIDDEN CUresult impl_cuCtxDestroy_v2(CUcontext ctx)
+{
+	if (!ctx || ctx->magic != CTX_MAGIC)
+		return FAKE_ERROR_INVALID_CONTEXT;
+	for (unsigned d = 0; d < FAKECUDA_DEVICES; d++)
+		if (ctx == &primary_ctx[d])
+			return FAKE_ERROR_INVALID_CONTEXT;
+	if (ctx_depth && ctx_stack[ctx_depth - 1] == ctx)
+		ctx_depth--;
+	ctx->magic = 0;
+	free(ctx);
 	return FAKE_SUCCESS;
 }
 
@@ -191,21 +266,21 @@ HIDDEN CUresult impl_cuCtxGetCurrent(CUcontext *ctx)
 {
 	if (!ctx)
 		return FAKE_ERROR_INVALID_VALUE;
-	*ctx = current_ctx;
+	*ctx = current_ctx();
 	return FAKE_SUCCESS;
 }
 
 HIDDEN CUresult impl_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
 {
 	if (!ctx)
-		ctx = current_ctx;
+		ctx = current_ctx();
 	if (!ctx)
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (ctx->magic != CTX_MAGIC)
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!dev)
 		return FAKE_ERROR_INVALID_VALUE;
-	*dev = 0;
+	*dev = ctx->device;
 	return FAKE_SUCCESS;
 }
 
@@ -218,30 +293,30 @@ HIDDEN CUresult impl_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, i
 {
 	if (need_init())
 		return FAKE_ERROR_NOT_INITIALIZED;
-	if (dev != 0)
+	if (bad_device(dev))
 		return FAKE_ERROR_INVALID_DEVICE;
 	if (!flags || !active)
 		return FAKE_ERROR_INVALID_VALUE;
 	*flags = 0;
-	*active = __atomic_load_n(&primary_refs, __ATOMIC_RELAXED) != 0;
+	*active = __atomic_load_n(&primary_refs[dev], __ATOMIC_RELAXED) != 0;
 	return FAKE_SUCCESS;
 }
 
 HIDDEN CUresult impl_cuCtxSynchronize(void)
 {
-	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+	return current_ctx() ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
 /* ---- profiler control: a tool's capture range (cuhook's capture_range=cudaProfilerApi) ------- */
 
 HIDDEN CUresult impl_cuProfilerStart(void)
 {
-	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+	return current_ctx() ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
 HIDDEN CUresult impl_cuProfilerStop(void)
 {
-	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+	return current_ctx() ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
 /* ---- streams -------------------------------------------------------------------------------- */
@@ -252,7 +327,7 @@ static uint32_t streams_created; /* atomic */
 
 HIDDEN CUresult impl_cuStreamCreate(CUstream *stream, unsigned flags)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!stream || flags > 1)
 		return FAKE_ERROR_INVALID_VALUE;
@@ -293,7 +368,7 @@ HIDDEN CUresult impl_cuStreamSynchronize(CUstream s)
 {
 	if (bad_stream(s))
 		return FAKE_ERROR_INVALID_HANDLE;
-	return current_ctx ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
+	return current_ctx() ? FAKE_SUCCESS : FAKE_ERROR_INVALID_CONTEXT;
 }
 
 /* ---- memory: fake device pointers backed by host shadows ------------------------------------ */
@@ -319,7 +394,7 @@ static unsigned char *shadow_of(CUdeviceptr p, size_t bytes)
 
 HIDDEN CUresult impl_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!dptr || bytes == 0)
 		return FAKE_ERROR_INVALID_VALUE;
@@ -449,7 +524,7 @@ HIDDEN CUresult impl_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t byt
 static CUresult memset_device(struct prof *pf, CUdeviceptr dst, uint32_t value, size_t n, unsigned elem_size,
                               int async, CUstream stream)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (async && bad_stream(stream))
 		return FAKE_ERROR_INVALID_HANDLE;
@@ -524,7 +599,7 @@ struct fake_module {
 
 HIDDEN CUresult impl_cuModuleLoadData(CUmodule *module, const void *image)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!module || !image)
 		return FAKE_ERROR_INVALID_VALUE;
@@ -662,7 +737,7 @@ static void report_kernel(struct prof *pf, unsigned k, const unsigned dims[7], s
 static CUresult launch(struct prof *pf, CUfunction f, const unsigned dims[7], CUstream stream, void **params,
                        void **extra)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	CUresult r = check_launch(f, dims);
 	if (r != FAKE_SUCCESS)
@@ -782,7 +857,7 @@ HIDDEN CUresult impl_cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const
 
 HIDDEN CUresult impl_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!g || g->magic != GRAPH_MAGIC)
 		return FAKE_ERROR_INVALID_HANDLE;
@@ -802,7 +877,7 @@ HIDDEN CUresult impl_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, u
 
 static CUresult graph_launch(struct prof *pf, CUgraphExec e, CUstream stream)
 {
-	if (!current_ctx)
+	if (!current_ctx())
 		return FAKE_ERROR_INVALID_CONTEXT;
 	if (!e || e->magic != EXEC_MAGIC || bad_stream(stream))
 		return FAKE_ERROR_INVALID_HANDLE;
@@ -1028,7 +1103,9 @@ HIDDEN CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
 static const struct proc { const char *name; int min_version; void *fn; } procs[] = {
 	P(cuInit), P(cuDriverGetVersion), P(cuDeviceGetCount), P(cuDeviceGet), P(cuDeviceGetAttribute),
 	P(cuDevicePrimaryCtxRetain), V(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
-	P(cuCtxSetCurrent), P(cuCtxGetCurrent), P(cuCtxSynchronize), P(cuProfilerStart), P(cuProfilerStop),
+	P(cuCtxSetCurrent), P(cuCtxGetCurrent), V(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2),
+	V(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2), V(cuCtxCreate, 3020, cuCtxCreate_v2),
+	V(cuCtxDestroy, 4000, cuCtxDestroy_v2), P(cuCtxSynchronize), P(cuProfilerStart), P(cuProfilerStop),
 	P(cuCtxGetDevice), V(cuCtxGetDevice, 12080, cuCtxGetDevice_v2), P(cuDevicePrimaryCtxGetState),
 	V(cuMemAlloc, 3020, cuMemAlloc_v2), V(cuMemFree, 3020, cuMemFree_v2),
 	V(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2), V(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

@@ -15,6 +15,9 @@
 #define ENDBR
 #endif
 
+/* Devices the stand-in offers: fakecuda.h's FAKECUDA_DEVICES. */
+#define FAKECUDA_DEVICES 2
+
 /* The value libcuda's entry points compare a global against before taking the fast path. */
 #define READY_MAGIC 0x321cba00
 
@@ -65,6 +68,10 @@
 	DRIVER_FN cuDevicePrimaryCtxRelease_v2, impl_cuDevicePrimaryCtxRelease_v2
 	DRIVER_FN cuCtxSetCurrent, impl_cuCtxSetCurrent
 	DRIVER_FN cuCtxGetCurrent, impl_cuCtxGetCurrent
+	DRIVER_FN cuCtxPushCurrent_v2, impl_cuCtxPushCurrent_v2
+	DRIVER_FN cuCtxPopCurrent_v2, impl_cuCtxPopCurrent_v2
+	DRIVER_FN cuCtxCreate_v2, impl_cuCtxCreate_v2
+	DRIVER_FN cuCtxDestroy_v2, impl_cuCtxDestroy_v2
 	DRIVER_FN cuCtxSynchronize, impl_cuCtxSynchronize
 	DRIVER_FN cuProfilerStart, impl_cuProfilerStart
 	DRIVER_FN cuProfilerStop, impl_cuProfilerStop
@@ -161,7 +168,7 @@ FUNC_BEGIN cuDeviceGetCount
 .Lcount_init:
 	test rdi, rdi
 	je .Lcount_null
-	mov dword ptr [rdi], 1
+	mov dword ptr [rdi], FAKECUDA_DEVICES
 	xor eax, eax
 	ret
 .Lcount_null:

@@ -131,16 +131,26 @@ struct fake_export_table2 {
 /* cuGetProcAddress_v2 status values (as in cuda.h). */
 enum { FAKE_PROC_SUCCESS = 0, FAKE_PROC_SYMBOL_NOT_FOUND = 1, FAKE_PROC_VERSION_NOT_SUFFICIENT = 2 };
 
+/* Devices 0..FAKECUDA_DEVICES-1 (also in fake_entry.S), each with its primary context. */
+#define FAKECUDA_DEVICES 2
+
 /* ---- driver-like entry points (the usual libcuda prologue unless noted) ----------------- */
 CUresult cuInit(unsigned flags);
 CUresult cuDriverGetVersion(int *version);
-CUresult cuDeviceGetCount(int *count); /* lea rax,[rip+N]; cmp; jne rel32 */
-CUresult cuDeviceGet(CUdevice *dev, int ordinal);
+CUresult cuDeviceGetCount(int *count); /* FAKECUDA_DEVICES; lea rax,[rip+N]; cmp; jne rel32 */
+CUresult cuDeviceGet(CUdevice *dev, int ordinal); /* *dev = ordinal */
 CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev); /* value = attrib*10 + dev */
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext *ctx);
+/* A thread's contexts are a stack: cuCtxSetCurrent replaces its top (NULL: pops it), push and
+ * pop as in cuda.h; cuCtxCreate_v2 (flags 0) pushes a new context, cuCtxDestroy_v2 destroys one
+ * it made (popped when on the calling thread's top). */
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx);
+CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags, CUdevice dev);
+CUresult cuCtxDestroy_v2(CUcontext ctx);
 /* The runtime's per-launch queries, counted by the agent's default (CUHOOK_COUNT_DEFAULT). */
 CUresult cuCtxGetDevice(CUdevice *dev);
 CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx); /* ctx NULL: the current one */

@@ -40,7 +40,8 @@
 extern "C" {
 #endif
 
-/* Ids the stand-in driver gives (one device, one context). Streams: the NULL stream is
+/* Ids the stand-in driver gives its profiler: all work on one device and one context, whichever
+ * of its FAKECUDA_DEVICES devices and contexts the host side used. Streams: the NULL stream is
  * FAKECUDA_NULL_STREAM_ID (as CUPTI numbers the legacy default stream); the n-th stream created
  * (n = 0, 1, ...) is FAKECUDA_FIRST_STREAM_ID + n. */
 #define FAKECUDA_DEVICE_ID 0u

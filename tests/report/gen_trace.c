@@ -26,6 +26,9 @@
  *   gen_trace hot OUT [--count | --count-capture] [--iterations N] [--tsc] [--expect FILE]
  *       many very short calls on three threads (see scenario_hot()); --count: two of the
  *       functions counted, not recorded (COUNTS blocks, trace format 3); --count-capture: one
+ *   gen_trace devices OUT
+ *       the device of each call in a trace begun after the program chose its contexts (see
+ *       scenario_devices())
  * Any scenario: --v5 writes version 5's compact records (ENTRY5/ENTRY5_X, EXIT5_ZERO and
  * EXIT5_ZERO_VALUE where rax is 0, TIME records), --v5-long-exits the same with rax always written
  * (EXIT5, EXIT5_VALUE); without either the file is version 4. --tsc-start TSC moves the TSC at
@@ -1608,6 +1611,68 @@ static void scenario_streams(void)
 	free(b.recs.p);
 }
 
+/* The devices of calls in a trace that begins after the program chose its contexts (devices.c):
+ *   t1  10 us cuMemAlloc_v2 4 KiB      unknown (its context is not in the trace)
+ *       20 us cuCtxGetCurrent -> 0xc1   3 (0xc1's device, told at 40 us)
+ *       30 us cuMemcpyHtoD_v2 1 KiB     3
+ *       40 us cuCtxGetDevice -> 3       3
+ *   t2  50 us cuCtxSetCurrent(0xc1)     3 (learnt from t1)
+ *       60 us cuLaunchKernel            3
+ *       70 us cuCtxSetCurrent(NULL)     3 (pops 0xc1: what lies under is unknown)
+ *       80 us cuMemAlloc_v2 8 KiB       unknown
+ *       90 us cuCtxGetCurrent -> NULL   none (no context current)
+ *      100 us cuMemcpyDtoH_v2 512 B     none
+ *   t3 110 us cuDeviceGetAttribute(dev 99)             unknown (past the 64 devices followed)
+ *      120 us cuDeviceGetAttribute(dev 2, upper half set) 2
+ *      130 us cuMemFree_v2 (t1's 4 KiB) unknown
+ * Every call lasts 1 us. */
+enum { V_ALLOC, V_GETCUR, V_H2D, V_GETDEV, V_SETCUR, V_LAUNCH, V_D2H, V_ATTR, V_FREE, V_COUNT };
+
+static void scenario_devices(void)
+{
+	static const char *const argv[] = {"./devices", NULL};
+	static const struct fdef fs[V_COUNT] = {
+		{"cuMemAlloc_v2", 0}, {"cuCtxGetCurrent", 0}, {"cuMemcpyHtoD_v2", 0}, {"cuCtxGetDevice", 0},
+		{"cuCtxSetCurrent", 0}, {"cuLaunchKernel", 0}, {"cuMemcpyDtoH_v2", 0}, {"cuDeviceGetAttribute", 0},
+		{"cuMemFree_v2", 0},
+	};
+	file_header(95, argv, "/bin/devices");
+	clock_block(0);
+	lib_block(0, 0, "/usr/lib/libcuda.so.1", "580.159.04");
+	funcs_block(0, 0, fs, V_COUNT);
+	thread_block(95, "t1");
+	thread_block(96, "t2");
+	thread_block(97, "t3");
+	ftab = fs;
+	nftab = V_COUNT;
+	struct thr a = {.tid = 95}, b = {.tid = 96}, c = {.tid = 97};
+	const uint64_t us = 1000;
+/* a 1 us call whose EXIT carries one DATA value */
+#define CALL_DATA(T, F, AT, REGS, VALUE)                                                                         	do {                                                                                                     		entry(T, F, (AT) * us, REGS, 0, NULL, 0);                                                           		exit_rec(T, F, (AT) * us + us, 0);                                                                  		data_rec(T, F, fs[F].name, 1, 1, (uint64_t[]){VALUE}, NULL);                                        		exp_calls[F]++, exp_timed[F]++, exp_total[F] += us;                                                 	} while (0)
+	CALL_DATA(&a, V_ALLOC, 10, ((uint64_t[6]){0x7ffc0000, 4096}), 0x7f0000000000ull);
+	CALL_DATA(&a, V_GETCUR, 20, ((uint64_t[6]){0x7ffc0008}), 0xc1);
+	call(&a, V_H2D, 30 * us, us, (uint64_t[6]){0x7f0000000000ull, 0x10000000, 1024}, 0, NULL, 0);
+	CALL_DATA(&a, V_GETDEV, 40, ((uint64_t[6]){0x7ffc0010}), 3);
+	call(&b, V_SETCUR, 50 * us, us, (uint64_t[6]){0xc1}, 0, NULL, 0);
+	call(&b, V_LAUNCH, 60 * us, us, (uint64_t[6]){0xf00d, 1, 1, 1, 32, 1}, 5, (uint64_t[5]){1, 0, 0, 0x5000, 0}, 0);
+	call(&b, V_SETCUR, 70 * us, us, (uint64_t[6]){0}, 0, NULL, 0);
+	CALL_DATA(&b, V_ALLOC, 80, ((uint64_t[6]){0x7ffc0018, 8192}), 0x7f0000100000ull);
+	CALL_DATA(&b, V_GETCUR, 90, ((uint64_t[6]){0x7ffc0020}), 0);
+	call(&b, V_D2H, 100 * us, us, (uint64_t[6]){0x10000000, 0x7f0000000000ull, 512}, 0, NULL, 0);
+	call(&c, V_ATTR, 110 * us, us, (uint64_t[6]){0x7ffc0028, 1, 99}, 0, NULL, 0);
+	call(&c, V_ATTR, 120 * us, us, (uint64_t[6]){0x7ffc0030, 1, 0xffffffff00000002ull}, 0, NULL, 0);
+	call(&c, V_FREE, 130 * us, us, (uint64_t[6]){0x7f0000000000ull}, 0, NULL, 0);
+#undef CALL_DATA
+	flush(&a);
+	flush(&b);
+	flush(&c);
+	clock_block(200 * us);
+	end_block(3);
+	free(a.recs.p);
+	free(b.recs.p);
+	free(c.recs.p);
+}
+
 static void scenario_nocalls(void)
 {
 	static const char *const argv[] = {"./idle", NULL};
@@ -1668,7 +1733,7 @@ static void scenario_hostile(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory|streams OUT [--tsc] [--one-clock] [--no-end] "
+		fprintf(stderr, "usage: gen_trace basic|big|kernels|nocalls|hot|hostile|gpu|ranks|memory|streams|devices OUT [--tsc] [--one-clock] [--no-end] "
 		                "[--expect FILE] [--calls N] [--threads T] [--vary] [--count | --count-capture] [--iterations N] [--agent-regs] "
 		                "[--v3-reserved] [--v5 | --v5-long-exits] [--tsc-start TSC] [--end-unreported N] [--gpu-session no-cupti|other-user] [--lazy-first-launch] [--rank R --world W --steps S [--gpu] [--coll-mismatch S]]\n");
 		return 2;
@@ -1763,6 +1828,8 @@ int main(int argc, char **argv)
 		scenario_memory();
 	else if (!strcmp(scenario, "streams"))
 		scenario_streams();
+	else if (!strcmp(scenario, "devices"))
+		scenario_devices();
 	else if (!strcmp(scenario, "ranks") && rank < world && world <= 8)
 		scenario_ranks(rank, world, steps, expect);
 	else {

@@ -91,11 +91,11 @@ def report_csv(path, *opts):
     out, _ = run(["report", "--format", "csv", *opts, path])
     lines = out.splitlines()
     eq(lines[0], "tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns,call_device",
        "CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     for r in rows:
-        eq(len(r), 24, f"CSV columns in {r}")
+        eq(len(r), 25, f"CSV columns in {r}")
     return rows
 
 
@@ -216,11 +216,12 @@ def test_csv():
     starts = [int(r[2]) for r in rows]
     eq(starts, sorted(starts), "rows in start order")
     eq(rows[0], ["1000", "cuInit", "1000", "101000", "100000", "0", "0x0"] + ["0x0"] * 6 + [""] * 6 + [""] +
-       ["init", "main", "", "1700000000000001000"], "cuInit row")
+       ["init", "main", "", "1700000000000001000", ""], "cuInit row: its call_device empty (none)")
     l0 = [r for r in rows if r[1] == "cuLaunchKernel"][0]
     eq(l0, ["1000", "cuLaunchKernel", "1200000", "1205000", "5000", "0", "0x0",
             "0xf00d", "0x100", "0x1", "0x1", "0x80", "0x1", "0x1", "0x0", "0x0", "0x5000", "0x0", "", "",
-            "launch", "main", "vecAdd", "1700000000001200000"], "cuLaunchKernel row (stack args)")
+            "launch", "main", "vecAdd", "1700000000001200000", "0"],
+       "cuLaunchKernel row (stack args; device 0: the context cuCtxCreate_v2 made)")
     gf = [r for r in rows if r[1] == "cuModuleGetFunction"][0]
     eq(gf[19], "name=vecAdd;function=0xf00d", "decoded cuModuleGetFunction")
     eq([r[19] for r in rows if r[1] == "cuMemAlloc_v2"],
@@ -748,7 +749,7 @@ def test_multi():
     out, _ = run(["report", "--format", "csv", a, b])
     lines = out.splitlines()
     eq(lines[0], "pid,tid,func,start_ns,end_ns,dur_ns,depth,ret,arg0,arg1,arg2,arg3,arg4,arg5,"
-                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns",
+                 "stack0,stack1,stack2,stack3,stack4,stack5,decoded,category,thread,kernel,start_realtime_ns,call_device",
        "merged CSV header")
     rows = [ln.split(",") for ln in lines[1:]]
     eq(len(rows), 27 * 2, "CSV rows == calls of both files")
@@ -1884,8 +1885,8 @@ def test_gpu_csv():
     rows = list(csv.reader(io.StringIO(out)))
     head = rows[0]
     eq(head[:3], ["record", "tid", "func"], "first columns")
-    eq(head[-4:], ["category", "thread", "kernel", "start_realtime_ns"], "the last columns")
-    eq(head[21:-4], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
+    eq(head[-5:], ["category", "thread", "kernel", "start_realtime_ns", "call_device"], "the last columns")
+    eq(head[21:-5], ["name", "device", "context", "stream", "correlation", "session", "grid", "block", "shared_static",
                    "shared_dynamic", "registers", "copy_kind", "bytes", "value", "graph_id", "graph_node_id",
                    "api_start_ns", "latency_ns", "link", "call_start_ns"], "GPU columns")
     for r in rows[1:]:
@@ -2839,6 +2840,49 @@ def test_oneoff():
     only = gen("oneoff-only", "nocalls")
     check(not any(f["text"].startswith("One-off work") for f in report_json(only)[0]["findings"]),
           "no one-off finding without one-off work")
+
+
+def test_devices():
+    """The device of each call in a trace begun after the program chose its contexts (gen_trace
+    devices: see scenario_devices()): a context learnt from cuCtxGetCurrent and its device from
+    cuCtxGetDevice (on one thread, used by another), a pop onto an unknown stack, a thread told
+    it has no context, a device argument past 64 and one with its upper half set; per device the
+    calls, host time, launches, bytes, allocations, peak and threads exactly, in json, text, csv
+    and jsonl; and per thread with --thread."""
+    import csv
+    import io
+    p = gen("devices", "devices")
+    j, _ = report_json(p)
+    d = j["devices"]
+    us, KiB = 1000, 1024
+
+    def row(calls, launches=0, transfers=(), allocs=0, alloc_bytes=0, peak=0, threads=1):
+        return dict(calls=calls, outermost_calls=calls, host_ns=calls * us, launches=launches,
+                    transfers=[dict(direction=k, calls=1, bytes=b) for k, b in transfers], alloc_calls=allocs,
+                    alloc_bytes=alloc_bytes, peak_alloc_bytes=peak, threads=threads)
+    eq(d["list"], [dict(device=2, **row(1)), dict(device=3, **row(6, launches=1, transfers=[("H2D", KiB)], threads=2))],
+       "devices 2 and 3")
+    eq(d["unknown"], row(4, allocs=2, alloc_bytes=12 * KiB, peak=12 * KiB, threads=3), "unknown")
+    eq(d["none"], row(2, transfers=[("D2H", 512)]), "none")
+    out, _ = run(["report", "--no-color", p])
+    sec = out.split("\nDevices (", 1)
+    check(len(sec) == 2, "a Devices section")
+    rows = [ln.split() for ln in sec[1].split("\n\n", 1)[0].splitlines()[2:6]]
+    # device, calls, host time (2 words), launches, H2D, D2H, D2D, other, memset (2 words each),
+    # allocs, peak (2), threads
+    eq([(r[0], r[1], r[4], " ".join(r[5:7]), " ".join(r[7:9]), r[15], " ".join(r[16:18]), r[18]) for r in rows],
+       [("2", "1", "0", "0 B", "0 B", "0", "0 B", "1"), ("3", "6", "1", "1.00 KiB", "0 B", "0", "0 B", "2"),
+        ("unknown", "4", "0", "0 B", "0 B", "2", "12.00 KiB", "3"), ("none", "2", "0", "0 B", "512 B", "0", "0 B", "1")],
+       "the table's rows")
+    want = ["", "3", "3", "3", "3", "3", "3", "", "", "", "", "2", ""]  # in start order
+    rows = list(csv.DictReader(io.StringIO(run(["report", "--format", "csv", p])[0])))
+    eq([r["call_device"] for r in rows], want, "csv call_device")
+    jl = [json.loads(ln) for ln in run(["report", "--format", "jsonl", p])[0].splitlines()]
+    eq([x["device"] for x in jl], [int(w) if w else None for w in want], "jsonl device")
+    # one thread's calls: its devices as in the whole trace (the contexts are learnt from all)
+    j2, _ = report_json(p, "--thread", "t2")
+    eq(([(r["device"], r["calls"]) for r in j2["devices"]["list"]], j2["devices"]["unknown"]["calls"],
+        j2["devices"]["none"]["calls"]), ([(3, 3)], 1, 2), "--thread t2")
 
 
 def test_streams():

@@ -26,7 +26,7 @@ SUMMARY = "CUDA driver API summary"
 LEFT_OUT = "Left out by the streaming report"
 # whole-read section titles (their start) -> the name the streaming report gives them
 LEFT_OUT_NAMES = {"GPU": "GPU activity", "Memory in use": "memory in use", "Streams": "streams",
-                  "Pipeline stages": "pipeline stages", "Kernels": "kernels", "Findings": "findings",
+                  "Devices": "devices", "Pipeline stages": "pipeline stages", "Kernels": "kernels", "Findings": "findings",
                   "Host gaps": "host gaps", "Behind the API": "behind the API", "Call sites": "call sites",
                   "ioctl": "ioctls", "Timeline": "timeline"}
 UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}

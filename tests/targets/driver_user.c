@@ -420,7 +420,7 @@ static void setup(void *lib, CUmodule *mod)
 	fold(F_cuDeviceGetCount, (uint64_t)v);
 	if ((r = CALL(cuDeviceGet, &dev, 0)))
 		die("cuDeviceGet", r);
-	CALL(cuDeviceGet, &dev, 1); /* error 101 */
+	CALL(cuDeviceGet, &dev, FAKECUDA_DEVICES); /* error 101 */
 	CALL(cuDeviceGetAttribute, &v, 75, dev);
 	fold(F_cuDeviceGetAttribute, (uint64_t)v);
 	if ((r = CALL(cuDevicePrimaryCtxRetain, &ctx, dev)))

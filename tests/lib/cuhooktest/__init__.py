@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 SKIP = 77
@@ -286,3 +287,43 @@ def counted_by_name(rep):
 
 def refused_by_name(rep):
     return {r["name"]: r.get("reason", "") for r in rep.get("refused", [])}
+
+
+def run_attached(cuhook, agent, cmd, trace, problems, attach_args=(), duration=3, env=None, settle=0):
+    """cmd, a target that speaks the --wait protocol (prints "ready", waits for a line on stdin,
+    works, prints "done", waits for another line, exits 0), traced by `cuhook attach` for
+    `duration` s into trace: its work starts once cuhook says the window is open (and `settle`
+    s more). Problems go to problems; returns what the target printed up to "done"."""
+    name = os.path.basename(cmd[0])
+    prog = subprocess.Popen(cmd, env=env or clean_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    out = ""
+    try:
+        problems.check(prog.stdout.readline().strip() == "ready", f"{name} did not say ready")
+        att = subprocess.Popen([cuhook, "attach", "--agent", agent, "-o", trace, "--duration", str(duration),
+                                *attach_args, str(prog.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        deadline, said = time.time() + 60, ""
+        while time.time() < deadline:  # the window is open once cuhook says so (its last line before the wait)
+            line = att.stderr.readline()
+            said += line
+            if not line or "until the duration is over" in line:
+                break
+        problems.check("until the duration is over" in said, f"cuhook attach did not start: {said}")
+        time.sleep(settle)
+        prog.stdin.write("go\n")
+        prog.stdin.flush()
+        for line in prog.stdout:
+            out += line
+            if line.strip() == "done":
+                break
+        _, err = att.communicate(timeout=120)
+        problems.check(att.returncode == 0, f"cuhook attach exited with {att.returncode}: {said}{err}")
+        prog.stdin.write("quit\n")
+        prog.stdin.flush()
+        _, e2 = prog.communicate(timeout=60)
+        problems.check(prog.returncode == 0, f"{name} exited with {prog.returncode}: {e2}")
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+    return out
