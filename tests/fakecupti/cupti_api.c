@@ -192,10 +192,12 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
 		__atomic_store_n(&fc_work_on[FC_MEMSET], (uint8_t)on, __ATOMIC_RELAXED);
 		return CUPTI_SUCCESS;
 	case CUPTI_ACTIVITY_KIND_DRIVER:
+		/* whether the runtime's driver calls are left out is settled before any cbid is on: a
+		 * call ending in between must not be recorded by the rule of an earlier session */
+		__atomic_store_n(&fc_driver_kind_late, (uint8_t)(on && driver_initialized()), __ATOMIC_SEQ_CST);
 		for (unsigned i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
-			__atomic_store_n(&fc_cbid_on[i], (uint8_t)on, __ATOMIC_RELAXED);
-		__atomic_store_n(&fc_per_cbid, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&fc_driver_kind_late, (uint8_t)(on && driver_initialized()), __ATOMIC_RELAXED);
+			__atomic_store_n(&fc_cbid_on[i], (uint8_t)on, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&fc_per_cbid, 0, __ATOMIC_SEQ_CST);
 		return CUPTI_SUCCESS;
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 		__atomic_store_n(&fc_runtime_on, (uint8_t)on, __ATOMIC_RELAXED);
