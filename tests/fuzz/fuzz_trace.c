@@ -64,19 +64,28 @@ static int stream_call(void *ctx, const struct tr_trace *st, const struct tr_cal
 		abort();
 	const struct tr_call *a = &t->calls[ordinal];
 	if (a->start_ns != c->start_ns || a->end_ns != c->end_ns || a->ret != c->ret || a->func != c->func ||
-	    a->thread != c->thread || a->flags != c->flags || c->ndata || tr_call_nargs(a) != tr_call_nargs(c) ||
+	    a->thread != c->thread || a->flags != c->flags || a->ndata != c->ndata || tr_call_nargs(a) != tr_call_nargs(c) ||
 	    (a->parent == TR_NONE) != (c->parent == TR_NONE) ||
+	    info->parent_ordinal != (a->parent == TR_NONE ? UINT64_MAX : a->parent) ||
 	    (a->parent != TR_NONE && t->calls[a->parent].func != tr_stream_open_call(st, c->parent)->func))
 		abort();
 	for (unsigned k = 0; k < tr_call_nargs(a); k++)
 		if (tr_call_arg(a, k) != tr_call_arg(c, k))
 			abort();
+	/* its DATA records, handed over with it: copies of the whole read's, in the same order */
+	for (unsigned k = 0; k < c->ndata; k++) {
+		const struct tr_data *x = &t->data[a->data_first + k], *y = &st->data[c->data_first + k];
+		if (x->decoder != y->decoder || x->at_exit != y->at_exit || x->nvalues != y->nvalues ||
+		    x->str_len != y->str_len || (x->nvalues && memcmp(x->values, y->values, 8u * x->nvalues)) ||
+		    (x->str_len && memcmp(x->str, y->str, x->str_len)))
+			abort();
+	}
 	return 0;
 }
 
 static void check_streamed(const struct tr_trace *t, const uint8_t *data, size_t size)
 {
-	const struct tr_stream_sink sink = {stream_call, (void *)t};
+	const struct tr_stream_sink sink = {.call = stream_call, .ctx = (void *)t};
 	char err[512];
 	struct tr_trace *s = tr_open_stream_mem(data, size, "fuzz", &sink, err, sizeof(err));
 	struct tr_stream_skipped sk;
