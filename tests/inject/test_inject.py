@@ -1586,6 +1586,8 @@ def driver_run(iters, attach_fn=None, exe=None):
     if attach_fn:
         time.sleep(0.3)
         attach_fn(p.pid)
+        check(p.poll() is None, "driver_user outlasts the attaches (else give it more iterations)",
+              "it ended with status %s" % p.returncode)
     out, _ = p.communicate(timeout=300)
     check(p.returncode == 0, "driver_user failed", out[-500:])
     return out
@@ -1649,7 +1651,10 @@ def case_real_attach_count():
     # planned in the first session are classified again at each attach
     need_real("driver_user", "fakecuda")
     read_trace = tracefile.read_trace
-    base = driver_run(600000)
+    # iterations enough for the program to outlast the three attaches on an idle machine too
+    # (600000 ended before the third once: 'process has exited')
+    iters = 3000000
+    base = driver_run(iters)
     outs = [os.path.join(TMP, "cnt%d.bin" % i) for i in range(3)]
     res = []
     counted = ("cuFakeConstA", "cuCtxGetCurrent")
@@ -1662,7 +1667,7 @@ def case_real_attach_count():
             res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.1,
                               "--funcs", "cuFakeConst*,cuCtxGetCurrent", *extra, pid))
 
-    got = driver_run(600000, att)
+    got = driver_run(iters, att)
     for r in res:
         check(r.returncode == 0, "attach failed", r.stderr)
     check(driver_checksum(got) == driver_checksum(base), "the program's results are unchanged")
