@@ -213,11 +213,11 @@ def mode_jit(a, work, problems):
 
 
 def mode_attach(a, work, problems):
-    target = subprocess.Popen([a.target, a.lib, "loop", "4", "6000"], stdout=subprocess.PIPE, text=True,
+    target = subprocess.Popen([a.target, a.lib, "loop", "4", "6000", "50"], stdout=subprocess.PIPE, text=True,
                               env=clean_env())
     try:
         time.sleep(0.5)
-        # both windows first, then the files read: reading one takes longer than the program runs
+        # both windows first, then the files read: each attach needs the program still running
         traces = [os.path.join(work, f"attach{i}.bin") for i in range(2)]
         for i, trace in enumerate(traces):
             if os.path.exists(trace):
@@ -232,7 +232,7 @@ def mode_attach(a, work, problems):
             env=clean_env(), timeout=60, what="attach without --stacks")
         for i, trace in enumerate(traces):
             t = tf.read_trace(trace)
-            os.unlink(trace)  # tens of MB: the stacked calls are fast
+            os.unlink(trace)
             calls = t.entries.get("cuMemAlloc_v2", 0)
             problems.check(calls > 0, f"attach {i}: no cuMemAlloc_v2 call recorded")
             sids = [s for s in stacked_entries(t, problems, "cuMemAlloc_v2") if s is not None]

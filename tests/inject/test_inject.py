@@ -1664,7 +1664,7 @@ def case_real_attach_count():
             extra = ("--count", ",".join(counted)) if i == 1 else ()
             # only the functions checked: a session records millions of calls a second, and the
             # traces are read by a Python reader
-            res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.1,
+            res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.03,
                               "--funcs", "cuFakeConst*,cuCtxGetCurrent", *extra, pid))
 
     got = driver_run(iters, att)
@@ -1719,7 +1719,9 @@ def case_real_attach_sigint_early():
         p.send_signal(signal.SIGINT)
         rest = p.communicate(timeout=30)[1]
         runs.append(("stopped", p.returncode, (err + rest).strip().splitlines()[-1:]))
-        last["r"] = cuhook("attach", "--force", "--agent", A.real_agent, "-o", out, "--duration", 0.2, pid)
+        # one function: the session records millions of calls a second, read by a Python reader
+        last["r"] = cuhook("attach", "--force", "--agent", A.real_agent, "-o", out, "--duration", 0.2,
+                           "--funcs", "cuFakeConstB", pid)
 
     got = driver_run(iters, att)
     for delay, rc, err in runs:

@@ -446,7 +446,7 @@ def test_fuzz():
     scenario(info, seeds[0])
     damaged(info, "twice").write(seeds[1])
     damaged(info, "empty_maps").write(seeds[2])
-    p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "3000")] + seeds,
+    p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "1000")] + seeds,
                        capture_output=True, timeout=280)
     sys.stdout.write(p.stdout.decode())
     if p.returncode:

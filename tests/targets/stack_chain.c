@@ -15,7 +15,9 @@
  *                                       signal trampoline's ("restorer 0x...") and each
  *                                       interrupted instruction's ("rip 0x...")
  *   stack_chain LIBCUDA threads T N     T threads run the chain N times each
- *   stack_chain LIBCUDA loop T MS       T threads run the chain for MS milliseconds (attach)
+ *   stack_chain LIBCUDA loop T MS [US]  T threads run the chain for MS milliseconds (attach),
+ *                                       sleeping US microseconds after each (a window of
+ *                                       10^4 calls rather than 10^6: the tests read it in Python)
  *   stack_chain LIBCUDA fork N          the chain N times, then fork: the child runs it N times
  *                                       and exits, the parent (after waiting) N times again
  *
@@ -220,14 +222,18 @@ static void run_jit(int n)
 /* ---- threads -------------------------------------------------------------------------------- */
 
 static atomic_int stop_threads;
-static long loop_ms;
+static long loop_ms, loop_pause_us;
 
 static void *worker(void *arg)
 {
 	int n = (int)(intptr_t)arg;
 	check(p_cuCtxSetCurrent(ctx));
-	for (int i = 0; n ? i < n : !atomic_load(&stop_threads); i++)
+	struct timespec pause = {0, loop_pause_us * 1000L};
+	for (int i = 0; n ? i < n : !atomic_load(&stop_threads); i++) {
 		outer(i);
+		if (loop_pause_us)
+			nanosleep(&pause, NULL);
+	}
 	return NULL;
 }
 
@@ -301,6 +307,7 @@ int main(int argc, char **argv)
 			outer(i);
 	} else if (!strcmp(mode, "loop") && argc > 4) {
 		loop_ms = atol(argv[4]);
+		loop_pause_us = argc > 5 ? atol(argv[5]) % 1000000 : 0;
 		run_threads(n, 0);
 	} else {
 		fprintf(stderr, "stack_chain: unknown mode '%s'\n", mode);
