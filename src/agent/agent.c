@@ -8,6 +8,7 @@
 #include "agent_log.h"
 #include "agent_state.h"
 #include "capture_range.h"
+#include "clock_read.h"
 #include "config.h"
 #include "exec_maps.h"
 #include "exit_watch.h"
@@ -302,6 +303,9 @@ static int prepare(const struct cuhook_config *c, const char *options, bool stop
 	exit_planned = exit_watch_prepare(close_at_exit) == 0;
 	if (cfg.ioctl)
 		nvfd_prepare(cfg.ioctl_paths);
+	/* Last, once every stub pool is mapped: the start writes its jumps, and the stop takes them
+	 * out, with the program's threads stopped, from protections read now rather than then. */
+	patch_snapshot_protections();
 	return 0;
 }
 
@@ -406,22 +410,41 @@ static int start(const struct cuhook_config *c, const char *options, unsigned fl
 	return rc;
 }
 
+CUHOOK_API volatile uint64_t cuhook_agent_stop_ns[CUHOOK_STOP_STEPS];
+
+/* The step that ended now: its time since *t into cuhook_agent_stop_ns (t moves on). */
+static void stop_step(unsigned step, uint64_t *t)
+{
+	uint64_t now = monotonic_ns();
+	cuhook_agent_stop_ns[step] = now - *t;
+	*t = now;
+}
+
 static void stop(bool unpatch, bool threads_stopped)
 {
 	if (!agent_active)
 		return;
+	for (unsigned i = 0; i < CUHOOK_STOP_STEPS; i++)
+		cuhook_agent_stop_ns[i] = 0;
+	uint64_t t = monotonic_ns();
 	/* CUPTI only while the program's threads run (cuhook_agent_prepare_stop did it then) */
 	if (config_gpu_possible(&cfg) && threads_stopped)
 		gpu_abandon();
 	else if (config_gpu_possible(&cfg))
 		gpu_stop();
+	stop_step(CUHOOK_STOP_STEP_GPU, &t);
 	capture_end(threads_stopped);
 	__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+	stop_step(CUHOOK_STOP_STEP_CAPTURE, &t);
 	if (unpatch)
 		unpatch_all(threads_stopped);
+	stop_step(CUHOOK_STOP_STEP_UNPATCH, &t);
 	writer_close();
+	stop_step(CUHOOK_STOP_STEP_TRACE, &t);
 	injector_watch_end();
+	stop_step(CUHOOK_STOP_STEP_WATCH, &t);
 	kernel_names_stop(!threads_stopped);
+	stop_step(CUHOOK_STOP_STEP_NAMES, &t);
 	agent_active = 0;
 }
 

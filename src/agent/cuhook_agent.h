@@ -85,6 +85,20 @@ CUHOOK_API int cuhook_agent_prepare(const char *options);
 CUHOOK_API int cuhook_agent_stop(unsigned flags);
 #define CUHOOK_STOP_TRACE_FAILED 1
 
+/* How long each step of the last cuhook_agent_stop() took, in ns, for an injector that reads
+ * it through /proc/PID/mem once the threads run again (cuhook attach -v: where a detach's hold
+ * went, without a remote call). Written by the stop, before it returns; a step not taken is 0. */
+enum {
+	CUHOOK_STOP_STEP_GPU,     /* the GPU session's end (abandoned when the threads are stopped) */
+	CUHOOK_STOP_STEP_CAPTURE, /* the capture range's end */
+	CUHOOK_STOP_STEP_UNPATCH, /* the jumps taken out */
+	CUHOOK_STOP_STEP_TRACE,   /* the writer's last round, the END block, the file closed */
+	CUHOOK_STOP_STEP_WATCH,   /* the watch of the injector ended */
+	CUHOOK_STOP_STEP_NAMES,   /* the kernel-names thread told to end */
+	CUHOOK_STOP_STEPS
+};
+CUHOOK_API extern volatile uint64_t cuhook_agent_stop_ns[CUHOOK_STOP_STEPS];
+
 /* Optional, before cuhook_agent_stop() and while the other threads still run: the part of the
  * stop that needs them running. With gpu=1 that is the GPU session's end: CUPTI flushed and
  * disabled (CUPTI and the driver take locks a stopped thread may hold), waited for at most 2 s

@@ -427,7 +427,11 @@ static int prepare_agent(struct itarget *tg, struct ithread *caller, const struc
  * and frees the maps. */
 static struct ithread *begin_agent_calls(struct itarget *tg, struct maps *m, struct boost *boost)
 {
-	if (maps_read(tg->pid, m) < 0)
+	if (tg->early) { /* read before the threads were stopped */
+		*m = *tg->early;
+		free(tg->early);
+		tg->early = NULL;
+	} else if (maps_read(tg->pid, m) < 0)
 		return NULL;
 	struct ithread *caller = threads_pick_caller(tg, m);
 	if (!caller) {
@@ -975,6 +979,21 @@ static int raise_priority(void)
 /* Seize everything, run `body`, let go: the frame of attach and detach. stopped_ok: a process
  * stopped by job control is taken too (a detach: the window may have ended while it was
  * stopped); its threads are stopped again when let go, as they were. */
+int target_read_early(struct itarget *tg)
+{
+	if (tg->memfd < 0 && !tg->mem_ptrace && mem_open(tg) < 0)
+		return -1;
+	struct maps *m = calloc(1, sizeof(*m));
+	if (!m || maps_read(tg->pid, m) < 0) {
+		free(m);
+		return -1;
+	}
+	tg->early = m;
+	/* where its memory is read through PTRACE_PEEKDATA (mem_open), only a stopped thread
+	 * answers: the probe waits for the stop then */
+	return tg->mem_ptrace ? 0 : rcall_probe(tg);
+}
+
 static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
                                 bool stopped_ok,
                                 int (*body)(struct itarget *, const struct cuhook_inject_opts *,
@@ -989,6 +1008,8 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	struct itarget tg;
 	target_init(&tg, pid);
 	tg.agent_threads = agent_threads_at(pid, o->agent_path);
+	if (target_read_early(&tg) < 0)
+		inj_error_clear(); /* read again with the threads stopped, which says what fails */
 	int prio = raise_priority();
 	tg.nice_normal = prio;
 	if (threads_seize_all(&tg, STOP_TIMEOUT_MS) < 0) {
@@ -999,7 +1020,7 @@ static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, s
 	t->seize_ns = inj_now_ns() - tg.first_stop_ns;
 	t->nthreads = tg.nth;
 	inj_log("%d thread%s stopped in %.2f ms", tg.nth, tg.nth == 1 ? "" : "s", t->seize_ns / 1e6);
-	int r = mem_open(&tg);
+	int r = tg.memfd >= 0 || tg.mem_ptrace ? 0 : mem_open(&tg);
 	if (r == 0)
 		r = body(&tg, o, t);
 	uint64_t d0 = inj_now_ns();
@@ -1056,9 +1077,32 @@ int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct c
 	return r;
 }
 
+_Static_assert(CUHOOK_INJECT_STOP_STEPS == CUHOOK_STOP_STEPS, "the agent's stop steps, one figure each");
+
+/* The agent's own timing of its stop's steps, read through /proc/PID/mem with every thread
+ * running again: where a detach's hold went, at no cost to it. */
+static void read_stop_steps(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+{
+	uint64_t at = 0;
+	t->have_stop_steps = false;
+	if (agent_object_at(pid, o->agent_path, "cuhook_agent_stop_ns", &at) != 1 || !at) {
+		inj_error_clear();
+		return;
+	}
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	t->have_stop_steps = live_mem(pid, fd, at, t->stop_step_ns, sizeof(t->stop_step_ns), false);
+	if (fd >= 0)
+		close(fd);
+}
+
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
-	return with_process_stopped(pid, o, t, true, stop_agent);
+	int r = with_process_stopped(pid, o, t, true, stop_agent);
+	if (r >= 0)
+		read_stop_steps(pid, o, t);
+	return r;
 }
 
 int cuhook_inject_has_object(pid_t pid, const char *name_prefix)

@@ -22,6 +22,9 @@ struct cuhook_inject_opts {
 };
 
 /* What one attach or detach took, for --verbose and the benchmarks. */
+/* The steps of the agent's stop the agent times (cuhook_agent.h, CUHOOK_STOP_STEPS). */
+#define CUHOOK_INJECT_STOP_STEPS 6
+
 struct cuhook_inject_times {
 	uint64_t seize_ns;   /* first PTRACE_INTERRUPT until every thread stopped (the last stop) */
 	uint64_t load_ns;    /* remote dlopen (0 when the agent was already there) */
@@ -42,6 +45,11 @@ struct cuhook_inject_times {
 	int nheld;           /* threads held at least once */
 	pid_t held_max_tid;
 	uint64_t held_max_ns, held_total_max_ns;
+	/* A detach: how long each step of the agent's stop took (cuhook_agent_stop_ns, read once
+	 * the threads ran again: GPU, capture, jumps out, trace closed, watch, names); 0 when the
+	 * agent does not say (an older one). */
+	bool have_stop_steps;
+	uint64_t stop_step_ns[CUHOOK_INJECT_STOP_STEPS];
 };
 
 /* One thread of the last attach or detach: how many times it was held, its longest hold and

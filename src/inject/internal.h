@@ -63,6 +63,8 @@ struct held {
 	int holds;
 };
 
+struct maps;
+
 struct itarget {
 	pid_t pid;
 	int memfd;                    /* /proc/PID/mem, O_RDWR */
@@ -79,6 +81,9 @@ struct itarget {
 	pid_t lent[INJ_MAX_LENT];     /* the agent's threads we keep running (threads_lend_agent) */
 	int nlent;
 	struct rgate gate;
+	/* The maps read before the threads were stopped (target_read_early), for the first look
+	 * that needs them once they are: taken by begin_agent_calls, else freed with the target. */
+	struct maps *early;
 };
 
 /* The x86 extended state (x87, SSE, AVX, AVX-512, AMX...): a remote call clobbers vector
@@ -194,6 +199,11 @@ struct maps {
 };
 
 int maps_read(pid_t pid, struct maps *out);
+/* What can be read of tg's process before its threads are stopped, so that it is not read while
+ * they are: its maps (tg->early) and its C library's call gate (rcall_probe). A PyTorch process
+ * has thousands of mappings: each read of them took 2-5 ms, and a detach read them three times
+ * with every thread held. Opens tg's memory. 0, or -1 with a message (then retried stopped). */
+int target_read_early(struct itarget *tg);
 void maps_free(struct maps *m);
 /* The mapping that contains addr, or NULL. */
 const struct mapping *maps_find_addr(const struct maps *m, uint64_t addr);

@@ -26,6 +26,13 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 	else if (t->beside) /* a detach's (gpu=1: cuhook_agent_prepare_stop) */
 		fprintf(stderr, "; before, while they ran: prepare %.2f", t->prepare_ns / 1e6);
 	fputc('\n', stderr);
+	if (t->have_stop_steps) {
+		/* the agent's own figures of its stop (the "call" above, less the remote call's trip) */
+		const uint64_t *n = t->stop_step_ns;
+		fprintf(stderr, "cuhook: %s: the agent's stop: GPU %.2f, capture %.2f, jumps out %.2f, trace closed %.2f, "
+		        "watch %.2f, names %.2f ms\n", what, n[0] / 1e6, n[1] / 1e6, n[2] / 1e6, n[3] / 1e6, n[4] / 1e6,
+		        n[5] / 1e6);
+	}
 	if (t->nheld) {
 		/* What the program felt: each thread's longest hold and its sum over every stop. */
 		static char list[1 << 16];

@@ -35,6 +35,11 @@ void target_free(struct itarget *tg)
 	tg->th = NULL;
 	free(tg->held);
 	tg->held = NULL;
+	if (tg->early) {
+		maps_free(tg->early);
+		free(tg->early);
+		tg->early = NULL;
+	}
 	tg->nheld = tg->capheld = 0;
 	tg->nth = tg->cap = 0;
 	tg->memfd = -1;

@@ -29,9 +29,79 @@ static bool prot_line(uintptr_t a, uintptr_t b, const char *perms, void *ctx)
 	return true;
 }
 
-/* Protection of the mapping containing `addr`, from /proc/self/maps; -1 if unmapped. */
+/* The executable mappings' protections as code_prot_snapshot() last read them: two buffers, the
+ * one in use published by `snap` (a reader keeps the one it loaded; the next snapshot fills the
+ * other). Mapped once, never freed: a code_unlock() on another thread may still read it. */
+#define SNAP_MAX 4096
+struct snap {
+	size_t n;
+	struct {
+		uintptr_t start, end;
+		int prot;
+	} r[SNAP_MAX];
+};
+static struct snap *snap_buf[2];
+static struct snap *snap;
+static unsigned snap_next;
+
+static bool snap_line(uintptr_t a, uintptr_t b, const char *perms, void *ctx)
+{
+	struct snap *s = ctx;
+	if (perms[2] != 'x' || s->n == SNAP_MAX)
+		return false;
+	s->r[s->n].start = a;
+	s->r[s->n].end = b;
+	s->r[s->n].prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
+	s->n++;
+	return false;
+}
+
+void code_prot_snapshot(void)
+{
+	unsigned i = snap_next;
+	if (!snap_buf[i]) {
+		void *p = mmap(NULL, sizeof(struct snap), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return;
+		snap_buf[i] = p;
+	}
+	struct snap *s = snap_buf[i];
+	s->n = 0;
+	if (self_maps_each(snap_line, s) != 0)
+		return;
+	__atomic_store_n(&snap, s, __ATOMIC_RELEASE);
+	snap_next = i ^ 1;
+}
+
+/* The snapshot's mapping holding addr (binary search: the file lists mappings in address
+ * order); -1 when there is none or addr is in none of its executable mappings. */
+static int snap_prot_of(uintptr_t addr, uintptr_t *map_end)
+{
+	const struct snap *s = __atomic_load_n(&snap, __ATOMIC_ACQUIRE);
+	if (!s)
+		return -1;
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (addr < s->r[mid].start)
+			hi = mid;
+		else if (addr >= s->r[mid].end)
+			lo = mid + 1;
+		else {
+			*map_end = s->r[mid].end;
+			return s->r[mid].prot;
+		}
+	}
+	return -1;
+}
+
+/* Protection of the mapping containing `addr`, from the snapshot or else /proc/self/maps; -1 if
+ * unmapped. */
 static int prot_of(uintptr_t addr, uintptr_t *map_end)
 {
+	int prot = snap_prot_of(addr, map_end);
+	if (prot >= 0)
+		return prot;
 	struct prot_query q = {addr, 0, -1};
 	self_maps_each(prot_line, &q);
 	*map_end = q.end;

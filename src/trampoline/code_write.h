@@ -21,6 +21,14 @@ struct code_unlock {
 };
 
 int code_unlock(struct code_unlock *u, uintptr_t lo, uintptr_t hi);
+
+/* Read the executable mappings' protections now, for code_unlock() to take from memory rather
+ * than from /proc/self/maps. Reading that file is slow where there are thousands of mappings (a
+ * PyTorch process: 2-3 ms a read), and code_unlock() runs with the program's threads stopped
+ * (a start's jumps, a detach's restores): take the snapshot before, while they run. A mapping
+ * the snapshot lacks (mapped since) is read from the file as before. A library's text keeps its
+ * protection for as long as it is mapped (a fork child's mappings are the same). */
+void code_prot_snapshot(void);
 void code_lock(const struct code_unlock *u);
 
 /* Store len (<= 8) bytes at dst so that no thread can execute a mix of old and new bytes: one

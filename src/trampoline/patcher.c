@@ -398,6 +398,11 @@ int patch_rearm_one(uint32_t id, const struct patch_request *how)
 	return patch_sites[id].patched ? 0 : -1;
 }
 
+void patch_snapshot_protections(void)
+{
+	code_prot_snapshot();
+}
+
 unsigned patch_unpatch_all(bool threads_stopped, int own_tid)
 {
 	unsigned restored = 0;

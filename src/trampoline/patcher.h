@@ -142,6 +142,11 @@ int patch_rearm_one(uint32_t id, const struct patch_request *how);
  * struct patch_request. Returns how many were restored. */
 unsigned patch_unpatch_all(bool threads_stopped, int own_tid);
 
+/* Read the protections of the code it writes into (libraries' text, stub pools) now, while
+ * other threads run, so that writing jumps or taking them out later with the threads stopped
+ * does not read /proc/self/maps meanwhile (code_write.h: code_prot_snapshot). */
+void patch_snapshot_protections(void);
+
 /* True when the jump of `id` is in place and leads to its prelude. */
 bool patch_jumps_to_prelude(uint32_t id);
 

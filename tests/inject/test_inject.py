@@ -1615,6 +1615,15 @@ def case_real_attach_driver():
     calls = int(re.search(r"^calls (\d+)", got, re.M).group(1))
     ev = trace_end_events(out)
     check(ev is not None and 0 < ev // 2 < calls, "events only from the window: %s of %d calls" % (ev, calls))
+    # the agent's own figures of its stop, read after the detach: six steps, within the call
+    steps = re.search(r"^cuhook: detach: the agent's stop: GPU ([\d.]+), capture ([\d.]+), jumps out ([\d.]+), "
+                      r"trace closed ([\d.]+), watch ([\d.]+), names ([\d.]+) ms$", r.stderr, re.M)
+    call = re.search(r"^cuhook: detach: .* call ([\d.]+),", r.stderr, re.M)
+    check(steps is not None and call is not None, "-v gives the agent's stop steps", r.stderr)
+    check(sum(float(x) for x in steps.groups()) <= float(call.group(1)) + 0.02,
+          "the steps lie within the stop call", "%s vs call %s" % (steps.groups(), call.group(1)))
+    check(float(steps.group(4)) > 0 and float(steps.group(3)) > 0, "the jumps taken out and the trace closed take time",
+          steps.group(0))
     print("  traced %d of %d calls; %s" % (ev // 2, calls, " | ".join(l for l in r.stderr.splitlines() if "stopped for" in l)))
 
 
