@@ -4,7 +4,7 @@
 #   bash tests/gpu/names_window_proof.sh OUTDIR [ROUNDS]
 # Builds cuhook (as attach_names.sh), then attaches to attach_stall.py's JAX loop (95 threads,
 # its graphs instantiated before the attach) ROUNDS times each with the names window off
-# (--names-window 0), with the default window, and with --gpu; every round checks that the
+# (--names-window 0), with the window (--names-window 1, off by default since), and with --gpu; every round checks that the
 # program ran to its end (workload status 0) and prints the stall figures; the traces' notes on
 # the window and the GPU session, and the program's first error lines if any, follow.
 set -u
@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for mode in off window gpu; do
 	case $mode in
 	off) args="--names-window 0" ;;
-	window) args="" ;;
+	window) args="--names-window 1" ;;
 	gpu) args="--gpu" ;;
 	esac
 	echo "== $mode: cuhook attach $args"
