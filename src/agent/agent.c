@@ -424,8 +424,6 @@ static void stop(bool unpatch, bool threads_stopped)
 {
 	if (!agent_active)
 		return;
-	for (unsigned i = 0; i < CUHOOK_STOP_STEPS; i++)
-		cuhook_agent_stop_ns[i] = 0;
 	uint64_t t = monotonic_ns();
 	/* CUPTI only while the program's threads run (cuhook_agent_prepare_stop did it then) */
 	if (config_gpu_possible(&cfg) && threads_stopped)
@@ -598,6 +596,10 @@ uint32_t cuhook_agent_prepare_stop_begin(void)
 
 int cuhook_agent_stop(unsigned flags)
 {
+	/* this stop's figures only: a stop that does not reach stop() (a session the writer ended,
+	 * a discarded preparation) leaves them 0, not the last session's */
+	for (unsigned i = 0; i < CUHOOK_STOP_STEPS; i++)
+		cuhook_agent_stop_ns[i] = 0;
 	if (!session_open() && agent_prepared) {
 		/* prepared, never started (an injector that backed out, or died in between) */
 		writer_discard();

@@ -976,9 +976,6 @@ static int raise_priority(void)
 	return errno == 0 ? old : 0;
 }
 
-/* Seize everything, run `body`, let go: the frame of attach and detach. stopped_ok: a process
- * stopped by job control is taken too (a detach: the window may have ended while it was
- * stopped); its threads are stopped again when let go, as they were. */
 int target_read_early(struct itarget *tg)
 {
 	if (tg->memfd < 0 && !tg->mem_ptrace && mem_open(tg) < 0)
@@ -994,6 +991,9 @@ int target_read_early(struct itarget *tg)
 	return tg->mem_ptrace ? 0 : rcall_probe(tg);
 }
 
+/* Seize everything, run `body`, let go: the frame of attach and detach. stopped_ok: a process
+ * stopped by job control is taken too (a detach: the window may have ended while it was
+ * stopped); its threads are stopped again when let go, as they were. */
 static int with_process_stopped(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t,
                                 bool stopped_ok,
                                 int (*body)(struct itarget *, const struct cuhook_inject_opts *,

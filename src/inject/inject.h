@@ -21,10 +21,10 @@ struct cuhook_inject_opts {
 	                            * handler that must know it before the injection is over) */
 };
 
-/* What one attach or detach took, for --verbose and the benchmarks. */
 /* The steps of the agent's stop the agent times (cuhook_agent.h, CUHOOK_STOP_STEPS). */
 #define CUHOOK_INJECT_STOP_STEPS 6
 
+/* What one attach or detach took, for --verbose and the benchmarks. */
 struct cuhook_inject_times {
 	uint64_t seize_ns;   /* first PTRACE_INTERRUPT until every thread stopped (the last stop) */
 	uint64_t load_ns;    /* remote dlopen (0 when the agent was already there) */

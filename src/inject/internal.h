@@ -199,14 +199,14 @@ struct maps {
 };
 
 int maps_read(pid_t pid, struct maps *out);
+void maps_free(struct maps *m);
+/* The mapping that contains addr, or NULL. */
+const struct mapping *maps_find_addr(const struct maps *m, uint64_t addr);
 /* What can be read of tg's process before its threads are stopped, so that it is not read while
  * they are: its maps (tg->early) and its C library's call gate (rcall_probe). A PyTorch process
  * has thousands of mappings: each read of them took 2-5 ms, and a detach read them three times
  * with every thread held. Opens tg's memory. 0, or -1 with a message (then retried stopped). */
 int target_read_early(struct itarget *tg);
-void maps_free(struct maps *m);
-/* The mapping that contains addr, or NULL. */
-const struct mapping *maps_find_addr(const struct maps *m, uint64_t addr);
 
 /* Address of `sym` (a defined function or object of the dynamic symbol table, default version
  * preferred) in the object mapped from `path` in the target: file value + load bias. 0 if the

@@ -18,13 +18,19 @@ struct prot_query {
 	int prot;
 };
 
+/* "r-xp" -> PROT_READ | PROT_EXEC */
+static int perms_prot(const char *perms)
+{
+	return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+	       (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
 static bool prot_line(uintptr_t a, uintptr_t b, const char *perms, void *ctx)
 {
 	struct prot_query *q = ctx;
 	if (q->addr < a || q->addr >= b)
 		return false;
-	q->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-	          (perms[2] == 'x' ? PROT_EXEC : 0);
+	q->prot = perms_prot(perms);
 	q->end = b;
 	return true;
 }
@@ -51,7 +57,7 @@ static bool snap_line(uintptr_t a, uintptr_t b, const char *perms, void *ctx)
 		return false;
 	s->r[s->n].start = a;
 	s->r[s->n].end = b;
-	s->r[s->n].prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
+	s->r[s->n].prot = perms_prot(perms);
 	s->n++;
 	return false;
 }
