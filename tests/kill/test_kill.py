@@ -5,6 +5,7 @@ gets from the stand-in libcuda (kill_target.c); then see what became of the prog
 
     test_kill.py --cuhook C --agent A --target T --fakecuda F --case harness [--per-phase N]
     test_kill.py ... --case harness --full          (>= 500 kills; docs/injection.md has a run)
+    test_kill.py ... --case harness --workers N     (N processes share the kills; default 3)
 
 A phase is a line cuhook prints with -v (kill as soon as it appears, or a short random time
 after it), or a random delay from cuhook's start or from the detach's beginning (SIGINT). After
@@ -33,7 +34,9 @@ ends its trace by itself; watch_killed also under a size cap reached before, wat
 with a write that failed before, which the late detach must still tell), watch_probe (the same watch in the cases cuhook cannot produce on cue,
 with watch_probe.py starting the agent itself)."""
 import argparse
+import concurrent.futures
 import ctypes
+import json
 import os
 import random
 import re
@@ -416,23 +419,88 @@ def one_run(phase, tally, rng, work):
     after_kill(tally, phase, pid, wait, cu.stdin, out, err, trace, work, attach_again=False)
 
 
-def case_harness():
+def harness_worker(order, seed):
+    """One worker's share of the kills, in a process of its own: a subreaper of its own, so that
+    what one worker's cuhook leaves behind is never counted against another's. Its tally."""
     become_subreaper()
-    rng = random.Random(A.seed)
-    per_phase = A.per_phase if not A.full else 36
+    rng = random.Random(seed)
     tally = Tally()
-    t_start = time.monotonic()
-    order = [p for p in PHASES for _ in range(per_phase)]
-    rng.shuffle(order)
-    for phase in order:
+    for name in order:
+        phase = next(p for p in PHASES if p.name == name)
         work = tempfile.mkdtemp(prefix="cuhook-kill-")
         try:
             (one_attach if phase.cmd == "attach" else one_run)(phase, tally, rng, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    return tally
+
+
+def merge_tallies(tallies):
+    tally = Tally()
+    for t in tallies:
+        for name, counts in t.by_phase.items():
+            for k, n in counts.items():
+                tally.by_phase[name][k] += n
+        tally.notes += t.notes
+        for name, by in t.causes.items():
+            mine = tally.causes.setdefault(name, {})
+            for cause, n in by.items():
+                mine[cause] = mine.get(cause, 0) + n
+    tally.notes = tally.notes[:40]
+    return tally
+
+
+def case_harness():
+    # The kills are shared among --workers processes, each with its own program: most of a kill's
+    # time is waiting (the program settling, the trace watched for growth), so three workers cut
+    # the harness's time to a third, while each kill still lands at its phase (a trigger is a line
+    # cuhook prints; the delays after it are a few ms).
+    rng = random.Random(A.seed)
+    per_phase = A.per_phase if not A.full else 36
+    t_start = time.monotonic()
+    order = [p.name for p in PHASES for _ in range(per_phase)]
+    rng.shuffle(order)
+    workers = max(1, min(A.workers, len(order)))
+    pending = []
+    sys.stdout.flush()
+    for w in range(workers):
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                res = {"tally": harness_worker(order[w::workers], A.seed + w).__dict__}
+            except Fatal as e:
+                res = {"fatal": str(e)}
+            except BaseException as e:  # anything else: said, not lost in a child
+                res = {"fatal": "worker %d: %r" % (w, e)}
+            with os.fdopen(wfd, "w") as f:
+                json.dump(res, f)
+            os._exit(0)
+        os.close(wfd)
+        pending.append((pid, r))
+    tallies, fatal = [], []
+    for pid, r in pending:
+        with os.fdopen(r) as f:
+            text = f.read()
+        _, st = os.waitpid(pid, 0)
+        if not text:
+            fatal.append("a worker ended without its tally (status %d)" % st)
+            continue
+        res = json.loads(text)
+        if "fatal" in res:
+            fatal.append(res["fatal"])
+            continue
+        t = Tally()
+        t.__dict__.update(res["tally"])
+        tallies.append(t)
+    if fatal:
+        raise Fatal("; ".join(fatal))
+    tally = merge_tallies(tallies)
     print(tally.table())
-    print("%d kills in %.0f s (seed %d, %d per phase)" % (tally.total("kills"), time.monotonic() - t_start,
-                                                          A.seed, per_phase))
+    print("%d kills in %.0f s (seed %d, %d per phase, %d workers)" % (tally.total("kills"),
+                                                                      time.monotonic() - t_start, A.seed,
+                                                                      per_phase, workers))
     for n in tally.notes:
         print("  " + n)
     problems = Problems()
@@ -442,8 +510,6 @@ def case_harness():
         problems.check(tally.total("kills") >= 500, "only %d kills landed" % tally.total("kills"))
     problems.exit()
 
-
-# ---- defect 10: cuhook run killed between fork and seize --------------------------------------
 
 def case_run_orphan():
     """cuhook run is killed while its parent side sleeps right after fork() (fork_delay.c): the
@@ -561,7 +627,9 @@ def case_watch_killed():
     note and the one saying why the agent ended the trace (room is kept for both)."""
     problems = Problems()
     cap = 64 << 10
-    for no_pidfd, extra in (("0", ()), ("1", ()), ("0", ("--max-size", "64K"))):
+
+    # the three at once, each with its own program: most of each is waiting
+    def one(no_pidfd, extra):
         work = tempfile.mkdtemp(prefix="cuhook-kill-")
         try:
             t = Target(work, dict(os.environ, KILL_TARGET_NO_PIDFD=no_pidfd))
@@ -590,6 +658,11 @@ def case_watch_killed():
                 t.p.wait()
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        for f in [pool.submit(one, no_pidfd, extra) for no_pidfd, extra in
+                  (("0", ()), ("1", ()), ("0", ("--max-size", "64K")))]:
+            f.result()  # a Fatal raised in a round is raised here
     problems.exit()
 
 
@@ -709,6 +782,8 @@ def main():
     ap.add_argument("--per-phase", type=int, default=3, help="kills per phase (run_orphan: 10 runs)")
     ap.add_argument("--full", action="store_true", help="36 kills per phase: >= 500 landed in all")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=3, help="harness: processes sharing the kills, each with "
+                    "its own program")
     A = ap.parse_args()
     for k in ("cuhook", "agent", "target", "fakecuda", "fork_delay"):
         if getattr(A, k):
