@@ -1661,20 +1661,23 @@ def case_real_attach_count():
     need_real("driver_user", "fakecuda")
     read_trace = tracefile.read_trace
     # iterations enough for the program to outlast the three attaches on an idle machine too
-    # (600000 ended before the third once: 'process has exited')
-    iters = 3000000
+    # (600000 ended before the third once: 'process has exited'); 1 M runs about 2.8 s on its
+    # own here, against 0.5 s for the three attaches (printed)
+    iters = 1000000
     base = driver_run(iters)
     outs = [os.path.join(TMP, "cnt%d.bin" % i) for i in range(3)]
     res = []
     counted = ("cuFakeConstA", "cuCtxGetCurrent")
 
     def att(pid):
+        t0 = time.monotonic()
         for i, out in enumerate(outs):
             extra = ("--count", ",".join(counted)) if i == 1 else ()
             # only the functions checked: a session records millions of calls a second, and the
             # traces are read by a Python reader
             res.append(cuhook("attach", "--agent", A.real_agent, "-o", out, "--duration", 0.03,
                               "--funcs", "cuFakeConst*,cuCtxGetCurrent", *extra, pid))
+        print("  three attaches in %.2f s" % (time.monotonic() - t0))
 
     got = driver_run(iters, att)
     for r in res:
@@ -1707,6 +1710,7 @@ def case_real_attach_sigint_early():
     runs, last = [], {}
 
     def att(pid):
+        t0 = time.monotonic()
         for delay in (0, 0.001, 0.003, 0.006, 0.01, 0.015, 0.025, 0.05):
             p = subprocess.Popen([A.cuhook, "attach", "--force", "--agent", A.real_agent, "-o", out, str(pid)],
                                  stderr=subprocess.PIPE, text=True)
@@ -1731,6 +1735,7 @@ def case_real_attach_sigint_early():
         # one function: the session records millions of calls a second, read by a Python reader
         last["r"] = cuhook("attach", "--force", "--agent", A.real_agent, "-o", out, "--duration", 0.2,
                            "--funcs", "cuFakeConstB", pid)
+        print("  the attaches in %.2f s" % (time.monotonic() - t0))
 
     got = driver_run(iters, att)
     for delay, rc, err in runs:
@@ -1960,12 +1965,14 @@ def case_real_cycles():
     fails = []
 
     def cycles(pid):
+        t0 = time.monotonic()
         for i in range(100):
             r = cuhook("attach", "--force", "--agent", A.real_agent, "-o", os.path.join(TMP, "c.bin"), "--duration",
                        0.01, pid)
             if r.returncode != 0:
                 fails.append(r.stderr)
                 break
+        print("  %d cycles in %.2f s" % (i + 1, time.monotonic() - t0))
 
     got = driver_run(iters, cycles)
     check(not fails, "an attach/detach cycle failed", fails[0] if fails else "")

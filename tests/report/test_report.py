@@ -674,6 +674,11 @@ def check_interning(text, what):
     return npackets
 
 
+# the large trace of test_perfetto_valid: 4 threads of 12,500 calls, many more annotation values
+# than a sequence's 4,096 interning slots (src/report/export_perfetto.c: collisions forget)
+BIGP_CALLS = 50000
+
+
 def test_perfetto_valid():
     """Every Perfetto trace of the report decodes with protoc against perfetto_subset.proto with no
     error and no unknown field, and every name it interns resolves in its sequence; the clock
@@ -681,7 +686,7 @@ def test_perfetto_valid():
     read whole or streamed."""
     a, b = gen("basic"), gen("procb", "basic", "--pid", "5151", "--mono-offset", "777000000000",
                                "--real-offset", "1500000")
-    big = gen("bigp", "big", "--calls", "200000", "--threads", "4")
+    big = gen("bigp", "big", "--calls", str(BIGP_CALLS), "--threads", "4")
     cases = [("basic", [a]), ("two files", [a, b]), ("counted", [gen("hotc", "hot", "--count")]),
              ("gpu", [gen("gpu", "gpu")]), ("tsc", [gen("tsc", "basic", "--tsc")]), ("big", [big]),
              ("functions filter", ["--functions", "cuLaunch*", a])]
@@ -696,7 +701,7 @@ def test_perfetto_valid():
         check("primary_trace_clock: BUILTIN_CLOCK_MONOTONIC" in text, f"{what}: MONOTONIC is the trace clock")
         if what.startswith("big "):
             size = os.path.getsize(pf)
-            check(size <= 40 * 200000, f"{what}: {size / 200000:.1f} bytes per call, over 40")
+            check(size <= 40 * BIGP_CALLS, f"{what}: {size / BIGP_CALLS:.1f} bytes per call, over 40")
     # the realtime of the first file's start; times on its monotonic clock, B's moved by 1.5 ms
     tr = perfetto_trace(a, b)
     eq(tr.snapshot, {3: 5000000000, 1: 1700000000000000000}, "two files: the first file's clocks")
@@ -704,7 +709,7 @@ def test_perfetto_valid():
                   if e["name"] == "cuCtxSynchronize")
     eq(sync, [(4242, 5000000000 + 1700000), (5151, 5000000000 + 1700000 + 1500000)], "two files on one clock")
     # without protoc's help: the file is what the decoder of these tests reads, too
-    eq(len([e for e in perfetto_trace(big).events if e["type"] in (1, 2)]), 2 * 200000,
+    eq(len([e for e in perfetto_trace(big).events if e["type"] in (1, 2)]), 2 * BIGP_CALLS,
        "begin and end of every call of the big trace")
 
 
@@ -2310,7 +2315,8 @@ def test_v5_damage():
 # a loaded machine (2 cores, load 13) one test of all of them took 235 s of its 280 s limit. The
 # default was 3000 until the three took 124 s of the suite's 656 s of test time; the sanitizer
 # pass's fuzz_libfuzzer mutates the same seeds, guided by coverage, for 20 s per harness, and a
-# longer run here is CUHOOK_FUZZ_ITERATIONS=20000.
+# longer run here is CUHOOK_FUZZ_ITERATIONS=20000. Suite `fuzz` (tests/report/meson.build): these run
+# once, in scripts/test.sh's sanitizer pass.
 def fuzz(*seeds):
     p = subprocess.run([A.fuzz, "--iterations", os.environ.get("CUHOOK_FUZZ_ITERATIONS", "1000")] + list(seeds),
                        capture_output=True, timeout=280)
