@@ -115,6 +115,20 @@ CUHOOK_API uint32_t cuhook_agent_prepare_stop_begin(void);
 /* The last request the agent's GPU thread finished (see cuhook_agent_prepare_stop_begin). */
 CUHOOK_API extern volatile uint32_t cuhook_agent_gpu_done;
 
+/* How long each step of the last GPU session's end took, in ns, as cuhook_agent_stop_ns: with
+ * gpu=1 this runs beside the program (cuhook_agent_prepare_stop), and the program's CUDA calls
+ * may wait on CUPTI's and the driver's locks meanwhile without any thread being held: an
+ * injector tells these figures with the holds (cuhook attach -v). Set by the agent's GPU thread
+ * before it marks the request done (cuhook_agent_gpu_done); a step not taken is 0. */
+enum {
+	CUHOOK_GPU_STOP_FLUSH,    /* cuptiActivityFlushAll, forced */
+	CUHOOK_GPU_STOP_DISABLE,  /* the kinds and driver records disabled, submitting calls waited for */
+	CUHOOK_GPU_STOP_FLUSH2,   /* the second forced flush */
+	CUHOOK_GPU_STOP_FINALIZE, /* cuptiFinalize (0: not called) */
+	CUHOOK_GPU_STOP_STEPS
+};
+CUHOOK_API extern volatile uint64_t cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_STEPS];
+
 /* For a thread stopped at `ip`: if ip lies inside the overwritten bytes of a patched function
  * (at an instruction boundary), the address of the same instruction in the relocated copy, so
  * the thread can be moved there before it resumes; otherwise `ip` unchanged. No mapping is

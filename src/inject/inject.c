@@ -1078,30 +1078,39 @@ int cuhook_inject_attach(pid_t pid, const struct cuhook_inject_opts *o, struct c
 }
 
 _Static_assert(CUHOOK_INJECT_STOP_STEPS == CUHOOK_STOP_STEPS, "the agent's stop steps, one figure each");
+_Static_assert(CUHOOK_INJECT_GPU_STOP_STEPS == CUHOOK_GPU_STOP_STEPS, "the GPU stop's steps, one figure each");
 
-/* The agent's own timing of its stop's steps, read through /proc/PID/mem with every thread
- * running again: where a detach's hold went, at no cost to it. */
-static void read_stop_steps(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
+/* An array of the agent's (`name`, n bytes) read through /proc/PID/mem with every thread running
+ * again: at no cost to the holds. False when the agent has no such object (an older one). */
+static bool read_agent_figures(pid_t pid, const struct cuhook_inject_opts *o, const char *name, uint64_t *out,
+                               size_t n)
 {
 	uint64_t at = 0;
-	t->have_stop_steps = false;
-	if (agent_object_at(pid, o->agent_path, "cuhook_agent_stop_ns", &at) != 1 || !at) {
+	if (agent_object_at(pid, o->agent_path, name, &at) != 1 || !at) {
 		inj_error_clear();
-		return;
+		return false;
 	}
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	t->have_stop_steps = live_mem(pid, fd, at, t->stop_step_ns, sizeof(t->stop_step_ns), false);
+	bool ok = live_mem(pid, fd, at, out, n, false);
 	if (fd >= 0)
 		close(fd);
+	return ok;
 }
 
 int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct cuhook_inject_times *t)
 {
 	int r = with_process_stopped(pid, o, t, true, stop_agent);
-	if (r >= 0)
-		read_stop_steps(pid, o, t);
+	if (r >= 0) {
+		/* the agent's own timing of its stop: where a detach's hold went */
+		t->have_stop_steps = read_agent_figures(pid, o, "cuhook_agent_stop_ns", t->stop_step_ns,
+		                                        sizeof(t->stop_step_ns));
+		/* and of its GPU session's end beside the program, when there was one */
+		t->have_gpu_stop_steps = t->beside && read_agent_figures(pid, o, "cuhook_agent_gpu_stop_ns",
+		                                                         t->gpu_stop_step_ns,
+		                                                         sizeof(t->gpu_stop_step_ns));
+	}
 	return r;
 }
 

@@ -21,8 +21,10 @@ struct cuhook_inject_opts {
 	                            * handler that must know it before the injection is over) */
 };
 
-/* The steps of the agent's stop the agent times (cuhook_agent.h, CUHOOK_STOP_STEPS). */
+/* The steps of the agent's stop the agent times (cuhook_agent.h, CUHOOK_STOP_STEPS), and of
+ * its GPU session's end (CUHOOK_GPU_STOP_STEPS). */
 #define CUHOOK_INJECT_STOP_STEPS 6
+#define CUHOOK_INJECT_GPU_STOP_STEPS 4
 
 /* What one attach or detach took, for --verbose and the benchmarks. */
 struct cuhook_inject_times {
@@ -50,6 +52,11 @@ struct cuhook_inject_times {
 	 * agent does not say (an older one). */
 	bool have_stop_steps;
 	uint64_t stop_step_ns[CUHOOK_INJECT_STOP_STEPS];
+	/* A detach with gpu=1 whose GPU session's end ran beside the program (beside): how long
+	 * each of its steps took (cuhook_agent_gpu_stop_ns: flush, disable, flush again, finalize).
+	 * No thread is held then, but the program's CUDA calls may wait on CUPTI. */
+	bool have_gpu_stop_steps;
+	uint64_t gpu_stop_step_ns[CUHOOK_INJECT_GPU_STOP_STEPS];
 };
 
 /* One thread of the last attach or detach: how many times it was held, its longest hold and

@@ -41,6 +41,7 @@
 
 --mode slow-stop: gpu_work --loop whose stand-in CUPTI takes FLUSH_DELAY_MS more per flush
   (FAKECUPTI_FLUSH_DELAY_MS), then `cuhook attach --gpu -v`: the GPU session's end at the detach
+  (its steps told by -v, each flush at least FLUSH_DELAY_MS)
   runs on the agent's own thread while every program thread runs (cuhook says "by a thread of
   its own"), so no program thread is held anywhere near the flushes' time (-v's detach line:
   longest hold below FLUSH_DELAY_MS), and the trace still has its session STOPPED with the work
@@ -516,6 +517,22 @@ def mode_slow_stop(a, workdir, problems):
     problems.check(held and float(held.group(1)) < FLUSH_DELAY_MS,
                    f"detach: longest hold {held.group(1) if held else None} ms, the flushes take {FLUSH_DELAY_MS} ms "
                    "each: a program thread waited for them")
+    # -v tells the GPU stop's own steps, which held no thread: both forced flushes took the
+    # stand-in's delay (its cuptiFinalize takes no time: not checked)
+    steps = re.search(r"^cuhook: detach: the agent's GPU stop, beside the running program: flush ([\d.]+), disable "
+                      r"([\d.]+), flush again ([\d.]+), finalize ([\d.]+) ms \(no thread held, but CUDA calls made "
+                      r"meanwhile wait on CUPTI, on its finalize at least: the longest hold and the finalize together "
+                      r"([\d.]+) ms\)$", p.stderr, re.M)
+    if problems.check(steps, f"-v does not tell the GPU stop's steps: {tail(p.stderr)}"):
+        flush, disable, flush2, fin, felt = map(float, steps.groups())
+        if held:
+            # the figure is the longest hold plus the finalize (each rounded to 0.01 when printed)
+            problems.check(abs(felt - (float(held.group(1)) + fin)) <= 0.02,
+                           f"together {felt} ms, but the longest hold is {held.group(1)} ms and the finalize {fin}")
+        problems.check(flush >= FLUSH_DELAY_MS and flush2 >= FLUSH_DELAY_MS and disable < FLUSH_DELAY_MS,
+                       f"the GPU stop's steps: flush {flush}, disable {disable}, flush again {flush2} ms; each "
+                       f"flush takes {FLUSH_DELAY_MS} ms more")
+        print("GPU stop: flush %.2f, disable %.2f, flush again %.2f, finalize %.2f ms" % (flush, disable, flush2, fin))
     t = read_trace(trace)
     check_session(problems, t, a.cupti)
     problems.check(t.gpu_kernels, "no GPU work in the window")
