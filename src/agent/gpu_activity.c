@@ -487,6 +487,12 @@ out:
 
 CUHOOK_API volatile uint64_t cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_STEPS];
 
+static void gpu_stop_figures_clear(void)
+{
+	for (int i = 0; i < CUHOOK_GPU_STOP_STEPS; i++)
+		cuhook_agent_gpu_stop_ns[i] = 0;
+}
+
 /* The step that ended now: its time since *t into cuhook_agent_gpu_stop_ns (t moves on). */
 static void gpu_stop_mark(int step, uint64_t *t)
 {
@@ -499,8 +505,7 @@ static void stop_step(void)
 {
 	if (!S.on)
 		return;
-	for (int i = 0; i < CUHOOK_GPU_STOP_STEPS; i++)
-		cuhook_agent_gpu_stop_ns[i] = 0;
+	gpu_stop_figures_clear();
 	uint64_t t = monotonic_ns();
 	__atomic_store_n(&S.flushing_tid, (int)gettid(), __ATOMIC_RELEASE);
 	/* Flushed again once disabled: what was under way at the first flush comes too. */
@@ -735,9 +740,11 @@ void gpu_window_close(void)
 }
 
 /* What every end does first: no window opens any more, a start still waiting for a driver is
- * dropped. */
+ * dropped, and the last stop's figures go (an end with no session running leaves them 0, not
+ * an earlier session's). */
 static void stop_begin(void)
 {
+	gpu_stop_figures_clear();
 	__atomic_store_n(&windows_closed, true, __ATOMIC_SEQ_CST);
 	if (__atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL))
 		agent_log(1, "GPU: no CUDA driver was loaded while tracing: no GPU work to record");

@@ -1106,10 +1106,14 @@ int cuhook_inject_detach(pid_t pid, const struct cuhook_inject_opts *o, struct c
 		/* the agent's own timing of its stop: where a detach's hold went */
 		t->have_stop_steps = read_agent_figures(pid, o, "cuhook_agent_stop_ns", t->stop_step_ns,
 		                                        sizeof(t->stop_step_ns));
-		/* and of its GPU session's end beside the program, when there was one */
+		/* and of its GPU session's end beside the program, when there was one (all 0: none ran) */
 		t->have_gpu_stop_steps = t->beside && read_agent_figures(pid, o, "cuhook_agent_gpu_stop_ns",
 		                                                         t->gpu_stop_step_ns,
 		                                                         sizeof(t->gpu_stop_step_ns));
+		bool any = false;
+		for (int i = 0; i < CUHOOK_INJECT_GPU_STOP_STEPS; i++)
+			any |= t->gpu_stop_step_ns[i] != 0;
+		t->have_gpu_stop_steps &= any;
 	}
 	return r;
 }

@@ -511,6 +511,8 @@ def case_harness():
     problems.exit()
 
 
+# ---- defect 10: cuhook run killed between fork and seize --------------------------------------
+
 def case_run_orphan():
     """cuhook run is killed while its parent side sleeps right after fork() (fork_delay.c): the
     child must neither stay behind stopped nor run the program."""
