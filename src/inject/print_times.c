@@ -34,15 +34,15 @@ void cuhook_inject_print_times(const char *what, const struct cuhook_inject_time
 		        n[5] / 1e6);
 	}
 	if (t->have_gpu_stop_steps) {
-		/* No thread is held then, but a CUDA call made meanwhile waits on CUPTI, on its
-		 * finalize at least (CUPTI leaving the driver). On an H200 a GPT-2 loop's iteration at
+		/* No thread is held then, but a CUDA call made meanwhile may wait on CUPTI, on its
+		 * finalize above all (CUPTI leaving the driver). On an H200 a GPT-2 loop's iteration at
 		 * the detach was longer than its median by the longest hold plus the finalize (2.0-2.6
-		 * ms), within 2 ms, in 8 of 10 detaches; by more in the other 2, one of them on a quiet
-		 * machine where the flush showed too (docs/validation.md). */
+		 * ms, once 4.4 and once 6.7), within 2 ms, in 9 of 12 detaches; by the hold alone in 3 of
+		 * 18 (docs/validation.md). */
 		const uint64_t *n = t->gpu_stop_step_ns;
 		fprintf(stderr, "cuhook: %s: the agent's GPU stop, beside the running program: flush %.2f, disable %.2f, "
-		        "flush again %.2f, finalize %.2f ms (no thread held, but CUDA calls made meanwhile wait on CUPTI, "
-		        "on its finalize at least: the longest hold and the finalize together %.2f ms)\n",
+		        "flush again %.2f, finalize %.2f ms (no thread held, but a CUDA call made meanwhile may wait on "
+		        "CUPTI, on its finalize above all: the longest hold and the finalize together %.2f ms)\n",
 		        what, n[0] / 1e6, n[1] / 1e6, n[2] / 1e6, n[3] / 1e6,
 		        (t->held_max_ns + n[CUHOOK_INJECT_GPU_STOP_STEPS - 1]) / 1e6);
 	}

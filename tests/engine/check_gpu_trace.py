@@ -520,9 +520,9 @@ def mode_slow_stop(a, workdir, problems):
     # -v tells the GPU stop's own steps, which held no thread: both forced flushes took the
     # stand-in's delay (its cuptiFinalize takes no time: not checked)
     steps = re.search(r"^cuhook: detach: the agent's GPU stop, beside the running program: flush ([\d.]+), disable "
-                      r"([\d.]+), flush again ([\d.]+), finalize ([\d.]+) ms \(no thread held, but CUDA calls made "
-                      r"meanwhile wait on CUPTI, on its finalize at least: the longest hold and the finalize together "
-                      r"([\d.]+) ms\)$", p.stderr, re.M)
+                      r"([\d.]+), flush again ([\d.]+), finalize ([\d.]+) ms \(no thread held, but a CUDA call made "
+                      r"meanwhile may wait on CUPTI, on its finalize above all: the longest hold and the finalize "
+                      r"together ([\d.]+) ms\)$", p.stderr, re.M)
     if problems.check(steps, f"-v does not tell the GPU stop's steps: {tail(p.stderr)}"):
         flush, disable, flush2, fin, felt = map(float, steps.groups())
         if held:
