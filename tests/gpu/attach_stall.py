@@ -5,7 +5,8 @@
                             [--attach-args=--gpu]
 
 A workload runs a loop whose every iteration is timed on CLOCK_MONOTONIC by the thread that does
-the work (torch: a GPT-2 forward pass built from a config, no download, ~34 threads; jax: a jitted
+the work (torch: a GPT-2 forward pass built from a config, no download, ~34 threads; torchgraph: the
+same captured in a CUDA graph before the attach and replayed; jax: a jitted
 MLP step, XLA_PYTHON_CLIENT_PREALLOCATE=false, ~80 threads; cpu: pure Python, to try the script
 without a GPU). cuhook attaches with -v --duration 2
 while it runs. For the attach and for the detach this prints: the working thread's iteration that
@@ -37,6 +38,28 @@ x = torch.arange(64, device="cuda").unsqueeze(0)
 def step():
     with torch.no_grad():
         model(x).logits.sum().item()
+''',
+    # the same GPT-2 forward captured once in a CUDA graph before any attach, then replayed: the
+    # graph's kernels can be named after an attach only by the names window (docs/agent.md)
+    "torchgraph": r'''
+import json, sys, threading, time, torch
+from transformers import GPT2Config, GPT2LMHeadModel
+torch.manual_seed(0)
+cfg = GPT2Config(n_layer=6, n_head=8, n_embd=512, vocab_size=8192, n_positions=256)
+model = GPT2LMHeadModel(cfg).eval().to("cuda")
+x = torch.arange(64, device="cuda").unsqueeze(0)
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s), torch.no_grad():
+    for _ in range(3):
+        model(x)
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g), torch.no_grad():
+    out = model(x).logits
+def step():
+    g.replay()
+    torch.cuda.synchronize()
 ''',
     # no GPU: the script's own check, anywhere
     "cpu": r'''
@@ -208,7 +231,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuhook", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--workload", default="both", choices=["torch", "jax", "both", "cpu"])
+    ap.add_argument("--workload", default="both", choices=["torch", "torchgraph", "jax", "both", "cpu"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--attach-args", default="", help="more options for cuhook attach (space-separated)")
