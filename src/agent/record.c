@@ -39,6 +39,7 @@ FAST_CHECK(offsetof(struct shadow_entry, ret) == SH_RET);
 FAST_CHECK(offsetof(struct shadow_entry, slot) == SH_SLOT);
 FAST_CHECK(offsetof(struct shadow_entry, id) == SH_ID);
 FAST_CHECK(offsetof(struct shadow_entry, has_args) == SH_HAS_ARGS);
+FAST_CHECK(offsetof(struct shadow_entry, unrecorded) == SH_HAS_ARGS + 1);
 FAST_CHECK(offsetof(struct shadow_entry, args) == SH_ARGS);
 FAST_CHECK(offsetof(struct ring, head) == RING_HEAD);
 FAST_CHECK(offsetof(struct ring, limit) == RING_LIMIT);
@@ -366,8 +367,10 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		ts->depth = d;
 	}
 	uint8_t rec_flags = 0;
+	uint8_t unrecorded = 1;
 
 	if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording) && !ts->no_record) {
+		unrecorded = 0;
 		/* Who made the call (stacks=): taken before the entry's time, so that the call's
 		 * duration does not include it; its STACK record goes right after the ENTRY, in the
 		 * same reservation (both or neither). libunwind may touch vector registers: through
@@ -438,6 +441,7 @@ uintptr_t cuhook_on_entry(struct entry_frame *f)
 		s->ret = f->ret;
 		s->slot = (uintptr_t)&f->ret;
 		s->id = id;
+		s->unrecorded = unrecorded;
 		s->has_args = hh->decoder != 0 || (hh->flags & HOOK_FDOP);
 		if (s->has_args) {
 			s->args[0] = f->rdi;
@@ -657,7 +661,11 @@ uintptr_t cuhook_on_exit(struct exit_frame *f)
 		ts->busy = 1;
 		ts->busy_sp = (uintptr_t)f;
 		ts->depth = k - 1;
-		if (likely(hh->flags & HOOK_RECORD) && likely(cuhook_recording)) {
+		/* The EXIT of every recorded ENTRY, whether recording is still on or not: a call in
+		 * flight when a window or range closed ends in the trace, whole (the writer waits for
+		 * such calls before the last round of a session it ends itself); none of a call whose
+		 * ENTRY was not recorded (no EXIT without its ENTRY when a range opens). */
+		if (likely(hh->flags & HOOK_RECORD) && likely(!s->unrecorded)) {
 			uint64_t t = now();
 			struct resv v;
 			/* rax 0 (success), the common case, in the word alone */

@@ -389,3 +389,21 @@ int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
 	}
 	return left;
 }
+
+int thread_recorded_calls_open(bool (*interesting)(uint32_t hook_id))
+{
+	int n = 0;
+	for (struct ring *r = thread_rings(); r; r = r->next) {
+		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
+			continue;
+		struct thread_state *ts = &block_of(r)->ts;
+		uint32_t d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < d && i < SHADOW_MAX; i++)
+			if (!__atomic_load_n(&ts->shadow[i].unrecorded, __ATOMIC_RELAXED) &&
+			    interesting(__atomic_load_n(&ts->shadow[i].id, __ATOMIC_RELAXED))) {
+				n++;
+				break;
+			}
+	}
+	return n;
+}

@@ -21,7 +21,11 @@ struct shadow_entry {
 	uintptr_t ret;         /* the caller's real return address */
 	uintptr_t slot;        /* where it was on the stack (to match returns after longjmp) */
 	uint32_t id;           /* hook id */
-	uint32_t has_args;
+	uint8_t has_args;      /* args[] kept (a decoder, an fd call) */
+	uint8_t unrecorded;    /* the ENTRY was not recorded (a callback or fd hook entered while not
+	                        * recording): nor is the EXIT. A recorded ENTRY gets its EXIT even
+	                        * once recording is off (a window or range closed meanwhile). */
+	uint16_t spare;
 	uint64_t args[SHADOW_ARGS]; /* argument registers, kept only for hooks with a decoder */
 };
 
@@ -180,6 +184,10 @@ void thread_ring_recycle(struct ring *r);
  * `interesting` picks (by hook id) has returned from it. Returns how many had not. For the GPU
  * session's stop (gpu_activity.c): the driver's record of a call comes at its end. */
 int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms);
+
+/* How many threads are now inside a call of a function `interesting` picks whose ENTRY was
+ * recorded (their EXIT will be too, record.c). Not the traced path; the same caveats. */
+int thread_recorded_calls_open(bool (*interesting)(uint32_t hook_id));
 
 /* Per-thread ring size in bytes (power of two), set from the configuration before tracing. */
 extern uint32_t thread_ring_bytes;

@@ -985,6 +985,15 @@ static bool wait_for_start(uint32_t me)
 	}
 }
 
+/* How long a session the writer ends itself (a recording window's end, the injector gone) waits
+ * for the recorded calls still running to return, so that their EXITs are in the file. */
+#define ENDING_CALLS_WAIT_MS 1000
+
+static bool recorded_hook(uint32_t id)
+{
+	return id < patch_count && (hooks_hot[id].flags & HOOK_RECORD);
+}
+
 static void *writer_main(void *gen)
 {
 	own_thread_enter();
@@ -1049,6 +1058,16 @@ static void *writer_main(void *gen)
 		if (W.gpu)
 			gpu_stop();
 		__atomic_store_n(&cuhook_recording, 0, __ATOMIC_RELEASE);
+		/* The calls recorded and still running (a window closed in the middle of one) get
+		 * their EXIT all the same (record.c): wait for them, draining, at most
+		 * ENDING_CALLS_WAIT_MS, so that the file holds them whole. The program's threads run;
+		 * a call that outlasts the wait ends the file without its EXIT, as before. */
+		uint64_t calls_deadline = monotonic_ns() + ENDING_CALLS_WAIT_MS * 1000000ull;
+		while (thread_recorded_calls_open(recorded_hook) && monotonic_ns() < calls_deadline) {
+			round_once();
+			struct timespec nap = {0, 1000000};
+			nanosleep(&nap, NULL);
+		}
 		finish_file(why_end[0] ? why_end : NULL); /* a window's end says itself in its NOTE */
 	}
 	own_thread_leave(); /* while this id is still ours: no other thread can have it yet */

@@ -45,7 +45,7 @@
 #define SH_RET 0
 #define SH_SLOT 8
 #define SH_ID 16
-#define SH_HAS_ARGS 20
+#define SH_HAS_ARGS 20      /* a byte; the next one is `unrecorded` (0 on the fast paths) */
 #define SH_ARGS 24
 #define RING_HEAD 0         /* struct ring */
 #define RING_LIMIT 16

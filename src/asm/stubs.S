@@ -330,7 +330,7 @@ cuhook_exit_stub:
 	jne .Lexit_unbusy                      /* a new epoch: C writes its TIME record first */
 	shl $FAST_TSC_SHIFT, %r9               /* r9 = the time's low bits, in place in the word */
 	xor %edx, %edx                         /* edx 1: a DATA record from C follows the EXIT */
-	cmpl $0, SH_HAS_ARGS(%rdi)
+	cmpb $0, SH_HAS_ARGS(%rdi)
 	jne .Lexit_args
 .Lexit_plain:
 	cmpq $0, 8(%rsp)                       /* rax 0 (success): the word alone */

@@ -23,8 +23,12 @@ ranges and recording windows"), on the stand-in libcuda.
   CLOCK_MONOTONIC, the target's clock). Checked, with wide margins for a loaded machine: no
   call that ended before the start + delay is recorded, every call well inside the window is,
   none well after it is; the recorded calls are one run of rounds; the counted calls match the
-  recorded ones but for the two edges; the window's NOTE holds every recorded call and lasts at
-  least the duration; the trace was closed (END) while the program ran on to its end.
+  recorded ones but for the two edges; every recorded call began inside the window the NOTE gives,
+  which lasts at least the duration; the trace was closed (END) while the program ran on to its end.
+--mode window-edge: timed_calls with two cuFakeSleep calls, one spanning the window's opening and
+  one its close (`cuhook run --delay 1 --duration 1`): the first not recorded at all, the second
+  whole, its EXIT after the close (recorded because its ENTRY was: record.c); no EXIT without its
+  ENTRY, no ENTRY without its EXIT.
 --mode refusals: the combinations and values cuhook and the agent refuse, with their messages."""
 
 import argparse
@@ -66,6 +70,8 @@ def target_output(text):
             out["bad"].append(line)
         elif p[:1] == ["call"]:
             out["calls"].append((int(p[2]), int(p[3])))
+        elif p[:1] == ["sleep"]:
+            out.setdefault("sleeps", []).append((int(p[1]), int(p[2])))
     return out
 
 
@@ -261,7 +267,41 @@ def mode_window(a, work, problems):
         lo, hi = windows[0]
         problems.check(lo >= w0 and hi - lo >= duration * 1e9,
                        f"the window noted [{lo}, {hi}] opens before the delay or is shorter than the duration")
-        problems.check(all(lo <= c.entry and c.exit <= hi for c in t.calls), "a recorded call lies outside the window")
+        # a call that began in the window is recorded whole, its end perhaps after the close
+        problems.check(all(lo <= c.entry <= hi for c in t.calls), "a recorded call began outside the window")
+    check_trace_health(report_json(a.cuhook, trace, work), problems)
+
+
+def mode_window_edge(a, work, problems):
+    # One call spans the window's opening (0.5 s to 1.3 s; the window opens at 1 s) and one its
+    # close (1.6 s to 2.5 s; it closes at 2 s): the first is not recorded at all (no EXIT without
+    # its ENTRY), the second whole (its EXIT after the close: no ENTRY without its EXIT).
+    trace = os.path.join(work, "trace.bin")
+    p = run([a.cuhook, "run", "--agent", a.agent, "-o", trace, "--opt", "clock=monotonic", "--delay", "1",
+             "--duration", "1", "--", a.timed, a.lib, "3", "10", "0.5", "800", "1.6", "900"],
+            env=clean_env(), timeout=120, what="cuhook run timed_calls")
+    out = target_output(p.stdout)
+    problems.check(not out["bad"], f"the target saw wrong results: {out['bad'][:3]}")
+    sleeps = out.get("sleeps", [])
+    if not problems.check(len(sleeps) == 2, f"timed_calls made {len(sleeps)} cuFakeSleep calls, not 2"):
+        return
+    t = tracefile.read_trace(trace)
+    windows = [WINDOW.match(text) for _, text in t.notes]
+    windows = [(int(m[1]), int(m[2])) for m in windows if m]
+    if not problems.check(len(windows) == 1, f"one NOTE of the window's end, not {len(windows)}: {t.notes}"):
+        return
+    lo, hi = windows[0]
+    (a0, a1), (b0, b1) = sleeps
+    problems.check(a0 < lo < a1 and b0 < hi < b1,
+                   f"the sleeps [{a0}, {a1}] and [{b0}, {b1}] do not span the window's edges {lo} and {hi} (a machine "
+                   "so loaded that the writer closed the window 0.5 s late?)")
+    slept = [c for c in t.calls if c.name == "cuFakeSleep"]
+    if problems.check(len(slept) == 1 and t.entries.get("cuFakeSleep") == 1,
+                      f"the sleep that spans the close recorded once, whole, and the other not: {len(slept)} complete, "
+                      f"{t.entries.get('cuFakeSleep')} entries"):
+        c = slept[0]
+        problems.check(b0 <= c.entry and c.exit <= b1 and c.exit > hi,
+                       f"the recorded sleep [{c.entry}, {c.exit}] is not the one spanning the close at {hi}")
     check_trace_health(report_json(a.cuhook, trace, work), problems)
 
 
