@@ -415,9 +415,7 @@ CUHOOK_API volatile uint64_t cuhook_agent_stop_ns[CUHOOK_STOP_STEPS];
 /* The step that ended now: its time since *t into cuhook_agent_stop_ns (t moves on). */
 static void stop_step(unsigned step, uint64_t *t)
 {
-	uint64_t now = monotonic_ns();
-	cuhook_agent_stop_ns[step] = now - *t;
-	*t = now;
+	monotonic_step(&cuhook_agent_stop_ns[step], t);
 }
 
 static void stop(bool unpatch, bool threads_stopped)

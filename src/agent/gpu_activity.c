@@ -493,13 +493,6 @@ static void gpu_stop_figures_clear(void)
 		cuhook_agent_gpu_stop_ns[i] = 0;
 }
 
-/* The step that ended now: its time since *t into cuhook_agent_gpu_stop_ns (t moves on). */
-static void gpu_stop_mark(int step, uint64_t *t)
-{
-	uint64_t now = monotonic_ns();
-	cuhook_agent_gpu_stop_ns[step] = now - *t;
-	*t = now;
-}
 
 static void stop_step(void)
 {
@@ -510,12 +503,12 @@ static void stop_step(void)
 	__atomic_store_n(&S.flushing_tid, (int)gettid(), __ATOMIC_RELEASE);
 	/* Flushed again once disabled: what was under way at the first flush comes too. */
 	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
-	gpu_stop_mark(CUHOOK_GPU_STOP_FLUSH, &t);
+	monotonic_step(&cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_FLUSH], &t);
 	uint64_t stopped = trace_clock_now(); /* before the disabling: a call that returned before is in */
 	disable(sizeof(kinds) / sizeof(kinds[0]), gpu_cbids_count());
-	gpu_stop_mark(CUHOOK_GPU_STOP_DISABLE, &t);
+	monotonic_step(&cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_DISABLE], &t);
 	lib.f.ActivityFlushAll(CUPTI_FLUSH_FORCED);
-	gpu_stop_mark(CUHOOK_GPU_STOP_FLUSH2, &t);
+	monotonic_step(&cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_FLUSH2], &t);
 	__atomic_store_n(&S.flushing_tid, 0, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&conv_lock);
 	__atomic_store_n(&S.accepting, false, __ATOMIC_RELEASE);
@@ -529,7 +522,7 @@ static void stop_step(void)
 	bool sole = sole_user();
 	bool finalized = sole && !graphs && lib.f.Finalize() == CUPTI_OK;
 	if (sole && !graphs)
-		gpu_stop_mark(CUHOOK_GPU_STOP_FINALIZE, &t);
+		monotonic_step(&cuhook_agent_gpu_stop_ns[CUHOOK_GPU_STOP_FINALIZE], &t);
 	pool_fill(0); /* the program keeps none of the session's memory */
 	S.on = false;
 	push_session(CUHOOK_GPU_STOPPED, 0, "", stopped);

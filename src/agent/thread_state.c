@@ -354,9 +354,21 @@ void thread_state_after_fork_child(void)
 	}
 }
 
-/* Not the traced path: reads other threads' shadow stacks without their consent, so every load
- * is atomic and a value seen may be stale by the time it is used; only a thread that left the
- * call, or went deeper and came back, is taken as done. */
+/* The outermost level of ts's shadow stack that is a call of a function `interesting` picks
+ * (recorded_only: whose ENTRY was recorded), or -1. Reads another thread's shadow stack without
+ * its consent: every load atomic, what it sees may be stale by the time it is used. */
+static int first_call_open(struct thread_state *ts, bool (*interesting)(uint32_t hook_id), bool recorded_only)
+{
+	uint32_t d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < d && i < SHADOW_MAX; i++)
+		if ((!recorded_only || !__atomic_load_n(&ts->shadow[i].unrecorded, __ATOMIC_RELAXED)) &&
+		    interesting(__atomic_load_n(&ts->shadow[i].id, __ATOMIC_RELAXED)))
+			return (int)i;
+	return -1;
+}
+
+/* Not the traced path (first_call_open); only a thread that left the call, or went deeper and
+ * came back, is taken as done. */
 int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
 {
 	enum { MAXW = 256 };
@@ -366,13 +378,11 @@ int thread_calls_wait_left(bool (*interesting)(uint32_t hook_id), int max_ms)
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
 			continue;
 		struct thread_state *ts = &block_of(r)->ts;
-		uint32_t d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
-		for (uint32_t i = 0; i < d && i < SHADOW_MAX; i++)
-			if (interesting(__atomic_load_n(&ts->shadow[i].id, __ATOMIC_RELAXED))) {
-				w[n].ts = ts;
-				w[n++].level = i;
-				break;
-			}
+		int level = first_call_open(ts, interesting, false);
+		if (level >= 0) {
+			w[n].ts = ts;
+			w[n++].level = (uint32_t)level;
+		}
 	}
 	struct timespec nap = {0, 200000};
 	uint64_t deadline = monotonic_ns() + (uint64_t)max_ms * 1000000u;
@@ -396,14 +406,7 @@ int thread_recorded_calls_open(bool (*interesting)(uint32_t hook_id))
 	for (struct ring *r = thread_rings(); r; r = r->next) {
 		if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != RING_LIVE)
 			continue;
-		struct thread_state *ts = &block_of(r)->ts;
-		uint32_t d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
-		for (uint32_t i = 0; i < d && i < SHADOW_MAX; i++)
-			if (!__atomic_load_n(&ts->shadow[i].unrecorded, __ATOMIC_RELAXED) &&
-			    interesting(__atomic_load_n(&ts->shadow[i].id, __ATOMIC_RELAXED))) {
-				n++;
-				break;
-			}
+		n += first_call_open(&block_of(r)->ts, interesting, true) >= 0;
 	}
 	return n;
 }
